@@ -1,0 +1,416 @@
+//! Writes [`Node`] trees as block-style YAML.
+//!
+//! Each scalar is written in its own style when that style can carry its value
+//! in the position it is in, and double-quoted otherwise, so the output always
+//! reads back to the same tree: emitting is a fixed point of parse-then-emit.
+
+use super::scalar::{is_block_content, is_printable_line};
+use super::{Map, Node, Scalar, Seq, Style};
+
+/// Writes one document.
+pub fn emit_document(node: &Node) -> String {
+    let mut out = String::new();
+    Emitter { out: &mut out }.document(node);
+    out
+}
+
+/// Writes documents separated by `---`.
+pub fn emit_stream<'a>(nodes: impl IntoIterator<Item = &'a Node>) -> String {
+    let mut out = String::new();
+    for (i, node) in nodes.into_iter().enumerate() {
+        if i > 0 {
+            out.push_str("---\n");
+        }
+        Emitter { out: &mut out }.document(node);
+    }
+    out
+}
+
+/// Where a scalar stands, which decides the styles it can take.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Place {
+    /// A mapping key: one line, no block styles.
+    Key,
+    /// A mapping value: every style.
+    Value,
+    /// A sequence item or a whole document: block styles without an indentation indicator.
+    Item,
+}
+
+struct Emitter<'o> {
+    out: &'o mut String,
+}
+
+const SPACES: &str = "                                                                ";
+
+impl Emitter<'_> {
+    fn indent(&mut self, n: usize) {
+        let mut n = n;
+        while n > 0 {
+            let chunk = n.min(SPACES.len());
+            self.out.push_str(&SPACES[..chunk]);
+            n -= chunk;
+        }
+    }
+
+    fn document(&mut self, node: &Node) {
+        match node {
+            Node::Map(map) if !map.entries.is_empty() => {
+                if let Some(tag) = &map.tag {
+                    self.out.push_str(tag);
+                    self.out.push('\n');
+                }
+                self.block_map(map, 0, false);
+            }
+            Node::Seq(seq) if !seq.items.is_empty() => {
+                if let Some(tag) = &seq.tag {
+                    self.out.push_str(tag);
+                    self.out.push('\n');
+                }
+                self.block_seq(seq, 0, false);
+            }
+            _ => {
+                self.inline(node, 0, Place::Item);
+                self.out.push('\n');
+            }
+        }
+    }
+
+    fn block_map(&mut self, map: &Map, indent: usize, inline_first: bool) {
+        for (i, (key, value)) in map.entries.iter().enumerate() {
+            if i > 0 || !inline_first {
+                self.indent(indent);
+            }
+            match key {
+                Node::Scalar(s) if s.value.len() < 1024 => self.scalar(s, indent, Place::Key),
+                _ => {
+                    self.out.push('?');
+                    self.after_indicator(key, indent);
+                    self.indent(indent);
+                }
+            }
+            self.out.push(':');
+            match value {
+                Node::Map(m) if !m.entries.is_empty() => {
+                    self.tag_line(&m.tag);
+                    self.block_map(m, indent + 2, false);
+                }
+                Node::Seq(s) if !s.items.is_empty() => {
+                    self.tag_line(&s.tag);
+                    self.block_seq(s, indent, false);
+                }
+                _ if value.is_null() && value.as_str() == Some("") => self.out.push('\n'),
+                _ => {
+                    self.out.push(' ');
+                    self.inline(value, indent, Place::Value);
+                    self.out.push('\n');
+                }
+            }
+        }
+    }
+
+    fn block_seq(&mut self, seq: &Seq, indent: usize, inline_first: bool) {
+        for (i, item) in seq.items.iter().enumerate() {
+            if i > 0 || !inline_first {
+                self.indent(indent);
+            }
+            self.out.push('-');
+            self.after_indicator(item, indent);
+        }
+    }
+
+    /// Writes a node after a `-` or `?` indicator at `indent`, through the end of its last line.
+    fn after_indicator(&mut self, node: &Node, indent: usize) {
+        match node {
+            Node::Map(m) if !m.entries.is_empty() => match &m.tag {
+                Some(_) => {
+                    self.tag_line(&m.tag);
+                    self.block_map(m, indent + 2, false);
+                }
+                None => {
+                    self.out.push(' ');
+                    self.block_map(m, indent + 2, true);
+                }
+            },
+            Node::Seq(s) if !s.items.is_empty() => match &s.tag {
+                Some(_) => {
+                    self.tag_line(&s.tag);
+                    self.block_seq(s, indent + 2, false);
+                }
+                None => {
+                    self.out.push(' ');
+                    self.block_seq(s, indent + 2, true);
+                }
+            },
+            _ if node.is_null() && node.as_str() == Some("") => self.out.push('\n'),
+            _ => {
+                self.out.push(' ');
+                self.inline(node, indent, Place::Item);
+                self.out.push('\n');
+            }
+        }
+    }
+
+    /// Ends the current line with a collection's tag, if any.
+    fn tag_line(&mut self, tag: &Option<Box<str>>) {
+        if let Some(tag) = tag {
+            self.out.push(' ');
+            self.out.push_str(tag);
+        }
+        self.out.push('\n');
+    }
+
+    /// Writes a scalar or an empty collection on the current line (a block
+    /// scalar continues on the lines below, without a final line break).
+    fn inline(&mut self, node: &Node, indent: usize, place: Place) {
+        match node {
+            Node::Scalar(s) => self.scalar(s, indent, place),
+            Node::Map(m) => {
+                self.tag_prefix(&m.tag);
+                self.out.push_str("{}");
+            }
+            Node::Seq(s) => {
+                self.tag_prefix(&s.tag);
+                self.out.push_str("[]");
+            }
+        }
+    }
+
+    fn tag_prefix(&mut self, tag: &Option<Box<str>>) {
+        if let Some(tag) = tag {
+            self.out.push_str(tag);
+            self.out.push(' ');
+        }
+    }
+
+    fn scalar(&mut self, s: &Scalar, indent: usize, place: Place) {
+        if let Some(tag) = &s.tag {
+            self.out.push_str(tag);
+            if s.style == Style::Plain && s.value.is_empty() {
+                return;
+            }
+            self.out.push(' ');
+        }
+        let value = s.value.as_str();
+        let one_line = !value.contains('\n');
+        match s.style {
+            Style::Plain if one_line && is_printable_line(value) => self.out.push_str(value),
+            Style::SingleQuoted if one_line && is_printable_line(value) => {
+                self.out.push('\'');
+                self.out.push_str(&value.replace('\'', "''"));
+                self.out.push('\'');
+            }
+            Style::Folded if place != Place::Key && self.folded(value, indent) => {}
+            Style::Literal | Style::Folded if place != Place::Key && self.literal(value, indent, place) => {}
+            _ => self.double_quoted(value),
+        }
+    }
+
+    /// The header of a block scalar, or `None` when `value` cannot be one here.
+    fn block_header(value: &str, place: Place) -> Option<(&str, &'static str, bool)> {
+        let content = value.trim_end_matches('\n');
+        if content.is_empty() || !is_block_content(value) {
+            return None;
+        }
+        let chomp = match value.len() - content.len() {
+            0 => "-",
+            1 => "",
+            _ => "+",
+        };
+        let first = content.split('\n').find(|l| !l.is_empty()).unwrap_or("");
+        let needs_indicator = first.starts_with(' ');
+        if needs_indicator && place != Place::Value {
+            return None;
+        }
+        Some((content, chomp, needs_indicator))
+    }
+
+    fn literal(&mut self, value: &str, indent: usize, place: Place) -> bool {
+        let Some((content, chomp, indicator)) = Self::block_header(value, place) else {
+            return false;
+        };
+        self.out.push('|');
+        if indicator {
+            self.out.push('2');
+        }
+        self.out.push_str(chomp);
+        for line in content.split('\n') {
+            self.out.push('\n');
+            if !line.is_empty() {
+                self.indent(indent + 2);
+                self.out.push_str(line);
+            }
+        }
+        self.keep_trailing(value, content);
+        true
+    }
+
+    /// A folded block, for text whose lines need no protection from folding.
+    fn folded(&mut self, value: &str, indent: usize) -> bool {
+        let Some((content, chomp, _)) = Self::block_header(value, Place::Value) else {
+            return false;
+        };
+        if content.starts_with('\n')
+            || content
+                .split('\n')
+                .any(|l| l.starts_with([' ', '\t']) || l.ends_with([' ', '\t']))
+        {
+            return false;
+        }
+        self.out.push('>');
+        self.out.push_str(chomp);
+        self.out.push('\n');
+        let mut lines = content.split('\n').peekable();
+        while let Some(line) = lines.next() {
+            if line.is_empty() {
+                self.out.push('\n');
+                continue;
+            }
+            self.indent(indent + 2);
+            self.out.push_str(line);
+            if lines.peek().is_some() {
+                // A single line break folds into a space: write it as an empty line.
+                self.out.push_str("\n\n");
+            }
+        }
+        self.keep_trailing(value, content);
+        true
+    }
+
+    /// Writes the extra empty lines that `+` chomping keeps.
+    fn keep_trailing(&mut self, value: &str, content: &str) {
+        for _ in 1..value.len() - content.len() {
+            self.out.push('\n');
+        }
+    }
+
+    fn double_quoted(&mut self, value: &str) {
+        self.out.push('"');
+        let mut rest = value;
+        while let Some(at) = rest.find(|c: char| needs_escape(c)) {
+            self.out.push_str(&rest[..at]);
+            let c = rest[at..].chars().next().expect("found a char");
+            match c {
+                '"' => self.out.push_str("\\\""),
+                '\\' => self.out.push_str("\\\\"),
+                '\n' => self.out.push_str("\\n"),
+                '\t' => self.out.push_str("\\t"),
+                '\r' => self.out.push_str("\\r"),
+                '\0' => self.out.push_str("\\0"),
+                '\u{1b}' => self.out.push_str("\\e"),
+                '\u{85}' => self.out.push_str("\\N"),
+                '\u{2028}' => self.out.push_str("\\L"),
+                '\u{2029}' => self.out.push_str("\\P"),
+                c if (c as u32) < 0x100 => self.out.push_str(&format!("\\x{:02X}", c as u32)),
+                c => self.out.push_str(&format!("\\u{:04X}", c as u32)),
+            }
+            rest = &rest[at + c.len_utf8()..];
+        }
+        self.out.push_str(rest);
+        self.out.push('"');
+    }
+}
+
+fn needs_escape(c: char) -> bool {
+    matches!(c, '"' | '\\' | '\u{feff}' | '\u{2028}' | '\u{2029}') || c.is_control()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::parse_document;
+    use super::*;
+
+    /// The tree with every non-plain style folded into one: what a reader sees.
+    fn quoting(node: Node) -> Node {
+        match node {
+            Node::Scalar(mut s) => {
+                if s.style != Style::Plain {
+                    s.style = Style::DoubleQuoted;
+                }
+                Node::Scalar(s)
+            }
+            Node::Seq(s) => Node::Seq(Seq {
+                items: s.items.into_iter().map(quoting).collect(),
+                tag: s.tag,
+            }),
+            Node::Map(m) => Node::Map(Map {
+                entries: m.entries.into_iter().map(|(k, v)| (quoting(k), quoting(v))).collect(),
+                tag: m.tag,
+            }),
+        }
+    }
+
+    /// Emitting is a fixed point: emit(parse(emit(parse(x)))) == emit(parse(x)),
+    /// and the tree survives.
+    fn round_trip(src: &str) -> String {
+        let doc = parse_document(src).unwrap();
+        let once = emit_document(&doc);
+        let again = parse_document(&once).unwrap_or_else(|e| panic!("{e}\n{once}"));
+        assert_eq!(quoting(again.clone()), quoting(doc), "tree changed:\n{once}");
+        assert_eq!(emit_document(&again), once, "not a fixed point");
+        once
+    }
+
+    #[test]
+    fn keeps_numbers_and_quoting_exactly() {
+        let src = "mode: 0644\nbig: 123456789012345678901234567890\nyes: \"yes\"\non: 'on'\nts: \"2026-11-22\"\nf: 1e3\nnull_: ~\nempty:\nhex: 0x1F\n";
+        assert_eq!(round_trip(src), src);
+    }
+
+    #[test]
+    fn writes_json_input_as_block_yaml() {
+        let out = round_trip(
+            r#"{"apiVersion": "v1", "kind": "ConfigMap", "data": {"a": "yes", "n": 1, "l": [1, {"x": []}], "e": {}}}"#,
+        );
+        assert_eq!(
+            out,
+            "\"apiVersion\": \"v1\"\n\"kind\": \"ConfigMap\"\n\"data\":\n  \"a\": \"yes\"\n  \"n\": 1\n  \"l\":\n  - 1\n  - \"x\": []\n  \"e\": {}\n"
+        );
+    }
+
+    #[test]
+    fn block_scalars_keep_their_style_and_chomping() {
+        for src in [
+            "a: |\n  x\n  y\n",
+            "a: |-\n  x\n\n  y\n",
+            "a: |+\n  x\n\n\nb: 1\n",
+            "a: |2-\n    indented\n  x\n",
+            "a: >\n  folded\n\n  text\n",
+            "a: >-\n  one line\n",
+            "- |\n  in a list\n",
+        ] {
+            assert_eq!(round_trip(src), src);
+        }
+    }
+
+    #[test]
+    fn falls_back_to_double_quotes_where_a_style_cannot_carry_the_value() {
+        assert_eq!(round_trip("- |2\n   lead\n"), "- \" lead\\n\"\n");
+        assert_eq!(round_trip("a: 'it''s'\nb: \"tab\\there\"\n"), "a: 'it''s'\nb: \"tab\\there\"\n");
+        assert_eq!(round_trip("a: 'two\n\n  lines'\n"), "a: \"two\\nlines\"\n");
+        assert_eq!(round_trip("a: \"\\x01\\u2028\"\n"), "a: \"\\x01\\L\"\n");
+        assert_eq!(round_trip("? |\n  k\n: v\n"), "\"k\\n\": v\n");
+    }
+
+    #[test]
+    fn nests_collections_in_block_style() {
+        let src = "a:\n- b: 1\n  c:\n  - - x\n    - y\n  - []\n- {}\n- !t\n  k: v\n? [a, b]\n: v\nt: !!str 1\n";
+        let out = round_trip(src);
+        assert_eq!(
+            out,
+            "a:\n- b: 1\n  c:\n  - - x\n    - y\n  - []\n- {}\n- !t\n  k: v\n? - a\n  - b\n: v\nt: !!str 1\n"
+        );
+    }
+
+    #[test]
+    fn new_strings_are_quoted_when_ambiguous() {
+        let mut map = Map::default();
+        for v in ["yes", "0755", "1e3", "~", "2026-01-01T00:00:00Z", "plain"] {
+            map.insert(v, Node::string(v));
+        }
+        assert_eq!(
+            round_trip(&emit_document(&Node::Map(map))),
+            "\"yes\": \"yes\"\n\"0755\": \"0755\"\n\"1e3\": \"1e3\"\n\"~\": \"~\"\n\"2026-01-01T00:00:00Z\": \"2026-01-01T00:00:00Z\"\nplain: plain\n"
+        );
+    }
+}

@@ -1,0 +1,273 @@
+//! A YAML tree that keeps what Kubernetes tools care about on a round trip.
+//!
+//! Every scalar keeps its source text and its style: a plain `0644` stays the
+//! plain text `0644` (the integer 420 for kubectl), a quoted `"yes"` stays quoted,
+//! and an integer beyond 64 bits keeps every digit. Nothing is resolved to a
+//! number or a boolean, so nothing can change meaning. Comments are not kept:
+//! kpt restores them itself from `internal.config.kubernetes.io/id`.
+
+mod emit;
+mod parse;
+mod scalar;
+
+pub use emit::{emit_document, emit_stream};
+pub use parse::{ParseError, parse_document, parse_stream};
+
+use compact_str::CompactString;
+
+/// A scalar's text. Most Kubernetes keys and values fit inline, which saves one
+/// allocation per scalar on large inputs.
+pub type Text = CompactString;
+
+/// How a scalar was (or will be) written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Style {
+    /// Unquoted; its meaning is whatever a reader resolves the text to.
+    Plain,
+    /// `'...'`
+    SingleQuoted,
+    /// `"..."`
+    DoubleQuoted,
+    /// `|` block.
+    Literal,
+    /// `>` block.
+    Folded,
+}
+
+/// A YAML node.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Node {
+    /// A scalar of any style.
+    Scalar(Scalar),
+    /// A sequence.
+    Seq(Seq),
+    /// A mapping, in source order.
+    Map(Map),
+}
+
+/// A scalar: its text, its style and an optional explicit tag (`!!str`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Scalar {
+    /// The scalar's value after unescaping and folding.
+    pub value: Text,
+    /// How it is written.
+    pub style: Style,
+    /// An explicit tag as written in YAML (`!!str`, `!custom`).
+    pub tag: Option<Box<str>>,
+}
+
+/// A sequence and its optional tag.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Seq {
+    /// The items.
+    pub items: Vec<Node>,
+    /// An explicit tag.
+    pub tag: Option<Box<str>>,
+}
+
+/// A mapping: its entries in order and an optional tag.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Map {
+    /// The entries in source order.
+    pub entries: Vec<(Node, Node)>,
+    /// An explicit tag.
+    pub tag: Option<Box<str>>,
+}
+
+impl Scalar {
+    /// A string scalar, quoted when a YAML 1.1 or 1.2 reader could take it
+    /// for anything but a string.
+    pub fn string(value: impl Into<Text>) -> Self {
+        let value = value.into();
+        let style = if scalar::is_plain_safe(&value) {
+            Style::Plain
+        } else {
+            Style::DoubleQuoted
+        };
+        Scalar {
+            value,
+            style,
+            tag: None,
+        }
+    }
+}
+
+impl Node {
+    /// A string scalar (see [`Scalar::string`]).
+    pub fn string(value: impl Into<Text>) -> Self {
+        Node::Scalar(Scalar::string(value))
+    }
+
+    /// A multi-line string written as a literal block when it can be.
+    pub fn literal(value: impl Into<Text>) -> Self {
+        Node::Scalar(Scalar {
+            value: value.into(),
+            style: Style::Literal,
+            tag: None,
+        })
+    }
+
+    /// An empty mapping.
+    pub fn map() -> Self {
+        Node::Map(Map::default())
+    }
+
+    /// The scalar text, whatever its style.
+    pub fn as_str(&self) -> Option<&str> {
+        match self {
+            Node::Scalar(s) => Some(&s.value),
+            _ => None,
+        }
+    }
+
+    /// The mapping, if this is one.
+    pub fn as_map(&self) -> Option<&Map> {
+        match self {
+            Node::Map(m) => Some(m),
+            _ => None,
+        }
+    }
+
+    /// The mapping, if this is one.
+    pub fn as_map_mut(&mut self) -> Option<&mut Map> {
+        match self {
+            Node::Map(m) => Some(m),
+            _ => None,
+        }
+    }
+
+    /// The sequence, if this is one.
+    pub fn as_seq(&self) -> Option<&Seq> {
+        match self {
+            Node::Seq(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// Whether this is a null: an empty or `~`/`null` plain scalar without tag.
+    pub fn is_null(&self) -> bool {
+        matches!(self, Node::Scalar(Scalar { value, style: Style::Plain, tag: None })
+            if matches!(value.as_str(), "" | "~" | "null" | "Null" | "NULL"))
+    }
+
+    /// The scalar text if this is a string-like scalar, `None` for nulls and collections.
+    pub fn as_text(&self) -> Option<&str> {
+        if self.is_null() { None } else { self.as_str() }
+    }
+
+    /// What kind of node this is, for error messages.
+    pub fn kind_name(&self) -> &'static str {
+        match self {
+            Node::Scalar(_) if self.is_null() => "null",
+            Node::Scalar(_) => "a scalar",
+            Node::Seq(_) => "a sequence",
+            Node::Map(_) => "a mapping",
+        }
+    }
+
+    /// Follows a path of mapping keys.
+    pub fn get_path(&self, path: &[&str]) -> Option<&Node> {
+        path.iter()
+            .try_fold(self, |node, key| node.as_map()?.get(key))
+    }
+}
+
+impl Map {
+    /// The value for a string key.
+    pub fn get(&self, key: &str) -> Option<&Node> {
+        self.entries
+            .iter()
+            .find(|(k, _)| k.as_str() == Some(key))
+            .map(|(_, v)| v)
+    }
+
+    /// The value for a string key, mutably.
+    pub fn get_mut(&mut self, key: &str) -> Option<&mut Node> {
+        self.entries
+            .iter_mut()
+            .find(|(k, _)| k.as_str() == Some(key))
+            .map(|(_, v)| v)
+    }
+
+    /// The string value of a key, `None` if absent, null or not a scalar.
+    pub fn get_text(&self, key: &str) -> Option<&str> {
+        self.get(key).and_then(Node::as_text)
+    }
+
+    /// Sets a key, keeping its position when it exists and appending it otherwise.
+    pub fn insert(&mut self, key: &str, value: Node) {
+        match self.get_mut(key) {
+            Some(slot) => *slot = value,
+            None => self.entries.push((Node::string(key), value)),
+        }
+    }
+
+    /// Removes a key and returns its value.
+    pub fn remove(&mut self, key: &str) -> Option<Node> {
+        let at = self
+            .entries
+            .iter()
+            .position(|(k, _)| k.as_str() == Some(key))?;
+        Some(self.entries.remove(at).1)
+    }
+
+    /// The mapping under `key`, created (or replacing a null) when missing.
+    /// Returns `None` when the key holds something that is not a mapping.
+    pub fn map_entry(&mut self, key: &str) -> Option<&mut Map> {
+        let at = match self
+            .entries
+            .iter()
+            .position(|(k, _)| k.as_str() == Some(key))
+        {
+            Some(at) => at,
+            None => {
+                self.entries.push((Node::string(key), Node::map()));
+                self.entries.len() - 1
+            }
+        };
+        let slot = &mut self.entries[at].1;
+        if slot.is_null() {
+            *slot = Node::map();
+        }
+        slot.as_map_mut()
+    }
+
+    /// Whether the mapping has no entries.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+}
+
+impl From<Map> for Node {
+    fn from(map: Map) -> Self {
+        Node::Map(map)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn string_scalars_quote_what_readers_would_misread() {
+        for (value, style) in [
+            ("linkerd-cni", Style::Plain),
+            ("yes", Style::DoubleQuoted),
+            ("1000002102", Style::DoubleQuoted),
+            ("", Style::DoubleQuoted),
+            ("a: b", Style::DoubleQuoted),
+        ] {
+            assert_eq!(Scalar::string(value).style, style, "{value:?}");
+        }
+    }
+
+    #[test]
+    fn map_entry_creates_and_replaces_null() {
+        let mut doc = parse_document("a: ~\nb: 1\n").unwrap();
+        let map = doc.as_map_mut().unwrap();
+        map.map_entry("a").unwrap().insert("x", Node::string("z"));
+        map.map_entry("c").unwrap();
+        assert!(map.map_entry("b").is_none());
+        assert_eq!(emit_document(&doc), "a:\n  x: z\nb: 1\nc: {}\n");
+    }
+}
