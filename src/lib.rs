@@ -2,3 +2,11 @@
 #![forbid(unsafe_code)]
 
 pub mod yaml;
+pub mod networks;
+pub mod resource;
+pub mod results;
+pub mod settings;
+pub mod workload;
+pub mod attach;
+pub mod cni_config;
+pub mod namespace;

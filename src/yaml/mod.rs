@@ -12,6 +12,7 @@ mod scalar;
 
 pub use emit::{emit_document, emit_stream};
 pub use parse::{ParseError, parse_document, parse_stream};
+pub use scalar::is_plain_safe;
 
 use compact_str::CompactString;
 
@@ -96,6 +97,15 @@ impl Node {
     /// A string scalar (see [`Scalar::string`]).
     pub fn string(value: impl Into<Text>) -> Self {
         Node::Scalar(Scalar::string(value))
+    }
+
+    /// A plain scalar written as is, for numbers this crate formats itself.
+    pub fn plain(value: impl Into<Text>) -> Self {
+        Node::Scalar(Scalar {
+            value: value.into(),
+            style: Style::Plain,
+            tag: None,
+        })
     }
 
     /// A multi-line string written as a literal block when it can be.

@@ -12,7 +12,7 @@ const RESERVED_WORDS: &[&str] = &[
 
 /// Whether `s` reads back as the same string when written plain, in any
 /// position (mapping key, value or sequence item), under YAML 1.1 and 1.2.
-pub(super) fn is_plain_safe(s: &str) -> bool {
+pub fn is_plain_safe(s: &str) -> bool {
     let Some(first) = s.chars().next() else {
         return false;
     };

@@ -1,0 +1,463 @@
+//! Which pods get Linkerd-CNI, and how a pod template changes: the original
+//! webhook's rules, shared by every front.
+//!
+//! A pod (template) is attached when `linkerd.io/multus` is `enabled` and
+//! `linkerd.io/inject` is `enabled` or `ingress` (each read from the pod, else
+//! from its namespace), or when it is a control-plane pod: in the Linkerd
+//! namespace with a non-empty `linkerd.io/control-plane-component` label.
+//! Attached pods that are not control-plane pods get `config.linkerd.io/proxy-uid`
+//! from the namespace's OpenShift UID range when they have none.
+
+use std::fmt;
+
+use crate::namespace::{INJECT_ANNOTATION, Lookup, MULTUS_ANNOTATION};
+use crate::networks::{NETWORKS_ANNOTATION, Networks, NetworksError};
+use crate::settings::Settings;
+use crate::yaml::{Map, Node, Style, is_plain_safe};
+
+/// Records on a workload what the function added to it.
+pub const OWNED_ANNOTATION: &str = "multus.linkerd.io/owned";
+/// Linkerd's proxy UID override.
+pub const PROXY_UID_ANNOTATION: &str = "config.linkerd.io/proxy-uid";
+/// Marks Linkerd control-plane pods.
+pub const CONTROL_PLANE_LABEL: &str = "linkerd.io/control-plane-component";
+
+/// What the rules want for one pod.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Decision {
+    /// Whether the NAD is attached.
+    pub attach: bool,
+    /// Whether it is a control-plane pod.
+    pub control_plane: bool,
+    /// The proxy UID the namespace's range asks for.
+    pub proxy_uid: Option<u64>,
+    /// Why the namespace's UID range could not be used, if it could not.
+    pub range_problem: Option<String>,
+}
+
+/// Applies the rules to a pod's annotations and labels and its namespace's annotations.
+pub fn decide(
+    settings: &Settings,
+    pod_namespace: &str,
+    annotations: &dyn Lookup,
+    labels: &dyn Lookup,
+    namespace: &dyn Lookup,
+) -> Decision {
+    let get = |key| annotations.lookup(key).or_else(|| namespace.lookup(key));
+    let enabled = get(MULTUS_ANNOTATION) == Some("enabled")
+        && matches!(get(INJECT_ANNOTATION), Some("enabled" | "ingress"));
+    let control_plane = pod_namespace == settings.linkerd_namespace
+        && labels.lookup(CONTROL_PLANE_LABEL).is_some_and(|v| !v.is_empty());
+    let mut decision = Decision {
+        attach: enabled || control_plane,
+        control_plane,
+        ..Decision::default()
+    };
+    if decision.attach && !control_plane {
+        if let Some(range) = namespace.lookup(&settings.uid_range_annotation) {
+            match proxy_uid(range, settings.proxy_uid_offset) {
+                Ok(uid) => decision.proxy_uid = Some(uid),
+                Err(problem) => {
+                    decision.range_problem = Some(format!(
+                        "annotation {}: {problem}; no proxy UID is set",
+                        settings.uid_range_annotation
+                    ))
+                }
+            }
+        }
+    }
+    decision
+}
+
+/// `first + offset` for a range `first/size`.
+fn proxy_uid(range: &str, offset: u64) -> Result<u64, String> {
+    let parsed = range
+        .split_once('/')
+        .and_then(|(first, size)| Some((first.parse::<u64>().ok()?, size.parse::<u64>().ok()?)));
+    let Some((first, size)) = parsed else {
+        return Err(format!("{range:?} is not a range like 1000000000/10000"));
+    };
+    if offset >= size {
+        return Err(format!("proxy UID offset {offset} is outside the range {range:?}"));
+    }
+    first
+        .checked_add(offset)
+        .filter(|uid| *uid <= u64::from(u32::MAX))
+        .ok_or_else(|| format!("{range:?} plus the offset {offset} is not a valid UID"))
+}
+
+/// How the function came to own the networks entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NetworkOwnership {
+    /// It created the annotation.
+    Created,
+    /// It appended its entry to the user's annotation.
+    Appended,
+}
+
+/// What the function added to a workload, as recorded in [`OWNED_ANNOTATION`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Owned {
+    /// The networks entry.
+    pub network: Option<NetworkOwnership>,
+    /// The proxy UID value it set.
+    pub proxy_uid: Option<String>,
+}
+
+impl Owned {
+    /// Reads the record; `None` when absent.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let mut owned = Owned::default();
+        for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+            match part.split_once('=') {
+                Some(("network", "created")) => owned.network = Some(NetworkOwnership::Created),
+                Some(("network", "appended")) => owned.network = Some(NetworkOwnership::Appended),
+                Some(("proxy-uid", v)) if !v.is_empty() => owned.proxy_uid = Some(v.to_string()),
+                _ => {
+                    return Err(format!(
+                        "{part:?} is not one of network=created, network=appended, proxy-uid=<uid>; the function writes this annotation, remove it to start afresh"
+                    ));
+                }
+            }
+        }
+        Ok(owned)
+    }
+
+    /// Whether nothing is owned.
+    pub fn is_empty(&self) -> bool {
+        self.network.is_none() && self.proxy_uid.is_none()
+    }
+}
+
+impl fmt::Display for Owned {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut parts = Vec::new();
+        match self.network {
+            Some(NetworkOwnership::Created) => parts.push("network=created".to_string()),
+            Some(NetworkOwnership::Appended) => parts.push("network=appended".to_string()),
+            None => {}
+        }
+        if let Some(uid) = &self.proxy_uid {
+            parts.push(format!("proxy-uid={uid}"));
+        }
+        f.write_str(&parts.join(","))
+    }
+}
+
+/// One change made to a pod template.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Change {
+    /// The NAD was added to the networks annotation.
+    Attached,
+    /// The entry the function had added was removed.
+    Detached,
+    /// The proxy UID was set.
+    ProxyUidSet(String),
+    /// The proxy UID the function had set was removed.
+    ProxyUidRemoved,
+}
+
+impl fmt::Display for Change {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Change::Attached => write!(f, "attached to {NETWORKS_ANNOTATION}"),
+            Change::Detached => write!(f, "removed from {NETWORKS_ANNOTATION}"),
+            Change::ProxyUidSet(v) => write!(f, "set {PROXY_UID_ANNOTATION} to {v}"),
+            Change::ProxyUidRemoved => write!(f, "removed {PROXY_UID_ANNOTATION}"),
+        }
+    }
+}
+
+/// Why a pod template cannot be changed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AttachError {
+    /// The networks annotation does not parse.
+    #[error("annotation {NETWORKS_ANNOTATION}: {0}")]
+    Networks(#[from] NetworksError),
+    /// A field has the wrong shape.
+    #[error("{0}")]
+    Shape(String),
+}
+
+/// The result of [`apply`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Applied {
+    /// What the function now owns on the workload.
+    pub owned: Owned,
+    /// What changed.
+    pub changes: Vec<Change>,
+    /// Things the user should know.
+    pub warnings: Vec<String>,
+    /// The networks annotation after the change.
+    pub networks: Option<String>,
+}
+
+/// The annotations of a pod template (`metadata.annotations`), if any.
+pub fn template_annotations(template: &Map) -> Option<&Map> {
+    template.get("metadata")?.as_map()?.get("annotations")?.as_map()
+}
+
+/// The labels of a pod template (`metadata.labels`), if any.
+pub fn template_labels(template: &Map) -> Option<&Map> {
+    template.get("metadata")?.as_map()?.get("labels")?.as_map()
+}
+
+/// Brings a pod template to what `decision` wants, given what the function owned
+/// before. Nothing changes when an error is returned.
+pub fn apply(
+    template: &mut Map,
+    settings: &Settings,
+    pod_namespace: &str,
+    decision: &Decision,
+    before: &Owned,
+) -> Result<Applied, AttachError> {
+    let nad = settings.nad_name.as_str();
+    let annotations = template_annotations(template);
+    if let Some(meta) = template.get("metadata").filter(|m| !m.is_null() && m.as_map().is_none()) {
+        return Err(AttachError::Shape(format!("metadata is {}, not a mapping", meta.kind_name())));
+    }
+    let text = match annotations.and_then(|a| a.get(NETWORKS_ANNOTATION)) {
+        None => None,
+        Some(n) if n.is_null() => None,
+        Some(n) => Some(n.as_str().ok_or_else(|| {
+            AttachError::Shape(format!("annotation {NETWORKS_ANNOTATION} is {}, not a string", n.kind_name()))
+        })?),
+    };
+    let networks = text.map(Networks::parse).transpose()?;
+    let current_uid = annotations.and_then(|a| a.get_text(PROXY_UID_ANNOTATION));
+
+    let mut out = Applied::default();
+    let mut new_networks: Option<Option<String>> = None;
+    let referenced = networks.as_ref().is_some_and(|n| n.references(nad, pod_namespace));
+    if decision.attach {
+        if !referenced {
+            let appended = match &networks {
+                Some(n) => n.with_appended(nad),
+                None => nad.to_string(),
+            };
+            new_networks = Some(Some(appended));
+            out.owned.network = Some(match text {
+                Some(_) => NetworkOwnership::Appended,
+                None => NetworkOwnership::Created,
+            });
+            out.changes.push(Change::Attached);
+        } else if before.network.is_some()
+            && networks.as_ref().is_some_and(|n| n.selections().iter().any(|s| s.is_plain() && s.name == nad))
+        {
+            out.owned.network = before.network;
+        }
+    } else if let Some(how) = before.network {
+        match networks.as_ref().and_then(|n| n.without_plain(nad)) {
+            Some(rest) => {
+                let remove_key = how == NetworkOwnership::Created && rest.trim().is_empty();
+                new_networks = Some((!remove_key).then_some(rest));
+                out.changes.push(Change::Detached);
+            }
+            None => out.warnings.push(format!(
+                "the {nad} entry this function added to {NETWORKS_ANNOTATION} is gone or was edited; the annotation is left as it is"
+            )),
+        }
+    }
+
+    let user_uid = current_uid.filter(|v| before.proxy_uid.as_deref() != Some(*v));
+    let mut new_uid: Option<Option<String>> = None;
+    match decision.proxy_uid.filter(|_| user_uid.is_none()) {
+        Some(uid) => {
+            let uid = uid.to_string();
+            if current_uid != Some(uid.as_str()) {
+                out.changes.push(Change::ProxyUidSet(uid.clone()));
+                new_uid = Some(Some(uid.clone()));
+            }
+            out.owned.proxy_uid = Some(uid);
+        }
+        None => {
+            if before.proxy_uid.is_some() && user_uid.is_none() && current_uid.is_some() {
+                out.changes.push(Change::ProxyUidRemoved);
+                new_uid = Some(None);
+            }
+        }
+    }
+
+    out.networks = match &new_networks {
+        Some(n) => n.clone(),
+        None => text.map(str::to_string),
+    };
+    for (key, value) in [(NETWORKS_ANNOTATION, new_networks), (PROXY_UID_ANNOTATION, new_uid)] {
+        match value {
+            Some(Some(v)) => set_annotation(template, key, v)?,
+            Some(None) => remove_annotation(template, key),
+            None => {}
+        }
+    }
+    Ok(out)
+}
+
+/// Sets `metadata.annotations[key]` on an object or template, keeping the
+/// value's style when it already exists, creating the maps when missing.
+pub fn set_annotation(object: &mut Map, key: &str, value: String) -> Result<(), AttachError> {
+    let annotations = object
+        .map_entry("metadata")
+        .and_then(|m| m.map_entry("annotations"))
+        .ok_or_else(|| AttachError::Shape("metadata.annotations is not a mapping".into()))?;
+    match annotations.get_mut(key) {
+        Some(Node::Scalar(s)) if s.style != Style::Plain || is_plain_safe(&value) => {
+            s.value = value.into();
+        }
+        _ => annotations.insert(key, Node::string(value)),
+    }
+    Ok(())
+}
+
+/// Removes `metadata.annotations[key]`, and the `annotations` and `metadata`
+/// maps when that leaves them empty.
+pub fn remove_annotation(object: &mut Map, key: &str) {
+    let Some(meta) = object.get_mut("metadata").and_then(Node::as_map_mut) else {
+        return;
+    };
+    let Some(annotations) = meta.get_mut("annotations").and_then(Node::as_map_mut) else {
+        return;
+    };
+    if annotations.remove(key).is_none() {
+        return;
+    }
+    if annotations.is_empty() {
+        meta.remove("annotations");
+        if meta.is_empty() {
+            object.remove("metadata");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+    use crate::yaml::{emit_document, parse_document};
+
+    fn lookup(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+    }
+
+    #[test]
+    fn decision_table() {
+        let s = Settings::default();
+        let on = [(MULTUS_ANNOTATION, "enabled"), (INJECT_ANNOTATION, "enabled")];
+        let range = [("openshift.io/sa.scc.uid-range", "1000000000/10000")];
+        let cp = [(CONTROL_PLANE_LABEL, "destination")];
+        #[allow(clippy::type_complexity)]
+        let cases: &[(&str, &str, &[(&str, &str)], &[(&str, &str)], &[(&str, &str)], bool, Option<u64>)] = &[
+            ("namespace enables", "demo", &[], &[], &on, true, None),
+            ("pod enables", "demo", &on, &[], &[], true, None),
+            ("ingress counts", "demo", &[(MULTUS_ANNOTATION, "enabled"), (INJECT_ANNOTATION, "ingress")], &[], &[], true, None),
+            ("pod overrides namespace", "demo", &[(MULTUS_ANNOTATION, "disabled")], &[], &on, false, None),
+            ("per-key fallback", "demo", &[(INJECT_ANNOTATION, "enabled")], &[], &[(MULTUS_ANNOTATION, "enabled")], true, None),
+            ("inject disabled", "demo", &[(INJECT_ANNOTATION, "disabled")], &[], &on, false, None),
+            ("nothing", "demo", &[], &[], &[], false, None),
+            ("control plane", "linkerd", &[], &cp, &[], true, None),
+            ("empty control-plane label", "linkerd", &[], &[(CONTROL_PLANE_LABEL, "")], &[], false, None),
+            ("control-plane label elsewhere", "demo", &[], &cp, &[], false, None),
+            ("uid range", "demo", &on, &[], &range, true, Some(1_000_002_102)),
+            ("no uid for control plane", "linkerd", &[], &cp, &[range[0], on[0], on[1]], true, None),
+        ];
+        for (name, ns, ann, labels, ns_ann, attach, uid) in cases {
+            let mut ns_ann = lookup(ns_ann);
+            if *name == "uid range" {
+                ns_ann.extend(lookup(&on));
+            }
+            let d = decide(&s, ns, &lookup(ann), &lookup(labels), &ns_ann);
+            assert_eq!((d.attach, d.proxy_uid), (*attach, *uid), "{name}");
+        }
+    }
+
+    #[test]
+    fn bad_ranges_are_explained() {
+        for (range, want) in [
+            ("1000/x", "is not a range like 1000000000/10000"),
+            ("1000", "is not a range"),
+            ("1000/100", "proxy UID offset 2102 is outside the range \"1000/100\""),
+            ("4294967290/10000", "is not a valid UID"),
+        ] {
+            assert!(proxy_uid(range, 2102).unwrap_err().contains(want), "{range}");
+        }
+    }
+
+    #[test]
+    fn owned_round_trips() {
+        for text in ["network=created", "network=appended,proxy-uid=1000002102", "proxy-uid=5", ""] {
+            assert_eq!(Owned::parse(text).unwrap().to_string(), text);
+        }
+        assert!(Owned::parse("network=mine").is_err());
+    }
+
+    fn run(src: &str, attach: bool, uid: Option<u64>, before: &str) -> (String, Applied) {
+        let mut doc = parse_document(src).unwrap();
+        let decision = Decision {
+            attach,
+            proxy_uid: uid,
+            ..Decision::default()
+        };
+        let applied = apply(
+            doc.as_map_mut().unwrap(),
+            &Settings::default(),
+            "demo",
+            &decision,
+            &Owned::parse(before).unwrap(),
+        )
+        .unwrap();
+        (emit_document(&doc), applied)
+    }
+
+    #[test]
+    fn attaching_and_detaching_round_trips() {
+        let cases = [
+            "spec: {}\n",
+            "metadata:\n  labels:\n    app: web\nspec: {}\n",
+            "metadata:\n  annotations:\n    k8s.v1.cni.cncf.io/networks: a, other/b@net2\n",
+            "metadata:\n  annotations:\n    k8s.v1.cni.cncf.io/networks: '[{\"name\": \"a\", \"ips\": [\"10.0.0.1/24\"]}]'\n",
+            "metadata:\n  annotations:\n    x: y1\n",
+        ];
+        for src in cases {
+            let (attached, applied) = run(src, true, Some(1_000_002_102), "");
+            assert!(attached.contains("linkerd-cni"), "{attached}");
+            assert!(attached.contains("config.linkerd.io/proxy-uid: \"1000002102\""), "{attached}");
+            let owned = applied.owned.to_string();
+            let (again, same) = run(&attached, true, Some(1_000_002_102), &owned);
+            assert_eq!(again, attached, "not idempotent");
+            assert!(same.changes.is_empty());
+            assert_eq!(same.owned, applied.owned);
+            let (detached, undone) = run(&attached, false, None, &owned);
+            assert_eq!(detached, src, "detach did not restore");
+            assert_eq!(undone.changes, [Change::Detached, Change::ProxyUidRemoved]);
+            assert!(undone.owned.is_empty());
+        }
+    }
+
+    #[test]
+    fn user_values_are_never_taken_over() {
+        let src = "metadata:\n  annotations:\n    k8s.v1.cni.cncf.io/networks: demo/linkerd-cni@eth9\n    config.linkerd.io/proxy-uid: \"7\"\n";
+        let (out, applied) = run(src, true, Some(1_000_002_102), "");
+        assert_eq!(out, src);
+        assert!(applied.owned.is_empty());
+        let (out, applied) = run(src, false, None, "network=created,proxy-uid=1000002102");
+        assert_eq!(out, src);
+        assert_eq!(applied.warnings.len(), 1);
+        assert!(applied.changes.is_empty());
+    }
+
+    #[test]
+    fn a_bad_annotation_changes_nothing() {
+        let mut doc = parse_document("metadata:\n  annotations:\n    k8s.v1.cni.cncf.io/networks: 'a,,b'\n").unwrap();
+        let before = doc.clone();
+        let err = apply(
+            doc.as_map_mut().unwrap(),
+            &Settings::default(),
+            "demo",
+            &Decision { attach: true, ..Decision::default() },
+            &Owned::default(),
+        )
+        .unwrap_err();
+        assert!(err.to_string().starts_with("annotation k8s.v1.cni.cncf.io/networks: item 2"), "{err}");
+        assert_eq!(doc, before);
+    }
+}

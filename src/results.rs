@@ -1,0 +1,148 @@
+//! Function results: what changed and what is wrong, in the KRM `results` format.
+
+use std::fmt;
+
+use crate::resource::{FileRef, ResourceRef};
+use crate::yaml::{Map, Node};
+
+/// How serious a result is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Severity {
+    /// The output cannot be trusted; the process exits 1.
+    Error,
+    /// Something the user should look at.
+    Warning,
+    /// A change the function made.
+    Info,
+}
+
+impl Severity {
+    fn as_str(self) -> &'static str {
+        match self {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+            Severity::Info => "info",
+        }
+    }
+}
+
+/// One result.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FnResult {
+    /// How serious it is.
+    pub severity: Severity,
+    /// What happened, in one sentence.
+    pub message: String,
+    /// The resource it is about.
+    pub resource: Option<ResourceRef>,
+    /// The field it is about, as a dotted path.
+    pub field: Option<String>,
+    /// The file the resource lives in.
+    pub file: Option<FileRef>,
+}
+
+impl FnResult {
+    /// A result about no resource in particular.
+    pub fn new(severity: Severity, message: impl Into<String>) -> Self {
+        FnResult {
+            severity,
+            message: message.into(),
+            resource: None,
+            field: None,
+            file: None,
+        }
+    }
+
+    /// Attaches the resource and its file.
+    pub fn on(mut self, resource: &ResourceRef, file: Option<&FileRef>) -> Self {
+        self.resource = Some(resource.clone());
+        self.file = file.cloned();
+        self
+    }
+
+    /// Attaches a field path.
+    pub fn field(mut self, field: impl Into<String>) -> Self {
+        self.field = Some(field.into());
+        self
+    }
+
+    /// The result as a KRM `results` entry.
+    pub fn to_node(&self) -> Node {
+        let mut map = Map::default();
+        map.insert("message", Node::string(self.message.as_str()));
+        map.insert("severity", Node::string(self.severity.as_str()));
+        if let Some(r) = &self.resource {
+            let mut rr = Map::default();
+            rr.insert("apiVersion", Node::string(r.api_version.as_str()));
+            rr.insert("kind", Node::string(r.kind.as_str()));
+            rr.insert("name", Node::string(r.name.as_str()));
+            if let Some(ns) = &r.namespace {
+                rr.insert("namespace", Node::string(ns.as_str()));
+            }
+            map.insert("resourceRef", rr.into());
+        }
+        if let Some(field) = &self.field {
+            let mut f = Map::default();
+            f.insert("path", Node::string(field.as_str()));
+            map.insert("field", f.into());
+        }
+        if let Some(file) = &self.file {
+            let mut f = Map::default();
+            f.insert("path", Node::string(file.path.as_str()));
+            if let Some(i) = file.index {
+                f.insert("index", Node::plain(i.to_string()));
+            }
+            map.insert("file", f.into());
+        }
+        map.into()
+    }
+}
+
+impl fmt::Display for FnResult {
+    /// One line: `severity: resource (file) field: message`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: ", self.severity.as_str())?;
+        if let Some(r) = &self.resource {
+            write!(f, "{r}")?;
+            if let Some(file) = &self.file {
+                write!(f, " ({file})")?;
+            }
+            f.write_str(": ")?;
+        }
+        if let Some(field) = &self.field {
+            write!(f, "{field}: ")?;
+        }
+        f.write_str(&self.message)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::yaml::emit_document;
+
+    #[test]
+    fn writes_the_krm_result_shape() {
+        let r = ResourceRef {
+            api_version: "apps/v1".into(),
+            kind: "Deployment".into(),
+            name: "web".into(),
+            namespace: Some("demo".into()),
+        };
+        let file = FileRef {
+            path: "apps/web.yaml".into(),
+            index: Some(0),
+        };
+        let result = FnResult::new(Severity::Error, "bad")
+            .on(&r, Some(&file))
+            .field("metadata.annotations");
+        assert_eq!(
+            emit_document(&result.to_node()),
+            "message: bad\nseverity: error\nresourceRef:\n  apiVersion: apps/v1\n  kind: Deployment\n  name: web\n  namespace: demo\nfield:\n  path: metadata.annotations\nfile:\n  path: apps/web.yaml\n  index: 0\n"
+        );
+        assert_eq!(
+            result.to_string(),
+            "error: Deployment demo/web (apps/web.yaml): metadata.annotations: bad"
+        );
+    }
+}

@@ -1,0 +1,421 @@
+//! The function's settings, read from its `functionConfig`.
+
+use std::collections::BTreeMap;
+
+use crate::networks::is_dns1123_label;
+use crate::workload::WorkloadKind;
+use crate::yaml::{Map, Node, parse_document};
+
+/// The API version of the typed settings object.
+pub const API_VERSION: &str = "multus.linkerd.io/v1alpha1";
+/// The kind of the typed settings object.
+pub const KIND: &str = "LinkerdMultus";
+
+/// CNI spec versions a NAD may declare.
+pub const CNI_VERSIONS: &[&str] = &["0.1.0", "0.2.0", "0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0"];
+
+/// Every settings key, in the order the docs list them.
+pub const KEYS: &[&str] = &[
+    "cniNamespace",
+    "linkerdNamespace",
+    "nadName",
+    "cniKubeconfig",
+    "cniVersion",
+    "uidRangeAnnotation",
+    "proxyUIDOffset",
+    "namespaces",
+    "workloadKinds",
+];
+
+/// What the function works with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Settings {
+    /// Namespace of the Linkerd-CNI ConfigMap.
+    pub cni_namespace: String,
+    /// The Linkerd control-plane namespace.
+    pub linkerd_namespace: String,
+    /// Name of the NetworkAttachmentDefinition.
+    pub nad_name: String,
+    /// Kubeconfig path for the plugin; derived from the ConfigMap when unset.
+    pub cni_kubeconfig: Option<String>,
+    /// `cniVersion` added to NAD configs that have none.
+    pub cni_version: String,
+    /// Namespace annotation holding the OpenShift UID range.
+    pub uid_range_annotation: String,
+    /// Offset of the proxy UID in that range.
+    pub proxy_uid_offset: u64,
+    /// Annotations of namespaces whose Namespace object is not in the input.
+    pub namespaces: BTreeMap<String, BTreeMap<String, String>>,
+    /// Workload kinds beyond the built-in ones.
+    pub workload_kinds: Vec<WorkloadKind>,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            cni_namespace: "linkerd-cni".into(),
+            linkerd_namespace: "linkerd".into(),
+            nad_name: "linkerd-cni".into(),
+            cni_kubeconfig: None,
+            cni_version: "0.3.0".into(),
+            uid_range_annotation: "openshift.io/sa.scc.uid-range".into(),
+            proxy_uid_offset: 2102,
+            namespaces: BTreeMap::new(),
+            workload_kinds: Vec::new(),
+        }
+    }
+}
+
+/// A settings problem, naming the key.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SettingsError {
+    /// The functionConfig is of a kind this function does not read.
+    #[error(
+        "functionConfig must be a {KIND} ({API_VERSION}) or a ConfigMap, not {kind} ({api_version})"
+    )]
+    WrongKind {
+        /// Its kind.
+        kind: String,
+        /// Its apiVersion.
+        api_version: String,
+    },
+    /// A key that does not exist.
+    #[error("unknown setting {key:?}; valid settings are {}", KEYS.join(", "))]
+    UnknownKey {
+        /// The key.
+        key: String,
+    },
+    /// A key whose value is not valid.
+    #[error("setting {key}: {problem}")]
+    BadValue {
+        /// The key.
+        key: String,
+        /// What is wrong, with the valid choices.
+        problem: String,
+    },
+    /// A structural problem with the object itself.
+    #[error("functionConfig: {0}")]
+    Shape(String),
+}
+
+fn bad(key: &str, problem: impl Into<String>) -> SettingsError {
+    SettingsError::BadValue {
+        key: key.to_string(),
+        problem: problem.into(),
+    }
+}
+
+impl Settings {
+    /// Reads settings from a functionConfig; `None` means all defaults.
+    pub fn from_function_config(config: Option<&Node>) -> Result<Self, SettingsError> {
+        let mut settings = Settings::default();
+        let Some(config) = config.filter(|c| !c.is_null()) else {
+            return Ok(settings);
+        };
+        let map = config
+            .as_map()
+            .ok_or_else(|| SettingsError::Shape(format!("is {}, not a mapping", config.kind_name())))?;
+        let kind = map.get_text("kind").unwrap_or_default();
+        let api_version = map.get_text("apiVersion").unwrap_or_default();
+        match (api_version, kind) {
+            (API_VERSION, KIND) => {
+                for (key, _) in &map.entries {
+                    let key = key.as_str().unwrap_or_default();
+                    if !matches!(key, "apiVersion" | "kind" | "metadata" | "spec") {
+                        return Err(SettingsError::Shape(format!(
+                            "unexpected top-level field {key:?}; settings go under spec"
+                        )));
+                    }
+                }
+                match map.get("spec") {
+                    None => {}
+                    Some(spec) if spec.is_null() => {}
+                    Some(Node::Map(spec)) => settings.apply(spec, false)?,
+                    Some(other) => {
+                        return Err(SettingsError::Shape(format!(
+                            "spec is {}, not a mapping",
+                            other.kind_name()
+                        )));
+                    }
+                }
+            }
+            ("v1", "ConfigMap") => match map.get("data") {
+                None => {}
+                Some(data) if data.is_null() => {}
+                Some(Node::Map(data)) => settings.apply(data, true)?,
+                Some(other) => {
+                    return Err(SettingsError::Shape(format!(
+                        "data is {}, not a mapping",
+                        other.kind_name()
+                    )));
+                }
+            },
+            _ => {
+                return Err(SettingsError::WrongKind {
+                    kind: kind.to_string(),
+                    api_version: api_version.to_string(),
+                });
+            }
+        }
+        Ok(settings)
+    }
+
+    fn apply(&mut self, spec: &Map, from_config_map: bool) -> Result<(), SettingsError> {
+        for (key, value) in &spec.entries {
+            let key = key.as_str().unwrap_or_default();
+            match key {
+                "cniNamespace" => self.cni_namespace = label(key, value)?,
+                "linkerdNamespace" => self.linkerd_namespace = label(key, value)?,
+                "nadName" => self.nad_name = label(key, value)?,
+                "cniKubeconfig" => {
+                    let path = text(key, value)?;
+                    if !path.starts_with('/') {
+                        return Err(bad(key, format!("{path:?} is not an absolute path")));
+                    }
+                    self.cni_kubeconfig = Some(path);
+                }
+                "cniVersion" => {
+                    let v = text(key, value)?;
+                    if !CNI_VERSIONS.contains(&v.as_str()) {
+                        return Err(bad(
+                            key,
+                            format!("{v:?} is not a CNI spec version; valid: {}", CNI_VERSIONS.join(", ")),
+                        ));
+                    }
+                    self.cni_version = v;
+                }
+                "uidRangeAnnotation" => {
+                    let v = text(key, value)?;
+                    if !is_qualified_name(&v) {
+                        return Err(bad(key, format!("{v:?} is not a valid annotation key")));
+                    }
+                    self.uid_range_annotation = v;
+                }
+                "proxyUIDOffset" => {
+                    let v = text(key, value)?;
+                    self.proxy_uid_offset = v
+                        .parse::<u32>()
+                        .map_err(|_| bad(key, format!("{v:?} is not a whole number from 0 to 4294967295")))?
+                        .into();
+                }
+                "namespaces" => {
+                    let parsed = structured(key, value, from_config_map)?;
+                    self.namespaces = namespaces(key, &parsed)?;
+                }
+                "workloadKinds" => {
+                    let parsed = structured(key, value, from_config_map)?;
+                    self.workload_kinds = workload_kinds(key, &parsed)?;
+                }
+                _ => {
+                    return Err(SettingsError::UnknownKey {
+                        key: key.to_string(),
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+fn text(key: &str, value: &Node) -> Result<String, SettingsError> {
+    value
+        .as_text()
+        .map(str::to_string)
+        .ok_or_else(|| bad(key, format!("must be a string, not {}", value.kind_name())))
+}
+
+fn label(key: &str, value: &Node) -> Result<String, SettingsError> {
+    let v = text(key, value)?;
+    if is_dns1123_label(&v) {
+        Ok(v)
+    } else {
+        Err(bad(
+            key,
+            format!("{v:?} is not a DNS-1123 label (lower-case letters, digits and '-', at most 63)"),
+        ))
+    }
+}
+
+/// A structured setting: as is in the typed object, YAML or JSON text in a ConfigMap.
+fn structured(key: &str, value: &Node, from_config_map: bool) -> Result<Node, SettingsError> {
+    match value.as_text() {
+        Some(text) if from_config_map => {
+            parse_document(text).map_err(|e| bad(key, format!("is not valid YAML: {e}")))
+        }
+        _ => Ok(value.clone()),
+    }
+}
+
+fn namespaces(
+    key: &str,
+    value: &Node,
+) -> Result<BTreeMap<String, BTreeMap<String, String>>, SettingsError> {
+    let mut out = BTreeMap::new();
+    if value.is_null() {
+        return Ok(out);
+    }
+    let map = value.as_map().ok_or_else(|| {
+        bad(key, "must map namespace names to {annotations: {...}}")
+    })?;
+    for (name, entry) in &map.entries {
+        let name = name.as_text().unwrap_or_default();
+        if !is_dns1123_label(name) {
+            return Err(bad(key, format!("{name:?} is not a namespace name")));
+        }
+        let entry = entry
+            .as_map()
+            .ok_or_else(|| bad(key, format!("{name}: must be a mapping with annotations")))?;
+        let mut annotations = BTreeMap::new();
+        for (field, v) in &entry.entries {
+            match field.as_str().unwrap_or_default() {
+                "annotations" => {
+                    let Some(a) = v.as_map() else {
+                        return Err(bad(key, format!("{name}.annotations: must be a mapping")));
+                    };
+                    for (k, v) in &a.entries {
+                        let (Some(k), Some(v)) = (k.as_str(), v.as_str()) else {
+                            return Err(bad(key, format!("{name}.annotations: keys and values must be strings")));
+                        };
+                        annotations.insert(k.to_string(), v.to_string());
+                    }
+                }
+                other => {
+                    return Err(bad(key, format!("{name}: unknown field {other:?}; valid: annotations")));
+                }
+            }
+        }
+        out.insert(name.to_string(), annotations);
+    }
+    Ok(out)
+}
+
+fn workload_kinds(key: &str, value: &Node) -> Result<Vec<WorkloadKind>, SettingsError> {
+    if value.is_null() {
+        return Ok(Vec::new());
+    }
+    let seq = value
+        .as_seq()
+        .ok_or_else(|| bad(key, "must be a list of {apiVersion, kind, podTemplatePath}"))?;
+    let mut kinds: Vec<WorkloadKind> = Vec::new();
+    for (i, item) in seq.items.iter().enumerate() {
+        let map = item
+            .as_map()
+            .ok_or_else(|| bad(key, format!("item {i}: must be a mapping")))?;
+        for (field, _) in &map.entries {
+            let field = field.as_str().unwrap_or_default();
+            if !matches!(field, "apiVersion" | "kind" | "podTemplatePath") {
+                return Err(bad(
+                    key,
+                    format!("item {i}: unknown field {field:?}; valid: apiVersion, kind, podTemplatePath"),
+                ));
+            }
+        }
+        let field = |f: &str| {
+            map.get_text(f)
+                .filter(|s| !s.is_empty())
+                .ok_or_else(|| bad(key, format!("item {i}: {f} is required")))
+        };
+        let kind = WorkloadKind::custom(field("apiVersion")?, field("kind")?, field("podTemplatePath")?)
+            .map_err(|problem| bad(key, format!("item {i}: {problem}")))?;
+        if kinds.iter().any(|k| k.same_kind(&kind)) {
+            return Err(bad(key, format!("item {i}: {} is declared twice", kind)));
+        }
+        kinds.push(kind);
+    }
+    Ok(kinds)
+}
+
+/// A Kubernetes qualified name: an optional DNS subdomain prefix and `/`, then a name.
+fn is_qualified_name(s: &str) -> bool {
+    let (prefix, name) = match s.split_once('/') {
+        Some((p, n)) => (Some(p), n),
+        None => (None, s),
+    };
+    let name_ok = !name.is_empty()
+        && name.len() <= 63
+        && name.starts_with(|c: char| c.is_ascii_alphanumeric())
+        && name.ends_with(|c: char| c.is_ascii_alphanumeric())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+    let prefix_ok = prefix.is_none_or(|p| {
+        p.len() <= 253 && !p.is_empty() && p.split('.').all(is_dns1123_label)
+    });
+    name_ok && prefix_ok
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(src: &str) -> Result<Settings, SettingsError> {
+        Settings::from_function_config(Some(&parse_document(src).unwrap()))
+    }
+
+    #[test]
+    fn defaults_without_config() {
+        assert_eq!(Settings::from_function_config(None).unwrap(), Settings::default());
+    }
+
+    #[test]
+    fn typed_and_config_map_forms_agree() {
+        let typed = read(
+            "apiVersion: multus.linkerd.io/v1alpha1\nkind: LinkerdMultus\nmetadata: {name: x}\nspec:\n  cniNamespace: cni\n  proxyUIDOffset: 7\n  cniVersion: 1.0.0\n  namespaces:\n    demo: {annotations: {linkerd.io/multus: enabled}}\n  workloadKinds:\n  - {apiVersion: argoproj.io/v1alpha1, kind: Rollout, podTemplatePath: /spec/template}\n",
+        )
+        .unwrap();
+        let cm = read(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: function-input}\ndata:\n  cniNamespace: cni\n  proxyUIDOffset: \"7\"\n  cniVersion: 1.0.0\n  namespaces: '{demo: {annotations: {linkerd.io/multus: enabled}}}'\n  workloadKinds: |\n    - apiVersion: argoproj.io/v1alpha1\n      kind: Rollout\n      podTemplatePath: /spec/template\n",
+        )
+        .unwrap();
+        assert_eq!(typed, cm);
+        assert_eq!(typed.cni_namespace, "cni");
+        assert_eq!(typed.proxy_uid_offset, 7);
+        assert_eq!(typed.namespaces["demo"]["linkerd.io/multus"], "enabled");
+        assert_eq!(typed.workload_kinds.len(), 1);
+    }
+
+    #[test]
+    fn errors_name_the_key_and_the_choices() {
+        let cm = |data: &str| read(&format!("apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: c}}\ndata:\n  {data}\n"));
+        let cases = [
+            ("cniNamspace: x", "unknown setting \"cniNamspace\"; valid settings are cniNamespace,"),
+            ("proxyUIDOffset: abc", "setting proxyUIDOffset: \"abc\" is not a whole number"),
+            ("proxyUIDOffset: \"-1\"", "setting proxyUIDOffset: \"-1\" is not a whole number"),
+            ("cniVersion: 9.9.9", "setting cniVersion: \"9.9.9\" is not a CNI spec version; valid: 0.1.0,"),
+            ("nadName: Linkerd_CNI", "setting nadName: \"Linkerd_CNI\" is not a DNS-1123 label"),
+            ("cniKubeconfig: etc/kc", "setting cniKubeconfig: \"etc/kc\" is not an absolute path"),
+            ("uidRangeAnnotation: 'a b'", "setting uidRangeAnnotation: \"a b\" is not a valid annotation key"),
+            ("namespaces: '[a'", "setting namespaces: is not valid YAML"),
+            ("namespaces: '{Demo: {}}'", "setting namespaces: \"Demo\" is not a namespace name"),
+            ("namespaces: '{demo: {labels: {}}}'", "setting namespaces: demo: unknown field \"labels\""),
+            ("workloadKinds: '[{apiVersion: apps/v1, kind: Deployment, podTemplatePath: /spec/template}]'", "setting workloadKinds: item 0: apps/Deployment is built in"),
+            ("workloadKinds: '[{apiVersion: x/v1, kind: K, podTemplatePath: spec}]'", "setting workloadKinds: item 0: podTemplatePath \"spec\" is not a JSON pointer"),
+            ("workloadKinds: '[{apiVersion: x/v1, kind: K}]'", "setting workloadKinds: item 0: podTemplatePath is required"),
+        ];
+        for (data, want) in cases {
+            let err = cm(data).unwrap_err().to_string();
+            assert!(err.starts_with(want), "{data}: {err}");
+        }
+        let err = read("apiVersion: v1\nkind: Secret\nmetadata: {name: s}\n").unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "functionConfig must be a LinkerdMultus (multus.linkerd.io/v1alpha1) or a ConfigMap, not Secret (v1)"
+        );
+        let err = read("apiVersion: multus.linkerd.io/v1alpha1\nkind: LinkerdMultus\nnadName: x\n").unwrap_err();
+        assert!(err.to_string().contains("settings go under spec"), "{err}");
+    }
+
+    #[test]
+    fn qualified_names() {
+        for (s, ok) in [
+            ("openshift.io/sa.scc.uid-range", true),
+            ("uid-range", true),
+            ("a/b/c", false),
+            ("/x", false),
+            ("Example.com/x", false),
+            ("x/", false),
+        ] {
+            assert_eq!(is_qualified_name(s), ok, "{s}");
+        }
+    }
+}

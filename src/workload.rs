@@ -1,0 +1,190 @@
+//! Workload kinds: which resources carry a pod template, and where.
+
+use std::fmt;
+
+use crate::yaml::{Map, Node};
+
+/// A kind of resource that holds a pod template at a JSON pointer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WorkloadKind {
+    group: String,
+    kind: String,
+    pointer: String,
+    segments: Vec<String>,
+}
+
+/// The built-in kinds: (API group, kind, pod template pointer).
+const BUILT_IN: &[(&str, &str, &str)] = &[
+    ("", "Pod", ""),
+    ("", "ReplicationController", "/spec/template"),
+    ("apps", "Deployment", "/spec/template"),
+    ("apps", "StatefulSet", "/spec/template"),
+    ("apps", "DaemonSet", "/spec/template"),
+    ("apps", "ReplicaSet", "/spec/template"),
+    ("extensions", "Deployment", "/spec/template"),
+    ("extensions", "DaemonSet", "/spec/template"),
+    ("extensions", "ReplicaSet", "/spec/template"),
+    ("batch", "Job", "/spec/template"),
+    ("batch", "CronJob", "/spec/jobTemplate/spec/template"),
+];
+
+impl WorkloadKind {
+    fn new(group: &str, kind: &str, pointer: &str) -> Result<Self, String> {
+        let segments = parse_pointer(pointer)
+            .ok_or_else(|| format!("podTemplatePath {pointer:?} is not a JSON pointer (like /spec/template)"))?;
+        Ok(WorkloadKind {
+            group: group.to_string(),
+            kind: kind.to_string(),
+            pointer: pointer.to_string(),
+            segments,
+        })
+    }
+
+    /// A user-declared kind; `api_version` may carry a version, which is ignored.
+    pub fn custom(api_version: &str, kind: &str, pointer: &str) -> Result<Self, String> {
+        let group = crate::resource::group_of(api_version);
+        if BUILT_IN.iter().any(|(g, k, _)| *g == group && *k == kind) {
+            return Err(format!("{group}/{kind} is built in"));
+        }
+        Self::new(group, kind, pointer)
+    }
+
+    /// Whether both describe the same group and kind.
+    pub fn same_kind(&self, other: &WorkloadKind) -> bool {
+        self.group == other.group && self.kind == other.kind
+    }
+
+    /// The pod template pointer as written.
+    pub fn pointer(&self) -> &str {
+        &self.pointer
+    }
+
+    /// Whether the resource is a Pod itself, not a holder of a template.
+    pub fn is_pod(&self) -> bool {
+        self.segments.is_empty()
+    }
+
+    /// The pod template of a resource of this kind: `Ok(None)` when the
+    /// resource has none (an Argo Rollout with a `workloadRef`, say).
+    pub fn pod_template_mut<'a>(&self, item: &'a mut Node) -> Result<Option<&'a mut Map>, String> {
+        let mut node = item;
+        for segment in &self.segments {
+            let next = match node {
+                Node::Map(map) => map.get_mut(segment),
+                Node::Seq(seq) => segment.parse::<usize>().ok().and_then(|i| seq.items.get_mut(i)),
+                Node::Scalar(_) => None,
+            };
+            match next {
+                Some(n) if !n.is_null() => node = n,
+                _ => return Ok(None),
+            }
+        }
+        match node {
+            Node::Map(map) => Ok(Some(map)),
+            other => Err(format!("pod template {} is {}, not a mapping", self.pointer, other.kind_name())),
+        }
+    }
+}
+
+impl fmt::Display for WorkloadKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.group, self.kind)
+    }
+}
+
+/// The workload kinds in force: the built-in ones and the user's.
+#[derive(Debug, Clone)]
+pub struct WorkloadKinds {
+    kinds: Vec<WorkloadKind>,
+}
+
+impl WorkloadKinds {
+    /// The built-in kinds plus `custom`.
+    pub fn new(custom: &[WorkloadKind]) -> Self {
+        let mut kinds: Vec<WorkloadKind> = BUILT_IN
+            .iter()
+            .map(|(g, k, p)| WorkloadKind::new(g, k, p).expect("built-in pointers are valid"))
+            .collect();
+        kinds.extend(custom.iter().cloned());
+        WorkloadKinds { kinds }
+    }
+
+    /// The kind entry for a resource's API group and kind.
+    pub fn find(&self, group: &str, kind: &str) -> Option<&WorkloadKind> {
+        self.kinds.iter().find(|k| k.kind == kind && k.group == group)
+    }
+}
+
+/// Splits a JSON pointer (RFC 6901) into its unescaped segments.
+fn parse_pointer(pointer: &str) -> Option<Vec<String>> {
+    if pointer.is_empty() {
+        return Some(Vec::new());
+    }
+    let rest = pointer.strip_prefix('/')?;
+    rest.split('/')
+        .map(|s| {
+            if s.is_empty() {
+                return None;
+            }
+            let mut out = String::with_capacity(s.len());
+            let mut chars = s.chars();
+            while let Some(c) = chars.next() {
+                match c {
+                    '~' => match chars.next() {
+                        Some('0') => out.push('~'),
+                        Some('1') => out.push('/'),
+                        _ => return None,
+                    },
+                    c => out.push(c),
+                }
+            }
+            Some(out)
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::yaml::parse_document;
+
+    #[test]
+    fn pointers() {
+        for (p, want) in [
+            ("", Some(vec![])),
+            ("/spec/template", Some(vec!["spec", "template"])),
+            ("/a~1b/c~0d", Some(vec!["a/b", "c~d"])),
+            ("/list/0", Some(vec!["list", "0"])),
+            ("spec", None),
+            ("/a//b", None),
+            ("/a~2", None),
+        ] {
+            let want = want.map(|v: Vec<&str>| v.into_iter().map(String::from).collect::<Vec<_>>());
+            assert_eq!(parse_pointer(p), want, "{p}");
+        }
+    }
+
+    #[test]
+    fn finds_pod_templates() {
+        let kinds = WorkloadKinds::new(&[WorkloadKind::custom("argoproj.io/v1alpha1", "Rollout", "/spec/template").unwrap()]);
+        let cases = [
+            ("batch", "CronJob", "spec: {jobTemplate: {spec: {template: {metadata: {name: t}}}}}", Ok(Some("t"))),
+            ("apps", "Deployment", "spec: {template: {metadata: {name: t}}}", Ok(Some("t"))),
+            ("argoproj.io", "Rollout", "spec: {workloadRef: {name: x}}", Ok(None)),
+            ("", "Pod", "metadata: {name: t}", Ok(Some("t"))),
+            ("apps", "Deployment", "spec: {template: [1]}", Err(())),
+        ];
+        for (group, kind, src, want) in cases {
+            let mut item = parse_document(src).unwrap();
+            let got = kinds
+                .find(group, kind)
+                .unwrap()
+                .pod_template_mut(&mut item)
+                .map(|t| t.and_then(|t| t.get("metadata")?.as_map()?.get_text("name").map(String::from)))
+                .map_err(|_| ());
+            assert_eq!(got, want.map(|w| w.map(String::from)), "{kind}");
+        }
+        assert!(kinds.find("apps", "Rollout").is_none());
+        assert!(kinds.find("", "Service").is_none());
+    }
+}
