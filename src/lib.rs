@@ -10,3 +10,7 @@ pub mod workload;
 pub mod attach;
 pub mod cni_config;
 pub mod namespace;
+pub mod krm;
+pub mod nad;
+pub mod render;
+pub mod resource_list;

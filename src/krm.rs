@@ -1,0 +1,54 @@
+//! The KRM function front: a ResourceList in, a ResourceList out.
+
+use crate::render::render;
+use crate::resource_list::ResourceList;
+use crate::results::Severity;
+use crate::settings::Settings;
+
+/// What the process prints and how it exits.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Outcome {
+    /// The ResourceList to print, empty when the input was unusable.
+    pub stdout: String,
+    /// Messages for people; the first line says what is wrong.
+    pub stderr: String,
+    /// 1 exactly when there is an error.
+    pub code: i32,
+}
+
+impl Outcome {
+    fn failed(message: String) -> Self {
+        Outcome {
+            stdout: String::new(),
+            stderr: format!("error: {message}\n"),
+            code: 1,
+        }
+    }
+}
+
+/// Runs the function on the text of a ResourceList.
+pub fn run(input: &str) -> Outcome {
+    let mut list = match ResourceList::parse(input) {
+        Ok(list) => list,
+        Err(e) => return Outcome::failed(e.to_string()),
+    };
+    let results = match Settings::from_function_config(list.function_config.as_ref()) {
+        Err(e) => vec![crate::results::FnResult::new(Severity::Error, e.to_string()).field("functionConfig")],
+        Ok(settings) => match render(&mut list.items, &settings) {
+            Ok(results) => results,
+            Err(e) => return Outcome::failed(format!("the input is malformed: {e}")),
+        },
+    };
+    let errors: Vec<_> = results.iter().filter(|r| r.severity == Severity::Error).collect();
+    let stderr = match errors.as_slice() {
+        [] => String::new(),
+        [only] => format!("{only}\n"),
+        [first, rest @ ..] => format!("{first}\n({} more errors in the results)\n", rest.len()),
+    };
+    let code = i32::from(!errors.is_empty());
+    Outcome {
+        stdout: list.to_yaml(&results),
+        stderr,
+        code,
+    }
+}

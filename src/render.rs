@@ -1,0 +1,564 @@
+//! The transformation of a whole package: which namespaces get a NAD, which
+//! workloads get attached. Pure code: resources in, resources and results out.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::fmt;
+
+use crate::attach::{self, OWNED_ANNOTATION, Owned, decide, remove_annotation, set_annotation};
+use crate::cni_config::{self, CONFIG_MAP_NAME, NETWORK_CONFIG_KEY};
+use crate::namespace::{Lookup, MULTUS_ANNOTATION, MULTUS_VALUES, Namespace, Source};
+use crate::nad;
+use crate::networks::Networks;
+use crate::resource::{self, FileRef, NotAResource, ResourceRef};
+use crate::results::{FnResult, Severity};
+use crate::settings::Settings;
+use crate::workload::WorkloadKinds;
+use crate::yaml::Node;
+
+/// An item that is not a KRM resource: the input is malformed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub struct InputError {
+    /// Position of the item in the input.
+    pub index: usize,
+    /// Its file, when the host said.
+    pub file: Option<FileRef>,
+    /// What is wrong.
+    pub problem: NotAResource,
+}
+
+impl fmt::Display for InputError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "items[{}]", self.index)?;
+        if let Some(file) = &self.file {
+            write!(f, " ({file})")?;
+        }
+        write!(f, ": {}", self.problem)
+    }
+}
+
+/// Why a namespace needs the NAD.
+#[derive(Default)]
+struct Need {
+    /// By a rule of the function: the namespace is enabled, is the control
+    /// plane's, or holds a workload the function attached.
+    managed: bool,
+    /// Workloads (item indices) whose own references need it.
+    user_refs: Vec<usize>,
+}
+
+/// Counts for the summary result.
+#[derive(Default)]
+struct Summary {
+    attached: usize,
+    detached: usize,
+    uids: usize,
+    generated: usize,
+    updated: usize,
+    removed: usize,
+}
+
+/// Renders the package in place and returns the results, the summary first.
+pub fn render(items: &mut Vec<Node>, settings: &Settings) -> Result<Vec<FnResult>, InputError> {
+    let refs = items
+        .iter()
+        .enumerate()
+        .map(|(index, item)| {
+            resource::resource_ref(item).map_err(|problem| InputError {
+                index,
+                file: resource::file_ref(item),
+                problem,
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let files: Vec<Option<FileRef>> = items.iter().map(resource::file_ref).collect();
+    let mut r = Renderer {
+        settings,
+        refs: &refs,
+        files: &files,
+        results: Vec::new(),
+        summary: Summary::default(),
+    };
+    let namespaces = r.namespaces(items);
+    let needs = r.workloads(items, &namespaces);
+    r.nads(items, &namespaces, needs);
+    let mut results = Vec::with_capacity(r.results.len() + 1);
+    results.push(FnResult::new(Severity::Info, r.summary_line()));
+    results.append(&mut r.results);
+    Ok(results)
+}
+
+struct Renderer<'a> {
+    settings: &'a Settings,
+    refs: &'a [ResourceRef],
+    files: &'a [Option<FileRef>],
+    results: Vec<FnResult>,
+    summary: Summary,
+}
+
+impl Renderer<'_> {
+    fn report(&mut self, index: usize, severity: Severity, message: impl Into<String>) -> &mut FnResult {
+        self.results
+            .push(FnResult::new(severity, message).on(&self.refs[index], self.files[index].as_ref()));
+        self.results.last_mut().expect("just pushed")
+    }
+
+    /// The namespaces the function knows: Namespace objects and the `namespaces` setting.
+    fn namespaces(&mut self, items: &[Node]) -> BTreeMap<String, Namespace> {
+        let mut known = BTreeMap::new();
+        let refs = self.refs;
+        for (i, item) in items.iter().enumerate() {
+            let r = &refs[i];
+            if r.kind != "Namespace" || r.group() != "" {
+                continue;
+            }
+            let annotations: BTreeMap<String, String> = resource::annotations(item)
+                .map(|a| {
+                    a.entries
+                        .iter()
+                        .filter_map(|(k, v)| Some((k.as_str()?.to_string(), v.as_str()?.to_string())))
+                        .collect()
+                })
+                .unwrap_or_default();
+            if let Some(v) = annotations.lookup(MULTUS_ANNOTATION)
+                && !MULTUS_VALUES.contains(&v)
+            {
+                let message = format!(
+                    "annotation {MULTUS_ANNOTATION}: {v:?} is not one of {}; the namespace is treated as not enabled",
+                    MULTUS_VALUES.join(", ")
+                );
+                self.report(i, Severity::Warning, message);
+            }
+            if known.contains_key(&r.name) {
+                self.report(i, Severity::Error, "the Namespace is in the input twice");
+                continue;
+            }
+            known.insert(
+                r.name.clone(),
+                Namespace {
+                    annotations,
+                    source: Source::Input(i),
+                },
+            );
+        }
+        for (name, annotations) in &self.settings.namespaces {
+            if let Some(Namespace {
+                source: Source::Input(i),
+                ..
+            }) = known.get(name)
+            {
+                let message = format!(
+                    "namespace {name} is in the input and in the namespaces setting; describe it in one place"
+                );
+                self.report(*i, Severity::Error, message);
+                continue;
+            }
+            known.insert(
+                name.clone(),
+                Namespace {
+                    annotations: annotations.clone(),
+                    source: Source::Settings,
+                },
+            );
+        }
+        known
+    }
+
+    /// Attaches or detaches every workload; returns which namespaces need the NAD.
+    fn workloads(
+        &mut self,
+        items: &mut [Node],
+        namespaces: &BTreeMap<String, Namespace>,
+    ) -> BTreeMap<Option<String>, Need> {
+        let settings = self.settings;
+        let kinds = WorkloadKinds::new(&settings.workload_kinds);
+        let mut needs: BTreeMap<Option<String>, Need> = BTreeMap::new();
+        let mut range_reported = HashSet::new();
+        let mut control_plane_seen = false;
+        let refs = self.refs;
+        for (i, item) in items.iter_mut().enumerate() {
+            let r = &refs[i];
+            let Some(kind) = kinds.find(r.group(), &r.kind) else {
+                continue;
+            };
+            let ns_name = r.namespace.as_deref();
+            let pod_ns = ns_name.unwrap_or("");
+            let ns = ns_name.and_then(|n| namespaces.get(n));
+            let before = match resource::annotation(item, OWNED_ANNOTATION).map(Owned::parse) {
+                None => Owned::default(),
+                Some(Ok(owned)) => owned,
+                Some(Err(e)) => {
+                    self.report(i, Severity::Error, format!("annotation {OWNED_ANNOTATION}: {e}"))
+                        .field = Some("metadata.annotations".into());
+                    continue;
+                }
+            };
+            let template = match kind.pod_template_mut(item) {
+                Ok(Some(t)) => t,
+                Ok(None) => continue,
+                Err(e) => {
+                    self.report(i, Severity::Error, e);
+                    continue;
+                }
+            };
+            if ns.is_none() {
+                let message = match ns_name {
+                    Some(n) => format!(
+                        "namespace {n} is neither in the input nor in the namespaces setting; the workload is decided on its own annotations"
+                    ),
+                    None => "the workload has no metadata.namespace; it is decided on its own annotations".to_string(),
+                };
+                self.report(i, Severity::Warning, message);
+            }
+            let ns_annotations = ns.map(|n| &n.annotations);
+            let decision = decide(
+                settings,
+                pod_ns,
+                &attach::template_annotations(template),
+                &attach::template_labels(template),
+                &ns_annotations,
+            );
+            control_plane_seen |= decision.control_plane;
+            if let Some(problem) = &decision.range_problem
+                && range_reported.insert(pod_ns.to_string())
+            {
+                let at = match ns.map(|n| &n.source) {
+                    Some(Source::Input(n)) => *n,
+                    _ => i,
+                };
+                self.report(at, Severity::Warning, problem.clone());
+            }
+            let applied = match attach::apply(template, settings, pod_ns, &decision, &before) {
+                Ok(applied) => applied,
+                Err(e) => {
+                    let field = annotations_field(kind.pointer());
+                    self.report(i, Severity::Error, e.to_string()).field = Some(field);
+                    continue;
+                }
+            };
+            let object = item.as_map_mut().expect("resources are mappings");
+            if applied.owned != before {
+                if applied.owned.is_empty() {
+                    remove_annotation(object, OWNED_ANNOTATION);
+                } else {
+                    set_annotation(object, OWNED_ANNOTATION, applied.owned.to_string())
+                        .expect("metadata is a mapping");
+                }
+            }
+            let field = annotations_field(kind.pointer());
+            for change in &applied.changes {
+                match change {
+                    attach::Change::Attached => self.summary.attached += 1,
+                    attach::Change::Detached => self.summary.detached += 1,
+                    _ => self.summary.uids += 1,
+                }
+                let message = match change {
+                    attach::Change::Attached | attach::Change::Detached => {
+                        format!("{} {change}", settings.nad_name)
+                    }
+                    _ => change.to_string(),
+                };
+                self.report(i, Severity::Info, message).field = Some(field.clone());
+            }
+            for warning in applied.warnings {
+                self.report(i, Severity::Warning, warning).field = Some(field.clone());
+            }
+            let Some(networks) = applied.networks.as_deref().and_then(|t| Networks::parse(t).ok()) else {
+                continue;
+            };
+            let mut own_entry_left = applied.owned.network.is_some();
+            for s in networks.selections().iter().filter(|s| s.name == settings.nad_name) {
+                let target = s
+                    .namespace
+                    .as_deref()
+                    .filter(|n| !n.is_empty())
+                    .or(ns_name)
+                    .map(str::to_string);
+                let need = needs.entry(target).or_default();
+                if own_entry_left && s.is_plain() {
+                    own_entry_left = false;
+                    need.managed = true;
+                } else {
+                    need.user_refs.push(i);
+                }
+            }
+        }
+        for (name, ns) in namespaces {
+            let in_input = matches!(ns.source, Source::Input(_));
+            let control_plane = *name == settings.linkerd_namespace && (in_input || control_plane_seen);
+            if (in_input && ns.multus_enabled()) || control_plane {
+                needs.entry(Some(name.clone())).or_default().managed = true;
+            }
+        }
+        if control_plane_seen {
+            needs.entry(Some(settings.linkerd_namespace.clone())).or_default().managed = true;
+        }
+        needs
+    }
+
+    /// Generates, updates and removes NADs so that exactly the needed ones exist.
+    fn nads(
+        &mut self,
+        items: &mut Vec<Node>,
+        namespaces: &BTreeMap<String, Namespace>,
+        needs: BTreeMap<Option<String>, Need>,
+    ) {
+        let settings = self.settings;
+        let nad_name = settings.nad_name.as_str();
+        let mut existing: BTreeMap<Option<String>, usize> = BTreeMap::new();
+        let mut removed: HashSet<usize> = HashSet::new();
+        let refs = self.refs;
+        for (i, item) in items.iter().enumerate() {
+            let r = &refs[i];
+            if !nad::is_nad(r) {
+                continue;
+            }
+            if r.name != nad_name {
+                if nad::is_generated(item) {
+                    removed.insert(i);
+                    self.summary.removed += 1;
+                    self.report(i, Severity::Info, format!("removed: generated for another nadName than {nad_name}"));
+                }
+                continue;
+            }
+            if existing.insert(r.namespace.clone(), i).is_some() {
+                self.report(i, Severity::Error, "the NetworkAttachmentDefinition is in the input twice");
+            }
+        }
+        let mut config = NadConfig::Unread;
+        let mut placed: BTreeMap<usize, Vec<Node>> = BTreeMap::new();
+        let mut trailing: Vec<Node> = Vec::new();
+        let mut used_indices = self.used_file_indices();
+        for (ns, need) in &needs {
+            let ns_label = ns.as_deref().unwrap_or("(none)");
+            match existing.get(ns) {
+                Some(&i) if nad::is_generated(&items[i]) => {
+                    let Some(text) = config.get(self, items) else {
+                        continue;
+                    };
+                    if nad::config(&items[i]) != Some(text.as_str()) {
+                        nad::set_config(&mut items[i], &text);
+                        self.summary.updated += 1;
+                        self.report(i, Severity::Info, "updated spec.config from the Linkerd-CNI ConfigMap")
+                            .field = Some("spec.config".into());
+                    }
+                }
+                Some(&i) => {
+                    if let Some(text) = config.peek(self, items)
+                        && !same_json(nad::config(&items[i]), &text)
+                    {
+                        let message = format!(
+                            "this NetworkAttachmentDefinition has no {}: {} label, so it is left as written, but its spec.config differs from the one generated from ConfigMap {}/{CONFIG_MAP_NAME}",
+                            nad::MANAGED_BY_LABEL,
+                            nad::MANAGED_BY,
+                            settings.cni_namespace
+                        );
+                        self.report(i, Severity::Warning, message).field = Some("spec.config".into());
+                    }
+                }
+                None => {
+                    let Some(text) = config.get(self, items) else {
+                        continue;
+                    };
+                    let ns_index = ns.as_ref().and_then(|n| match namespaces.get(n) {
+                        Some(Namespace {
+                            source: Source::Input(i),
+                            ..
+                        }) => Some(*i),
+                        _ => None,
+                    });
+                    let file = used_indices.as_mut().map(|used| {
+                        let ns_file = ns_index.and_then(|i| self.files[i].as_ref()).map(|f| f.path.as_str());
+                        let path = nad::file_path(ns.as_deref(), nad_name, ns_file);
+                        let next = used.entry(path.clone()).or_insert(0);
+                        let file = FileRef {
+                            path,
+                            index: Some(*next),
+                        };
+                        *next += 1;
+                        file
+                    });
+                    let new = nad::new(nad_name, ns.as_deref(), &text, file.as_ref());
+                    let new_ref = resource::resource_ref(&new).expect("a generated NAD is a resource");
+                    self.summary.generated += 1;
+                    self.results.push(
+                        FnResult::new(Severity::Info, format!("generated for namespace {ns_label}"))
+                            .on(&new_ref, file.as_ref()),
+                    );
+                    match ns_index {
+                        Some(i) => placed.entry(i).or_default().push(new),
+                        None => trailing.push(new),
+                    }
+                }
+            }
+            if !need.managed
+                && let Some(&first) = need.user_refs.first()
+            {
+                let message = format!(
+                    "NetworkAttachmentDefinition {nad_name} in namespace {ns_label} exists only because this workload references it in {}; the namespace does not enable {MULTUS_ANNOTATION}",
+                    crate::networks::NETWORKS_ANNOTATION
+                );
+                self.report(first, Severity::Warning, message);
+            }
+        }
+        for (ns, &i) in &existing {
+            if !needs.contains_key(ns) && nad::is_generated(&items[i]) {
+                removed.insert(i);
+                self.summary.removed += 1;
+                let message = format!(
+                    "removed: namespace {} no longer needs it",
+                    ns.as_deref().unwrap_or("(none)")
+                );
+                self.report(i, Severity::Info, message);
+            }
+        }
+        if removed.is_empty() && placed.is_empty() && trailing.is_empty() {
+            return;
+        }
+        let old = std::mem::take(items);
+        items.reserve(old.len() + trailing.len());
+        for (i, item) in old.into_iter().enumerate() {
+            if !removed.contains(&i) {
+                items.push(item);
+            }
+            if let Some(new) = placed.remove(&i) {
+                items.extend(new);
+            }
+        }
+        items.extend(trailing);
+    }
+
+    /// The next free document index of every file, when the host tracks files.
+    fn used_file_indices(&self) -> Option<HashMap<String, u32>> {
+        if self.files.iter().all(Option::is_none) {
+            return None;
+        }
+        let mut used = HashMap::new();
+        for file in self.files.iter().flatten() {
+            let next = used.entry(file.path.clone()).or_insert(0);
+            *next = (*next).max(file.index.unwrap_or(0) + 1);
+        }
+        Some(used)
+    }
+
+    fn summary_line(&self) -> String {
+        let s = &self.summary;
+        let errors = self.results.iter().filter(|r| r.severity == Severity::Error).count();
+        let warnings = self.results.iter().filter(|r| r.severity == Severity::Warning).count();
+        let mut parts = Vec::new();
+        for (n, what) in [
+            (s.attached, "workloads attached"),
+            (s.detached, "workloads detached"),
+            (s.uids, "proxy UIDs set or removed"),
+            (s.generated, "NADs generated"),
+            (s.updated, "NADs updated"),
+            (s.removed, "NADs removed"),
+        ] {
+            if n > 0 {
+                parts.push(format!("{n} {what}"));
+            }
+        }
+        if parts.is_empty() {
+            parts.push("no changes".into());
+        }
+        format!(
+            "linkerd-multus: {}; {errors} error{}, {warnings} warning{}",
+            parts.join(", "),
+            if errors == 1 { "" } else { "s" },
+            if warnings == 1 { "" } else { "s" }
+        )
+    }
+}
+
+/// The NAD config, read from the ConfigMap at most once.
+enum NadConfig {
+    Unread,
+    Ready(String),
+    Failed,
+}
+
+impl NadConfig {
+    /// The config; reports an error (once) when it cannot be had.
+    fn get(&mut self, r: &mut Renderer, items: &[Node]) -> Option<String> {
+        self.read(r, items, true)
+    }
+
+    /// The config if the ConfigMap is there and valid; silent otherwise.
+    fn peek(&mut self, r: &mut Renderer, items: &[Node]) -> Option<String> {
+        self.read(r, items, false)
+    }
+
+    fn read(&mut self, r: &mut Renderer, items: &[Node], needed: bool) -> Option<String> {
+        if let NadConfig::Unread = self {
+            *self = match find_config_map(r, items) {
+                Ok(Some(i)) => {
+                    let data = items[i].as_map().and_then(|m| m.get("data")).and_then(Node::as_map);
+                    match cni_config::nad_config(data, r.settings) {
+                        Ok(config) => NadConfig::Ready(cni_config::to_text(&config)),
+                        Err(e) => {
+                            r.report(i, Severity::Error, e.to_string()).field =
+                                Some(format!("data.{NETWORK_CONFIG_KEY}"));
+                            NadConfig::Failed
+                        }
+                    }
+                }
+                Ok(None) if needed => {
+                    r.results.push(FnResult::new(
+                        Severity::Error,
+                        format!(
+                            "ConfigMap {}/{CONFIG_MAP_NAME} is not in the input, and a NetworkAttachmentDefinition must be generated from it; add it to the package (as a resource annotated config.kubernetes.io/local-config: \"true\" if it is deployed elsewhere)",
+                            r.settings.cni_namespace
+                        ),
+                    ));
+                    NadConfig::Failed
+                }
+                Ok(None) => return None,
+                Err(()) => NadConfig::Failed,
+            };
+        }
+        match self {
+            NadConfig::Ready(text) => Some(text.clone()),
+            _ => None,
+        }
+    }
+}
+
+fn find_config_map(r: &mut Renderer, items: &[Node]) -> Result<Option<usize>, ()> {
+    let matches: Vec<usize> = (0..items.len())
+        .filter(|&i| {
+            let x = &r.refs[i];
+            x.kind == "ConfigMap"
+                && x.group().is_empty()
+                && x.name == CONFIG_MAP_NAME
+                && x.namespace.as_deref() == Some(r.settings.cni_namespace.as_str())
+        })
+        .collect();
+    match matches.as_slice() {
+        [] => Ok(None),
+        [one] => Ok(Some(*one)),
+        [_, rest @ ..] => {
+            for &i in rest {
+                r.report(i, Severity::Error, "the Linkerd-CNI ConfigMap is in the input twice");
+            }
+            Err(())
+        }
+    }
+}
+
+/// Whether a NAD's config text means the same JSON as `want`.
+fn same_json(have: Option<&str>, want: &str) -> bool {
+    let parse = |s: &str| serde_json::from_str::<serde_json::Value>(s).ok();
+    match (have.and_then(parse), parse(want)) {
+        (Some(a), Some(b)) => a == b,
+        _ => false,
+    }
+}
+
+/// The dotted path of a pod template's annotations (`spec.template.metadata.annotations`).
+fn annotations_field(pointer: &str) -> String {
+    let mut path = pointer.trim_start_matches('/').replace('/', ".");
+    if !path.is_empty() {
+        path.push('.');
+    }
+    path.push_str("metadata.annotations");
+    path
+}
