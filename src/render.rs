@@ -445,28 +445,32 @@ impl Renderer<'_> {
         let errors = self.results.iter().filter(|r| r.severity == Severity::Error).count();
         let warnings = self.results.iter().filter(|r| r.severity == Severity::Warning).count();
         let mut parts = Vec::new();
-        for (n, what) in [
-            (s.attached, "workloads attached"),
-            (s.detached, "workloads detached"),
-            (s.uids, "proxy UIDs set or removed"),
-            (s.generated, "NADs generated"),
-            (s.updated, "NADs updated"),
-            (s.removed, "NADs removed"),
+        for (n, noun, verb) in [
+            (s.attached, "workload", "attached"),
+            (s.detached, "workload", "detached"),
+            (s.uids, "proxy UID", "set or removed"),
+            (s.generated, "NAD", "generated"),
+            (s.updated, "NAD", "updated"),
+            (s.removed, "NAD", "removed"),
         ] {
             if n > 0 {
-                parts.push(format!("{n} {what}"));
+                parts.push(format!("{} {verb}", plural(n, noun)));
             }
         }
         if parts.is_empty() {
             parts.push("no changes".into());
         }
         format!(
-            "linkerd-multus: {}; {errors} error{}, {warnings} warning{}",
+            "linkerd-multus: {}; {}, {}",
             parts.join(", "),
-            if errors == 1 { "" } else { "s" },
-            if warnings == 1 { "" } else { "s" }
+            plural(errors, "error"),
+            plural(warnings, "warning")
         )
     }
+}
+
+fn plural(n: usize, noun: &str) -> String {
+    if n == 1 { format!("1 {noun}") } else { format!("{n} {noun}s") }
 }
 
 /// The NAD config, read from the ConfigMap at most once.

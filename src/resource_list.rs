@@ -61,6 +61,13 @@ impl ResourceList {
                 _ => {}
             }
         }
+        // Items written wholly in flow style came from JSON files (or a JSON
+        // ResourceList): that is their file format, so they are written as blocks.
+        for item in items.iter_mut().chain(function_config.as_mut()) {
+            if item.is_flow() {
+                item.into_block_style();
+            }
+        }
         Ok(ResourceList {
             api_version,
             items,
@@ -77,7 +84,7 @@ impl ResourceList {
             "items",
             Node::Seq(yaml::Seq {
                 items: self.items,
-                tag: None,
+                ..Default::default()
             }),
         );
         if let Some(config) = self.function_config {
@@ -88,7 +95,7 @@ impl ResourceList {
                 "results",
                 Node::Seq(yaml::Seq {
                     items: results.iter().map(FnResult::to_node).collect(),
-                    tag: None,
+                    ..Default::default()
                 }),
             );
         }

@@ -35,6 +35,8 @@ enum Place {
     Value,
     /// A sequence item or a whole document: block styles without an indentation indicator.
     Item,
+    /// Inside a flow collection: one line, no flow indicators in plain scalars.
+    Flow,
 }
 
 struct Emitter<'o> {
@@ -91,11 +93,11 @@ impl Emitter<'_> {
             }
             self.out.push(':');
             match value {
-                Node::Map(m) if !m.entries.is_empty() => {
+                Node::Map(m) if !m.entries.is_empty() && !m.flow => {
                     self.tag_line(&m.tag);
                     self.block_map(m, indent + 2, false);
                 }
-                Node::Seq(s) if !s.items.is_empty() => {
+                Node::Seq(s) if !s.items.is_empty() && !s.flow => {
                     self.tag_line(&s.tag);
                     self.block_seq(s, indent, false);
                 }
@@ -122,7 +124,7 @@ impl Emitter<'_> {
     /// Writes a node after a `-` or `?` indicator at `indent`, through the end of its last line.
     fn after_indicator(&mut self, node: &Node, indent: usize) {
         match node {
-            Node::Map(m) if !m.entries.is_empty() => match &m.tag {
+            Node::Map(m) if !m.entries.is_empty() && !m.flow => match &m.tag {
                 Some(_) => {
                     self.tag_line(&m.tag);
                     self.block_map(m, indent + 2, false);
@@ -132,7 +134,7 @@ impl Emitter<'_> {
                     self.block_map(m, indent + 2, true);
                 }
             },
-            Node::Seq(s) if !s.items.is_empty() => match &s.tag {
+            Node::Seq(s) if !s.items.is_empty() && !s.flow => match &s.tag {
                 Some(_) => {
                     self.tag_line(&s.tag);
                     self.block_seq(s, indent + 2, false);
@@ -160,18 +162,37 @@ impl Emitter<'_> {
         self.out.push('\n');
     }
 
-    /// Writes a scalar or an empty collection on the current line (a block
+    /// Writes a scalar or a flow collection on the current line (a block
     /// scalar continues on the lines below, without a final line break).
     fn inline(&mut self, node: &Node, indent: usize, place: Place) {
         match node {
             Node::Scalar(s) => self.scalar(s, indent, place),
             Node::Map(m) => {
                 self.tag_prefix(&m.tag);
-                self.out.push_str("{}");
+                self.out.push('{');
+                for (i, (k, v)) in m.entries.iter().enumerate() {
+                    if i > 0 {
+                        self.out.push_str(", ");
+                    }
+                    self.inline(k, indent, Place::Flow);
+                    self.out.push(':');
+                    if !(v.is_null() && v.as_str() == Some("")) {
+                        self.out.push(' ');
+                        self.inline(v, indent, Place::Flow);
+                    }
+                }
+                self.out.push('}');
             }
             Node::Seq(s) => {
                 self.tag_prefix(&s.tag);
-                self.out.push_str("[]");
+                self.out.push('[');
+                for (i, item) in s.items.iter().enumerate() {
+                    if i > 0 {
+                        self.out.push_str(", ");
+                    }
+                    self.inline(item, indent, Place::Flow);
+                }
+                self.out.push(']');
             }
         }
     }
@@ -193,15 +214,19 @@ impl Emitter<'_> {
         }
         let value = s.value.as_str();
         let one_line = !value.contains('\n');
+        let plain_ok = one_line
+            && is_printable_line(value)
+            && (place != Place::Flow || is_flow_plain(value));
         match s.style {
-            Style::Plain if one_line && is_printable_line(value) => self.out.push_str(value),
+            Style::Plain if plain_ok => self.out.push_str(value),
             Style::SingleQuoted if one_line && is_printable_line(value) => {
                 self.out.push('\'');
                 self.out.push_str(&value.replace('\'', "''"));
                 self.out.push('\'');
             }
-            Style::Folded if place != Place::Key && self.folded(value, indent) => {}
-            Style::Literal | Style::Folded if place != Place::Key && self.literal(value, indent, place) => {}
+            Style::Folded if matches!(place, Place::Value | Place::Item) && self.folded(value, indent) => {}
+            Style::Literal | Style::Folded
+                if matches!(place, Place::Value | Place::Item) && self.literal(value, indent, place) => {}
             _ => self.double_quoted(value),
         }
     }
@@ -311,6 +336,15 @@ impl Emitter<'_> {
     }
 }
 
+/// Whether a plain scalar can stand inside a flow collection.
+fn is_flow_plain(value: &str) -> bool {
+    !value.is_empty()
+        && !value.contains([',', '[', ']', '{', '}'])
+        && !value.contains(": ")
+        && !value.contains(" #")
+        && !value.ends_with(':')
+}
+
 fn needs_escape(c: char) -> bool {
     matches!(c, '"' | '\\' | '\u{feff}' | '\u{2028}' | '\u{2029}') || c.is_control()
 }
@@ -331,11 +365,11 @@ mod tests {
             }
             Node::Seq(s) => Node::Seq(Seq {
                 items: s.items.into_iter().map(quoting).collect(),
-                tag: s.tag,
+                ..s
             }),
             Node::Map(m) => Node::Map(Map {
                 entries: m.entries.into_iter().map(|(k, v)| (quoting(k), quoting(v))).collect(),
-                tag: m.tag,
+                ..m
             }),
         }
     }
@@ -358,10 +392,24 @@ mod tests {
     }
 
     #[test]
+    fn keeps_flow_collections_in_block_documents() {
+        let src = "a: {app: web, tier: \"1\"}\nb: [\"--verbose\", \"yes\", x]\nc:\n- {k: [1, {n: ~}], e: {}}\n";
+        assert_eq!(round_trip(src), src);
+        let mut doc = parse_document("a: {k: v}\n").unwrap();
+        let Node::Map(m) = doc.as_map_mut().unwrap().get_mut("a").unwrap() else { panic!() };
+        m.insert("m", Node::string("x,y"));
+        m.insert("l", Node::literal("two\nlines"));
+        assert_eq!(round_trip(&emit_document(&doc)), "a: {k: v, m: \"x,y\", l: \"two\\nlines\"}\n");
+    }
+
+    #[test]
     fn writes_json_input_as_block_yaml() {
-        let out = round_trip(
+        let mut doc = parse_document(
             r#"{"apiVersion": "v1", "kind": "ConfigMap", "data": {"a": "yes", "n": 1, "l": [1, {"x": []}], "e": {}}}"#,
-        );
+        )
+        .unwrap();
+        doc.into_block_style();
+        let out = round_trip(&emit_document(&doc));
         assert_eq!(
             out,
             "\"apiVersion\": \"v1\"\n\"kind\": \"ConfigMap\"\n\"data\":\n  \"a\": \"yes\"\n  \"n\": 1\n  \"l\":\n  - 1\n  - \"x\": []\n  \"e\": {}\n"
@@ -398,7 +446,7 @@ mod tests {
         let out = round_trip(src);
         assert_eq!(
             out,
-            "a:\n- b: 1\n  c:\n  - - x\n    - y\n  - []\n- {}\n- !t\n  k: v\n? - a\n  - b\n: v\nt: !!str 1\n"
+            "a:\n- b: 1\n  c:\n  - - x\n    - y\n  - []\n- {}\n- !t\n  k: v\n? [a, b]\n: v\nt: !!str 1\n"
         );
     }
 

@@ -64,6 +64,8 @@ pub struct Seq {
     pub items: Vec<Node>,
     /// An explicit tag.
     pub tag: Option<Box<str>>,
+    /// Written `[a, b]` rather than as a block.
+    pub flow: bool,
 }
 
 /// A mapping: its entries in order and an optional tag.
@@ -73,6 +75,8 @@ pub struct Map {
     pub entries: Vec<(Node, Node)>,
     /// An explicit tag.
     pub tag: Option<Box<str>>,
+    /// Written `{a: b}` rather than as a block.
+    pub flow: bool,
 }
 
 impl Scalar {
@@ -172,6 +176,34 @@ impl Node {
             Node::Scalar(_) => "a scalar",
             Node::Seq(_) => "a sequence",
             Node::Map(_) => "a mapping",
+        }
+    }
+
+    /// Writes this node and everything in it as blocks: for documents that
+    /// arrived as JSON, whose flow style is the file format, not the user's choice.
+    pub fn into_block_style(&mut self) {
+        match self {
+            Node::Scalar(_) => {}
+            Node::Seq(s) => {
+                s.flow = false;
+                s.items.iter_mut().for_each(Node::into_block_style);
+            }
+            Node::Map(m) => {
+                m.flow = false;
+                for (k, v) in &mut m.entries {
+                    k.into_block_style();
+                    v.into_block_style();
+                }
+            }
+        }
+    }
+
+    /// Whether this is a collection written in flow style.
+    pub fn is_flow(&self) -> bool {
+        match self {
+            Node::Scalar(_) => false,
+            Node::Seq(s) => s.flow,
+            Node::Map(m) => m.flow,
         }
     }
 

@@ -34,7 +34,7 @@ impl ParseError {
 
 /// Parses a stream of documents. Empty documents come out as null scalars.
 pub fn parse_stream(src: &str) -> Result<Vec<Node>, ParseError> {
-    Builder::default().run(src)
+    Builder::new(src).run()
 }
 
 /// Parses a source that must hold exactly one document.
@@ -60,16 +60,70 @@ enum Frame {
     Map(Map, usize, Option<Node>),
 }
 
-#[derive(Default)]
-struct Builder {
+struct Builder<'s> {
+    src: &'s str,
     stack: Vec<Frame>,
     docs: Vec<Node>,
     anchors: HashMap<usize, (Node, usize)>,
     alias_nodes: usize,
+    cursor: CharCursor,
 }
 
-impl Builder {
-    fn run(mut self, src: &str) -> Result<Vec<Node>, ParseError> {
+/// Maps the parser's character positions to bytes, moving forward only
+/// (events come in source order), so a whole parse costs one pass at most.
+struct CharCursor {
+    ascii: bool,
+    chars: usize,
+    bytes: usize,
+}
+
+impl CharCursor {
+    fn new(src: &str) -> Self {
+        CharCursor {
+            ascii: src.is_ascii(),
+            chars: 0,
+            bytes: 0,
+        }
+    }
+
+    /// The character at a character index.
+    fn char_at(&mut self, src: &str, index: usize) -> Option<char> {
+        if self.ascii {
+            return src.as_bytes().get(index).map(|&b| char::from(b));
+        }
+        if index < self.chars {
+            self.chars = 0;
+            self.bytes = 0;
+        }
+        for c in src[self.bytes..].chars() {
+            if self.chars == index {
+                return Some(c);
+            }
+            self.chars += 1;
+            self.bytes += c.len_utf8();
+        }
+        None
+    }
+}
+
+impl<'s> Builder<'s> {
+    fn new(src: &'s str) -> Self {
+        Builder {
+            src,
+            stack: Vec::new(),
+            docs: Vec::new(),
+            anchors: HashMap::new(),
+            alias_nodes: 0,
+            cursor: CharCursor::new(src),
+        }
+    }
+
+    fn starts_with(&mut self, span: &Span, c: char) -> bool {
+        self.cursor.char_at(self.src, span.start.index()) == Some(c)
+    }
+
+    fn run(mut self) -> Result<Vec<Node>, ParseError> {
+        let src = self.src;
         let mut parser = Parser::new_from_str(src);
         while let Some(next) = parser.next_event() {
             let (event, span) = next.map_err(|e| ParseError {
@@ -86,21 +140,29 @@ impl Builder {
                     });
                     self.complete(node, anchor);
                 }
-                Event::SequenceStart(anchor, tag) => self.stack.push(Frame::Seq(
-                    Seq {
-                        items: Vec::new(),
-                        tag: tag.map(|t| tag_text(&t)),
-                    },
-                    anchor,
-                )),
-                Event::MappingStart(anchor, tag) => self.stack.push(Frame::Map(
-                    Map {
-                        entries: Vec::new(),
-                        tag: tag.map(|t| tag_text(&t)),
-                    },
-                    anchor,
-                    None,
-                )),
+                Event::SequenceStart(anchor, tag) => {
+                    let flow = self.starts_with(&span, '[');
+                    self.stack.push(Frame::Seq(
+                        Seq {
+                            items: Vec::new(),
+                            tag: tag.map(|t| tag_text(&t)),
+                            flow,
+                        },
+                        anchor,
+                    ))
+                }
+                Event::MappingStart(anchor, tag) => {
+                    let flow = self.starts_with(&span, '{');
+                    self.stack.push(Frame::Map(
+                        Map {
+                            entries: Vec::new(),
+                            tag: tag.map(|t| tag_text(&t)),
+                            flow,
+                        },
+                        anchor,
+                        None,
+                    ))
+                }
                 Event::SequenceEnd | Event::MappingEnd => {
                     let (node, anchor) = match self.stack.pop() {
                         Some(Frame::Seq(seq, anchor)) => (Node::Seq(seq), anchor),
