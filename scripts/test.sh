@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# The whole test suite: formatting, lints, unit, golden, bad-input and kpt
+# end-to-end tests, and a smoke run of the benchmark.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+for tool in cargo kpt; do
+  if ! command -v "$tool" >/dev/null 2>&1; then
+    echo "error: $tool is not installed; the tests run the real $tool (see README.md, Requirements)" >&2
+    exit 1
+  fi
+done
+
+cargo fmt --all -- --check
+cargo clippy --locked --all-targets -- -D warnings
+cargo test --locked
+BENCH_QUICK=1 cargo bench --locked --bench krm
