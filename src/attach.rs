@@ -47,22 +47,25 @@ pub fn decide(
     let enabled = get(MULTUS_ANNOTATION) == Some("enabled")
         && matches!(get(INJECT_ANNOTATION), Some("enabled" | "ingress"));
     let control_plane = pod_namespace == settings.linkerd_namespace
-        && labels.lookup(CONTROL_PLANE_LABEL).is_some_and(|v| !v.is_empty());
+        && labels
+            .lookup(CONTROL_PLANE_LABEL)
+            .is_some_and(|v| !v.is_empty());
     let mut decision = Decision {
         attach: enabled || control_plane,
         control_plane,
         ..Decision::default()
     };
-    if decision.attach && !control_plane {
-        if let Some(range) = namespace.lookup(&settings.uid_range_annotation) {
-            match proxy_uid(range, settings.proxy_uid_offset) {
-                Ok(uid) => decision.proxy_uid = Some(uid),
-                Err(problem) => {
-                    decision.range_problem = Some(format!(
-                        "annotation {}: {problem}; no proxy UID is set",
-                        settings.uid_range_annotation
-                    ))
-                }
+    if decision.attach
+        && !control_plane
+        && let Some(range) = namespace.lookup(&settings.uid_range_annotation)
+    {
+        match proxy_uid(range, settings.proxy_uid_offset) {
+            Ok(uid) => decision.proxy_uid = Some(uid),
+            Err(problem) => {
+                decision.range_problem = Some(format!(
+                    "annotation {}: {problem}; no proxy UID is set",
+                    settings.uid_range_annotation
+                ))
             }
         }
     }
@@ -78,7 +81,9 @@ fn proxy_uid(range: &str, offset: u64) -> Result<u64, String> {
         return Err(format!("{range:?} is not a range like 1000000000/10000"));
     };
     if offset >= size {
-        return Err(format!("proxy UID offset {offset} is outside the range {range:?}"));
+        return Err(format!(
+            "proxy UID offset {offset} is outside the range {range:?}"
+        ));
     }
     first
         .checked_add(offset)
@@ -194,7 +199,11 @@ pub struct Applied {
 
 /// The annotations of a pod template (`metadata.annotations`), if any.
 pub fn template_annotations(template: &Map) -> Option<&Map> {
-    template.get("metadata")?.as_map()?.get("annotations")?.as_map()
+    template
+        .get("metadata")?
+        .as_map()?
+        .get("annotations")?
+        .as_map()
 }
 
 /// The labels of a pod template (`metadata.labels`), if any.
@@ -213,14 +222,23 @@ pub fn apply(
 ) -> Result<Applied, AttachError> {
     let nad = settings.nad_name.as_str();
     let annotations = template_annotations(template);
-    if let Some(meta) = template.get("metadata").filter(|m| !m.is_null() && m.as_map().is_none()) {
-        return Err(AttachError::Shape(format!("metadata is {}, not a mapping", meta.kind_name())));
+    if let Some(meta) = template
+        .get("metadata")
+        .filter(|m| !m.is_null() && m.as_map().is_none())
+    {
+        return Err(AttachError::Shape(format!(
+            "metadata is {}, not a mapping",
+            meta.kind_name()
+        )));
     }
     let text = match annotations.and_then(|a| a.get(NETWORKS_ANNOTATION)) {
         None => None,
         Some(n) if n.is_null() => None,
         Some(n) => Some(n.as_str().ok_or_else(|| {
-            AttachError::Shape(format!("annotation {NETWORKS_ANNOTATION} is {}, not a string", n.kind_name()))
+            AttachError::Shape(format!(
+                "annotation {NETWORKS_ANNOTATION} is {}, not a string",
+                n.kind_name()
+            ))
         })?),
     };
     let networks = text.map(Networks::parse).transpose()?;
@@ -228,7 +246,9 @@ pub fn apply(
 
     let mut out = Applied::default();
     let mut new_networks: Option<Option<String>> = None;
-    let referenced = networks.as_ref().is_some_and(|n| n.references(nad, pod_namespace));
+    let referenced = networks
+        .as_ref()
+        .is_some_and(|n| n.references(nad, pod_namespace));
     if decision.attach {
         if !referenced {
             let appended = match &networks {
@@ -242,7 +262,9 @@ pub fn apply(
             });
             out.changes.push(Change::Attached);
         } else if before.network.is_some()
-            && networks.as_ref().is_some_and(|n| n.selections().iter().any(|s| s.is_plain() && s.name == nad))
+            && networks
+                .as_ref()
+                .is_some_and(|n| n.selections().iter().any(|s| s.is_plain() && s.name == nad))
         {
             out.owned.network = before.network;
         }
@@ -282,7 +304,10 @@ pub fn apply(
         Some(n) => n.clone(),
         None => text.map(str::to_string),
     };
-    for (key, value) in [(NETWORKS_ANNOTATION, new_networks), (PROXY_UID_ANNOTATION, new_uid)] {
+    for (key, value) in [
+        (NETWORKS_ANNOTATION, new_networks),
+        (PROXY_UID_ANNOTATION, new_uid),
+    ] {
         match value {
             Some(Some(v)) => set_annotation(template, key, v)?,
             Some(None) => remove_annotation(template, key),
@@ -336,29 +361,110 @@ mod tests {
     use crate::yaml::{emit_document, parse_document};
 
     fn lookup(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
     }
 
     #[test]
     fn decision_table() {
         let s = Settings::default();
-        let on = [(MULTUS_ANNOTATION, "enabled"), (INJECT_ANNOTATION, "enabled")];
+        let on = [
+            (MULTUS_ANNOTATION, "enabled"),
+            (INJECT_ANNOTATION, "enabled"),
+        ];
         let range = [("openshift.io/sa.scc.uid-range", "1000000000/10000")];
         let cp = [(CONTROL_PLANE_LABEL, "destination")];
         #[allow(clippy::type_complexity)]
-        let cases: &[(&str, &str, &[(&str, &str)], &[(&str, &str)], &[(&str, &str)], bool, Option<u64>)] = &[
+        let cases: &[(
+            &str,
+            &str,
+            &[(&str, &str)],
+            &[(&str, &str)],
+            &[(&str, &str)],
+            bool,
+            Option<u64>,
+        )] = &[
             ("namespace enables", "demo", &[], &[], &on, true, None),
             ("pod enables", "demo", &on, &[], &[], true, None),
-            ("ingress counts", "demo", &[(MULTUS_ANNOTATION, "enabled"), (INJECT_ANNOTATION, "ingress")], &[], &[], true, None),
-            ("pod overrides namespace", "demo", &[(MULTUS_ANNOTATION, "disabled")], &[], &on, false, None),
-            ("per-key fallback", "demo", &[(INJECT_ANNOTATION, "enabled")], &[], &[(MULTUS_ANNOTATION, "enabled")], true, None),
-            ("inject disabled", "demo", &[(INJECT_ANNOTATION, "disabled")], &[], &on, false, None),
+            (
+                "ingress counts",
+                "demo",
+                &[
+                    (MULTUS_ANNOTATION, "enabled"),
+                    (INJECT_ANNOTATION, "ingress"),
+                ],
+                &[],
+                &[],
+                true,
+                None,
+            ),
+            (
+                "pod overrides namespace",
+                "demo",
+                &[(MULTUS_ANNOTATION, "disabled")],
+                &[],
+                &on,
+                false,
+                None,
+            ),
+            (
+                "per-key fallback",
+                "demo",
+                &[(INJECT_ANNOTATION, "enabled")],
+                &[],
+                &[(MULTUS_ANNOTATION, "enabled")],
+                true,
+                None,
+            ),
+            (
+                "inject disabled",
+                "demo",
+                &[(INJECT_ANNOTATION, "disabled")],
+                &[],
+                &on,
+                false,
+                None,
+            ),
             ("nothing", "demo", &[], &[], &[], false, None),
             ("control plane", "linkerd", &[], &cp, &[], true, None),
-            ("empty control-plane label", "linkerd", &[], &[(CONTROL_PLANE_LABEL, "")], &[], false, None),
-            ("control-plane label elsewhere", "demo", &[], &cp, &[], false, None),
-            ("uid range", "demo", &on, &[], &range, true, Some(1_000_002_102)),
-            ("no uid for control plane", "linkerd", &[], &cp, &[range[0], on[0], on[1]], true, None),
+            (
+                "empty control-plane label",
+                "linkerd",
+                &[],
+                &[(CONTROL_PLANE_LABEL, "")],
+                &[],
+                false,
+                None,
+            ),
+            (
+                "control-plane label elsewhere",
+                "demo",
+                &[],
+                &cp,
+                &[],
+                false,
+                None,
+            ),
+            (
+                "uid range",
+                "demo",
+                &on,
+                &[],
+                &range,
+                true,
+                Some(1_000_002_102),
+            ),
+            (
+                "no uid for control plane",
+                "linkerd",
+                &[],
+                &cp,
+                &[range[0], on[0], on[1]],
+                true,
+                None,
+            ),
         ];
         for (name, ns, ann, labels, ns_ann, attach, uid) in cases {
             let mut ns_ann = lookup(ns_ann);
@@ -375,16 +481,27 @@ mod tests {
         for (range, want) in [
             ("1000/x", "is not a range like 1000000000/10000"),
             ("1000", "is not a range"),
-            ("1000/100", "proxy UID offset 2102 is outside the range \"1000/100\""),
+            (
+                "1000/100",
+                "proxy UID offset 2102 is outside the range \"1000/100\"",
+            ),
             ("4294967290/10000", "is not a valid UID"),
         ] {
-            assert!(proxy_uid(range, 2102).unwrap_err().contains(want), "{range}");
+            assert!(
+                proxy_uid(range, 2102).unwrap_err().contains(want),
+                "{range}"
+            );
         }
     }
 
     #[test]
     fn owned_round_trips() {
-        for text in ["network=created", "network=appended,proxy-uid=1000002102", "proxy-uid=5", ""] {
+        for text in [
+            "network=created",
+            "network=appended,proxy-uid=1000002102",
+            "proxy-uid=5",
+            "",
+        ] {
             assert_eq!(Owned::parse(text).unwrap().to_string(), text);
         }
         assert!(Owned::parse("network=mine").is_err());
@@ -420,7 +537,10 @@ mod tests {
         for src in cases {
             let (attached, applied) = run(src, true, Some(1_000_002_102), "");
             assert!(attached.contains("linkerd-cni"), "{attached}");
-            assert!(attached.contains("config.linkerd.io/proxy-uid: \"1000002102\""), "{attached}");
+            assert!(
+                attached.contains("config.linkerd.io/proxy-uid: \"1000002102\""),
+                "{attached}"
+            );
             let owned = applied.owned.to_string();
             let (again, same) = run(&attached, true, Some(1_000_002_102), &owned);
             assert_eq!(again, attached, "not idempotent");
@@ -447,17 +567,26 @@ mod tests {
 
     #[test]
     fn a_bad_annotation_changes_nothing() {
-        let mut doc = parse_document("metadata:\n  annotations:\n    k8s.v1.cni.cncf.io/networks: 'a,,b'\n").unwrap();
+        let mut doc =
+            parse_document("metadata:\n  annotations:\n    k8s.v1.cni.cncf.io/networks: 'a,,b'\n")
+                .unwrap();
         let before = doc.clone();
         let err = apply(
             doc.as_map_mut().unwrap(),
             &Settings::default(),
             "demo",
-            &Decision { attach: true, ..Decision::default() },
+            &Decision {
+                attach: true,
+                ..Decision::default()
+            },
             &Owned::default(),
         )
         .unwrap_err();
-        assert!(err.to_string().starts_with("annotation k8s.v1.cni.cncf.io/networks: item 2"), "{err}");
+        assert!(
+            err.to_string()
+                .starts_with("annotation k8s.v1.cni.cncf.io/networks: item 2"),
+            "{err}"
+        );
         assert_eq!(doc, before);
     }
 }

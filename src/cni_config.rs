@@ -52,7 +52,9 @@ pub enum CniConfigError {
 /// Builds the NAD config from the ConfigMap's `data`.
 pub fn nad_config(data: Option<&Map>, settings: &Settings) -> Result<Value, CniConfigError> {
     let data = data.ok_or(CniConfigError::Missing)?;
-    let text = data.get_text(NETWORK_CONFIG_KEY).ok_or(CniConfigError::Missing)?;
+    let text = data
+        .get_text(NETWORK_CONFIG_KEY)
+        .ok_or(CniConfigError::Missing)?;
     let mut config: JsonMap<String, Value> = match serde_json::from_str(text) {
         Ok(Value::Object(map)) => map,
         Ok(other) => return Err(CniConfigError::NotObject(json_kind(&other))),
@@ -73,7 +75,11 @@ pub fn nad_config(data: Option<&Map>, settings: &Settings) -> Result<Value, CniC
     };
     config.shift_remove("policy");
     if !config.contains_key("cniVersion") {
-        config.shift_insert(0, "cniVersion".into(), Value::String(settings.cni_version.clone()));
+        config.shift_insert(
+            0,
+            "cniVersion".into(),
+            Value::String(settings.cni_version.clone()),
+        );
     }
     let mut config = Value::Object(config);
     fill_placeholder(&mut config, &kubeconfig);
@@ -93,8 +99,12 @@ fn fill_placeholder(value: &mut Value, kubeconfig: &str) {
         Value::String(s) if s.contains(KUBECONFIG_PLACEHOLDER) => {
             *s = s.replace(KUBECONFIG_PLACEHOLDER, kubeconfig);
         }
-        Value::Array(items) => items.iter_mut().for_each(|v| fill_placeholder(v, kubeconfig)),
-        Value::Object(map) => map.values_mut().for_each(|v| fill_placeholder(v, kubeconfig)),
+        Value::Array(items) => items
+            .iter_mut()
+            .for_each(|v| fill_placeholder(v, kubeconfig)),
+        Value::Object(map) => map
+            .values_mut()
+            .for_each(|v| fill_placeholder(v, kubeconfig)),
         _ => {}
     }
 }
@@ -154,7 +164,10 @@ mod tests {
     use crate::yaml::{Node, parse_document};
 
     fn fixture(name: &str) -> Node {
-        let path = format!("{}/../shared/fixtures/linkerd-cni/{name}.yaml", env!("CARGO_MANIFEST_DIR"));
+        let path = format!(
+            "{}/../shared/fixtures/linkerd-cni/{name}.yaml",
+            env!("CARGO_MANIFEST_DIR")
+        );
         let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
         parse_document(&text).unwrap()
     }
@@ -174,13 +187,28 @@ mod tests {
             let cm = fixture(generation);
             let config = nad_config(data(&cm), &Settings::default()).unwrap();
             let original: Value =
-                serde_json::from_str(data(&cm).unwrap().get_text(NETWORK_CONFIG_KEY).unwrap()).unwrap();
+                serde_json::from_str(data(&cm).unwrap().get_text(NETWORK_CONFIG_KEY).unwrap())
+                    .unwrap();
             assert_eq!(config["cniVersion"], "0.3.0", "{generation}");
-            assert_eq!(config.as_object().unwrap().keys().next().unwrap(), "cniVersion");
+            assert_eq!(
+                config.as_object().unwrap().keys().next().unwrap(),
+                "cniVersion"
+            );
             assert!(config.get("policy").is_none(), "{generation}");
-            assert_eq!(config["kubernetes"]["kubeconfig"], "/etc/cni/net.d/ZZZ-linkerd-cni-kubeconfig");
-            assert_eq!(config["linkerd"], original["linkerd"], "{generation}: linkerd fields changed");
-            assert_eq!(config["linkerd"].get("iptables-mode").and_then(Value::as_str), want_mode);
+            assert_eq!(
+                config["kubernetes"]["kubeconfig"],
+                "/etc/cni/net.d/ZZZ-linkerd-cni-kubeconfig"
+            );
+            assert_eq!(
+                config["linkerd"], original["linkerd"],
+                "{generation}: linkerd fields changed"
+            );
+            assert_eq!(
+                config["linkerd"]
+                    .get("iptables-mode")
+                    .and_then(Value::as_str),
+                want_mode
+            );
             for key in ["name", "type", "log_level"] {
                 assert_eq!(config[key], original[key]);
             }
@@ -195,7 +223,10 @@ mod tests {
         .unwrap();
         let config = nad_config(data(&cm), &Settings::default()).unwrap();
         assert_eq!(config["cniVersion"], "1.0.0");
-        assert_eq!(config["kubernetes"]["kubeconfig"], "/var/run/multus/cni/net.d/ZZZ-linkerd-cni-kubeconfig");
+        assert_eq!(
+            config["kubernetes"]["kubeconfig"],
+            "/var/run/multus/cni/net.d/ZZZ-linkerd-cni-kubeconfig"
+        );
         let settings = Settings {
             cni_kubeconfig: Some("/host/kc".into()),
             ..Settings::default()
@@ -208,13 +239,22 @@ mod tests {
     fn bad_configs_are_named() {
         let cases = [
             ("{}", "data.cni_network_config is missing or not a string"),
-            ("{cni_network_config: '{\"a\": '}", "data.cni_network_config is not valid JSON: EOF while parsing a value at line 1 column 6"),
-            ("{cni_network_config: '[1]'}", "data.cni_network_config must be a JSON object, not an array"),
+            (
+                "{cni_network_config: '{\"a\": '}",
+                "data.cni_network_config is not valid JSON: EOF while parsing a value at line 1 column 6",
+            ),
+            (
+                "{cni_network_config: '[1]'}",
+                "data.cni_network_config must be a JSON object, not an array",
+            ),
             (
                 "{cni_network_config: '{\"linkerd\": {\"token\": \"Bearer __SERVICEACCOUNT_TOKEN__\"}}'}",
                 "data.cni_network_config: placeholder __SERVICEACCOUNT_TOKEN__ at linkerd.token has no value at render time; remove it or give the value",
             ),
-            ("{dest_cni_net_dir: relative, cni_network_config: '{}'}", "data.dest_cni_net_dir must be an absolute path"),
+            (
+                "{dest_cni_net_dir: relative, cni_network_config: '{}'}",
+                "data.dest_cni_net_dir must be an absolute path",
+            ),
         ];
         for (src, want) in cases {
             let data = parse_document(src).unwrap();

@@ -33,13 +33,18 @@ pub fn run(input: &str) -> Outcome {
         Err(e) => return Outcome::failed(e.to_string()),
     };
     let results = match Settings::from_function_config(list.function_config.as_ref()) {
-        Err(e) => vec![crate::results::FnResult::new(Severity::Error, e.to_string()).field("functionConfig")],
+        Err(e) => vec![
+            crate::results::FnResult::new(Severity::Error, e.to_string()).field("functionConfig"),
+        ],
         Ok(settings) => match render(&mut list.items, &settings) {
             Ok(results) => results,
             Err(e) => return Outcome::failed(format!("the input is malformed: {e}")),
         },
     };
-    let errors: Vec<_> = results.iter().filter(|r| r.severity == Severity::Error).collect();
+    let errors: Vec<_> = results
+        .iter()
+        .filter(|r| r.severity == Severity::Error)
+        .collect();
     let stderr = match errors.as_slice() {
         [] => String::new(),
         [only] => format!("{only}\n"),

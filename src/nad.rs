@@ -95,9 +95,21 @@ mod tests {
     #[test]
     fn file_paths() {
         for (ns, ns_file, want) in [
-            (Some("demo"), Some("namespaces/demo.yaml"), "namespaces/networkattachmentdefinition_demo_linkerd-cni.yaml"),
-            (Some("demo"), Some("demo.yaml"), "networkattachmentdefinition_demo_linkerd-cni.yaml"),
-            (Some("demo"), None, "demo/networkattachmentdefinition_demo_linkerd-cni.yaml"),
+            (
+                Some("demo"),
+                Some("namespaces/demo.yaml"),
+                "namespaces/networkattachmentdefinition_demo_linkerd-cni.yaml",
+            ),
+            (
+                Some("demo"),
+                Some("demo.yaml"),
+                "networkattachmentdefinition_demo_linkerd-cni.yaml",
+            ),
+            (
+                Some("demo"),
+                None,
+                "demo/networkattachmentdefinition_demo_linkerd-cni.yaml",
+            ),
             (None, None, "networkattachmentdefinition_linkerd-cni.yaml"),
         ] {
             assert_eq!(file_path(ns, "linkerd-cni", ns_file), want);

@@ -6,8 +6,8 @@ use std::fmt;
 
 use crate::attach::{self, OWNED_ANNOTATION, Owned, decide, remove_annotation, set_annotation};
 use crate::cni_config::{self, CONFIG_MAP_NAME, NETWORK_CONFIG_KEY};
-use crate::namespace::{Lookup, MULTUS_ANNOTATION, MULTUS_VALUES, Namespace, Source};
 use crate::nad;
+use crate::namespace::{Lookup, MULTUS_ANNOTATION, MULTUS_VALUES, Namespace, Source};
 use crate::networks::Networks;
 use crate::resource::{self, FileRef, NotAResource, ResourceRef};
 use crate::results::{FnResult, Severity};
@@ -96,9 +96,15 @@ struct Renderer<'a> {
 }
 
 impl Renderer<'_> {
-    fn report(&mut self, index: usize, severity: Severity, message: impl Into<String>) -> &mut FnResult {
-        self.results
-            .push(FnResult::new(severity, message).on(&self.refs[index], self.files[index].as_ref()));
+    fn report(
+        &mut self,
+        index: usize,
+        severity: Severity,
+        message: impl Into<String>,
+    ) -> &mut FnResult {
+        self.results.push(
+            FnResult::new(severity, message).on(&self.refs[index], self.files[index].as_ref()),
+        );
         self.results.last_mut().expect("just pushed")
     }
 
@@ -115,7 +121,9 @@ impl Renderer<'_> {
                 .map(|a| {
                     a.entries
                         .iter()
-                        .filter_map(|(k, v)| Some((k.as_str()?.to_string(), v.as_str()?.to_string())))
+                        .filter_map(|(k, v)| {
+                            Some((k.as_str()?.to_string(), v.as_str()?.to_string()))
+                        })
                         .collect()
                 })
                 .unwrap_or_default();
@@ -187,8 +195,12 @@ impl Renderer<'_> {
                 None => Owned::default(),
                 Some(Ok(owned)) => owned,
                 Some(Err(e)) => {
-                    self.report(i, Severity::Error, format!("annotation {OWNED_ANNOTATION}: {e}"))
-                        .field = Some("metadata.annotations".into());
+                    self.report(
+                        i,
+                        Severity::Error,
+                        format!("annotation {OWNED_ANNOTATION}: {e}"),
+                    )
+                    .field = Some("metadata.annotations".into());
                     continue;
                 }
             };
@@ -262,11 +274,19 @@ impl Renderer<'_> {
             for warning in applied.warnings {
                 self.report(i, Severity::Warning, warning).field = Some(field.clone());
             }
-            let Some(networks) = applied.networks.as_deref().and_then(|t| Networks::parse(t).ok()) else {
+            let Some(networks) = applied
+                .networks
+                .as_deref()
+                .and_then(|t| Networks::parse(t).ok())
+            else {
                 continue;
             };
             let mut own_entry_left = applied.owned.network.is_some();
-            for s in networks.selections().iter().filter(|s| s.name == settings.nad_name) {
+            for s in networks
+                .selections()
+                .iter()
+                .filter(|s| s.name == settings.nad_name)
+            {
                 let target = s
                     .namespace
                     .as_deref()
@@ -284,13 +304,17 @@ impl Renderer<'_> {
         }
         for (name, ns) in namespaces {
             let in_input = matches!(ns.source, Source::Input(_));
-            let control_plane = *name == settings.linkerd_namespace && (in_input || control_plane_seen);
+            let control_plane =
+                *name == settings.linkerd_namespace && (in_input || control_plane_seen);
             if (in_input && ns.multus_enabled()) || control_plane {
                 needs.entry(Some(name.clone())).or_default().managed = true;
             }
         }
         if control_plane_seen {
-            needs.entry(Some(settings.linkerd_namespace.clone())).or_default().managed = true;
+            needs
+                .entry(Some(settings.linkerd_namespace.clone()))
+                .or_default()
+                .managed = true;
         }
         needs
     }
@@ -316,12 +340,20 @@ impl Renderer<'_> {
                 if nad::is_generated(item) {
                     removed.insert(i);
                     self.summary.removed += 1;
-                    self.report(i, Severity::Info, format!("removed: generated for another nadName than {nad_name}"));
+                    self.report(
+                        i,
+                        Severity::Info,
+                        format!("removed: generated for another nadName than {nad_name}"),
+                    );
                 }
                 continue;
             }
             if existing.insert(r.namespace.clone(), i).is_some() {
-                self.report(i, Severity::Error, "the NetworkAttachmentDefinition is in the input twice");
+                self.report(
+                    i,
+                    Severity::Error,
+                    "the NetworkAttachmentDefinition is in the input twice",
+                );
             }
         }
         let mut config = NadConfig::Unread;
@@ -338,8 +370,12 @@ impl Renderer<'_> {
                     if nad::config(&items[i]) != Some(text.as_str()) {
                         nad::set_config(&mut items[i], &text);
                         self.summary.updated += 1;
-                        self.report(i, Severity::Info, "updated spec.config from the Linkerd-CNI ConfigMap")
-                            .field = Some("spec.config".into());
+                        self.report(
+                            i,
+                            Severity::Info,
+                            "updated spec.config from the Linkerd-CNI ConfigMap",
+                        )
+                        .field = Some("spec.config".into());
                     }
                 }
                 Some(&i) => {
@@ -352,7 +388,8 @@ impl Renderer<'_> {
                             nad::MANAGED_BY,
                             settings.cni_namespace
                         );
-                        self.report(i, Severity::Warning, message).field = Some("spec.config".into());
+                        self.report(i, Severity::Warning, message).field =
+                            Some("spec.config".into());
                     }
                 }
                 None => {
@@ -367,7 +404,9 @@ impl Renderer<'_> {
                         _ => None,
                     });
                     let file = used_indices.as_mut().map(|used| {
-                        let ns_file = ns_index.and_then(|i| self.files[i].as_ref()).map(|f| f.path.as_str());
+                        let ns_file = ns_index
+                            .and_then(|i| self.files[i].as_ref())
+                            .map(|f| f.path.as_str());
                         let path = nad::file_path(ns.as_deref(), nad_name, ns_file);
                         let next = used.entry(path.clone()).or_insert(0);
                         let file = FileRef {
@@ -378,11 +417,15 @@ impl Renderer<'_> {
                         file
                     });
                     let new = nad::new(nad_name, ns.as_deref(), &text, file.as_ref());
-                    let new_ref = resource::resource_ref(&new).expect("a generated NAD is a resource");
+                    let new_ref =
+                        resource::resource_ref(&new).expect("a generated NAD is a resource");
                     self.summary.generated += 1;
                     self.results.push(
-                        FnResult::new(Severity::Info, format!("generated for namespace {ns_label}"))
-                            .on(&new_ref, file.as_ref()),
+                        FnResult::new(
+                            Severity::Info,
+                            format!("generated for namespace {ns_label}"),
+                        )
+                        .on(&new_ref, file.as_ref()),
                     );
                     match ns_index {
                         Some(i) => placed.entry(i).or_default().push(new),
@@ -442,8 +485,16 @@ impl Renderer<'_> {
 
     fn summary_line(&self) -> String {
         let s = &self.summary;
-        let errors = self.results.iter().filter(|r| r.severity == Severity::Error).count();
-        let warnings = self.results.iter().filter(|r| r.severity == Severity::Warning).count();
+        let errors = self
+            .results
+            .iter()
+            .filter(|r| r.severity == Severity::Error)
+            .count();
+        let warnings = self
+            .results
+            .iter()
+            .filter(|r| r.severity == Severity::Warning)
+            .count();
         let mut parts = Vec::new();
         for (n, noun, verb) in [
             (s.attached, "workload", "attached"),
@@ -470,7 +521,11 @@ impl Renderer<'_> {
 }
 
 fn plural(n: usize, noun: &str) -> String {
-    if n == 1 { format!("1 {noun}") } else { format!("{n} {noun}s") }
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
 }
 
 /// The NAD config, read from the ConfigMap at most once.
@@ -495,7 +550,10 @@ impl NadConfig {
         if let NadConfig::Unread = self {
             *self = match find_config_map(r, items) {
                 Ok(Some(i)) => {
-                    let data = items[i].as_map().and_then(|m| m.get("data")).and_then(Node::as_map);
+                    let data = items[i]
+                        .as_map()
+                        .and_then(|m| m.get("data"))
+                        .and_then(Node::as_map);
                     match cni_config::nad_config(data, r.settings) {
                         Ok(config) => NadConfig::Ready(cni_config::to_text(&config)),
                         Err(e) => {
@@ -541,7 +599,11 @@ fn find_config_map(r: &mut Renderer, items: &[Node]) -> Result<Option<usize>, ()
         [one] => Ok(Some(*one)),
         [_, rest @ ..] => {
             for &i in rest {
-                r.report(i, Severity::Error, "the Linkerd-CNI ConfigMap is in the input twice");
+                r.report(
+                    i,
+                    Severity::Error,
+                    "the Linkerd-CNI ConfigMap is in the input twice",
+                );
             }
             Err(())
         }

@@ -96,10 +96,13 @@ pub fn resource_ref(item: &Node) -> Result<ResourceRef, NotAResource> {
     };
     let api_version = text("apiVersion")?;
     let kind = text("kind")?;
-    let meta = map.get("metadata").and_then(Node::as_map).ok_or(NotAResource {
-        field: "metadata",
-        problem: "is missing or not a mapping",
-    })?;
+    let meta = map
+        .get("metadata")
+        .and_then(Node::as_map)
+        .ok_or(NotAResource {
+            field: "metadata",
+            problem: "is missing or not a mapping",
+        })?;
     let name = meta
         .get_text("name")
         .filter(|s| !s.is_empty())
@@ -190,7 +193,10 @@ mod tests {
             ("apiVersion: v1\nmetadata: {name: a}", "kind"),
             ("apiVersion: v1\nkind: Pod", "metadata"),
             ("apiVersion: v1\nkind: Pod\nmetadata: {}", "metadata.name"),
-            ("apiVersion: v1\nkind: Pod\nmetadata: {name: a, namespace: [x]}", "metadata.namespace"),
+            (
+                "apiVersion: v1\nkind: Pod\nmetadata: {name: a, namespace: [x]}",
+                "metadata.namespace",
+            ),
         ] {
             let err = resource_ref(&parse_document(src).unwrap()).unwrap_err();
             assert_eq!(err.field, field, "{src}");

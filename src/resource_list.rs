@@ -37,7 +37,10 @@ impl ResourceList {
     pub fn parse(text: &str) -> Result<Self, ResourceListError> {
         let doc = yaml::parse_document(text)?;
         let Node::Map(map) = doc else {
-            return Err(ResourceListError::Shape(format!("the document is {}, not a mapping", doc.kind_name())));
+            return Err(ResourceListError::Shape(format!(
+                "the document is {}, not a mapping",
+                doc.kind_name()
+            )));
         };
         let kind = map.get_text("kind").unwrap_or_default();
         let api_version = map.get_text("apiVersion").unwrap_or_default().to_string();
@@ -54,7 +57,12 @@ impl ResourceList {
                     items = match value {
                         Node::Seq(seq) => seq.items,
                         v if v.is_null() => Vec::new(),
-                        v => return Err(ResourceListError::Shape(format!("items is {}, not a list", v.kind_name()))),
+                        v => {
+                            return Err(ResourceListError::Shape(format!(
+                                "items is {}, not a list",
+                                v.kind_name()
+                            )));
+                        }
                     }
                 }
                 Some("functionConfig") if !value.is_null() => function_config = Some(value),
@@ -123,9 +131,18 @@ mod tests {
     fn rejects_what_is_not_a_resource_list() {
         for (src, want) in [
             ("a: [", "the input is not valid YAML: line 2 column 1:"),
-            ("- a", "the input is not a ResourceList (config.kubernetes.io/v1): the document is a sequence, not a mapping"),
-            ("kind: List\napiVersion: v1\n", "the input is not a ResourceList (config.kubernetes.io/v1): found kind \"List\" apiVersion \"v1\""),
-            ("kind: ResourceList\napiVersion: config.kubernetes.io/v1\nitems: {}\n", "the input is not a ResourceList (config.kubernetes.io/v1): items is a mapping, not a list"),
+            (
+                "- a",
+                "the input is not a ResourceList (config.kubernetes.io/v1): the document is a sequence, not a mapping",
+            ),
+            (
+                "kind: List\napiVersion: v1\n",
+                "the input is not a ResourceList (config.kubernetes.io/v1): found kind \"List\" apiVersion \"v1\"",
+            ),
+            (
+                "kind: ResourceList\napiVersion: config.kubernetes.io/v1\nitems: {}\n",
+                "the input is not a ResourceList (config.kubernetes.io/v1): items is a mapping, not a list",
+            ),
         ] {
             let err = ResourceList::parse(src).unwrap_err().to_string();
             assert!(err.starts_with(want), "{src}: {err}");

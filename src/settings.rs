@@ -12,7 +12,9 @@ pub const API_VERSION: &str = "multus.linkerd.io/v1alpha1";
 pub const KIND: &str = "LinkerdMultus";
 
 /// CNI spec versions a NAD may declare.
-pub const CNI_VERSIONS: &[&str] = &["0.1.0", "0.2.0", "0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0"];
+pub const CNI_VERSIONS: &[&str] = &[
+    "0.1.0", "0.2.0", "0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0",
+];
 
 /// Every settings key, in the order the docs list them.
 pub const KEYS: &[&str] = &[
@@ -112,9 +114,9 @@ impl Settings {
         let Some(config) = config.filter(|c| !c.is_null()) else {
             return Ok(settings);
         };
-        let map = config
-            .as_map()
-            .ok_or_else(|| SettingsError::Shape(format!("is {}, not a mapping", config.kind_name())))?;
+        let map = config.as_map().ok_or_else(|| {
+            SettingsError::Shape(format!("is {}, not a mapping", config.kind_name()))
+        })?;
         let kind = map.get_text("kind").unwrap_or_default();
         let api_version = map.get_text("apiVersion").unwrap_or_default();
         match (api_version, kind) {
@@ -179,7 +181,10 @@ impl Settings {
                     if !CNI_VERSIONS.contains(&v.as_str()) {
                         return Err(bad(
                             key,
-                            format!("{v:?} is not a CNI spec version; valid: {}", CNI_VERSIONS.join(", ")),
+                            format!(
+                                "{v:?} is not a CNI spec version; valid: {}",
+                                CNI_VERSIONS.join(", ")
+                            ),
                         ));
                     }
                     self.cni_version = v;
@@ -195,7 +200,12 @@ impl Settings {
                     let v = text(key, value)?;
                     self.proxy_uid_offset = v
                         .parse::<u32>()
-                        .map_err(|_| bad(key, format!("{v:?} is not a whole number from 0 to 4294967295")))?
+                        .map_err(|_| {
+                            bad(
+                                key,
+                                format!("{v:?} is not a whole number from 0 to 4294967295"),
+                            )
+                        })?
                         .into();
                 }
                 "namespaces" => {
@@ -231,7 +241,9 @@ fn label(key: &str, value: &Node) -> Result<String, SettingsError> {
     } else {
         Err(bad(
             key,
-            format!("{v:?} is not a DNS-1123 label (lower-case letters, digits and '-', at most 63)"),
+            format!(
+                "{v:?} is not a DNS-1123 label (lower-case letters, digits and '-', at most 63)"
+            ),
         ))
     }
 }
@@ -254,9 +266,9 @@ fn namespaces(
     if value.is_null() {
         return Ok(out);
     }
-    let map = value.as_map().ok_or_else(|| {
-        bad(key, "must map namespace names to {annotations: {...}}")
-    })?;
+    let map = value
+        .as_map()
+        .ok_or_else(|| bad(key, "must map namespace names to {annotations: {...}}"))?;
     for (name, entry) in &map.entries {
         let name = name.as_text().unwrap_or_default();
         if !is_dns1123_label(name) {
@@ -274,13 +286,19 @@ fn namespaces(
                     };
                     for (k, v) in &a.entries {
                         let (Some(k), Some(v)) = (k.as_str(), v.as_str()) else {
-                            return Err(bad(key, format!("{name}.annotations: keys and values must be strings")));
+                            return Err(bad(
+                                key,
+                                format!("{name}.annotations: keys and values must be strings"),
+                            ));
                         };
                         annotations.insert(k.to_string(), v.to_string());
                     }
                 }
                 other => {
-                    return Err(bad(key, format!("{name}: unknown field {other:?}; valid: annotations")));
+                    return Err(bad(
+                        key,
+                        format!("{name}: unknown field {other:?}; valid: annotations"),
+                    ));
                 }
             }
         }
@@ -306,7 +324,9 @@ fn workload_kinds(key: &str, value: &Node) -> Result<Vec<WorkloadKind>, Settings
             if !matches!(field, "apiVersion" | "kind" | "podTemplatePath") {
                 return Err(bad(
                     key,
-                    format!("item {i}: unknown field {field:?}; valid: apiVersion, kind, podTemplatePath"),
+                    format!(
+                        "item {i}: unknown field {field:?}; valid: apiVersion, kind, podTemplatePath"
+                    ),
                 ));
             }
         }
@@ -315,8 +335,12 @@ fn workload_kinds(key: &str, value: &Node) -> Result<Vec<WorkloadKind>, Settings
                 .filter(|s| !s.is_empty())
                 .ok_or_else(|| bad(key, format!("item {i}: {f} is required")))
         };
-        let kind = WorkloadKind::custom(field("apiVersion")?, field("kind")?, field("podTemplatePath")?)
-            .map_err(|problem| bad(key, format!("item {i}: {problem}")))?;
+        let kind = WorkloadKind::custom(
+            field("apiVersion")?,
+            field("kind")?,
+            field("podTemplatePath")?,
+        )
+        .map_err(|problem| bad(key, format!("item {i}: {problem}")))?;
         if kinds.iter().any(|k| k.same_kind(&kind)) {
             return Err(bad(key, format!("item {i}: {} is declared twice", kind)));
         }
@@ -338,9 +362,8 @@ fn is_qualified_name(s: &str) -> bool {
         && name
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
-    let prefix_ok = prefix.is_none_or(|p| {
-        p.len() <= 253 && !p.is_empty() && p.split('.').all(is_dns1123_label)
-    });
+    let prefix_ok = prefix
+        .is_none_or(|p| p.len() <= 253 && !p.is_empty() && p.split('.').all(is_dns1123_label));
     name_ok && prefix_ok
 }
 
@@ -354,7 +377,10 @@ mod tests {
 
     #[test]
     fn defaults_without_config() {
-        assert_eq!(Settings::from_function_config(None).unwrap(), Settings::default());
+        assert_eq!(
+            Settings::from_function_config(None).unwrap(),
+            Settings::default()
+        );
     }
 
     #[test]
@@ -376,21 +402,61 @@ mod tests {
 
     #[test]
     fn errors_name_the_key_and_the_choices() {
-        let cm = |data: &str| read(&format!("apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: c}}\ndata:\n  {data}\n"));
+        let cm = |data: &str| {
+            read(&format!(
+                "apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: c}}\ndata:\n  {data}\n"
+            ))
+        };
         let cases = [
-            ("cniNamspace: x", "unknown setting \"cniNamspace\"; valid settings are cniNamespace,"),
-            ("proxyUIDOffset: abc", "setting proxyUIDOffset: \"abc\" is not a whole number"),
-            ("proxyUIDOffset: \"-1\"", "setting proxyUIDOffset: \"-1\" is not a whole number"),
-            ("cniVersion: 9.9.9", "setting cniVersion: \"9.9.9\" is not a CNI spec version; valid: 0.1.0,"),
-            ("nadName: Linkerd_CNI", "setting nadName: \"Linkerd_CNI\" is not a DNS-1123 label"),
-            ("cniKubeconfig: etc/kc", "setting cniKubeconfig: \"etc/kc\" is not an absolute path"),
-            ("uidRangeAnnotation: 'a b'", "setting uidRangeAnnotation: \"a b\" is not a valid annotation key"),
+            (
+                "cniNamspace: x",
+                "unknown setting \"cniNamspace\"; valid settings are cniNamespace,",
+            ),
+            (
+                "proxyUIDOffset: abc",
+                "setting proxyUIDOffset: \"abc\" is not a whole number",
+            ),
+            (
+                "proxyUIDOffset: \"-1\"",
+                "setting proxyUIDOffset: \"-1\" is not a whole number",
+            ),
+            (
+                "cniVersion: 9.9.9",
+                "setting cniVersion: \"9.9.9\" is not a CNI spec version; valid: 0.1.0,",
+            ),
+            (
+                "nadName: Linkerd_CNI",
+                "setting nadName: \"Linkerd_CNI\" is not a DNS-1123 label",
+            ),
+            (
+                "cniKubeconfig: etc/kc",
+                "setting cniKubeconfig: \"etc/kc\" is not an absolute path",
+            ),
+            (
+                "uidRangeAnnotation: 'a b'",
+                "setting uidRangeAnnotation: \"a b\" is not a valid annotation key",
+            ),
             ("namespaces: '[a'", "setting namespaces: is not valid YAML"),
-            ("namespaces: '{Demo: {}}'", "setting namespaces: \"Demo\" is not a namespace name"),
-            ("namespaces: '{demo: {labels: {}}}'", "setting namespaces: demo: unknown field \"labels\""),
-            ("workloadKinds: '[{apiVersion: apps/v1, kind: Deployment, podTemplatePath: /spec/template}]'", "setting workloadKinds: item 0: apps/Deployment is built in"),
-            ("workloadKinds: '[{apiVersion: x/v1, kind: K, podTemplatePath: spec}]'", "setting workloadKinds: item 0: podTemplatePath \"spec\" is not a JSON pointer"),
-            ("workloadKinds: '[{apiVersion: x/v1, kind: K}]'", "setting workloadKinds: item 0: podTemplatePath is required"),
+            (
+                "namespaces: '{Demo: {}}'",
+                "setting namespaces: \"Demo\" is not a namespace name",
+            ),
+            (
+                "namespaces: '{demo: {labels: {}}}'",
+                "setting namespaces: demo: unknown field \"labels\"",
+            ),
+            (
+                "workloadKinds: '[{apiVersion: apps/v1, kind: Deployment, podTemplatePath: /spec/template}]'",
+                "setting workloadKinds: item 0: apps/Deployment is built in",
+            ),
+            (
+                "workloadKinds: '[{apiVersion: x/v1, kind: K, podTemplatePath: spec}]'",
+                "setting workloadKinds: item 0: podTemplatePath \"spec\" is not a JSON pointer",
+            ),
+            (
+                "workloadKinds: '[{apiVersion: x/v1, kind: K}]'",
+                "setting workloadKinds: item 0: podTemplatePath is required",
+            ),
         ];
         for (data, want) in cases {
             let err = cm(data).unwrap_err().to_string();
@@ -401,7 +467,8 @@ mod tests {
             err.to_string(),
             "functionConfig must be a LinkerdMultus (multus.linkerd.io/v1alpha1) or a ConfigMap, not Secret (v1)"
         );
-        let err = read("apiVersion: multus.linkerd.io/v1alpha1\nkind: LinkerdMultus\nnadName: x\n").unwrap_err();
+        let err = read("apiVersion: multus.linkerd.io/v1alpha1\nkind: LinkerdMultus\nnadName: x\n")
+            .unwrap_err();
         assert!(err.to_string().contains("settings go under spec"), "{err}");
     }
 

@@ -30,8 +30,9 @@ const BUILT_IN: &[(&str, &str, &str)] = &[
 
 impl WorkloadKind {
     fn new(group: &str, kind: &str, pointer: &str) -> Result<Self, String> {
-        let segments = parse_pointer(pointer)
-            .ok_or_else(|| format!("podTemplatePath {pointer:?} is not a JSON pointer (like /spec/template)"))?;
+        let segments = parse_pointer(pointer).ok_or_else(|| {
+            format!("podTemplatePath {pointer:?} is not a JSON pointer (like /spec/template)")
+        })?;
         Ok(WorkloadKind {
             group: group.to_string(),
             kind: kind.to_string(),
@@ -71,7 +72,10 @@ impl WorkloadKind {
         for segment in &self.segments {
             let next = match node {
                 Node::Map(map) => map.get_mut(segment),
-                Node::Seq(seq) => segment.parse::<usize>().ok().and_then(|i| seq.items.get_mut(i)),
+                Node::Seq(seq) => segment
+                    .parse::<usize>()
+                    .ok()
+                    .and_then(|i| seq.items.get_mut(i)),
                 Node::Scalar(_) => None,
             };
             match next {
@@ -81,7 +85,11 @@ impl WorkloadKind {
         }
         match node {
             Node::Map(map) => Ok(Some(map)),
-            other => Err(format!("pod template {} is {}, not a mapping", self.pointer, other.kind_name())),
+            other => Err(format!(
+                "pod template {} is {}, not a mapping",
+                self.pointer,
+                other.kind_name()
+            )),
         }
     }
 }
@@ -111,7 +119,9 @@ impl WorkloadKinds {
 
     /// The kind entry for a resource's API group and kind.
     pub fn find(&self, group: &str, kind: &str) -> Option<&WorkloadKind> {
-        self.kinds.iter().find(|k| k.kind == kind && k.group == group)
+        self.kinds
+            .iter()
+            .find(|k| k.kind == kind && k.group == group)
     }
 }
 
@@ -166,11 +176,31 @@ mod tests {
 
     #[test]
     fn finds_pod_templates() {
-        let kinds = WorkloadKinds::new(&[WorkloadKind::custom("argoproj.io/v1alpha1", "Rollout", "/spec/template").unwrap()]);
+        let kinds = WorkloadKinds::new(&[WorkloadKind::custom(
+            "argoproj.io/v1alpha1",
+            "Rollout",
+            "/spec/template",
+        )
+        .unwrap()]);
         let cases = [
-            ("batch", "CronJob", "spec: {jobTemplate: {spec: {template: {metadata: {name: t}}}}}", Ok(Some("t"))),
-            ("apps", "Deployment", "spec: {template: {metadata: {name: t}}}", Ok(Some("t"))),
-            ("argoproj.io", "Rollout", "spec: {workloadRef: {name: x}}", Ok(None)),
+            (
+                "batch",
+                "CronJob",
+                "spec: {jobTemplate: {spec: {template: {metadata: {name: t}}}}}",
+                Ok(Some("t")),
+            ),
+            (
+                "apps",
+                "Deployment",
+                "spec: {template: {metadata: {name: t}}}",
+                Ok(Some("t")),
+            ),
+            (
+                "argoproj.io",
+                "Rollout",
+                "spec: {workloadRef: {name: x}}",
+                Ok(None),
+            ),
             ("", "Pod", "metadata: {name: t}", Ok(Some("t"))),
             ("apps", "Deployment", "spec: {template: [1]}", Err(())),
         ];
@@ -180,7 +210,14 @@ mod tests {
                 .find(group, kind)
                 .unwrap()
                 .pod_template_mut(&mut item)
-                .map(|t| t.and_then(|t| t.get("metadata")?.as_map()?.get_text("name").map(String::from)))
+                .map(|t| {
+                    t.and_then(|t| {
+                        t.get("metadata")?
+                            .as_map()?
+                            .get_text("name")
+                            .map(String::from)
+                    })
+                })
                 .map_err(|_| ());
             assert_eq!(got, want.map(|w| w.map(String::from)), "{kind}");
         }

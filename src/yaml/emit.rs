@@ -214,9 +214,8 @@ impl Emitter<'_> {
         }
         let value = s.value.as_str();
         let one_line = !value.contains('\n');
-        let plain_ok = one_line
-            && is_printable_line(value)
-            && (place != Place::Flow || is_flow_plain(value));
+        let plain_ok =
+            one_line && is_printable_line(value) && (place != Place::Flow || is_flow_plain(value));
         match s.style {
             Style::Plain if plain_ok => self.out.push_str(value),
             Style::SingleQuoted if one_line && is_printable_line(value) => {
@@ -224,9 +223,11 @@ impl Emitter<'_> {
                 self.out.push_str(&value.replace('\'', "''"));
                 self.out.push('\'');
             }
-            Style::Folded if matches!(place, Place::Value | Place::Item) && self.folded(value, indent) => {}
+            Style::Folded
+                if matches!(place, Place::Value | Place::Item) && self.folded(value, indent) => {}
             Style::Literal | Style::Folded
-                if matches!(place, Place::Value | Place::Item) && self.literal(value, indent, place) => {}
+                if matches!(place, Place::Value | Place::Item)
+                    && self.literal(value, indent, place) => {}
             _ => self.double_quoted(value),
         }
     }
@@ -368,7 +369,11 @@ mod tests {
                 ..s
             }),
             Node::Map(m) => Node::Map(Map {
-                entries: m.entries.into_iter().map(|(k, v)| (quoting(k), quoting(v))).collect(),
+                entries: m
+                    .entries
+                    .into_iter()
+                    .map(|(k, v)| (quoting(k), quoting(v)))
+                    .collect(),
                 ..m
             }),
         }
@@ -380,7 +385,11 @@ mod tests {
         let doc = parse_document(src).unwrap();
         let once = emit_document(&doc);
         let again = parse_document(&once).unwrap_or_else(|e| panic!("{e}\n{once}"));
-        assert_eq!(quoting(again.clone()), quoting(doc), "tree changed:\n{once}");
+        assert_eq!(
+            quoting(again.clone()),
+            quoting(doc),
+            "tree changed:\n{once}"
+        );
         assert_eq!(emit_document(&again), once, "not a fixed point");
         once
     }
@@ -396,10 +405,15 @@ mod tests {
         let src = "a: {app: web, tier: \"1\"}\nb: [\"--verbose\", \"yes\", x]\nc:\n- {k: [1, {n: ~}], e: {}}\n";
         assert_eq!(round_trip(src), src);
         let mut doc = parse_document("a: {k: v}\n").unwrap();
-        let Node::Map(m) = doc.as_map_mut().unwrap().get_mut("a").unwrap() else { panic!() };
+        let Node::Map(m) = doc.as_map_mut().unwrap().get_mut("a").unwrap() else {
+            panic!()
+        };
         m.insert("m", Node::string("x,y"));
         m.insert("l", Node::literal("two\nlines"));
-        assert_eq!(round_trip(&emit_document(&doc)), "a: {k: v, m: \"x,y\", l: \"two\\nlines\"}\n");
+        assert_eq!(
+            round_trip(&emit_document(&doc)),
+            "a: {k: v, m: \"x,y\", l: \"two\\nlines\"}\n"
+        );
     }
 
     #[test]
@@ -434,7 +448,10 @@ mod tests {
     #[test]
     fn falls_back_to_double_quotes_where_a_style_cannot_carry_the_value() {
         assert_eq!(round_trip("- |2\n   lead\n"), "- \" lead\\n\"\n");
-        assert_eq!(round_trip("a: 'it''s'\nb: \"tab\\there\"\n"), "a: 'it''s'\nb: \"tab\\there\"\n");
+        assert_eq!(
+            round_trip("a: 'it''s'\nb: \"tab\\there\"\n"),
+            "a: 'it''s'\nb: \"tab\\there\"\n"
+        );
         assert_eq!(round_trip("a: 'two\n\n  lines'\n"), "a: \"two\\nlines\"\n");
         assert_eq!(round_trip("a: \"\\x01\\u2028\"\n"), "a: \"\\x01\\L\"\n");
         assert_eq!(round_trip("? |\n  k\n: v\n"), "\"k\\n\": v\n");

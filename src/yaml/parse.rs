@@ -198,7 +198,8 @@ impl<'s> Builder<'s> {
 
     fn complete(&mut self, node: Node, anchor: usize) {
         if anchor != 0 {
-            self.anchors.insert(anchor, (node.clone(), count_nodes(&node)));
+            self.anchors
+                .insert(anchor, (node.clone(), count_nodes(&node)));
         }
         match self.stack.last_mut() {
             Some(Frame::Seq(seq, _)) => seq.items.push(node),
@@ -251,7 +252,10 @@ mod tests {
 
     #[test]
     fn keeps_scalar_text_and_style() {
-        let doc = parse_document("a: 0644\nb: \"yes\"\nc: 123456789012345678901234567890\nd: 'x'\ne: |\n  z\n").unwrap();
+        let doc = parse_document(
+            "a: 0644\nb: \"yes\"\nc: 123456789012345678901234567890\nd: 'x'\ne: |\n  z\n",
+        )
+        .unwrap();
         let map = doc.as_map().unwrap();
         let got: Vec<_> = ["a", "b", "c", "d", "e"]
             .iter()
@@ -293,7 +297,10 @@ mod tests {
 
     #[test]
     fn counts_documents() {
-        assert_eq!(parse_stream("---\na: 1\n---\n---\nb: 2\n").unwrap().len(), 3);
+        assert_eq!(
+            parse_stream("---\na: 1\n---\n---\nb: 2\n").unwrap().len(),
+            3
+        );
         assert!(parse_document("").is_err());
         assert!(parse_document("a: 1\n---\nb: 1\n").is_err());
     }

@@ -47,9 +47,8 @@ fn is_plain_char(c: char) -> bool {
 /// Whether `s` can be written as a YAML double-quoted scalar without escapes
 /// other than for `"` and `\`: printable text on one line.
 pub(super) fn is_printable_line(s: &str) -> bool {
-    s.chars().all(|c| {
-        !(c.is_control() || matches!(c, '\u{feff}' | '\u{2028}' | '\u{2029}' | '\u{85}'))
-    })
+    s.chars()
+        .all(|c| !(c.is_control() || matches!(c, '\u{feff}' | '\u{2028}' | '\u{2029}' | '\u{85}')))
 }
 
 /// Whether `s` can be a block scalar's content: printable text and line feeds.
