@@ -43,7 +43,13 @@ pub fn decide(
     labels: &dyn Lookup,
     namespace: &dyn Lookup,
 ) -> Decision {
-    let get = |key| annotations.lookup(key).or_else(|| namespace.lookup(key));
+    // As in the original webhook, an empty value on the pod counts as unset.
+    let get = |key| {
+        annotations
+            .lookup(key)
+            .filter(|v| !v.is_empty())
+            .or_else(|| namespace.lookup(key))
+    };
     let enabled = get(MULTUS_ANNOTATION) == Some("enabled")
         && matches!(get(INJECT_ANNOTATION), Some("enabled" | "ingress"));
     let control_plane = pod_namespace == settings.linkerd_namespace
@@ -160,6 +166,8 @@ pub enum Change {
     ProxyUidSet(String),
     /// The proxy UID the function had set was removed.
     ProxyUidRemoved,
+    /// The proxy UID the function had set was edited by hand: it is the user's now.
+    ProxyUidReleased,
 }
 
 impl fmt::Display for Change {
@@ -169,6 +177,10 @@ impl fmt::Display for Change {
             Change::Detached => write!(f, "removed from {NETWORKS_ANNOTATION}"),
             Change::ProxyUidSet(v) => write!(f, "set {PROXY_UID_ANNOTATION} to {v}"),
             Change::ProxyUidRemoved => write!(f, "removed {PROXY_UID_ANNOTATION}"),
+            Change::ProxyUidReleased => write!(
+                f,
+                "{PROXY_UID_ANNOTATION} was edited by hand; it is left to the user from now on"
+            ),
         }
     }
 }
@@ -282,6 +294,9 @@ pub fn apply(
     }
 
     let user_uid = current_uid.filter(|v| before.proxy_uid.as_deref() != Some(*v));
+    if before.proxy_uid.is_some() && user_uid.is_some() {
+        out.changes.push(Change::ProxyUidReleased);
+    }
     let mut new_uid: Option<Option<String>> = None;
     match decision.proxy_uid.filter(|_| user_uid.is_none()) {
         Some(uid) => {
@@ -562,7 +577,8 @@ mod tests {
         let (out, applied) = run(src, false, None, "network=created,proxy-uid=1000002102");
         assert_eq!(out, src);
         assert_eq!(applied.warnings.len(), 1);
-        assert!(applied.changes.is_empty());
+        assert_eq!(applied.changes, [Change::ProxyUidReleased]);
+        assert!(applied.owned.is_empty());
     }
 
     #[test]

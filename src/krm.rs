@@ -1,8 +1,9 @@
 //! The KRM function front: a ResourceList in, a ResourceList out.
 
 use crate::render::render;
+use crate::resource::resource_ref;
 use crate::resource_list::ResourceList;
-use crate::results::Severity;
+use crate::results::{FnResult, Severity};
 use crate::settings::Settings;
 
 /// What the process prints and how it exits.
@@ -33,9 +34,20 @@ pub fn run(input: &str) -> Outcome {
         Err(e) => return Outcome::failed(e.to_string()),
     };
     let results = match Settings::from_function_config(list.function_config.as_ref()) {
-        Err(e) => vec![
-            crate::results::FnResult::new(Severity::Error, e.to_string()).field("functionConfig"),
-        ],
+        Err(e) => {
+            let mut error = FnResult::new(Severity::Error, e.to_string()).field("functionConfig");
+            error.resource = list
+                .function_config
+                .as_ref()
+                .and_then(|c| resource_ref(c).ok());
+            vec![
+                FnResult::new(
+                    Severity::Info,
+                    "linkerd-multus: no changes; 1 error, 0 warnings",
+                ),
+                error,
+            ]
+        }
         Ok(settings) => match render(&mut list.items, &settings) {
             Ok(results) => results,
             Err(e) => return Outcome::failed(format!("the input is malformed: {e}")),

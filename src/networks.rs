@@ -117,7 +117,7 @@ pub enum ItemProblem {
 ///
 /// Edits are textual: everything outside the edited item is kept byte for byte. For a text
 /// without a plain selection of `n`, `parse(with_appended(n)).without_plain(n)` gives the text
-/// back, except that a whitespace-only text comes back as the empty string.
+/// back exactly.
 #[derive(Debug, Clone)]
 pub struct Networks<'a> {
     text: &'a str,
@@ -170,7 +170,7 @@ impl<'a> Networks<'a> {
     /// The annotation text with a plain selection of `name` appended, in the annotation's own form and spacing.
     ///
     /// `name` should be a DNS-1123 label; it is inserted right after the last item, so trailing
-    /// text is kept. Empty form gives `name`. Comma form separates with `, ` if any existing
+    /// text is kept. Empty form gives `name` inside the text's whitespace. Comma form separates with `, ` if any existing
     /// separator has whitespace after its comma and with `,` otherwise (so a single item `a`
     /// gives `a,name`). JSON form copies the separator between the last two elements; with one
     /// element it continues a multi-line list on a new line with the same indentation and
@@ -179,7 +179,11 @@ impl<'a> Networks<'a> {
     pub fn with_appended(&self, name: &str) -> String {
         let text = self.text;
         match (self.form, self.selections.as_slice()) {
-            (Form::Empty, _) | (Form::Comma, []) => name.to_owned(),
+            (Form::Empty, _) | (Form::Comma, []) => {
+                // Whitespace around nothing stays around the new item, so removal restores it.
+                let at = text.len() - text.trim_start().len();
+                splice(text, at..at, name)
+            }
             (Form::Comma, [.., last]) => {
                 let spaced = self.separators().any(|sep| {
                     sep.split_once(',')
@@ -216,7 +220,7 @@ impl<'a> Networks<'a> {
     /// The annotation text without the first *plain* selection of `name` (a selection that is exactly `name`: no namespace, no interface, and in JSON form an object whose only key is "name"), or None if there is none. Other items keep their exact text.
     ///
     /// One adjacent separator goes with the item: the preceding one, or the following one for
-    /// the first item. Removing the only item gives the empty string in comma form and, in JSON
+    /// the first item. Removing the only item leaves the text around it in comma form and, in JSON
     /// form, removes the element and the whitespace before it (`[{"name": "a"}]` gives `[]`).
     pub fn without_plain(&self, name: &str) -> Option<String> {
         let sels = &self.selections;
@@ -226,7 +230,7 @@ impl<'a> Networks<'a> {
             (Some(prev), _) => prev.span.end..this.span.end,
             (None, Some(next)) => this.span.start..next.span.start,
             (None, None) if self.form == Form::Json => self.after_open_bracket()..this.span.end,
-            (None, None) => return Some(String::new()),
+            (None, None) => this.span.clone(),
         };
         Some(splice(self.text, cut, ""))
     }
@@ -713,7 +717,7 @@ mod tests {
     fn appends_in_the_users_form() {
         let cases = [
             ("", "linkerd-cni"),
-            ("  ", "linkerd-cni"),
+            ("  ", "  linkerd-cni"),
             ("a", "a,linkerd-cni"),
             ("a  ", "a,linkerd-cni  "),
             ("a,b", "a,b,linkerd-cni"),
@@ -768,7 +772,7 @@ mod tests {
             ("a, b", None),
             ("ns/linkerd-cni, linkerd-cni@eth1", None),
             ("linkerd-cni", Some("")),
-            ("  linkerd-cni  ", Some("")),
+            ("  linkerd-cni  ", Some("    ")),
             ("a, linkerd-cni, b", Some("a, b")),
             ("linkerd-cni, a", Some("a")),
             ("a,linkerd-cni", Some("a")),
@@ -867,7 +871,7 @@ mod tests {
                 let back = Networks::parse(&appended)
                     .expect("appended text parses")
                     .without_plain(name);
-                let expected = if form == Form::Empty { "" } else { text };
+                let expected = text;
                 assert_eq!(back.as_deref(), Some(expected), "{text:?} + {name}");
             }
         }

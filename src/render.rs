@@ -46,12 +46,19 @@ struct Need {
     user_refs: Vec<usize>,
 }
 
+/// The NADs of the input: the current one per namespace, and generated ones to remove.
+struct ExistingNads {
+    current: BTreeMap<Option<String>, usize>,
+    removed: HashSet<usize>,
+}
+
 /// Counts for the summary result.
 #[derive(Default)]
 struct Summary {
     attached: usize,
     detached: usize,
     uids: usize,
+    released: usize,
     generated: usize,
     updated: usize,
     removed: usize,
@@ -79,8 +86,14 @@ pub fn render(items: &mut Vec<Node>, settings: &Settings) -> Result<Vec<FnResult
         summary: Summary::default(),
     };
     let namespaces = r.namespaces(items);
-    let needs = r.workloads(items, &namespaces);
-    r.nads(items, &namespaces, needs);
+    let existing = r.existing_nads(items);
+    let mut config = NadConfig::Unread;
+    // Without a config, a workload is attached only where a NAD already exists:
+    // the output never references a NAD that will not exist.
+    let config_ready = config.peek(&mut r, items).is_some();
+    let can_attach = |ns: &Option<String>| config_ready || existing.current.contains_key(ns);
+    let needs = r.workloads(items, &namespaces, &can_attach);
+    r.nads(items, &namespaces, needs, existing, config);
     let mut results = Vec::with_capacity(r.results.len() + 1);
     results.push(FnResult::new(Severity::Info, r.summary_line()));
     results.append(&mut r.results);
@@ -176,6 +189,7 @@ impl Renderer<'_> {
         &mut self,
         items: &mut [Node],
         namespaces: &BTreeMap<String, Namespace>,
+        can_attach: &dyn Fn(&Option<String>) -> bool,
     ) -> BTreeMap<Option<String>, Need> {
         let settings = self.settings;
         let kinds = WorkloadKinds::new(&settings.workload_kinds);
@@ -230,6 +244,12 @@ impl Renderer<'_> {
                 &ns_annotations,
             );
             control_plane_seen |= decision.control_plane;
+            let own_ns = ns_name.map(str::to_string);
+            if decision.attach && !can_attach(&own_ns) {
+                // Left as it is; the missing NAD config is reported once, as an error.
+                needs.entry(own_ns).or_default().managed = true;
+                continue;
+            }
             if let Some(problem) = &decision.range_problem
                 && range_reported.insert(pod_ns.to_string())
             {
@@ -261,6 +281,7 @@ impl Renderer<'_> {
                 match change {
                     attach::Change::Attached => self.summary.attached += 1,
                     attach::Change::Detached => self.summary.detached += 1,
+                    attach::Change::ProxyUidReleased => self.summary.released += 1,
                     _ => self.summary.uids += 1,
                 }
                 let message = match change {
@@ -319,17 +340,11 @@ impl Renderer<'_> {
         needs
     }
 
-    /// Generates, updates and removes NADs so that exactly the needed ones exist.
-    fn nads(
-        &mut self,
-        items: &mut Vec<Node>,
-        namespaces: &BTreeMap<String, Namespace>,
-        needs: BTreeMap<Option<String>, Need>,
-    ) {
-        let settings = self.settings;
-        let nad_name = settings.nad_name.as_str();
-        let mut existing: BTreeMap<Option<String>, usize> = BTreeMap::new();
-        let mut removed: HashSet<usize> = HashSet::new();
+    /// Finds the NADs of the input; generated NADs of another name are removed.
+    fn existing_nads(&mut self, items: &[Node]) -> ExistingNads {
+        let nad_name = self.settings.nad_name.as_str();
+        let mut current = BTreeMap::new();
+        let mut removed = HashSet::new();
         let refs = self.refs;
         for (i, item) in items.iter().enumerate() {
             let r = &refs[i];
@@ -348,7 +363,7 @@ impl Renderer<'_> {
                 }
                 continue;
             }
-            if existing.insert(r.namespace.clone(), i).is_some() {
+            if current.insert(r.namespace.clone(), i).is_some() {
                 self.report(
                     i,
                     Severity::Error,
@@ -356,7 +371,24 @@ impl Renderer<'_> {
                 );
             }
         }
-        let mut config = NadConfig::Unread;
+        ExistingNads { current, removed }
+    }
+
+    /// Generates, updates and removes NADs so that exactly the needed ones exist.
+    fn nads(
+        &mut self,
+        items: &mut Vec<Node>,
+        namespaces: &BTreeMap<String, Namespace>,
+        needs: BTreeMap<Option<String>, Need>,
+        existing: ExistingNads,
+        mut config: NadConfig,
+    ) {
+        let settings = self.settings;
+        let nad_name = settings.nad_name.as_str();
+        let ExistingNads {
+            current: existing,
+            mut removed,
+        } = existing;
         let mut placed: BTreeMap<usize, Vec<Node>> = BTreeMap::new();
         let mut trailing: Vec<Node> = Vec::new();
         let mut used_indices = self.used_file_indices();
@@ -500,6 +532,7 @@ impl Renderer<'_> {
             (s.attached, "workload", "attached"),
             (s.detached, "workload", "detached"),
             (s.uids, "proxy UID", "set or removed"),
+            (s.released, "hand-edited proxy UID", "released"),
             (s.generated, "NAD", "generated"),
             (s.updated, "NAD", "updated"),
             (s.removed, "NAD", "removed"),
@@ -564,13 +597,19 @@ impl NadConfig {
                     }
                 }
                 Ok(None) if needed => {
-                    r.results.push(FnResult::new(
-                        Severity::Error,
-                        format!(
-                            "ConfigMap {}/{CONFIG_MAP_NAME} is not in the input, and a NetworkAttachmentDefinition must be generated from it; add it to the package (as a resource annotated config.kubernetes.io/local-config: \"true\" if it is deployed elsewhere)",
-                            r.settings.cni_namespace
-                        ),
-                    ));
+                    let missing = ResourceRef {
+                        api_version: "v1".into(),
+                        kind: "ConfigMap".into(),
+                        name: CONFIG_MAP_NAME.into(),
+                        namespace: Some(r.settings.cni_namespace.clone()),
+                    };
+                    r.results.push(
+                        FnResult::new(
+                            Severity::Error,
+                            "this ConfigMap is not in the input, and a NetworkAttachmentDefinition must be generated from it; add it to the package (annotated config.kubernetes.io/local-config: \"true\" if it is deployed elsewhere)",
+                        )
+                        .on(&missing, None),
+                    );
                     NadConfig::Failed
                 }
                 Ok(None) => return None,

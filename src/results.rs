@@ -99,7 +99,7 @@ impl FnResult {
 }
 
 impl fmt::Display for FnResult {
-    /// One line: `severity: resource (file) field: message`.
+    /// One line: `severity: resource (file): message`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}: ", self.severity.as_str())?;
         if let Some(r) = &self.resource {
@@ -108,9 +108,6 @@ impl fmt::Display for FnResult {
                 write!(f, " ({file})")?;
             }
             f.write_str(": ")?;
-        }
-        if let Some(field) = &self.field {
-            write!(f, "{field}: ")?;
         }
         f.write_str(&self.message)
     }
@@ -142,7 +139,7 @@ mod tests {
         );
         assert_eq!(
             result.to_string(),
-            "error: Deployment demo/web (apps/web.yaml): metadata.annotations: bad"
+            "error: Deployment demo/web (apps/web.yaml): bad"
         );
     }
 }

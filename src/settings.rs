@@ -96,7 +96,7 @@ pub enum SettingsError {
         problem: String,
     },
     /// A structural problem with the object itself.
-    #[error("functionConfig: {0}")]
+    #[error("functionConfig {0}")]
     Shape(String),
 }
 
@@ -125,7 +125,7 @@ impl Settings {
                     let key = key.as_str().unwrap_or_default();
                     if !matches!(key, "apiVersion" | "kind" | "metadata" | "spec") {
                         return Err(SettingsError::Shape(format!(
-                            "unexpected top-level field {key:?}; settings go under spec"
+                            "has an unexpected top-level field {key:?}; settings go under spec"
                         )));
                     }
                 }

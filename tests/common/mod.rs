@@ -1,0 +1,505 @@
+//! Helpers shared by the integration tests: running the binary, comparing text, and a small
+//! YAML tree (built on `saphyr-parser` events, independent of the crate's own YAML code) for
+//! checks on meaning rather than bytes.
+#![allow(dead_code)]
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use saphyr_parser::{Event, Parser, ScalarStyle};
+
+/// The binary under test.
+pub fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_linkerd-multus")
+}
+
+/// A path inside the repository.
+pub fn repo_path(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(rel)
+}
+
+/// What one run of the binary gave.
+#[derive(Debug, Clone)]
+pub struct Run {
+    /// Exit code; `-1` when the process died of a signal.
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Run {
+    /// The first line of stderr (empty when stderr is empty).
+    pub fn stderr_first_line(&self) -> &str {
+        self.stderr.lines().next().unwrap_or("")
+    }
+
+    /// Whether the run looks like a Rust panic or a crash.
+    pub fn panicked(&self) -> bool {
+        self.code == 101 || self.code == -1 || self.stderr.contains("panicked")
+    }
+}
+
+/// Runs the binary with no arguments, `input` on stdin.
+pub fn run(input: &[u8]) -> Run {
+    run_with_args(input, &[])
+}
+
+/// Runs the binary with `args`, `input` on stdin.
+pub fn run_with_args(input: &[u8], args: &[&str]) -> Run {
+    let mut child = Command::new(bin())
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("cannot start the linkerd-multus binary");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let data = input.to_vec();
+    // Write from a thread so a binary that answers before reading everything cannot deadlock us.
+    let writer = std::thread::spawn(move || {
+        // A broken pipe is fine: the binary may stop reading on malformed input.
+        let _ = stdin.write_all(&data);
+    });
+    let out = child
+        .wait_with_output()
+        .expect("cannot wait for the binary");
+    writer.join().expect("stdin writer thread");
+    Run {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// `None` when equal, else a message naming the first differing line of `expected` and `actual`.
+pub fn first_difference(what: &str, expected: &str, actual: &str) -> Option<String> {
+    if expected == actual {
+        return None;
+    }
+    let mut e = expected.split_inclusive('\n');
+    let mut a = actual.split_inclusive('\n');
+    let mut line: usize = 1;
+    loop {
+        match (e.next(), a.next()) {
+            (Some(x), Some(y)) if x == y => line += 1,
+            (x, y) => {
+                let show = |s: Option<&str>| match s {
+                    Some(s) => format!("{s:?}"),
+                    None => "<end of text>".to_string(),
+                };
+                let context: Vec<&str> = actual
+                    .lines()
+                    .skip(line.saturating_sub(4))
+                    .take(3)
+                    .collect();
+                return Some(format!(
+                    "{what}: first difference at line {line}\n  expected: {}\n  actual:   {}\n  actual lines before it:\n    {}",
+                    show(x),
+                    show(y),
+                    context.join("\n    ")
+                ));
+            }
+        }
+    }
+}
+
+/// The part of a ResourceList text before its top-level `results:` key (items and
+/// functionConfig).
+pub fn before_results(stdout: &str) -> &str {
+    if stdout.starts_with("results:") {
+        return "";
+    }
+    match stdout.find("\nresults:") {
+        Some(i) => &stdout[..=i],
+        None => stdout,
+    }
+}
+
+// ------------------------------------------------------------------------------------------
+// A small YAML tree.
+
+/// A YAML node: scalars keep their value, whether they were plain, and their tag.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Yaml {
+    Scalar {
+        value: String,
+        plain: bool,
+        style: ScalarStyle,
+        tag: Option<String>,
+    },
+    Seq(Vec<Yaml>),
+    Map(Vec<(Yaml, Yaml)>),
+}
+
+impl Yaml {
+    /// A scalar's value, if this is a scalar.
+    pub fn as_str(&self) -> Option<&str> {
+        match self {
+            Yaml::Scalar { value, .. } => Some(value),
+            _ => None,
+        }
+    }
+
+    /// The value under string key `key` of a mapping.
+    pub fn get(&self, key: &str) -> Option<&Yaml> {
+        match self {
+            Yaml::Map(entries) => entries
+                .iter()
+                .find(|(k, _)| k.as_str() == Some(key))
+                .map(|(_, v)| v),
+            _ => None,
+        }
+    }
+
+    /// Walks a path of mapping keys.
+    pub fn at(&self, path: &[&str]) -> Option<&Yaml> {
+        path.iter().try_fold(self, |node, key| node.get(key))
+    }
+
+    /// The string under a path of mapping keys.
+    pub fn str_at(&self, path: &[&str]) -> Option<&str> {
+        self.at(path).and_then(Yaml::as_str)
+    }
+
+    /// A sequence's items (empty for anything else).
+    pub fn seq(&self) -> &[Yaml] {
+        match self {
+            Yaml::Seq(items) => items,
+            _ => &[],
+        }
+    }
+
+    /// A mapping's entries (empty for anything else).
+    pub fn entries(&self) -> &[(Yaml, Yaml)] {
+        match self {
+            Yaml::Map(entries) => entries,
+            _ => &[],
+        }
+    }
+
+    /// The keys of a mapping, as strings.
+    pub fn keys(&self) -> Vec<&str> {
+        self.entries()
+            .iter()
+            .filter_map(|(k, _)| k.as_str())
+            .collect()
+    }
+
+    /// `kind`, `metadata.namespace` (or ""), `metadata.name` of a resource.
+    pub fn id(&self) -> (String, String, String) {
+        (
+            self.str_at(&["kind"]).unwrap_or("").to_string(),
+            self.str_at(&["metadata", "namespace"])
+                .unwrap_or("")
+                .to_string(),
+            self.str_at(&["metadata", "name"]).unwrap_or("").to_string(),
+        )
+    }
+
+    /// An annotation of a resource's top-level metadata.
+    pub fn annotation(&self, key: &str) -> Option<&str> {
+        self.str_at(&["metadata", "annotations", key])
+    }
+}
+
+/// Parses the first document of `text`.
+pub fn parse_yaml(text: &str) -> Result<Yaml, String> {
+    let mut stack: Vec<Yaml> = Vec::new();
+    // For maps under construction: a pending key.
+    let mut keys: Vec<Option<Yaml>> = Vec::new();
+    let mut done: Option<Yaml> = None;
+    fn push(stack: &mut [Yaml], keys: &mut [Option<Yaml>], done: &mut Option<Yaml>, node: Yaml) {
+        match stack.last_mut() {
+            None => *done = Some(node),
+            Some(Yaml::Seq(items)) => items.push(node),
+            Some(Yaml::Map(entries)) => {
+                let slot = keys.last_mut().expect("key slot");
+                match slot.take() {
+                    None => *slot = Some(node),
+                    Some(k) => entries.push((k, node)),
+                }
+            }
+            Some(Yaml::Scalar { .. }) => unreachable!(),
+        }
+    }
+    for ev in Parser::new_from_str(text) {
+        let (ev, span) = ev.map_err(|e| format!("YAML error: {e}"))?;
+        match ev {
+            Event::Scalar(value, style, _, tag) => {
+                let node = Yaml::Scalar {
+                    value: value.into_owned(),
+                    plain: style == ScalarStyle::Plain,
+                    style,
+                    tag: tag.map(|t| format!("{}{}", t.handle, t.suffix)),
+                };
+                push(&mut stack, &mut keys, &mut done, node);
+            }
+            Event::SequenceStart(..) => {
+                stack.push(Yaml::Seq(Vec::new()));
+                keys.push(None);
+            }
+            Event::MappingStart(..) => {
+                stack.push(Yaml::Map(Vec::new()));
+                keys.push(None);
+            }
+            Event::SequenceEnd | Event::MappingEnd => {
+                let node = stack.pop().expect("balanced");
+                keys.pop();
+                push(&mut stack, &mut keys, &mut done, node);
+            }
+            Event::Alias(_) => {
+                return Err(format!(
+                    "alias at line {} not supported by the test parser",
+                    span.start.line()
+                ));
+            }
+            Event::DocumentEnd if done.is_some() => break,
+            _ => {}
+        }
+    }
+    done.ok_or_else(|| "empty YAML".to_string())
+}
+
+/// The items of a ResourceList text.
+pub fn items_of(resource_list: &Yaml) -> Vec<Yaml> {
+    resource_list
+        .get("items")
+        .map(|i| i.seq().to_vec())
+        .unwrap_or_default()
+}
+
+/// The results of a ResourceList text.
+pub fn results_of(resource_list: &Yaml) -> Vec<Yaml> {
+    resource_list
+        .get("results")
+        .map(|i| i.seq().to_vec())
+        .unwrap_or_default()
+}
+
+/// The label that marks a NAD this function generated.
+pub const MANAGED_BY: &str = "app.kubernetes.io/managed-by";
+/// Annotation keys the function may add, change or remove on workloads.
+pub const FUNCTION_KEYS: [&str; 3] = [
+    "multus.linkerd.io/owned",
+    "k8s.v1.cni.cncf.io/networks",
+    "config.linkerd.io/proxy-uid",
+];
+
+/// Whether `item` is a NetworkAttachmentDefinition generated by this function.
+pub fn is_generated_nad(item: &Yaml) -> bool {
+    item.str_at(&["kind"]) == Some("NetworkAttachmentDefinition")
+        && item.str_at(&["metadata", "labels", MANAGED_BY]) == Some("linkerd-multus")
+}
+
+/// `node` without the keys the function owns in any `annotations` map, and without
+/// `annotations`/`metadata` maps that become empty through that.
+pub fn without_function_keys(node: &Yaml) -> Yaml {
+    fn strip(node: &Yaml, parent_key: Option<&str>) -> Option<Yaml> {
+        match node {
+            Yaml::Map(entries) => {
+                let mut out = Vec::new();
+                let mut removed_any = false;
+                for (k, v) in entries {
+                    let key = k.as_str();
+                    if parent_key == Some("annotations")
+                        && key.is_some_and(|k| FUNCTION_KEYS.contains(&k))
+                    {
+                        removed_any = true;
+                        continue;
+                    }
+                    match strip(v, key) {
+                        Some(v) => out.push((k.clone(), v)),
+                        None => removed_any = true,
+                    }
+                }
+                if removed_any
+                    && out.is_empty()
+                    && matches!(parent_key, Some("annotations") | Some("metadata"))
+                {
+                    None
+                } else {
+                    Some(Yaml::Map(out))
+                }
+            }
+            Yaml::Seq(items) => Some(Yaml::Seq(
+                items.iter().filter_map(|i| strip(i, None)).collect(),
+            )),
+            s => Some(s.clone()),
+        }
+    }
+    strip(node, None).unwrap_or(Yaml::Map(Vec::new()))
+}
+
+/// Where two trees differ in value, plainness, tag or key order (`None` when equal).
+/// Single- versus double-quoted and literal versus quoted are not differences: they mean the
+/// same; plain versus quoted is, as a reader may resolve a plain scalar to another type.
+pub fn tree_difference(expected: &Yaml, actual: &Yaml, path: &str) -> Option<String> {
+    match (expected, actual) {
+        (
+            Yaml::Scalar {
+                value: v1,
+                plain: p1,
+                tag: t1,
+                ..
+            },
+            Yaml::Scalar {
+                value: v2,
+                plain: p2,
+                tag: t2,
+                ..
+            },
+        ) => {
+            if v1 != v2 || p1 != p2 || t1 != t2 {
+                let show = |v: &str, p: bool, t: &Option<String>| {
+                    format!(
+                        "{}{:?} ({})",
+                        t.as_deref().map(|t| format!("{t} ")).unwrap_or_default(),
+                        v,
+                        if p { "plain" } else { "quoted" }
+                    )
+                };
+                Some(format!(
+                    "{path}: expected {}, got {}",
+                    show(v1, *p1, t1),
+                    show(v2, *p2, t2)
+                ))
+            } else {
+                None
+            }
+        }
+        (Yaml::Seq(a), Yaml::Seq(b)) => {
+            if a.len() != b.len() {
+                return Some(format!(
+                    "{path}: expected {} items, got {}",
+                    a.len(),
+                    b.len()
+                ));
+            }
+            a.iter()
+                .zip(b)
+                .enumerate()
+                .find_map(|(i, (x, y))| tree_difference(x, y, &format!("{path}[{i}]")))
+        }
+        (Yaml::Map(a), Yaml::Map(b)) => {
+            let ka: Vec<_> = a.iter().map(|(k, _)| k.as_str().unwrap_or("?")).collect();
+            let kb: Vec<_> = b.iter().map(|(k, _)| k.as_str().unwrap_or("?")).collect();
+            if ka != kb {
+                return Some(format!("{path}: expected keys {ka:?}, got {kb:?}"));
+            }
+            a.iter().zip(b).find_map(|((k1, v1), (k2, v2))| {
+                let key = k1.as_str().unwrap_or("?");
+                tree_difference(k1, k2, &format!("{path}.{key}<key>"))
+                    .or_else(|| tree_difference(v1, v2, &format!("{path}.{key}")))
+            })
+        }
+        _ => Some(format!("{path}: node kinds differ")),
+    }
+}
+
+/// One network selection: `(namespace, name, interface)`.
+pub type Selection = (Option<String>, String, Option<String>);
+
+/// The selections of a networks annotation value, parsed the way Multus does (comma form or
+/// JSON list). `Err` when malformed.
+pub fn parse_networks(value: &str) -> Result<Vec<Selection>, String> {
+    let trimmed = value.trim();
+    if trimmed.is_empty() {
+        return Ok(Vec::new());
+    }
+    if value.contains(['[', '{', '"']) {
+        let v: serde_json::Value =
+            serde_json::from_str(value).map_err(|e| format!("bad JSON: {e}"))?;
+        let list = v.as_array().ok_or("JSON is not a list")?;
+        return list
+            .iter()
+            .map(|el| {
+                let name = el
+                    .get("name")
+                    .and_then(|n| n.as_str())
+                    .ok_or("element without name")?;
+                Ok((
+                    el.get("namespace")
+                        .and_then(|n| n.as_str())
+                        .map(str::to_string),
+                    name.to_string(),
+                    el.get("interface")
+                        .and_then(|n| n.as_str())
+                        .map(str::to_string),
+                ))
+            })
+            .collect();
+    }
+    trimmed
+        .split(',')
+        .map(|item| {
+            let item = item.trim();
+            let (rest, iface) = match item.split_once('@') {
+                Some((r, i)) => (r, Some(i.to_string())),
+                None => (item, None),
+            };
+            let (ns, name) = match rest.split_once('/') {
+                Some((n, m)) => (Some(n.to_string()), m),
+                None => (None, rest),
+            };
+            if name.is_empty() {
+                return Err(format!("empty item in {value:?}"));
+            }
+            Ok((ns, name.to_string(), iface))
+        })
+        .collect()
+}
+
+/// Pod-template metadata locations of the built-in workload kinds, as key paths from the
+/// resource root to the pod template's `metadata` (for `Pod`: the top-level metadata).
+pub fn pod_metadata_path(kind: &str) -> Option<&'static [&'static str]> {
+    Some(match kind {
+        "Pod" => &["metadata"],
+        "Deployment"
+        | "StatefulSet"
+        | "DaemonSet"
+        | "ReplicaSet"
+        | "ReplicationController"
+        | "Job" => &["spec", "template", "metadata"],
+        "CronJob" => &["spec", "jobTemplate", "spec", "template", "metadata"],
+        _ => return None,
+    })
+}
+
+/// Copies a directory tree.
+pub fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("create dir");
+    for entry in std::fs::read_dir(from).expect("read dir") {
+        let entry = entry.expect("dir entry");
+        let target = to.join(entry.file_name());
+        if entry.file_type().expect("file type").is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).expect("copy file");
+        }
+    }
+}
+
+/// Every file under `root` (relative paths, sorted) with its bytes.
+pub fn snapshot(root: &Path) -> Vec<(String, Vec<u8>)> {
+    fn walk(root: &Path, dir: &Path, out: &mut Vec<(String, Vec<u8>)>) {
+        for entry in std::fs::read_dir(dir).expect("read dir") {
+            let entry = entry.expect("dir entry");
+            let path = entry.path();
+            if path.is_dir() {
+                walk(root, &path, out);
+            } else {
+                let rel = path
+                    .strip_prefix(root)
+                    .expect("under root")
+                    .to_string_lossy()
+                    .into_owned();
+                out.push((rel, std::fs::read(&path).expect("read file")));
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(root, root, &mut out);
+    out.sort();
+    out
+}

@@ -1,0 +1,493 @@
+//! End-to-end tests with the real `kpt` (`kpt fn eval --exec`, `kpt fn render --allow-exec`)
+//! on copies of `testdata/packages/demo/`, asserting the files kpt writes back.
+//!
+//! kpt is required: when it is missing these tests fail (they never skip).
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::*;
+
+const NAD_FILE: &str = "namespaces/networkattachmentdefinition_demo_linkerd-cni.yaml";
+const FUNCTION_KEYS_OR_MAPS: [&str; 4] = [
+    "annotations:",
+    "multus.linkerd.io/owned:",
+    "k8s.v1.cni.cncf.io/networks:",
+    "config.linkerd.io/proxy-uid:",
+];
+
+fn kpt() -> &'static str {
+    static KPT: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    KPT.get_or_init(|| {
+        let found = std::env::var_os("PATH").and_then(|paths| {
+            std::env::split_paths(&paths)
+                .map(|dir| dir.join("kpt"))
+                .find(|p| p.is_file())
+        });
+        match found {
+            Some(p) => p.to_string_lossy().into_owned(),
+            None => panic!(
+                "kpt is not on PATH: install kpt (https://kpt.dev, 1.0.0-beta or later) to run \
+                 the end-to-end tests; they do not skip"
+            ),
+        }
+    })
+}
+
+/// A fresh copy of the demo package in a temporary directory.
+struct Package {
+    _tmp: tempfile::TempDir,
+    dir: PathBuf,
+}
+
+impl Package {
+    fn demo() -> Self {
+        let tmp = tempfile::tempdir().expect("temp dir");
+        let dir = tmp.path().join("demo");
+        copy_dir(&repo_path("testdata/packages/demo"), &dir);
+        Package { _tmp: tmp, dir }
+    }
+
+    fn path(&self, rel: &str) -> PathBuf {
+        self.dir.join(rel)
+    }
+
+    fn read(&self, rel: &str) -> String {
+        std::fs::read_to_string(self.path(rel)).unwrap_or_else(|e| panic!("cannot read {rel}: {e}"))
+    }
+
+    fn write(&self, rel: &str, text: &str) {
+        std::fs::write(self.path(rel), text).unwrap();
+    }
+
+    fn edit(&self, rel: &str, from: &str, to: &str) {
+        let text = self.read(rel);
+        assert!(text.contains(from), "{rel} does not contain {from:?}");
+        self.write(rel, &text.replacen(from, to, 1));
+    }
+
+    fn snapshot(&self) -> Vec<(String, Vec<u8>)> {
+        snapshot(&self.dir)
+    }
+
+    /// Adds a Kptfile pipeline running the binary.
+    fn add_pipeline(&self, exec: &str) {
+        let mut kptfile = self.read("Kptfile");
+        kptfile.push_str(&format!("pipeline:\n  mutators:\n    - exec: \"{exec}\"\n"));
+        self.write("Kptfile", &kptfile);
+    }
+
+    fn eval(&self, extra: &[&str]) -> KptRun {
+        let dir = self.dir.to_string_lossy().into_owned();
+        let mut args = vec!["fn", "eval", "--exec", bin(), dir.as_str()];
+        args.extend_from_slice(extra);
+        kpt_run(&args, &self.dir)
+    }
+
+    fn render(&self) -> KptRun {
+        let dir = self.dir.to_string_lossy().into_owned();
+        kpt_run(&["fn", "render", "--allow-exec", dir.as_str()], &self.dir)
+    }
+}
+
+struct KptRun {
+    ok: bool,
+    output: String,
+}
+
+fn kpt_run(args: &[&str], cwd: &Path) -> KptRun {
+    let out = Command::new(kpt())
+        .args(args)
+        .current_dir(cwd.parent().unwrap())
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run kpt: {e}; install kpt to run these tests"));
+    KptRun {
+        ok: out.status.success(),
+        output: format!(
+            "kpt {}\n{}{}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ),
+    }
+}
+
+fn original(rel: &str) -> Vec<u8> {
+    std::fs::read(repo_path("testdata/packages/demo").join(rel)).unwrap()
+}
+
+fn assert_same_files(a: &[(String, Vec<u8>)], b: &[(String, Vec<u8>)], what: &str) {
+    let names = |s: &[(String, Vec<u8>)]| s.iter().map(|(n, _)| n.clone()).collect::<Vec<_>>();
+    assert_eq!(names(a), names(b), "{what}: different sets of files");
+    for ((name, x), (_, y)) in a.iter().zip(b) {
+        if x != y {
+            let msg = first_difference(
+                &format!("{what}: {name}"),
+                &String::from_utf8_lossy(x),
+                &String::from_utf8_lossy(y),
+            )
+            .unwrap_or_default();
+            panic!("{msg}");
+        }
+    }
+}
+
+/// `changed` is `original` plus inserted lines, all of them the function's keys or the
+/// `annotations:` maps that hold them, and at most a changed networks annotation value (so
+/// comments, key order and everything else is kept).
+fn assert_only_insertions(rel: &str, original: &str, changed: &str) {
+    const NETWORKS: &str = "k8s.v1.cni.cncf.io/networks:";
+    let orig: Vec<&str> = original.lines().collect();
+    let mut i = 0;
+    let mut inserted = Vec::new();
+    let indent = |l: &str| l.len() - l.trim_start().len();
+    for line in changed.lines() {
+        if i < orig.len() && orig[i] == line {
+            i += 1;
+        } else if i < orig.len()
+            && orig[i].trim_start().starts_with(NETWORKS)
+            && line.trim_start().starts_with(NETWORKS)
+            && indent(orig[i]) == indent(line)
+        {
+            // The user's networks annotation, with the function's entry appended.
+            i += 1;
+            inserted.push(line);
+        } else {
+            inserted.push(line);
+        }
+    }
+    assert_eq!(
+        i,
+        orig.len(),
+        "{rel}: original line {} ({:?}) is missing or moved in:\n{changed}",
+        i + 1,
+        orig.get(i)
+    );
+    for line in &inserted {
+        let t = line.trim_start();
+        assert!(
+            FUNCTION_KEYS_OR_MAPS.iter().any(|k| t.starts_with(k)),
+            "{rel}: unexpected inserted line {line:?} in:\n{changed}"
+        );
+    }
+    assert!(!inserted.is_empty(), "{rel}: not changed");
+}
+
+/// Checks the package after the first successful render of the demo package.
+fn assert_rendered(pkg: &Package, nad_name: &str) {
+    // The NAD, at the documented place, with the generated config and no host annotations.
+    let nad_file = format!("namespaces/networkattachmentdefinition_demo_{nad_name}.yaml");
+    let nad_text = pkg.read(&nad_file);
+    assert!(
+        !nad_text.contains("config.kubernetes.io/"),
+        "kpt left host annotations in {nad_file}:\n{nad_text}"
+    );
+    let nad = parse_yaml(&nad_text).expect("NAD file parses");
+    assert_eq!(
+        nad.id(),
+        (
+            "NetworkAttachmentDefinition".into(),
+            "demo".into(),
+            nad_name.into()
+        )
+    );
+    assert_eq!(nad.str_at(&["apiVersion"]), Some("k8s.cni.cncf.io/v1"));
+    assert_eq!(
+        nad.str_at(&["metadata", "labels", MANAGED_BY]),
+        Some("linkerd-multus")
+    );
+    let config: serde_json::Value =
+        serde_json::from_str(nad.str_at(&["spec", "config"]).unwrap()).unwrap();
+    assert_eq!(config["cniVersion"], "0.3.0");
+    assert_eq!(
+        config["kubernetes"]["kubeconfig"],
+        "/etc/cni/net.d/ZZZ-linkerd-cni-kubeconfig"
+    );
+    assert_eq!(config["linkerd"]["iptables-mode"], "nft");
+    assert!(config.get("policy").is_none());
+
+    // Workloads changed by insertions only: comments and key order kept.
+    for rel in ["apps/web.yaml", "apps/worker.yaml"] {
+        let orig = String::from_utf8(original(rel)).unwrap();
+        assert_only_insertions(rel, &orig, &pkg.read(rel));
+    }
+    let web = parse_yaml(&pkg.read("apps/web.yaml")).unwrap();
+    assert_eq!(
+        web.keys(),
+        vec!["kind", "metadata", "apiVersion", "spec"],
+        "key order of web.yaml"
+    );
+    assert_eq!(
+        web.str_at(&[
+            "spec",
+            "template",
+            "metadata",
+            "annotations",
+            "k8s.v1.cni.cncf.io/networks"
+        ]),
+        Some(nad_name)
+    );
+    assert_eq!(
+        web.str_at(&[
+            "spec",
+            "template",
+            "metadata",
+            "annotations",
+            "config.linkerd.io/proxy-uid"
+        ]),
+        Some("1000002102")
+    );
+    let worker = parse_yaml(&pkg.read("apps/worker.yaml")).unwrap();
+    assert_eq!(
+        worker.str_at(&[
+            "spec",
+            "template",
+            "metadata",
+            "annotations",
+            "k8s.v1.cni.cncf.io/networks"
+        ]),
+        Some(format!("storage/backend@net1,{nad_name}").as_str())
+    );
+
+    // Everything else byte-identical.
+    for rel in [
+        "Kptfile",
+        "apps/db.yaml",
+        "linkerd-cni/config.yaml",
+        "misc/tricky.yaml",
+        "namespaces/demo.yaml",
+        "namespaces/plain.yaml",
+    ] {
+        if rel == "Kptfile" && pkg.read(rel).contains("pipeline:") {
+            continue;
+        }
+        assert!(
+            pkg.read(rel).as_bytes() == original(rel).as_slice(),
+            "{rel} changed:\n{}",
+            first_difference(
+                rel,
+                &String::from_utf8_lossy(&original(rel)),
+                &pkg.read(rel)
+            )
+            .unwrap_or_default()
+        );
+    }
+    let files: Vec<String> = pkg.snapshot().into_iter().map(|(n, _)| n).collect();
+    let mut want: Vec<String> = snapshot(&repo_path("testdata/packages/demo"))
+        .into_iter()
+        .map(|(n, _)| n)
+        .collect();
+    want.push(nad_file);
+    want.sort();
+    assert_eq!(files, want, "files in the package after the render");
+}
+
+#[test]
+fn kpt_is_installed() {
+    let out = Command::new(kpt())
+        .arg("version")
+        .output()
+        .expect("kpt runs");
+    assert!(out.status.success(), "`kpt version` failed");
+}
+
+#[test]
+fn eval_exec_writes_nad_and_attaches_workloads() {
+    let pkg = Package::demo();
+    let run = pkg.eval(&[]);
+    assert!(run.ok, "{}", run.output);
+    assert_rendered(&pkg, "linkerd-cni");
+
+    // A second eval changes nothing.
+    let before = pkg.snapshot();
+    let run = pkg.eval(&[]);
+    assert!(run.ok, "{}", run.output);
+    assert_same_files(&before, &pkg.snapshot(), "second eval");
+}
+
+#[test]
+fn eval_exec_with_configmap_function_config() {
+    // `-- key=value` sends a ConfigMap functionConfig.
+    let pkg = Package::demo();
+    let run = pkg.eval(&["--", "linkerdNamespace=linkerd"]);
+    assert!(run.ok, "{}", run.output);
+    assert_rendered(&pkg, "linkerd-cni");
+
+    let pkg = Package::demo();
+    let run = pkg.eval(&["--", "nadName=mesh-cni", "proxyUIDOffset=2102"]);
+    assert!(run.ok, "{}", run.output);
+    assert_rendered(&pkg, "mesh-cni");
+    assert!(!pkg.path(NAD_FILE).exists());
+
+    // A bad setting fails and writes nothing.
+    let pkg = Package::demo();
+    let before = pkg.snapshot();
+    let run = pkg.eval(&["--", "cniVersion=9.9.9"]);
+    assert!(!run.ok, "a bad setting must fail:\n{}", run.output);
+    assert!(run.output.contains("cniVersion"), "{}", run.output);
+    assert_same_files(&before, &pkg.snapshot(), "failed eval");
+}
+
+#[test]
+fn render_pipeline_then_disable() {
+    let pkg = Package::demo();
+    pkg.add_pipeline(bin());
+    let run = pkg.render();
+    assert!(run.ok, "{}", run.output);
+    assert_rendered(&pkg, "linkerd-cni");
+
+    // Same files as `kpt fn eval --exec`.
+    let evaluated = Package::demo();
+    assert!(evaluated.eval(&[]).ok);
+    let strip_kptfile = |s: Vec<(String, Vec<u8>)>| {
+        s.into_iter()
+            .filter(|(n, _)| n != "Kptfile")
+            .collect::<Vec<_>>()
+    };
+    assert_same_files(
+        &strip_kptfile(evaluated.snapshot()),
+        &strip_kptfile(pkg.snapshot()),
+        "render vs eval",
+    );
+
+    // A second render changes nothing.
+    let before = pkg.snapshot();
+    let run = pkg.render();
+    assert!(run.ok, "{}", run.output);
+    assert_same_files(&before, &pkg.snapshot(), "second render");
+
+    // Disabling the namespace removes exactly what the renders added: every file is back to
+    // the original bytes (the Kptfile keeps its pipeline, the Namespace its edit).
+    pkg.edit(
+        "namespaces/demo.yaml",
+        "linkerd.io/multus: enabled",
+        "linkerd.io/multus: disabled",
+    );
+    let run = pkg.render();
+    assert!(run.ok, "{}", run.output);
+    assert!(
+        !pkg.path(NAD_FILE).exists(),
+        "the NAD file is still there after disabling the namespace"
+    );
+    let expected: Vec<(String, Vec<u8>)> = snapshot(&repo_path("testdata/packages/demo"))
+        .into_iter()
+        .map(|(n, bytes)| match n.as_str() {
+            "Kptfile" => (n.clone(), std::fs::read(pkg.path("Kptfile")).unwrap()),
+            "namespaces/demo.yaml" => (
+                n.clone(),
+                String::from_utf8(bytes)
+                    .unwrap()
+                    .replace("linkerd.io/multus: enabled", "linkerd.io/multus: disabled")
+                    .into_bytes(),
+            ),
+            _ => (n, bytes),
+        })
+        .collect();
+    assert_same_files(&expected, &pkg.snapshot(), "after disabling");
+
+    // And enabling it again gives the first render back.
+    pkg.edit(
+        "namespaces/demo.yaml",
+        "linkerd.io/multus: disabled",
+        "linkerd.io/multus: enabled",
+    );
+    assert!(pkg.render().ok);
+    assert_same_files(&before, &pkg.snapshot(), "after re-enabling");
+}
+
+#[test]
+fn render_after_annotation_removed() {
+    let pkg = Package::demo();
+    pkg.add_pipeline(bin());
+    assert!(pkg.render().ok);
+    pkg.edit(
+        "namespaces/demo.yaml",
+        "    linkerd.io/multus: enabled # attach the linkerd-cni NAD\n",
+        "",
+    );
+    let run = pkg.render();
+    assert!(run.ok, "{}", run.output);
+    assert!(!pkg.path(NAD_FILE).exists());
+    for rel in ["apps/web.yaml", "apps/worker.yaml", "apps/db.yaml"] {
+        assert!(
+            pkg.read(rel).as_bytes() == original(rel).as_slice(),
+            "{rel} not restored:\n{}",
+            pkg.read(rel)
+        );
+    }
+}
+
+#[test]
+fn failing_render_leaves_every_file() {
+    let pkg = Package::demo();
+    pkg.add_pipeline(bin());
+    pkg.edit(
+        "apps/worker.yaml",
+        "k8s.v1.cni.cncf.io/networks: storage/backend@net1",
+        "k8s.v1.cni.cncf.io/networks: '[{\"name\": '",
+    );
+    let before = pkg.snapshot();
+    let run = pkg.render();
+    assert!(!run.ok, "render must fail:\n{}", run.output);
+    assert!(
+        run.output.contains("k8s.v1.cni.cncf.io/networks"),
+        "kpt output does not say what is wrong:\n{}",
+        run.output
+    );
+    assert_same_files(&before, &pkg.snapshot(), "failed render");
+
+    let run = pkg.eval(&[]);
+    assert!(!run.ok, "eval must fail:\n{}", run.output);
+    assert_same_files(&before, &pkg.snapshot(), "failed eval");
+}
+
+/// JSON files: kpt itself rewrites them (sorted keys, its own indentation) whatever the
+/// function does, so an unrelated JSON file must come out as it does with an identity
+/// function; a JSON workload gets attached and stays JSON.
+#[test]
+fn json_files_in_the_package() {
+    let flags = r#"{
+  "apiVersion": "v1",
+  "kind": "ConfigMap",
+  "metadata": {"name": "flags", "namespace": "plain"},
+  "data": {"a": "yes", "b": "0644", "c": "~"}
+}
+"#;
+    let api = r#"{"apiVersion": "apps/v1", "kind": "Deployment",
+ "metadata": {"name": "api", "namespace": "demo"},
+ "spec": {"selector": {"matchLabels": {"app": "api"}},
+  "template": {"metadata": {"labels": {"app": "api"}},
+   "spec": {"containers": [{"name": "api", "image": "nginx", "args": ["yes", "0644"]}]}}}}
+"#;
+    let with_json = |exec: &str| {
+        let pkg = Package::demo();
+        pkg.write("misc/flags.json", flags);
+        pkg.write("apps/api.json", api);
+        pkg.add_pipeline(exec);
+        let run = pkg.render();
+        assert!(run.ok, "{}", run.output);
+        pkg
+    };
+    let ours = with_json(bin());
+    let identity = with_json("/bin/cat");
+    assert_eq!(
+        ours.read("misc/flags.json"),
+        identity.read("misc/flags.json"),
+        "unrelated JSON file differs from what kpt writes with an identity function"
+    );
+    let api_out: serde_json::Value =
+        serde_json::from_str(&ours.read("apps/api.json")).expect("api.json is still JSON");
+    let ann = &api_out["spec"]["template"]["metadata"]["annotations"];
+    assert_eq!(ann["k8s.v1.cni.cncf.io/networks"], "linkerd-cni");
+    assert_eq!(ann["config.linkerd.io/proxy-uid"], "1000002102");
+    assert_eq!(
+        api_out["spec"]["template"]["spec"]["containers"][0]["args"],
+        serde_json::json!(["yes", "0644"])
+    );
+    // A second render is stable.
+    let before = ours.snapshot();
+    assert!(ours.render().ok);
+    assert_same_files(&before, &ours.snapshot(), "second render with JSON files");
+}
