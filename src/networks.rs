@@ -857,7 +857,7 @@ mod tests {
 
     #[test]
     fn append_then_remove_round_trips() {
-        for (text, form, _) in valid_cases() {
+        for (text, _, _) in valid_cases() {
             let parsed = Networks::parse(text).expect("valid");
             for name in ["linkerd-cni", "a", "b"] {
                 if parsed

@@ -277,6 +277,7 @@ impl Renderer<'_> {
                 }
             }
             let field = annotations_field(kind.pointer());
+            let mut messages = Vec::with_capacity(applied.changes.len());
             for change in &applied.changes {
                 match change {
                     attach::Change::Attached => self.summary.attached += 1,
@@ -284,13 +285,15 @@ impl Renderer<'_> {
                     attach::Change::ProxyUidReleased => self.summary.released += 1,
                     _ => self.summary.uids += 1,
                 }
-                let message = match change {
+                messages.push(match change {
                     attach::Change::Attached | attach::Change::Detached => {
                         format!("{} {change}", settings.nad_name)
                     }
                     _ => change.to_string(),
-                };
-                self.report(i, Severity::Info, message).field = Some(field.clone());
+                });
+            }
+            if !messages.is_empty() {
+                self.report(i, Severity::Info, messages.join("; ")).field = Some(field.clone());
             }
             for warning in applied.warnings {
                 self.report(i, Severity::Warning, warning).field = Some(field.clone());
