@@ -205,8 +205,17 @@ pub struct Applied {
     pub changes: Vec<Change>,
     /// Things the user should know.
     pub warnings: Vec<String>,
-    /// The networks annotation after the change.
-    pub networks: Option<String>,
+    /// The selections of the NAD left in the networks annotation after the change.
+    pub references: Vec<NadReference>,
+}
+
+/// A selection of the NAD in a pod's networks annotation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NadReference {
+    /// The namespace it names, if it names one; else the pod's own.
+    pub namespace: Option<String>,
+    /// Whether it is the entry the function added.
+    pub owned: bool,
 }
 
 /// The annotations of a pod template (`metadata.annotations`), if any.
@@ -315,10 +324,30 @@ pub fn apply(
         }
     }
 
-    out.networks = match &new_networks {
-        Some(n) => n.clone(),
-        None => text.map(str::to_string),
+    let edited = match &new_networks {
+        Some(Some(t)) => Some(Networks::parse(t)?),
+        _ => None,
     };
+    let after = match &new_networks {
+        Some(Some(_)) => edited.as_ref(),
+        Some(None) => None,
+        None => networks.as_ref(),
+    };
+    let mut own_entry_left = out.owned.network.is_some();
+    out.references = after
+        .map(Networks::selections)
+        .unwrap_or_default()
+        .iter()
+        .filter(|s| s.name == nad)
+        .map(|s| {
+            let owned = own_entry_left && s.is_plain();
+            own_entry_left &= !owned;
+            NadReference {
+                namespace: s.namespace.clone().filter(|n| !n.is_empty()),
+                owned,
+            }
+        })
+        .collect();
     for (key, value) in [
         (NETWORKS_ANNOTATION, new_networks),
         (PROXY_UID_ANNOTATION, new_uid),

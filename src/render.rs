@@ -8,7 +8,6 @@ use crate::attach::{self, OWNED_ANNOTATION, Owned, decide, remove_annotation, se
 use crate::cni_config::{self, CONFIG_MAP_NAME, NETWORK_CONFIG_KEY};
 use crate::nad;
 use crate::namespace::{Lookup, MULTUS_ANNOTATION, MULTUS_VALUES, Namespace, Source};
-use crate::networks::Networks;
 use crate::resource::{self, FileRef, NotAResource, ResourceRef};
 use crate::results::{FnResult, Severity};
 use crate::settings::Settings;
@@ -259,10 +258,10 @@ impl Renderer<'_> {
                 };
                 self.report(at, Severity::Warning, problem.clone());
             }
+            let field = annotations_field(kind.pointer());
             let applied = match attach::apply(template, settings, pod_ns, &decision, &before) {
                 Ok(applied) => applied,
                 Err(e) => {
-                    let field = annotations_field(kind.pointer());
                     self.report(i, Severity::Error, e.to_string()).field = Some(field);
                     continue;
                 }
@@ -276,7 +275,6 @@ impl Renderer<'_> {
                         .expect("metadata is a mapping");
                 }
             }
-            let field = annotations_field(kind.pointer());
             let mut messages = Vec::with_capacity(applied.changes.len());
             for change in &applied.changes {
                 match change {
@@ -298,28 +296,10 @@ impl Renderer<'_> {
             for warning in applied.warnings {
                 self.report(i, Severity::Warning, warning).field = Some(field.clone());
             }
-            let Some(networks) = applied
-                .networks
-                .as_deref()
-                .and_then(|t| Networks::parse(t).ok())
-            else {
-                continue;
-            };
-            let mut own_entry_left = applied.owned.network.is_some();
-            for s in networks
-                .selections()
-                .iter()
-                .filter(|s| s.name == settings.nad_name)
-            {
-                let target = s
-                    .namespace
-                    .as_deref()
-                    .filter(|n| !n.is_empty())
-                    .or(ns_name)
-                    .map(str::to_string);
+            for reference in &applied.references {
+                let target = reference.namespace.clone().or_else(|| own_ns.clone());
                 let need = needs.entry(target).or_default();
-                if own_entry_left && s.is_plain() {
-                    own_entry_left = false;
+                if reference.owned {
                     need.managed = true;
                 } else {
                     need.user_refs.push(i);

@@ -129,29 +129,9 @@ impl Settings {
                         )));
                     }
                 }
-                match map.get("spec") {
-                    None => {}
-                    Some(spec) if spec.is_null() => {}
-                    Some(Node::Map(spec)) => settings.apply(spec, false)?,
-                    Some(other) => {
-                        return Err(SettingsError::Shape(format!(
-                            "spec is {}, not a mapping",
-                            other.kind_name()
-                        )));
-                    }
-                }
+                settings.apply_section(map, "spec", false)?;
             }
-            ("v1", "ConfigMap") => match map.get("data") {
-                None => {}
-                Some(data) if data.is_null() => {}
-                Some(Node::Map(data)) => settings.apply(data, true)?,
-                Some(other) => {
-                    return Err(SettingsError::Shape(format!(
-                        "data is {}, not a mapping",
-                        other.kind_name()
-                    )));
-                }
-            },
+            ("v1", "ConfigMap") => settings.apply_section(map, "data", true)?,
             _ => {
                 return Err(SettingsError::WrongKind {
                     kind: kind.to_string(),
@@ -160,6 +140,24 @@ impl Settings {
             }
         }
         Ok(settings)
+    }
+
+    /// Applies the settings under `key` (`spec` or `data`), if any.
+    fn apply_section(
+        &mut self,
+        map: &Map,
+        key: &str,
+        from_config_map: bool,
+    ) -> Result<(), SettingsError> {
+        match map.get(key) {
+            None => Ok(()),
+            Some(section) if section.is_null() => Ok(()),
+            Some(Node::Map(section)) => self.apply(section, from_config_map),
+            Some(other) => Err(SettingsError::Shape(format!(
+                "{key} is {}, not a mapping",
+                other.kind_name()
+            ))),
+        }
     }
 
     fn apply(&mut self, spec: &Map, from_config_map: bool) -> Result<(), SettingsError> {

@@ -37,27 +37,26 @@ pub fn is_plain_safe(s: &str) -> bool {
 fn is_plain_char(c: char) -> bool {
     match c {
         ' ' => true,
-        '\u{7f}'..='\u{9f}' | '\u{feff}' | '\u{2028}' | '\u{2029}' => false,
-        c if c.is_control() => false,
         '[' | ']' | '{' | '}' => false,
-        _ => true,
+        c => is_printable(c),
     }
 }
 
 /// Whether `s` can be written as a YAML double-quoted scalar without escapes
 /// other than for `"` and `\`: printable text on one line.
 pub(super) fn is_printable_line(s: &str) -> bool {
-    s.chars()
-        .all(|c| !(c.is_control() || matches!(c, '\u{feff}' | '\u{2028}' | '\u{2029}' | '\u{85}')))
+    s.chars().all(is_printable)
 }
 
 /// Whether `s` can be a block scalar's content: printable text and line feeds.
 pub(super) fn is_block_content(s: &str) -> bool {
-    s.chars().all(|c| {
-        c == '\n'
-            || c == '\t'
-            || !(c.is_control() || matches!(c, '\u{feff}' | '\u{2028}' | '\u{2029}' | '\u{85}'))
-    })
+    s.chars().all(|c| c == '\n' || c == '\t' || is_printable(c))
+}
+
+/// A character YAML can carry unescaped: no control characters, no byte-order
+/// mark, no Unicode line or paragraph separators.
+fn is_printable(c: char) -> bool {
+    !(c.is_control() || matches!(c, '\u{feff}' | '\u{2028}' | '\u{2029}'))
 }
 
 #[cfg(test)]
