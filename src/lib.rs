@@ -4,6 +4,7 @@
 pub mod attach;
 pub mod cni_config;
 pub mod krm;
+pub mod manifests;
 pub mod nad;
 pub mod namespace;
 pub mod networks;

@@ -99,6 +99,14 @@ pub fn render(items: &mut Vec<Node>, settings: &Settings) -> Result<Vec<FnResult
     Ok(results)
 }
 
+/// The namespace a resource is in: its own, else the default namespace the
+/// host puts it in, if the settings name one.
+fn namespace_of<'a>(r: &'a ResourceRef, settings: &'a Settings) -> Option<&'a str> {
+    r.namespace
+        .as_deref()
+        .or(settings.default_namespace.as_deref())
+}
+
 struct Renderer<'a> {
     settings: &'a Settings,
     refs: &'a [ResourceRef],
@@ -201,7 +209,7 @@ impl Renderer<'_> {
             let Some(kind) = kinds.find(r.group(), &r.kind) else {
                 continue;
             };
-            let ns_name = r.namespace.as_deref();
+            let ns_name = namespace_of(r, settings);
             let pod_ns = ns_name.unwrap_or("");
             let ns = ns_name.and_then(|n| namespaces.get(n));
             let before = match resource::annotation(item, OWNED_ANNOTATION).map(Owned::parse) {
@@ -346,7 +354,10 @@ impl Renderer<'_> {
                 }
                 continue;
             }
-            if current.insert(r.namespace.clone(), i).is_some() {
+            if current
+                .insert(namespace_of(r, self.settings).map(str::to_string), i)
+                .is_some()
+            {
                 self.report(
                     i,
                     Severity::Error,

@@ -27,6 +27,7 @@ pub const KEYS: &[&str] = &[
     "proxyUIDOffset",
     "namespaces",
     "workloadKinds",
+    "defaultNamespace",
 ];
 
 /// What the function works with.
@@ -50,6 +51,9 @@ pub struct Settings {
     pub namespaces: BTreeMap<String, BTreeMap<String, String>>,
     /// Workload kinds beyond the built-in ones.
     pub workload_kinds: Vec<WorkloadKind>,
+    /// The namespace of resources that have no `metadata.namespace`: the one
+    /// `helm install -n`, Argo CD's destination or `kubectl apply -n` puts them in.
+    pub default_namespace: Option<String>,
 }
 
 impl Default for Settings {
@@ -64,6 +68,7 @@ impl Default for Settings {
             proxy_uid_offset: 2102,
             namespaces: BTreeMap::new(),
             workload_kinds: Vec::new(),
+            default_namespace: None,
         }
     }
 }
@@ -142,6 +147,20 @@ impl Settings {
         Ok(settings)
     }
 
+    /// Overrides settings with text values, as a ConfigMap's `data` holds them
+    /// (structured settings are YAML or JSON text): what flags and environment
+    /// variables give. Each is checked as in a functionConfig.
+    pub fn override_with<'a>(
+        &mut self,
+        values: impl IntoIterator<Item = (&'a str, &'a str)>,
+    ) -> Result<(), SettingsError> {
+        let mut map = Map::default();
+        for (key, value) in values {
+            map.insert(key, Node::string(value));
+        }
+        self.apply(&map, true)
+    }
+
     /// Applies the settings under `key` (`spec` or `data`), if any.
     fn apply_section(
         &mut self,
@@ -214,6 +233,7 @@ impl Settings {
                     let parsed = structured(key, value, from_config_map)?;
                     self.workload_kinds = workload_kinds(key, &parsed)?;
                 }
+                "defaultNamespace" => self.default_namespace = Some(label(key, value)?),
                 _ => {
                     return Err(SettingsError::UnknownKey {
                         key: key.to_string(),

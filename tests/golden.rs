@@ -207,15 +207,18 @@ fn deterministic_and_idempotent() {
     });
 }
 
+/// A setting of a case, from its functionConfig.
+fn setting<'a>(resource_list: &'a Yaml, key: &str) -> Option<&'a str> {
+    let fc = resource_list.get("functionConfig")?;
+    fc.str_at(&["spec", key])
+        .or_else(|| fc.str_at(&["data", key]))
+}
+
 /// The name of the NAD in a case (from its functionConfig, else the default).
 fn nad_name(resource_list: &Yaml) -> String {
-    let fc = resource_list.get("functionConfig");
-    fc.and_then(|f| {
-        f.str_at(&["spec", "nadName"])
-            .or_else(|| f.str_at(&["data", "nadName"]))
-    })
-    .unwrap_or("linkerd-cni")
-    .to_string()
+    setting(resource_list, "nadName")
+        .unwrap_or("linkerd-cni")
+        .to_string()
 }
 
 fn workload_meta_path(item: &Yaml, resource_list: &Yaml) -> Option<Vec<String>> {
@@ -530,9 +533,15 @@ fn invariants(input: &str, got: &Run) -> Vec<String> {
     }
 
     // Workloads: well-formed ownership records, no dangling references, never twice.
+    let default_namespace = setting(&rl_in, "defaultNamespace").unwrap_or("");
     for (idx, item) in items_out.iter().enumerate() {
         let (kind, ns, name) = item.id();
         let what = format!("{kind} {ns}/{name}");
+        let ns = if ns.is_empty() {
+            default_namespace.to_string()
+        } else {
+            ns
+        };
         if let Some(owned) = item.annotation("multus.linkerd.io/owned")
             && !owned.split(',').all(|part| {
                 part == "network=created"
@@ -1597,6 +1606,7 @@ fn error_settings() {
         "proxyUIDOffset",
         "namespaces",
         "workloadKinds",
+        "defaultNamespace",
     ] {
         assert!(errors.contains(key), "valid key {key} not listed: {errors}");
     }

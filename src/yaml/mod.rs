@@ -198,6 +198,29 @@ impl Node {
         }
     }
 
+    /// Turns a JSON document into idiomatic YAML: blocks, and no quotes on
+    /// strings that read back the same without them.
+    pub fn into_yaml_style(&mut self) {
+        match self {
+            Node::Scalar(s) => {
+                if s.style == Style::DoubleQuoted && s.tag.is_none() && is_plain_safe(&s.value) {
+                    s.style = Style::Plain;
+                }
+            }
+            Node::Seq(s) => {
+                s.flow = false;
+                s.items.iter_mut().for_each(Node::into_yaml_style);
+            }
+            Node::Map(m) => {
+                m.flow = false;
+                for (k, v) in &mut m.entries {
+                    k.into_yaml_style();
+                    v.into_yaml_style();
+                }
+            }
+        }
+    }
+
     /// Whether this is a collection written in flow style.
     pub fn is_flow(&self) -> bool {
         match self {
