@@ -3,12 +3,15 @@
 
 pub mod attach;
 pub mod cni_config;
+pub mod diff;
+pub mod environment;
 pub mod krm;
 pub mod manifests;
 pub mod nad;
 pub mod namespace;
 pub mod networks;
 pub mod render;
+pub mod renderer;
 pub mod resource;
 pub mod resource_list;
 pub mod results;

@@ -2,22 +2,140 @@
 #![forbid(unsafe_code)]
 
 use std::io::{Read, Write};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use clap::Parser;
+use clap::{Args, Parser, Subcommand};
+use linkerd_multus::krm::{self, Outcome};
+use linkerd_multus::manifests::Input;
+use linkerd_multus::renderer::{self, Mode, Options};
 
 /// Attaches Linkerd-CNI to workloads through Multus, at render time.
 ///
-/// With no arguments it is a KRM function: it reads a ResourceList on stdin and
-/// writes one on stdout (kpt fn render, kpt fn eval --exec, kustomize).
+/// With no subcommand it is a KRM function: it reads a ResourceList on stdin
+/// and writes one on stdout (kpt fn render, kpt fn eval, kustomize).
 #[derive(Parser)]
 #[command(version, about)]
-struct Cli {}
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Renders manifest files, directories or stdin (-) to a YAML stream on
+    /// stdout: for Argo CD plugins, kustomize exec plugins and scripts.
+    Render {
+        /// Files and directories (walked recursively; hidden ones, Kptfiles and
+        /// local-config objects are left out), or - for stdin.
+        #[arg(value_name = "PATH|-", default_value = "-")]
+        paths: Vec<String>,
+        /// Prints a unified diff of what rendering changes instead of the result.
+        #[arg(long)]
+        diff: bool,
+        #[command(flatten)]
+        settings: SettingsArgs,
+    },
+    /// Exits 1 with a unified diff when rendering would change the files, 0
+    /// when they are already rendered: a CI gate for GitOps repositories.
+    Check {
+        /// Files and directories, as for render.
+        #[arg(value_name = "PATH", required = true)]
+        paths: Vec<String>,
+        #[command(flatten)]
+        settings: SettingsArgs,
+    },
+    /// A Helm post-renderer: Helm's manifests on stdin, rendered on stdout.
+    /// Resources without a namespace are in $HELM_NAMESPACE unless
+    /// --default-namespace says otherwise.
+    PostRender {
+        #[command(flatten)]
+        settings: SettingsArgs,
+    },
+}
+
+/// Settings, each also read from `LINKERD_MULTUS_<NAME>` (flags win).
+#[derive(Args)]
+struct SettingsArgs {
+    /// A file holding the settings: a LinkerdMultus object (or a ConfigMap).
+    /// A LinkerdMultus among the inputs is read the same way.
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// Files or directories read to decide but not printed: the Linkerd-CNI
+    /// ConfigMap, Namespaces, NADs already in the cluster.
+    #[arg(long, value_name = "PATH")]
+    context: Vec<PathBuf>,
+    /// Succeeds with empty output when the inputs hold no resources.
+    #[arg(long)]
+    allow_empty: bool,
+    /// Namespace of the Linkerd-CNI ConfigMap [default: linkerd-cni].
+    #[arg(long, value_name = "NAMESPACE")]
+    cni_namespace: Option<String>,
+    /// The Linkerd control-plane namespace [default: linkerd].
+    #[arg(long, value_name = "NAMESPACE")]
+    linkerd_namespace: Option<String>,
+    /// Name of the NetworkAttachmentDefinition [default: linkerd-cni].
+    #[arg(long, value_name = "NAME")]
+    nad_name: Option<String>,
+    /// Kubeconfig path the CNI plugin uses [default: from the ConfigMap].
+    #[arg(long, value_name = "PATH")]
+    cni_kubeconfig: Option<String>,
+    /// cniVersion added to NAD configs that have none [default: 0.3.0].
+    #[arg(long, value_name = "VERSION")]
+    cni_version: Option<String>,
+    /// Namespace annotation holding the OpenShift UID range.
+    #[arg(long, value_name = "KEY")]
+    uid_range_annotation: Option<String>,
+    /// Offset of the proxy UID in that range [default: 2102].
+    #[arg(long, value_name = "N")]
+    proxy_uid_offset: Option<String>,
+    /// Annotations of namespaces not in the input, as YAML or JSON:
+    /// '{demo: {annotations: {linkerd.io/multus: enabled}}}'.
+    #[arg(long, value_name = "YAML")]
+    namespaces: Option<String>,
+    /// Workload kinds beyond the built-in ones, as YAML or JSON:
+    /// '[{apiVersion: argoproj.io/v1alpha1, kind: Rollout, podTemplatePath: /spec/template}]'.
+    #[arg(long, value_name = "YAML")]
+    workload_kinds: Option<String>,
+    /// Namespace of resources without metadata.namespace (helm -n, Argo CD's
+    /// destination).
+    #[arg(long, value_name = "NAMESPACE")]
+    default_namespace: Option<String>,
+}
+
+impl SettingsArgs {
+    fn into_options(self, inputs: Vec<Input>, mode: Mode) -> Options {
+        let flags = [
+            ("cniNamespace", self.cni_namespace),
+            ("linkerdNamespace", self.linkerd_namespace),
+            ("nadName", self.nad_name),
+            ("cniKubeconfig", self.cni_kubeconfig),
+            ("cniVersion", self.cni_version),
+            ("uidRangeAnnotation", self.uid_range_annotation),
+            ("proxyUIDOffset", self.proxy_uid_offset),
+            ("namespaces", self.namespaces),
+            ("workloadKinds", self.workload_kinds),
+            ("defaultNamespace", self.default_namespace),
+        ];
+        Options {
+            inputs,
+            context: self.context.into_iter().map(Input::Path).collect(),
+            config: self.config,
+            flags: flags
+                .into_iter()
+                .filter_map(|(key, value)| Some((key, value?)))
+                .collect(),
+            mode,
+            allow_empty: self.allow_empty,
+            namespace_variables: &[],
+        }
+    }
+}
 
 fn main() -> ExitCode {
-    Cli::parse();
-    match run() {
+    let cli = Cli::parse();
+    match run(cli.command) {
         Ok(code) => code,
         Err(e) => {
             eprintln!("error: {e:#}");
@@ -26,16 +144,54 @@ fn main() -> ExitCode {
     }
 }
 
-fn run() -> anyhow::Result<ExitCode> {
+fn read_stdin() -> std::io::Result<String> {
     let mut input = String::new();
-    std::io::stdin()
-        .read_to_string(&mut input)
-        .context("reading the ResourceList from stdin")?;
-    let outcome = linkerd_multus::krm::run(&input);
+    std::io::stdin().read_to_string(&mut input)?;
+    Ok(input)
+}
+
+fn run(command: Option<Command>) -> anyhow::Result<ExitCode> {
+    let env = |name: &str| std::env::var(name).ok();
+    let outcome = match command {
+        None => {
+            let input = read_stdin().context("reading the ResourceList from stdin")?;
+            krm::run(&input)
+        }
+        Some(Command::Render {
+            paths,
+            diff,
+            settings,
+        }) => {
+            let mode = if diff { Mode::Diff } else { Mode::Stream };
+            let inputs = paths.iter().map(|p| Input::from_arg(p)).collect();
+            let mut options = settings.into_options(inputs, mode);
+            // Argo CD applies resources without a namespace in the application's
+            // destination namespace.
+            options.namespace_variables = &["ARGOCD_APP_NAMESPACE"];
+            renderer::run(&options, &env, read_stdin)
+        }
+        Some(Command::Check { paths, settings }) => {
+            let inputs = paths.iter().map(|p| Input::from_arg(p)).collect();
+            renderer::run(
+                &settings.into_options(inputs, Mode::Check),
+                &env,
+                read_stdin,
+            )
+        }
+        Some(Command::PostRender { settings }) => {
+            let mut options = settings.into_options(vec![Input::Stdin], Mode::Stream);
+            options.namespace_variables = &["HELM_NAMESPACE"];
+            renderer::run(&options, &env, read_stdin)
+        }
+    };
+    print(&outcome)
+}
+
+fn print(outcome: &Outcome) -> anyhow::Result<ExitCode> {
     std::io::stdout()
         .lock()
         .write_all(outcome.stdout.as_bytes())
-        .context("writing the ResourceList to stdout")?;
+        .context("writing to stdout")?;
     std::io::stderr().write_all(outcome.stderr.as_bytes()).ok();
     Ok(ExitCode::from(u8::try_from(outcome.code).unwrap_or(1)))
 }

@@ -77,8 +77,13 @@ pub struct Manifests {
     pub items: Vec<Node>,
     /// The directory the tagged paths are relative to, when there is one.
     pub root: Option<PathBuf>,
+    /// Whether the tags are this reader's, to be removed on output. A stream
+    /// whose resources already carry paths (`kpt fn source`) is left as it is.
+    pub tagged: bool,
     /// Every file read, by tagged path, with the documents it held as written.
     pub files: BTreeMap<String, Vec<Node>>,
+    /// The file of each item, while reading.
+    sources: Vec<String>,
 }
 
 impl Manifests {
@@ -125,6 +130,18 @@ impl Manifests {
                 }
             }
         }
+        manifests.tagged = !manifests
+            .items
+            .iter()
+            .any(|i| resource::file_ref(i).is_some());
+        if manifests.tagged {
+            let mut next: BTreeMap<&str, usize> = BTreeMap::new();
+            for (item, path) in manifests.items.iter_mut().zip(&manifests.sources) {
+                let index = next.entry(path).or_default();
+                tag(item, path, *index);
+                *index += 1;
+            }
+        }
         Ok(manifests)
     }
 
@@ -151,14 +168,28 @@ impl Manifests {
                 }
             }
         }
-        let file = self.files.entry(path.clone()).or_default();
-        for (index, item) in written.iter().enumerate() {
-            let mut item = item.clone();
-            tag(&mut item, &path, file.len() + index);
-            self.items.push(item);
-        }
-        file.extend(written);
+        self.items.extend(written.iter().cloned());
+        self.sources
+            .extend(std::iter::repeat_n(path.clone(), written.len()));
+        self.files.entry(path).or_default().extend(written);
         Ok(())
+    }
+
+    /// Tags resources with the paths to show rather than paths relative to
+    /// the root: for files read beside others that have their own root.
+    pub fn without_root(mut self) -> Self {
+        if let Some(root) = self.root.take() {
+            for item in &mut self.items {
+                if let Some((path, index)) = origin(item) {
+                    tag(item, &display(&root.join(path)), index);
+                }
+            }
+            self.files = std::mem::take(&mut self.files)
+                .into_iter()
+                .map(|(path, docs)| (display(&root.join(path)), docs))
+                .collect();
+        }
+        self
     }
 
     /// The path to show for a tagged path.

@@ -1,0 +1,258 @@
+//! Settings a host passes in environment variables: `LINKERD_MULTUS_*` for
+//! every host, and what Argo CD gives a config-management plugin (the
+//! application's `env`, prefixed `ARGOCD_ENV_`, and its `parameters`).
+
+use std::fmt;
+
+use crate::settings::KEYS;
+
+/// Prefix of the environment variable of each setting.
+pub const PREFIX: &str = "LINKERD_MULTUS_";
+/// Argo CD's prefix for the variables of an Application's `plugin.env`.
+pub const ARGOCD_ENV_PREFIX: &str = "ARGOCD_ENV_";
+/// Argo CD's JSON list of an Application's `plugin.parameters`.
+pub const ARGOCD_PARAMETERS: &str = "ARGOCD_APP_PARAMETERS";
+/// Argo CD's prefix for one variable per parameter.
+pub const ARGOCD_PARAM_PREFIX: &str = "PARAM_";
+
+/// One setting's value and where it came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Value {
+    /// The settings key.
+    pub key: &'static str,
+    /// Its text.
+    pub value: String,
+    /// Where it was set, for messages.
+    pub source: String,
+}
+
+/// A variable that does not make sense.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{variable}: {problem}")]
+pub struct EnvError {
+    /// The variable.
+    pub variable: String,
+    /// What is wrong.
+    pub problem: String,
+}
+
+/// The environment variable of a setting: `proxyUIDOffset` is `PROXY_UID_OFFSET`.
+pub fn variable(key: &str) -> String {
+    let chars: Vec<char> = key.chars().collect();
+    let mut out = String::with_capacity(key.len() + 4);
+    for (i, &c) in chars.iter().enumerate() {
+        let boundary = i > 0
+            && c.is_ascii_uppercase()
+            && (chars[i - 1].is_ascii_lowercase()
+                || chars.get(i + 1).is_some_and(char::is_ascii_lowercase));
+        if boundary {
+            out.push('_');
+        }
+        out.push(c.to_ascii_uppercase());
+    }
+    out
+}
+
+/// Settings from variables named `prefix` + [`variable`], in key order.
+pub fn prefixed(env: &dyn Fn(&str) -> Option<String>, prefix: &str) -> Vec<Value> {
+    KEYS.iter()
+        .filter_map(|&key| {
+            let name = format!("{prefix}{}", variable(key));
+            env(&name).map(|value| Value {
+                key,
+                value,
+                source: format!("environment variable {name}"),
+            })
+        })
+        .collect()
+}
+
+/// Settings from an Argo CD Application's parameters: `ARGOCD_APP_PARAMETERS`
+/// when set, else the `PARAM_*` variables. Parameters are named after the
+/// settings keys. Structured settings are YAML or JSON strings, or Argo CD's
+/// own shapes: `namespaces` a map of namespace name to its annotations (one
+/// YAML or JSON mapping), `workloadKinds` an array of YAML or JSON mappings.
+pub fn argocd_parameters(env: &dyn Fn(&str) -> Option<String>) -> Result<Vec<Value>, EnvError> {
+    let Some(json) = env(ARGOCD_PARAMETERS) else {
+        return Ok(argocd_param_variables(env));
+    };
+    let error = |problem: String| EnvError {
+        variable: format!("environment variable {ARGOCD_PARAMETERS}"),
+        problem,
+    };
+    let list: Vec<serde_json::Value> = match serde_json::from_str(&json) {
+        Ok(serde_json::Value::Null) => return Ok(Vec::new()),
+        Ok(v) => serde_json::from_value(v)
+            .map_err(|_| error("is not a JSON list of parameters".into()))?,
+        Err(e) => return Err(error(format!("is not valid JSON: {e}"))),
+    };
+    let mut out = Vec::new();
+    for param in list {
+        let name = param
+            .get("name")
+            .and_then(|n| n.as_str())
+            .ok_or_else(|| error("a parameter has no name".into()))?;
+        let key = KEYS.iter().find(|k| **k == name).ok_or_else(|| {
+            error(format!(
+                "unknown parameter {name:?}; valid parameters are {}",
+                KEYS.join(", ")
+            ))
+        })?;
+        let value = if let Some(s) = param.get("string").and_then(|s| s.as_str()) {
+            s.to_string()
+        } else if let Some(map) = param.get("map").and_then(|m| m.as_object()) {
+            // namespace name -> its annotations, each a YAML or JSON mapping.
+            map.iter()
+                .map(|(name, annotations)| {
+                    let annotations = annotations.as_str().unwrap_or_default();
+                    format!("{}: {{annotations: {annotations}}}\n", json_string(name))
+                })
+                .collect()
+        } else if let Some(array) = param.get("array").and_then(|a| a.as_array()) {
+            // One YAML or JSON item per element.
+            array
+                .iter()
+                .map(|item| format!("- {}\n", item.as_str().unwrap_or_default()))
+                .collect()
+        } else {
+            return Err(error(format!(
+                "parameter {name:?} has no string, map or array value"
+            )));
+        };
+        out.push(Value {
+            key,
+            value,
+            source: format!("Argo CD parameter {name}"),
+        });
+    }
+    Ok(out)
+}
+
+fn json_string(s: &str) -> String {
+    serde_json::Value::from(s).to_string()
+}
+
+/// `PARAM_<NAME>`: Argo CD upper-cases a parameter's name and turns every
+/// character that is not a letter or digit into `_`, so `cniNamespace` is
+/// `PARAM_CNINAMESPACE`. Only string parameters are read this way.
+fn argocd_param_variables(env: &dyn Fn(&str) -> Option<String>) -> Vec<Value> {
+    KEYS.iter()
+        .filter_map(|&key| {
+            let name = format!("{ARGOCD_PARAM_PREFIX}{}", key.to_ascii_uppercase());
+            env(&name).map(|value| Value {
+                key,
+                value,
+                source: format!("environment variable {name}"),
+            })
+        })
+        .collect()
+}
+
+impl fmt::Display for Value {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}={} ({})", self.key, self.value, self.source)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn env(vars: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+        let map: HashMap<String, String> = vars
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        move |name| map.get(name).cloned()
+    }
+
+    #[test]
+    fn variable_names() {
+        for (key, want) in [
+            ("cniNamespace", "CNI_NAMESPACE"),
+            ("proxyUIDOffset", "PROXY_UID_OFFSET"),
+            ("uidRangeAnnotation", "UID_RANGE_ANNOTATION"),
+            ("nadName", "NAD_NAME"),
+            ("namespaces", "NAMESPACES"),
+            ("defaultNamespace", "DEFAULT_NAMESPACE"),
+        ] {
+            assert_eq!(variable(key), want);
+        }
+    }
+
+    #[test]
+    fn reads_prefixed_variables() {
+        let e = env(&[
+            ("LINKERD_MULTUS_NAD_NAME", "net"),
+            ("ARGOCD_ENV_LINKERD_MULTUS_CNI_NAMESPACE", "cni"),
+            ("LINKERD_MULTUS_UNKNOWN", "x"),
+        ]);
+        let plain = prefixed(&e, PREFIX);
+        assert_eq!(plain.len(), 1);
+        assert_eq!(
+            plain[0].to_string(),
+            "nadName=net (environment variable LINKERD_MULTUS_NAD_NAME)"
+        );
+        let argo = prefixed(&e, &format!("{ARGOCD_ENV_PREFIX}{PREFIX}"));
+        assert_eq!(argo[0].key, "cniNamespace");
+    }
+
+    #[test]
+    fn reads_argocd_parameters() {
+        let e = env(&[(
+            ARGOCD_PARAMETERS,
+            r#"[{"name":"nadName","string":"net"},{"name":"namespaces","map":{"demo":"{linkerd.io/multus: enabled}"}},{"name":"workloadKinds","array":["{apiVersion: x/v1, kind: K, podTemplatePath: /spec/template}"]}]"#,
+        )]);
+        let values = argocd_parameters(&e).unwrap();
+        let got: Vec<_> = values.iter().map(|v| (v.key, v.value.as_str())).collect();
+        assert_eq!(
+            got,
+            [
+                ("nadName", "net"),
+                (
+                    "namespaces",
+                    "\"demo\": {annotations: {linkerd.io/multus: enabled}}\n"
+                ),
+                (
+                    "workloadKinds",
+                    "- {apiVersion: x/v1, kind: K, podTemplatePath: /spec/template}\n"
+                ),
+            ]
+        );
+        let fallback = argocd_parameters(&env(&[("PARAM_NADNAME", "net")])).unwrap();
+        assert_eq!(fallback[0].key, "nadName");
+        assert!(
+            argocd_parameters(&env(&[(ARGOCD_PARAMETERS, "null")]))
+                .unwrap()
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn argocd_parameter_errors() {
+        for (json, want) in [
+            (
+                "[",
+                "environment variable ARGOCD_APP_PARAMETERS: is not valid JSON",
+            ),
+            (
+                "{}",
+                "environment variable ARGOCD_APP_PARAMETERS: is not a JSON list",
+            ),
+            (
+                r#"[{"name":"nadname","string":"x"}]"#,
+                "environment variable ARGOCD_APP_PARAMETERS: unknown parameter \"nadname\"; valid parameters are cniNamespace,",
+            ),
+            (
+                r#"[{"name":"nadName"}]"#,
+                "environment variable ARGOCD_APP_PARAMETERS: parameter \"nadName\" has no string",
+            ),
+        ] {
+            let err = argocd_parameters(&env(&[(ARGOCD_PARAMETERS, json)]))
+                .unwrap_err()
+                .to_string();
+            assert!(err.starts_with(want), "{json}: {err}");
+        }
+    }
+}

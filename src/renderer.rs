@@ -1,0 +1,330 @@
+//! The plain renderer front: manifest files in, a YAML stream (or a diff) out.
+//! What Argo CD, Helm, kustomize's exec plugins and CI run; the KRM function's
+//! core does the work.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io;
+use std::path::PathBuf;
+
+use crate::diff;
+use crate::environment::{self, ARGOCD_ENV_PREFIX, PREFIX};
+use crate::krm::Outcome;
+use crate::manifests::{self, Input, Manifests, STDIN};
+use crate::render::render;
+use crate::resource::{self, FileRef};
+use crate::results::{FnResult, Severity};
+use crate::settings::{self, Settings};
+use crate::yaml::{self, Node};
+
+/// What to print.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// The rendered resources as one YAML stream.
+    Stream,
+    /// A unified diff of what rendering changes; exits 0.
+    Diff,
+    /// The same diff; exits 1 when there is one.
+    Check,
+}
+
+/// A run of the renderer.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Files, directories or stdin holding the resources.
+    pub inputs: Vec<Input>,
+    /// Files or directories read to decide (the Linkerd-CNI ConfigMap,
+    /// Namespaces, NADs already in the cluster) but not printed.
+    pub context: Vec<Input>,
+    /// A file holding the `LinkerdMultus` settings (or a ConfigMap).
+    pub config: Option<PathBuf>,
+    /// Settings from command-line flags: key and value, applied last.
+    pub flags: Vec<(&'static str, String)>,
+    /// What to print.
+    pub mode: Mode,
+    /// Whether an input without resources is fine.
+    pub allow_empty: bool,
+    /// Variables naming the namespace the host puts resources without one
+    /// in (`HELM_NAMESPACE`, `ARGOCD_APP_NAMESPACE`): the `defaultNamespace`
+    /// when no setting gives one.
+    pub namespace_variables: &'static [&'static str],
+}
+
+impl Options {
+    /// Options for inputs, everything else unset.
+    pub fn new(inputs: Vec<Input>) -> Self {
+        Options {
+            inputs,
+            context: Vec::new(),
+            config: None,
+            flags: Vec::new(),
+            mode: Mode::Stream,
+            allow_empty: false,
+            namespace_variables: &[],
+        }
+    }
+}
+
+/// A failure before rendering: printed as one line, exit non-zero, no output.
+struct Failure(String);
+
+impl<E: std::fmt::Display> From<E> for Failure {
+    fn from(e: E) -> Self {
+        Failure(e.to_string())
+    }
+}
+
+/// Renders the inputs; `env` reads environment variables, `stdin` the text of `-`.
+pub fn run(
+    options: &Options,
+    env: &dyn Fn(&str) -> Option<String>,
+    stdin: impl FnMut() -> io::Result<String>,
+) -> Outcome {
+    let error_code = if options.mode == Mode::Check { 2 } else { 1 };
+    match run_inner(options, env, stdin) {
+        Ok(outcome) => outcome,
+        Err(Failure(message)) => Outcome {
+            stdout: String::new(),
+            stderr: format!("error: {message}\n"),
+            code: error_code,
+        },
+    }
+}
+
+fn run_inner(
+    options: &Options,
+    env: &dyn Fn(&str) -> Option<String>,
+    stdin: impl FnMut() -> io::Result<String>,
+) -> Result<Outcome, Failure> {
+    if options.context.contains(&Input::Stdin) {
+        return Err(Failure(
+            "--context reads files and directories, not stdin".into(),
+        ));
+    }
+    let mut manifests = Manifests::read(&options.inputs, stdin)?;
+    let context =
+        Manifests::read(&options.context, || unreachable!("checked above"))?.without_root();
+    let mut context_origins = BTreeSet::new();
+    for item in &context.items {
+        if let Some(origin) = manifests::origin(item) {
+            if manifests.files.contains_key(&origin.0) {
+                return Err(Failure(format!(
+                    "{} is given both as an input and as --context",
+                    origin.0
+                )));
+            }
+            context_origins.insert(origin);
+        }
+    }
+    let set_aside = take_settings_objects(&mut manifests.items);
+    let settings = settings(options, env, &set_aside, &manifests)?;
+    if manifests.items.is_empty() && !options.allow_empty {
+        let inputs: Vec<String> = options.inputs.iter().map(ToString::to_string).collect();
+        return Err(Failure(format!(
+            "no Kubernetes objects in {}; an empty output makes Argo CD prune every resource of the application (pass --allow-empty if that is what you want)",
+            inputs.join(", ")
+        )));
+    }
+
+    let mut items = std::mem::take(&mut manifests.items);
+    items.extend(context.items.iter().cloned());
+    let results = render(&mut items, &settings)
+        .map_err(|e| Failure(format!("the input is malformed: {e}")))?;
+    // Generated NADs get new files, so a resource from a context file is
+    // exactly one whose file and position are a context file's.
+    let is_context =
+        |item: &Node| manifests::origin(item).is_some_and(|o| context_origins.contains(&o));
+
+    let mut stderr = String::new();
+    let mut errors = 0;
+    for result in &results {
+        if result.severity == Severity::Info {
+            continue;
+        }
+        errors += usize::from(result.severity == Severity::Error);
+        stderr.push_str(&show(result, &manifests));
+        stderr.push('\n');
+    }
+    if errors > 0 {
+        return Ok(Outcome {
+            stdout: String::new(),
+            stderr,
+            code: if options.mode == Mode::Check { 2 } else { 1 },
+        });
+    }
+
+    let output: Vec<&Node> = items.iter().filter(|i| !is_context(i)).collect();
+    match options.mode {
+        Mode::Stream => {
+            let printed: Vec<&Node> = output
+                .into_iter()
+                .filter(|i| !resource::is_local_config(i))
+                .collect();
+            let stdout = if manifests.tagged {
+                manifests::to_stream(printed)
+            } else {
+                yaml::emit_stream(printed)
+            };
+            Ok(Outcome {
+                stdout,
+                stderr,
+                code: 0,
+            })
+        }
+        Mode::Diff | Mode::Check => {
+            let files = changed_files(&manifests, &output, &set_aside, options);
+            let (text, changed) = diff::unified(&files);
+            let code = i32::from(options.mode == Mode::Check && changed > 0);
+            if options.mode == Mode::Check {
+                stderr.push_str(&match changed {
+                    0 => format!("{} files up to date\n", files.len()),
+                    1 => "1 file is not rendered; run the render (kpt fn render) and commit the result\n".into(),
+                    n => format!("{n} files are not rendered; run the render (kpt fn render) and commit the result\n"),
+                });
+            }
+            Ok(Outcome {
+                stdout: text,
+                stderr,
+                code,
+            })
+        }
+    }
+}
+
+/// Removes the `LinkerdMultus` objects from the resources: they configure the
+/// renderer and are not applied.
+fn take_settings_objects(items: &mut Vec<Node>) -> Vec<Node> {
+    let (settings, rest): (Vec<Node>, Vec<Node>) =
+        std::mem::take(items).into_iter().partition(|item| {
+            resource::resource_ref(item)
+                .is_ok_and(|r| r.api_version == settings::API_VERSION && r.kind == settings::KIND)
+        });
+    *items = rest;
+    settings
+}
+
+/// The settings: the config object, then environment variables, then flags.
+fn settings(
+    options: &Options,
+    env: &dyn Fn(&str) -> Option<String>,
+    objects: &[Node],
+    manifests: &Manifests,
+) -> Result<Settings, Failure> {
+    let where_is = |item: &Node| {
+        resource::file_ref(item)
+            .map_or_else(|| "the input".to_string(), |f| show_file(&f, manifests))
+    };
+    let from_file;
+    let (config, source) = match (&options.config, objects) {
+        (Some(path), []) => {
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| Failure(format!("--config {}: {e}", path.display())))?;
+            from_file = yaml::parse_document(&text).map_err(|e| {
+                Failure(format!("--config {}: not valid YAML: {e}", path.display()))
+            })?;
+            (Some(&from_file), format!("--config {}", path.display()))
+        }
+        (None, []) => (None, String::new()),
+        (None, [one]) => (Some(one), where_is(one)),
+        (Some(path), [one, ..]) => {
+            return Err(Failure(format!(
+                "settings are given twice: --config {} and the {} in {}; keep one",
+                path.display(),
+                settings::KIND,
+                where_is(one)
+            )));
+        }
+        (None, [first, second, ..]) => {
+            return Err(Failure(format!(
+                "settings are given twice: a {} in {} and another in {}; keep one",
+                settings::KIND,
+                where_is(first),
+                where_is(second)
+            )));
+        }
+    };
+    let mut settings =
+        Settings::from_function_config(config).map_err(|e| Failure(format!("{source}: {e}")))?;
+    let argo_env = format!("{ARGOCD_ENV_PREFIX}{PREFIX}");
+    let mut values = environment::prefixed(env, PREFIX);
+    values.extend(environment::prefixed(env, &argo_env));
+    values.extend(environment::argocd_parameters(env)?);
+    values.extend(options.flags.iter().map(|(key, value)| environment::Value {
+        key,
+        value: value.clone(),
+        source: format!("--{}", flag_name(key)),
+    }));
+    for value in &values {
+        settings
+            .override_with([(value.key, value.value.as_str())])
+            .map_err(|e| Failure(format!("{}: {e}", value.source)))?;
+    }
+    if settings.default_namespace.is_none()
+        && let Some((variable, namespace)) = options
+            .namespace_variables
+            .iter()
+            .find_map(|v| env(v).filter(|n| !n.is_empty()).map(|n| (v, n)))
+    {
+        settings
+            .override_with([("defaultNamespace", namespace.as_str())])
+            .map_err(|e| Failure(format!("environment variable {variable}: {e}")))?;
+    }
+    Ok(settings)
+}
+
+/// The command-line flag of a setting: `proxyUIDOffset` is `--proxy-uid-offset`.
+pub fn flag_name(key: &str) -> String {
+    environment::variable(key)
+        .to_ascii_lowercase()
+        .replace('_', "-")
+}
+
+/// Each file before and after rendering, by the path to show.
+fn changed_files(
+    manifests: &Manifests,
+    output: &[&Node],
+    set_aside: &[Node],
+    options: &Options,
+) -> diff::Files {
+    let stdin_only = options.inputs.iter().all(|i| *i == Input::Stdin);
+    let mut after: BTreeMap<String, Vec<(usize, &Node)>> = BTreeMap::new();
+    for (position, item) in output.iter().copied().chain(set_aside).enumerate() {
+        let (path, index) = match manifests::origin(item) {
+            Some(_) if stdin_only => (STDIN.to_string(), position),
+            Some(origin) => origin,
+            None => (STDIN.to_string(), position),
+        };
+        after.entry(path).or_default().push((index, item));
+    }
+    let mut files = diff::Files::new();
+    for (path, docs) in &manifests.files {
+        let before = (!docs.is_empty()).then(|| yaml::emit_stream(docs));
+        files.insert(manifests.display_path(path), (before, None));
+    }
+    for (path, mut docs) in after {
+        docs.sort_by_key(|(index, _)| *index);
+        let text = if manifests.tagged {
+            manifests::to_stream(docs.into_iter().map(|(_, d)| d))
+        } else {
+            yaml::emit_stream(docs.into_iter().map(|(_, d)| d))
+        };
+        files.entry(manifests.display_path(&path)).or_default().1 = Some(text);
+    }
+    files
+}
+
+/// A result as one line, with the file as the user knows it.
+fn show(result: &FnResult, manifests: &Manifests) -> String {
+    let mut result = result.clone();
+    if let Some(file) = &mut result.file {
+        file.path = manifests.display_path(&file.path);
+    }
+    result.to_string()
+}
+
+fn show_file(file: &FileRef, manifests: &Manifests) -> String {
+    FileRef {
+        path: manifests.display_path(&file.path),
+        index: file.index,
+    }
+    .to_string()
+}
