@@ -205,6 +205,15 @@ impl Yaml {
 
 /// Parses the first document of `text`.
 pub fn parse_yaml(text: &str) -> Result<Yaml, String> {
+    parse_yaml_stream(text)?
+        .into_iter()
+        .next()
+        .ok_or_else(|| "empty YAML".to_string())
+}
+
+/// Parses every document of `text`; empty documents are left out.
+pub fn parse_yaml_stream(text: &str) -> Result<Vec<Yaml>, String> {
+    let mut docs = Vec::new();
     let mut stack: Vec<Yaml> = Vec::new();
     // For maps under construction: a pending key.
     let mut keys: Vec<Option<Yaml>> = Vec::new();
@@ -254,11 +263,15 @@ pub fn parse_yaml(text: &str) -> Result<Yaml, String> {
                     span.start.line()
                 ));
             }
-            Event::DocumentEnd if done.is_some() => break,
+            Event::DocumentEnd => {
+                docs.extend(done.take().filter(|d| {
+                    !matches!(d, Yaml::Scalar { value, plain: true, .. } if value.is_empty() || value == "null" || value == "~")
+                }));
+            }
             _ => {}
         }
     }
-    done.ok_or_else(|| "empty YAML".to_string())
+    Ok(docs)
 }
 
 /// The items of a ResourceList text.

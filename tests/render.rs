@@ -1,0 +1,487 @@
+//! The plain renderer (`render`, `render --diff`, `check`) as users run it: on
+//! files and directories, with settings from files, flags and the environment.
+
+mod common;
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use common::{Yaml, bin, parse_yaml_stream, repo_path};
+
+/// One run of the binary with arguments, environment and a working directory.
+struct Out {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+fn linkerd_multus(args: &[&str], env: &[(&str, &str)], cwd: &Path, stdin: &str) -> Out {
+    use std::io::Write;
+    let mut child = Command::new(bin())
+        .args(args)
+        .env_clear()
+        .envs(env.iter().copied())
+        .current_dir(cwd)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start linkerd-multus");
+    let mut input = child.stdin.take().expect("stdin");
+    let text = stdin.to_string();
+    let writer = std::thread::spawn(move || {
+        let _ = input.write_all(text.as_bytes());
+    });
+    let out = child.wait_with_output().expect("wait for linkerd-multus");
+    writer.join().expect("stdin writer");
+    Out {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8(out.stdout).expect("utf-8 stdout"),
+        stderr: String::from_utf8(out.stderr).expect("utf-8 stderr"),
+    }
+}
+
+fn render(args: &[&str], cwd: &Path) -> Out {
+    linkerd_multus(args, &[], cwd, "")
+}
+
+/// A copy of the repository's example package in a temporary directory.
+fn example_copy() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    copy_dir(&repo_path("example"), dir.path());
+    dir
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}
+
+fn find<'a>(docs: &'a [Yaml], kind: &str, name: &str) -> &'a Yaml {
+    docs.iter()
+        .find(|d| {
+            d.str_at(&["kind"]) == Some(kind) && d.str_at(&["metadata", "name"]) == Some(name)
+        })
+        .unwrap_or_else(|| panic!("no {kind} {name} in the output"))
+}
+
+fn networks(doc: &Yaml) -> &str {
+    doc.str_at(&[
+        "spec",
+        "template",
+        "metadata",
+        "annotations",
+        "k8s.v1.cni.cncf.io/networks",
+    ])
+    .unwrap_or("")
+}
+
+#[test]
+fn renders_a_directory_to_a_stream() {
+    let dir = example_copy();
+    let out = render(&["render", "."], dir.path());
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(out.stderr, "");
+    let docs = parse_yaml_stream(&out.stdout).unwrap();
+    let kinds: Vec<_> = docs
+        .iter()
+        .map(|d| d.str_at(&["kind"]).unwrap().to_string())
+        .collect();
+    // Files in name order; the NAD after its Namespace; the local-config
+    // ConfigMap and the Kptfile left out.
+    assert_eq!(
+        kinds,
+        [
+            "CronJob",
+            "Deployment",
+            "Namespace",
+            "NetworkAttachmentDefinition"
+        ]
+    );
+    assert_eq!(
+        networks(find(&docs, "Deployment", "web")),
+        "storage@net1,linkerd-cni"
+    );
+    let nad = find(&docs, "NetworkAttachmentDefinition", "linkerd-cni");
+    assert_eq!(nad.str_at(&["metadata", "namespace"]), Some("demo"));
+    assert!(
+        !out.stdout.contains("config.kubernetes.io/path")
+            && !out.stdout.contains("config.kubernetes.io/index"),
+        "the renderer's own annotations leak:\n{}",
+        out.stdout
+    );
+    // The octal mode is written as the user wrote it.
+    assert!(out.stdout.contains("defaultMode: 0644"));
+}
+
+#[test]
+fn rendering_is_deterministic_and_idempotent() {
+    let dir = example_copy();
+    let first = render(&["render", "."], dir.path());
+    let again = render(&["render", "."], dir.path());
+    assert_eq!(first.stdout, again.stdout);
+    // The output, with the ConfigMap it needs, renders to itself.
+    let config = std::fs::read_to_string(dir.path().join("linkerd-cni/configmap.yaml")).unwrap();
+    let twice = linkerd_multus(
+        &["render", "-", "--context", "linkerd-cni"],
+        &[],
+        dir.path(),
+        &first.stdout,
+    );
+    assert_eq!(twice.code, 0, "{}", twice.stderr);
+    assert_eq!(twice.stdout, first.stdout);
+    assert!(config.contains("local-config"));
+}
+
+#[test]
+fn reads_files_json_lists_and_stdin() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path();
+    std::fs::write(
+        p.join("ns.json"),
+        r#"{"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "demo", "annotations": {"linkerd.io/inject": "enabled", "linkerd.io/multus": "enabled"}}}"#,
+    )
+    .unwrap();
+    std::fs::write(
+        p.join("list.yaml"),
+        "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Pod\n  metadata: {name: a, namespace: demo}\n  spec: {containers: [{name: a, image: a}]}\n",
+    )
+    .unwrap();
+    std::fs::create_dir(p.join(".hidden")).unwrap();
+    std::fs::write(p.join(".hidden/broken.yaml"), "{{ not yaml").unwrap();
+    let cm = std::fs::read_to_string(repo_path("example/linkerd-cni/configmap.yaml")).unwrap();
+    let pod_on_stdin = "apiVersion: v1\nkind: Pod\nmetadata: {name: b, namespace: demo}\nspec: {containers: [{name: b, image: b}]}\n";
+    std::fs::write(p.join("cm.yaml"), &cm).unwrap();
+    let out = linkerd_multus(
+        &[
+            "render",
+            "ns.json",
+            "list.yaml",
+            "-",
+            "--context",
+            "cm.yaml",
+        ],
+        &[],
+        p,
+        pod_on_stdin,
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let docs = parse_yaml_stream(&out.stdout).unwrap();
+    let names: Vec<_> = docs
+        .iter()
+        .map(|d| d.str_at(&["metadata", "name"]).unwrap().to_string())
+        .collect();
+    assert_eq!(names, ["demo", "linkerd-cni", "a", "b"]);
+    for pod in ["a", "b"] {
+        assert_eq!(
+            find(&docs, "Pod", pod).str_at(&[
+                "metadata",
+                "annotations",
+                "k8s.v1.cni.cncf.io/networks"
+            ]),
+            Some("linkerd-cni")
+        );
+    }
+    // JSON input comes out as YAML.
+    assert!(out.stdout.starts_with("apiVersion: v1\nkind: Namespace\n"));
+}
+
+#[test]
+fn settings_from_config_file_environment_and_flags() {
+    let dir = example_copy();
+    std::fs::write(
+        dir.path().join("settings.yaml"),
+        "apiVersion: multus.linkerd.io/v1alpha1\nkind: LinkerdMultus\nmetadata: {name: s}\nspec:\n  nadName: from-file\n  cniVersion: 0.4.0\n",
+    )
+    .unwrap();
+    let nad_of = |out: &Out| {
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        let docs = parse_yaml_stream(&out.stdout).unwrap();
+        let nad = docs
+            .iter()
+            .find(|d| d.str_at(&["kind"]) == Some("NetworkAttachmentDefinition"))
+            .expect("a NAD");
+        (
+            nad.str_at(&["metadata", "name"]).unwrap().to_string(),
+            nad.str_at(&["spec", "config"]).unwrap().to_string(),
+        )
+    };
+    let from_file = linkerd_multus(
+        &[
+            "render",
+            "apps",
+            "namespaces",
+            "linkerd-cni",
+            "--config",
+            "settings.yaml",
+        ],
+        &[],
+        dir.path(),
+        "",
+    );
+    let (name, config) = nad_of(&from_file);
+    assert_eq!(name, "from-file");
+    assert!(config.contains("\"cniVersion\": \"0.4.0\""));
+    // The environment overrides the file, flags override both.
+    let env = [("LINKERD_MULTUS_NAD_NAME", "from-env")];
+    let args = [
+        "render",
+        "apps",
+        "namespaces",
+        "linkerd-cni",
+        "--config",
+        "settings.yaml",
+    ];
+    let from_env = linkerd_multus(&args, &env, dir.path(), "");
+    assert_eq!(nad_of(&from_env).0, "from-env");
+    let mut with_flag = args.to_vec();
+    with_flag.extend(["--nad-name", "from-flag"]);
+    assert_eq!(
+        nad_of(&linkerd_multus(&with_flag, &env, dir.path(), "")).0,
+        "from-flag"
+    );
+    // A LinkerdMultus among the inputs is the settings, and is not printed.
+    let inline = render(&["render", "."], dir.path());
+    assert_eq!(nad_of(&inline).0, "from-file");
+    assert!(!inline.stdout.contains("kind: LinkerdMultus"));
+}
+
+#[test]
+fn errors_name_the_source_and_print_nothing() {
+    let dir = example_copy();
+    let p = dir.path();
+    std::fs::write(p.join("settings.yaml"), "apiVersion: multus.linkerd.io/v1alpha1\nkind: LinkerdMultus\nmetadata: {name: s}\nspec: {nadName: a}\n").unwrap();
+    std::fs::write(
+        p.join("other.yaml"),
+        "apiVersion: v1\nkind: Secret\nmetadata: {name: s}\n",
+    )
+    .unwrap();
+    let cases: &[(&[&str], &[(&str, &str)], &str)] = &[
+        (
+            &["render", "apps", "--proxy-uid-offset", "x"],
+            &[],
+            "error: --proxy-uid-offset: setting proxyUIDOffset: \"x\" is not a whole number",
+        ),
+        (
+            &["render", "apps"],
+            &[("LINKERD_MULTUS_CNI_VERSION", "9")],
+            "error: environment variable LINKERD_MULTUS_CNI_VERSION: setting cniVersion: \"9\" is not a CNI spec version",
+        ),
+        (
+            &["render", "apps"],
+            &[(
+                "ARGOCD_APP_PARAMETERS",
+                r#"[{"name":"nadname","string":"x"}]"#,
+            )],
+            "error: environment variable ARGOCD_APP_PARAMETERS: unknown parameter \"nadname\"",
+        ),
+        (
+            &["render", "apps", "--config", "other.yaml"],
+            &[],
+            "error: --config other.yaml: functionConfig must be a LinkerdMultus",
+        ),
+        (
+            &["render", ".", "--config", "settings.yaml"],
+            &[],
+            "error: settings are given twice: --config settings.yaml and the LinkerdMultus in settings.yaml",
+        ),
+        (
+            &["render", "empty-dir"],
+            &[],
+            "error: no Kubernetes objects in empty-dir; an empty output makes Argo CD prune",
+        ),
+        (
+            &["render", "apps", "namespaces"],
+            &[],
+            "error: ConfigMap linkerd-cni/linkerd-cni-config: this ConfigMap is not in the input",
+        ),
+    ];
+    std::fs::create_dir(p.join("empty-dir")).unwrap();
+    for (args, env, want) in cases {
+        let out = linkerd_multus(args, env, p, "");
+        assert_eq!(out.code, 1, "{args:?}: {}", out.stderr);
+        assert_eq!(out.stdout, "", "{args:?} printed output on error");
+        assert!(out.stderr.starts_with(want), "{args:?}:\n{}", out.stderr);
+    }
+    // A broken file: named with its line, and nothing printed.
+    std::fs::write(p.join("apps/broken.yaml"), "apiVersion: v1\nkind: [\n").unwrap();
+    let out = render(&["render", "."], p);
+    assert_eq!((out.code, out.stdout.as_str()), (1, ""));
+    assert!(
+        out.stderr
+            .starts_with("error: apps/broken.yaml: not valid YAML: line 3 column 1"),
+        "{}",
+        out.stderr
+    );
+    std::fs::write(
+        p.join("apps/broken.yaml"),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: ok}\n---\napiVersion: v1\nkind: ConfigMap\n",
+    )
+    .unwrap();
+    let out = render(&["render", "."], p);
+    assert_eq!((out.code, out.stdout.as_str()), (1, ""));
+    assert!(
+        out.stderr.starts_with(
+            "error: apps/broken.yaml (document 1): not a Kubernetes object: metadata:"
+        ),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn check_fails_with_a_diff_until_the_package_is_rendered() {
+    let dir = example_copy();
+    let p = dir.path();
+    let before = snapshot(p);
+    let out = render(&["check", "."], p);
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert!(
+        out.stdout
+            .contains("--- a/apps/web.yaml\n+++ b/apps/web.yaml\n"),
+        "{}",
+        out.stdout
+    );
+    assert!(out.stdout.contains("-        k8s.v1.cni.cncf.io/networks: storage@net1\n+        k8s.v1.cni.cncf.io/networks: storage@net1,linkerd-cni\n"));
+    assert!(out.stdout.contains(
+        "--- /dev/null\n+++ b/namespaces/networkattachmentdefinition_demo_linkerd-cni.yaml\n"
+    ));
+    assert!(
+        out.stderr.contains("2 files are not rendered"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(snapshot(p), before, "check must not write anything");
+    // --diff shows the same change and succeeds.
+    let diff = render(&["render", "--diff", "."], p);
+    assert_eq!(diff.code, 0, "{}", diff.stderr);
+    assert_eq!(diff.stdout, out.stdout);
+
+    // Rendered by the real kpt with the same binary: check passes.
+    add_exec_pipeline(p);
+    let kpt = Command::new("kpt")
+        .args(["fn", "render", "--allow-exec", "."])
+        .current_dir(p)
+        .output()
+        .expect("kpt is not installed: the tests run the real kpt (see README.md)");
+    assert!(
+        kpt.status.success(),
+        "{}",
+        String::from_utf8_lossy(&kpt.stderr)
+    );
+    let ok = render(&["check", "."], p);
+    assert_eq!(ok.code, 0, "{}\n{}", ok.stdout, ok.stderr);
+    assert_eq!(ok.stdout, "");
+    // An edit that forgets to render fails again.
+    let web = p.join("apps/web.yaml");
+    let text = std::fs::read_to_string(&web).unwrap();
+    std::fs::write(
+        &web,
+        text.replace("storage@net1,linkerd-cni", "storage@net1"),
+    )
+    .unwrap();
+    let stale = render(&["check", "."], p);
+    assert_eq!(stale.code, 1);
+    assert!(
+        stale
+            .stdout
+            .contains("+        k8s.v1.cni.cncf.io/networks: storage@net1,linkerd-cni")
+    );
+}
+
+#[test]
+fn check_reports_errors_apart_from_differences() {
+    let dir = example_copy();
+    std::fs::write(dir.path().join("apps/bad.yaml"), "- not an object\n").unwrap();
+    let out = render(&["check", "."], dir.path());
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert_eq!(out.stdout, "");
+    assert!(
+        out.stderr
+            .starts_with("error: apps/bad.yaml (document 0): not a Kubernetes object")
+    );
+}
+
+#[test]
+fn post_render_places_resources_in_the_release_namespace() {
+    let manifests = "---\n# Source: web/templates/deployment.yaml\napiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  selector: {matchLabels: {app: web}}\n  template:\n    metadata: {labels: {app: web}}\n    spec: {containers: [{name: web, image: web}]}\n";
+    let context = repo_path("example");
+    let ctx_ns = context.join("namespaces");
+    let ctx_cm = context.join("linkerd-cni");
+    let args = [
+        "post-render",
+        "--context",
+        ctx_ns.to_str().unwrap(),
+        "--context",
+        ctx_cm.to_str().unwrap(),
+    ];
+    let out = linkerd_multus(
+        &args,
+        &[("HELM_NAMESPACE", "demo")],
+        Path::new("/"),
+        manifests,
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let docs = parse_yaml_stream(&out.stdout).unwrap();
+    assert_eq!(docs.len(), 2, "{}", out.stdout);
+    let web = find(&docs, "Deployment", "web");
+    assert_eq!(
+        web.str_at(&["metadata", "namespace"]),
+        None,
+        "the namespace is Helm's to set"
+    );
+    assert_eq!(networks(web), "linkerd-cni");
+    let nad = find(&docs, "NetworkAttachmentDefinition", "linkerd-cni");
+    assert_eq!(nad.str_at(&["metadata", "namespace"]), Some("demo"));
+    // The Namespace from the context is not printed: Helm does not own it.
+    assert!(!out.stdout.contains("kind: Namespace"));
+    // Without a namespace the deployment is decided on its own annotations.
+    let out = linkerd_multus(&args, &[], Path::new("/"), manifests);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let docs = parse_yaml_stream(&out.stdout).unwrap();
+    assert_eq!(networks(find(&docs, "Deployment", "web")), "");
+    assert!(out.stderr.contains("warning: "), "{}", out.stderr);
+}
+
+fn add_exec_pipeline(p: &Path) {
+    let kptfile = p.join("Kptfile");
+    let text = std::fs::read_to_string(&kptfile).unwrap();
+    std::fs::write(
+        kptfile,
+        format!("{text}pipeline:\n  mutators:\n  - exec: {}\n", bin()),
+    )
+    .unwrap();
+}
+
+fn snapshot(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut files = Vec::new();
+    for entry in walk(dir) {
+        files.push((
+            entry.strip_prefix(dir).unwrap().display().to_string(),
+            std::fs::read(&entry).unwrap(),
+        ));
+    }
+    files.sort();
+    files
+}
+
+fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            out.extend(walk(&path));
+        } else {
+            out.push(path);
+        }
+    }
+    out
+}
