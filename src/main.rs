@@ -47,8 +47,8 @@ enum Command {
         settings: SettingsArgs,
     },
     /// A Helm post-renderer: Helm's manifests on stdin, rendered on stdout.
-    /// Resources without a namespace are in $HELM_NAMESPACE unless
-    /// --default-namespace says otherwise.
+    /// Helm does not tell a post-renderer the release namespace: pass it as
+    /// --default-namespace (Helm leaves most resources without one).
     PostRender {
         #[command(flatten)]
         settings: SettingsArgs,
@@ -179,8 +179,7 @@ fn run(command: Option<Command>) -> anyhow::Result<ExitCode> {
             )
         }
         Some(Command::PostRender { settings }) => {
-            let mut options = settings.into_options(vec![Input::Stdin], Mode::Stream);
-            options.namespace_variables = &["HELM_NAMESPACE"];
+            let options = settings.into_options(vec![Input::Stdin], Mode::Stream);
             renderer::run(&options, &env, read_stdin)
         }
     };

@@ -44,8 +44,8 @@ pub struct Options {
     /// Whether an input without resources is fine.
     pub allow_empty: bool,
     /// Variables naming the namespace the host puts resources without one
-    /// in (`HELM_NAMESPACE`, `ARGOCD_APP_NAMESPACE`): the `defaultNamespace`
-    /// when no setting gives one.
+    /// in (Argo CD's `ARGOCD_APP_NAMESPACE`): the `defaultNamespace` when no
+    /// setting gives one.
     pub namespace_variables: &'static [&'static str],
 }
 

@@ -425,7 +425,7 @@ fn post_render_places_resources_in_the_release_namespace() {
     ];
     let out = linkerd_multus(
         &args,
-        &[("HELM_NAMESPACE", "demo")],
+        &[("LINKERD_MULTUS_DEFAULT_NAMESPACE", "demo")],
         Path::new("/"),
         manifests,
     );
@@ -444,7 +444,14 @@ fn post_render_places_resources_in_the_release_namespace() {
     // The Namespace from the context is not printed: Helm does not own it.
     assert!(!out.stdout.contains("kind: Namespace"));
     // Without a namespace the deployment is decided on its own annotations.
-    let out = linkerd_multus(&args, &[], Path::new("/"), manifests);
+    // HELM_NAMESPACE is not read: Helm does not set it for post-renderers, and
+    // an exported one can name another namespace than `helm install -n`.
+    let out = linkerd_multus(
+        &args,
+        &[("HELM_NAMESPACE", "demo")],
+        Path::new("/"),
+        manifests,
+    );
     assert_eq!(out.code, 0, "{}", out.stderr);
     let docs = parse_yaml_stream(&out.stdout).unwrap();
     assert_eq!(networks(find(&docs, "Deployment", "web")), "");

@@ -1,0 +1,311 @@
+//! Argo CD's config-management plugin, re-enacted: Argo CD cannot run here, so
+//! the test does what its plugin server does (argocd-cmp-server, sidecar
+//! mode): copy the application directory to a scratch directory, match the
+//! discovery rule, set the environment Argo CD sets (build variables,
+//! `ARGOCD_ENV_*` from `plugin.env`, `ARGOCD_APP_PARAMETERS` and `PARAM_*` from
+//! `plugin.parameters`), run `generate` exactly as `plugin.yaml` writes it, and
+//! read stdout as the application's manifests.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use common::{bin, parse_yaml_stream, repo_path};
+use linkerd_multus::yaml::{Node, parse_document};
+
+const PLUGIN: &str = "functions/linkerd-multus/argocd/plugin.yaml";
+const APPLICATION: &str = "functions/linkerd-multus/argocd/application.yaml";
+const PATCH: &str = "functions/linkerd-multus/argocd/repo-server-patch.yaml";
+
+fn read(rel: &str) -> Node {
+    let text = std::fs::read_to_string(repo_path(rel)).unwrap();
+    parse_document(&text).unwrap_or_else(|e| panic!("{rel}: {e}"))
+}
+
+fn text<'a>(node: &'a Node, path: &[&str]) -> &'a str {
+    node.get_path(path)
+        .and_then(Node::as_text)
+        .unwrap_or_else(|| panic!("no {path:?}"))
+}
+
+fn strings(node: &Node) -> Vec<String> {
+    node.as_seq()
+        .map(|s| {
+            s.items
+                .iter()
+                .map(|i| i.as_text().unwrap().to_string())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Argo CD's name for a parameter's variable: upper case, every character
+/// other than a letter or digit turned into `_`.
+fn escaped(name: &str) -> String {
+    name.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_uppercase()
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+struct Generated {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+/// Runs the plugin's `generate` for an Application, as the plugin server does.
+fn generate(application: &Node, parameters_override: Option<&str>) -> Generated {
+    let plugin = read(PLUGIN);
+    let app_dir = repo_path("functions/linkerd-multus/examples").join(
+        text(application, &["spec", "source", "path"])
+            .strip_prefix("functions/linkerd-multus/examples/")
+            .expect("the example application lives under examples/"),
+    );
+    let scratch = tempfile::tempdir().unwrap();
+    let work = scratch.path().join("app");
+    copy_dir(&app_dir, &work);
+
+    // Discovery: the plugin is chosen for directories holding this file.
+    let wanted = text(&plugin, &["spec", "discover", "fileName"]);
+    assert!(
+        work.join(wanted).is_file(),
+        "discovery rule {wanted} does not match the example application"
+    );
+
+    let spec_plugin = application
+        .get_path(&["spec", "source", "plugin"])
+        .expect("spec.source.plugin");
+    assert_eq!(
+        text(application, &["spec", "source", "plugin", "name"]),
+        text(&plugin, &["metadata", "name"])
+    );
+    let bin_dir = Path::new(bin()).parent().unwrap();
+    let mut env: Vec<(String, String)> = vec![
+        (
+            "PATH".into(),
+            format!("{}:/usr/bin:/bin", bin_dir.display()),
+        ),
+        (
+            "ARGOCD_APP_NAME".into(),
+            text(application, &["metadata", "name"]).into(),
+        ),
+        (
+            "ARGOCD_APP_NAMESPACE".into(),
+            text(application, &["spec", "destination", "namespace"]).into(),
+        ),
+        (
+            "ARGOCD_APP_REVISION".into(),
+            "0123456789abcdef0123456789abcdef01234567".into(),
+        ),
+        ("ARGOCD_APP_REVISION_SHORT".into(), "0123456".into()),
+        (
+            "ARGOCD_APP_SOURCE_PATH".into(),
+            text(application, &["spec", "source", "path"]).into(),
+        ),
+        (
+            "ARGOCD_APP_SOURCE_REPO_URL".into(),
+            text(application, &["spec", "source", "repoURL"]).into(),
+        ),
+        (
+            "ARGOCD_APP_SOURCE_TARGET_REVISION".into(),
+            text(application, &["spec", "source", "targetRevision"]).into(),
+        ),
+        ("KUBE_VERSION".into(), "1.32.0".into()),
+        (
+            "KUBE_API_VERSIONS".into(),
+            "v1,apps/v1,batch/v1,k8s.cni.cncf.io/v1".into(),
+        ),
+    ];
+    for entry in spec_plugin
+        .get_path(&["env"])
+        .and_then(Node::as_seq)
+        .map_or(&[][..], |s| &s.items)
+    {
+        env.push((
+            format!("ARGOCD_ENV_{}", text(entry, &["name"])),
+            text(entry, &["value"]).into(),
+        ));
+    }
+    let mut parameters = Vec::new();
+    for p in spec_plugin
+        .get_path(&["parameters"])
+        .and_then(Node::as_seq)
+        .map_or(&[][..], |s| &s.items)
+    {
+        let name = text(p, &["name"]);
+        let value = text(p, &["string"]);
+        env.push((format!("PARAM_{}", escaped(name)), value.into()));
+        parameters.push(serde_json::json!({"name": name, "string": value}));
+    }
+    let json = parameters_override
+        .map(str::to_string)
+        .unwrap_or_else(|| serde_json::Value::from(parameters).to_string());
+    env.push(("ARGOCD_APP_PARAMETERS".into(), json));
+
+    let command = strings(plugin.get_path(&["spec", "generate", "command"]).unwrap());
+    let args = plugin
+        .get_path(&["spec", "generate", "args"])
+        .map(strings)
+        .unwrap_or_default();
+    let started = std::time::Instant::now();
+    let out = Command::new(&command[0])
+        .args(&command[1..])
+        .args(&args)
+        .env_clear()
+        .envs(env)
+        .current_dir(&work)
+        .output()
+        .expect("run the plugin's generate command");
+    assert!(
+        started.elapsed().as_secs() < 90,
+        "generate ran past Argo CD's default 90 s timeout"
+    );
+    Generated {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8(out.stdout).unwrap(),
+        stderr: String::from_utf8(out.stderr).unwrap(),
+    }
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target: PathBuf = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}
+
+#[test]
+fn generate_renders_the_application() {
+    let application = read(APPLICATION);
+    let out = generate(&application, None);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let docs = parse_yaml_stream(&out.stdout).expect("generate prints a YAML stream");
+    let kinds: Vec<_> = docs.iter().map(|d| d.str_at(&["kind"]).unwrap()).collect();
+    assert_eq!(
+        kinds,
+        [
+            "CronJob",
+            "Deployment",
+            "Namespace",
+            "NetworkAttachmentDefinition"
+        ],
+        "{}",
+        out.stdout
+    );
+    let web = docs
+        .iter()
+        .find(|d| d.str_at(&["kind"]) == Some("Deployment"))
+        .unwrap();
+    assert_eq!(
+        web.str_at(&[
+            "spec",
+            "template",
+            "metadata",
+            "annotations",
+            "k8s.v1.cni.cncf.io/networks"
+        ]),
+        Some("storage@net1,linkerd-cni")
+    );
+    // The Application's parameter reached the renderer.
+    let nad = docs.last().unwrap();
+    assert!(
+        nad.str_at(&["spec", "config"])
+            .unwrap()
+            .contains("\"cniVersion\": \"1.0.0\""),
+        "{}",
+        out.stdout
+    );
+    // Settings objects and local-config resources are not applied.
+    assert!(!out.stdout.contains("LinkerdMultus") && !out.stdout.contains("linkerd-cni-config"));
+}
+
+#[test]
+fn a_failed_generate_prints_nothing() {
+    // Argo CD prunes everything when a plugin prints nothing and succeeds; a
+    // bad parameter must fail the generate instead.
+    let application = read(APPLICATION);
+    let out = generate(
+        &application,
+        Some(r#"[{"name":"proxyUIDOffset","string":"many"}]"#),
+    );
+    assert_eq!(out.code, 1);
+    assert_eq!(out.stdout, "");
+    assert!(
+        out.stderr.starts_with(
+            "error: Argo CD parameter proxyUIDOffset: setting proxyUIDOffset: \"many\" is not a whole number"
+        ),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn announced_parameters_are_the_settings() {
+    let plugin = read(PLUGIN);
+    let names: Vec<_> = plugin
+        .get_path(&["spec", "parameters", "static"])
+        .and_then(Node::as_seq)
+        .unwrap()
+        .items
+        .iter()
+        .map(|p| text(p, &["name"]).to_string())
+        .collect();
+    assert_eq!(names, linkerd_multus::settings::KEYS);
+}
+
+#[test]
+fn sidecar_patch_serves_the_plugin() {
+    let patch = read(PATCH);
+    let pod = patch.get_path(&["spec", "template", "spec"]).unwrap();
+    let container = &pod
+        .get_path(&["containers"])
+        .and_then(Node::as_seq)
+        .unwrap()
+        .items[0];
+    assert_eq!(
+        strings(container.get_path(&["command"]).unwrap()),
+        ["/var/run/argocd/argocd-cmp-server"]
+    );
+    // Argo CD requires the sidecar to run as user 999.
+    assert_eq!(text(container, &["securityContext", "runAsUser"]), "999");
+    let mounts: Vec<(String, String)> = container
+        .get_path(&["volumeMounts"])
+        .and_then(Node::as_seq)
+        .unwrap()
+        .items
+        .iter()
+        .map(|m| {
+            (
+                text(m, &["name"]).to_string(),
+                text(m, &["mountPath"]).to_string(),
+            )
+        })
+        .collect();
+    for (name, path) in [
+        ("var-files", "/var/run/argocd"),
+        ("plugins", "/home/argocd/cmp-server/plugins"),
+        (
+            "linkerd-multus-plugin",
+            "/home/argocd/cmp-server/config/plugin.yaml",
+        ),
+        ("linkerd-multus-tmp", "/tmp"),
+    ] {
+        assert!(
+            mounts.contains(&(name.to_string(), path.to_string())),
+            "no mount of {name} at {path}: {mounts:?}"
+        );
+    }
+}

@@ -1,0 +1,257 @@
+//! Helm, on real Helm output (Helm SDK v4.2.3, see testdata/helm/README.md):
+//! Helm 3's `--post-renderer` gets the `helm template` stream, Helm 4's
+//! `postrenderer/v1` plugin gets Helm 4's annotated stream. The linkerd2-cni
+//! chart's own output is the context that holds the Linkerd-CNI ConfigMap.
+
+mod common;
+
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+use common::{Yaml, bin, parse_yaml_stream, repo_path};
+use linkerd_multus::yaml::{Node, parse_document};
+
+const FILENAME_ANNOTATION: &str = "postrenderer.helm.sh/postrender-filename";
+
+struct Out {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+fn run(program: &str, args: &[String], env: &[(&str, String)], stdin: &str) -> Out {
+    let mut child = Command::new(program)
+        .args(args)
+        .env_clear()
+        .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("start {program}: {e}"));
+    let mut input = child.stdin.take().unwrap();
+    let text = stdin.to_string();
+    let writer = std::thread::spawn(move || {
+        let _ = input.write_all(text.as_bytes());
+    });
+    let out = child.wait_with_output().unwrap();
+    writer.join().unwrap();
+    Out {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8(out.stdout).unwrap(),
+        stderr: String::from_utf8(out.stderr).unwrap(),
+    }
+}
+
+fn fixture(rel: &str) -> String {
+    std::fs::read_to_string(repo_path("testdata/helm").join(rel)).unwrap()
+}
+
+/// The context a user passes: the linkerd2-cni release's output (for its
+/// ConfigMap) and the release namespace as the cluster has it.
+fn context_args(dir: &Path) -> Vec<String> {
+    std::fs::write(
+        dir.join("namespace.yaml"),
+        "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: demo\n  annotations:\n    linkerd.io/inject: enabled\n    linkerd.io/multus: enabled\n",
+    )
+    .unwrap();
+    vec![
+        format!(
+            "--context={}",
+            repo_path("testdata/helm/linkerd2-cni/template.yaml").display()
+        ),
+        format!("--context={}", dir.join("namespace.yaml").display()),
+        "--default-namespace=demo".into(),
+    ]
+}
+
+fn kind_name(d: &Yaml) -> (String, String) {
+    (
+        d.str_at(&["kind"]).unwrap().to_string(),
+        d.str_at(&["metadata", "name"]).unwrap().to_string(),
+    )
+}
+
+fn pod_networks(d: &Yaml) -> Option<&str> {
+    let template: &[&str] = match d.str_at(&["kind"]) {
+        Some("CronJob") => &["spec", "jobTemplate", "spec", "template"],
+        _ => &["spec", "template"],
+    };
+    let mut path = template.to_vec();
+    path.extend(["metadata", "annotations", "k8s.v1.cni.cncf.io/networks"]);
+    d.str_at(&path)
+}
+
+/// Every workload of the web chart attached, one NAD for the release namespace.
+fn assert_attached(input: &[Yaml], output: &[Yaml]) {
+    let kinds_in: Vec<_> = input.iter().map(kind_name).collect();
+    let kinds_out: Vec<_> = output.iter().map(kind_name).collect();
+    let mut expected = kinds_in.clone();
+    expected.push(("NetworkAttachmentDefinition".into(), "linkerd-cni".into()));
+    let mut sorted_out = kinds_out.clone();
+    sorted_out.sort();
+    expected.sort();
+    assert_eq!(sorted_out, expected);
+    for d in output {
+        let (kind, name) = kind_name(d);
+        match kind.as_str() {
+            "Deployment" | "CronJob" => {
+                assert_eq!(pod_networks(d), Some("linkerd-cni"), "{kind} {name}");
+            }
+            "StatefulSet" => {
+                assert_eq!(
+                    pod_networks(d),
+                    Some("macvlan-conf,linkerd-cni"),
+                    "{kind} {name}"
+                );
+            }
+            "NetworkAttachmentDefinition" => {
+                assert_eq!(d.str_at(&["metadata", "namespace"]), Some("demo"));
+                let config = d.str_at(&["spec", "config"]).unwrap();
+                assert!(config.contains("\"iptables-mode\": \"nft\""), "{config}");
+            }
+            _ => {}
+        }
+        assert_eq!(
+            d.str_at(&["metadata", "namespace"]).is_some(),
+            kind == "NetworkAttachmentDefinition"
+        );
+    }
+}
+
+#[test]
+fn helm3_post_renderer_on_helm_template_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let manifests = fixture("web/template.yaml");
+    assert!(
+        manifests.contains("# Source: web/templates/"),
+        "the fixture is helm template output"
+    );
+    // helm install --post-renderer linkerd-multus --post-renderer-args post-render ...
+    let mut args = vec!["post-render".to_string()];
+    args.extend(context_args(dir.path()));
+    let env = [("PATH", "/usr/bin:/bin".to_string())];
+    let out = run(bin(), &args, &env, &manifests);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_attached(
+        &parse_yaml_stream(&manifests).unwrap(),
+        &parse_yaml_stream(&out.stdout).unwrap(),
+    );
+    // Deterministic, and idempotent: post-rendering the output changes nothing.
+    let again = run(bin(), &args, &env, &out.stdout);
+    assert_eq!(again.code, 0, "{}", again.stderr);
+    assert_eq!(again.stdout, out.stdout);
+}
+
+#[test]
+fn helm4_plugin_as_helm_runs_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let plugin_dir = repo_path("functions/linkerd-multus/helm");
+    let plugin =
+        parse_document(&std::fs::read_to_string(plugin_dir.join("plugin.yaml")).unwrap()).unwrap();
+    let get = |path: &[&str]| {
+        plugin
+            .get_path(path)
+            .and_then(Node::as_text)
+            .map(str::to_string)
+    };
+    assert_eq!(get(&["apiVersion"]).as_deref(), Some("v1"));
+    assert_eq!(get(&["type"]).as_deref(), Some("postrenderer/v1"));
+    assert_eq!(get(&["runtime"]).as_deref(), Some("subprocess"));
+    // Helm 4 decodes the top level strictly: an unknown field drops the plugin.
+    let top: Vec<_> = plugin
+        .as_map()
+        .unwrap()
+        .entries
+        .iter()
+        .map(|(k, _)| k.as_text().unwrap().to_string())
+        .collect();
+    for key in &top {
+        assert!(
+            [
+                "apiVersion",
+                "type",
+                "name",
+                "version",
+                "runtime",
+                "runtimeConfig",
+                "sourceURL"
+            ]
+            .contains(&key.as_str()),
+            "unknown top-level field {key}"
+        );
+    }
+    let command = &plugin
+        .get_path(&["runtimeConfig", "platformCommand"])
+        .and_then(Node::as_seq)
+        .unwrap()
+        .items[0];
+    // Helm expands ${VAR} from the plugin's environment, then runs the command
+    // with the plugin's args followed by every --post-renderer-args value.
+    let bin_dir = Path::new(bin()).parent().unwrap().display().to_string();
+    let env = [
+        ("PATH", format!("{bin_dir}:/usr/bin:/bin")),
+        ("HELM_PLUGIN_NAME", get(&["name"]).unwrap()),
+        ("HELM_PLUGIN_DIR", plugin_dir.display().to_string()),
+    ];
+    let expand = |s: &str| {
+        env.iter().fold(s.to_string(), |acc, (k, v)| {
+            acc.replace(&format!("${{{k}}}"), v)
+        })
+    };
+    let program = expand(
+        command
+            .get_path(&["command"])
+            .and_then(Node::as_text)
+            .unwrap(),
+    );
+    let mut args: Vec<String> = command
+        .get_path(&["args"])
+        .and_then(Node::as_seq)
+        .map(|s| {
+            s.items
+                .iter()
+                .map(|a| expand(a.as_text().unwrap()))
+                .collect()
+        })
+        .unwrap_or_default();
+    args.extend(context_args(dir.path()));
+    let program = if program.contains('/') {
+        program
+    } else {
+        format!("{bin_dir}/{program}")
+    };
+    let manifests = fixture("web/postrender-stdin.yaml");
+    let out = run(&program, &args, &env, &manifests);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    // Helm 4 fails on empty output and regroups documents by their filename
+    // annotation: every document it sent must come back with it.
+    assert!(!out.stdout.trim().is_empty());
+    let input = parse_yaml_stream(&manifests).unwrap();
+    let output = parse_yaml_stream(&out.stdout).unwrap();
+    assert_attached(&input, &output);
+    for d in &output {
+        let (kind, _) = kind_name(d);
+        let file = d.str_at(&["metadata", "annotations", FILENAME_ANNOTATION]);
+        assert_eq!(
+            file.is_some(),
+            kind != "NetworkAttachmentDefinition",
+            "{kind}"
+        );
+    }
+}
+
+#[test]
+fn helm_sees_a_failure_as_a_failure() {
+    // Helm 4 discards the plugin's stderr; the exit code is all it reads.
+    let manifests = fixture("web/template.yaml");
+    let args = vec!["post-render".to_string(), "--cni-version=2".to_string()];
+    let out = run(bin(), &args, &[], &manifests);
+    assert_eq!(out.code, 1);
+    assert_eq!(out.stdout, "");
+    assert!(
+        out.stderr
+            .starts_with("error: --cni-version: setting cniVersion: \"2\"")
+    );
+}
