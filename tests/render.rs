@@ -264,7 +264,8 @@ fn errors_name_the_source_and_print_nothing() {
         "apiVersion: v1\nkind: Secret\nmetadata: {name: s}\n",
     )
     .unwrap();
-    let cases: &[(&[&str], &[(&str, &str)], &str)] = &[
+    type Case<'a> = (&'a [&'a str], &'a [(&'a str, &'a str)], &'a str);
+    let cases: &[Case] = &[
         (
             &["render", "apps", "--proxy-uid-offset", "x"],
             &[],
