@@ -18,9 +18,9 @@ Regenerate (from the repository root):
 
 What is rendered:
 
-* testdata/helm/web/template.yaml: the chart testdata/helm/charts/web, release
+* testdata/helm/web/template.yaml: the chart functions/linkerd-multus/examples/helm/web, release
   `web`, namespace `demo`, default values
-  (= `helm template web testdata/helm/charts/web -n demo`).
+  (= `helm template web functions/linkerd-multus/examples/helm/web -n demo`).
 * testdata/helm/linkerd2-cni/template.yaml: only with `--linkerd-chart DIR`,
   DIR being a linkerd2-cni chart directory with the `partials` library chart
   under DIR/charts/partials (it is not kept in this repository; see
@@ -64,7 +64,7 @@ HELM_DIR = REPO / "testdata" / "helm"
 EXPECTED_SDK = "v4.2.3"
 
 # (fixture name, chart path or None when given on the command line, release, namespace)
-WEB = ("web", HELM_DIR / "charts" / "web", "web", "demo")
+WEB = ("web", REPO / "functions" / "linkerd-multus" / "examples" / "helm" / "web", "web", "demo")
 LINKERD = ("linkerd2-cni", None, "linkerd2-cni", "linkerd-cni")
 
 PROBE_PLUGIN = """\
