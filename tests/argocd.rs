@@ -8,10 +8,10 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
-use common::{bin, parse_yaml_stream, repo_path};
+use common::{bin, copy_dir, parse_yaml_stream, repo_path};
 use linkerd_multus::yaml::{Node, parse_document};
 
 const PLUGIN: &str = "functions/linkerd-multus/argocd/plugin.yaml";
@@ -171,19 +171,6 @@ fn generate(application: &Node, parameters_override: Option<&str>) -> Generated 
         code: out.status.code().unwrap_or(-1),
         stdout: String::from_utf8(out.stdout).unwrap(),
         stderr: String::from_utf8(out.stderr).unwrap(),
-    }
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target: PathBuf = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).unwrap();
-        }
     }
 }
 

@@ -10,6 +10,7 @@ use std::process::Command;
 
 use common::*;
 
+const DEMO_KPTFILE: &str = "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: demo\n  annotations:\n    config.kubernetes.io/local-config: \"true\"\ninfo:\n  description: Demo package for linkerd-multus end-to-end tests\n";
 const NAD_FILE: &str = "namespaces/networkattachmentdefinition_demo_linkerd-cni.yaml";
 const FUNCTION_KEYS_OR_MAPS: [&str; 4] = [
     "annotations:",
@@ -47,6 +48,9 @@ impl Package {
         let tmp = tempfile::tempdir().expect("temp dir");
         let dir = tmp.path().join("demo");
         copy_dir(&repo_path("testdata/packages/demo"), &dir);
+        // The Kptfile is written here, not kept in testdata: kpt renders every
+        // package under the repository's root package (.krmignore or not).
+        std::fs::write(dir.join("Kptfile"), DEMO_KPTFILE).unwrap();
         Package { _tmp: tmp, dir }
     }
 
@@ -115,6 +119,9 @@ fn kpt_run(args: &[&str], cwd: &Path) -> KptRun {
 }
 
 fn original(rel: &str) -> Vec<u8> {
+    if rel == "Kptfile" {
+        return DEMO_KPTFILE.as_bytes().to_vec();
+    }
     std::fs::read(repo_path("testdata/packages/demo").join(rel)).unwrap()
 }
 
@@ -280,6 +287,7 @@ fn assert_rendered(pkg: &Package, nad_name: &str) {
         .map(|(n, _)| n)
         .collect();
     want.push(nad_file);
+    want.push("Kptfile".into());
     want.sort();
     assert_eq!(files, want, "files in the package after the render");
 }
@@ -371,10 +379,9 @@ fn render_pipeline_then_disable() {
         !pkg.path(NAD_FILE).exists(),
         "the NAD file is still there after disabling the namespace"
     );
-    let expected: Vec<(String, Vec<u8>)> = snapshot(&repo_path("testdata/packages/demo"))
+    let mut expected: Vec<(String, Vec<u8>)> = snapshot(&repo_path("testdata/packages/demo"))
         .into_iter()
         .map(|(n, bytes)| match n.as_str() {
-            "Kptfile" => (n.clone(), std::fs::read(pkg.path("Kptfile")).unwrap()),
             "namespaces/demo.yaml" => (
                 n.clone(),
                 String::from_utf8(bytes)
@@ -385,6 +392,11 @@ fn render_pipeline_then_disable() {
             _ => (n, bytes),
         })
         .collect();
+    expected.push((
+        "Kptfile".into(),
+        std::fs::read(pkg.path("Kptfile")).unwrap(),
+    ));
+    expected.sort();
     assert_same_files(&expected, &pkg.snapshot(), "after disabling");
 
     // And enabling it again gives the first render back.
@@ -490,4 +502,64 @@ fn json_files_in_the_package() {
     let before = ours.snapshot();
     assert!(ours.render().ok);
     assert_same_files(&before, &ours.snapshot(), "second render with JSON files");
+}
+
+#[test]
+fn repository_package_renders_the_kpt_example() {
+    // The root Kptfile and .krmignore as committed, over the repository's
+    // functions/ and testdata/ (which hold files that are not resources).
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("repo");
+    std::fs::create_dir_all(&root).unwrap();
+    for file in ["Kptfile", ".krmignore"] {
+        std::fs::copy(repo_path(file), root.join(file)).unwrap();
+    }
+    for dir in ["functions", "testdata"] {
+        copy_dir(&repo_path(dir), &root.join(dir));
+    }
+    let release = root.join("target/release");
+    std::fs::create_dir_all(&release).unwrap();
+    std::os::unix::fs::symlink(bin(), release.join("linkerd-multus")).unwrap();
+    let before = snapshot(&root.join("functions"));
+    let out = Command::new(kpt())
+        .args(["fn", "render", "--allow-exec", "."])
+        .current_dir(&root)
+        .output()
+        .expect("kpt runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let after = snapshot(&root.join("functions"));
+    let changed: Vec<&str> = after
+        .iter()
+        .filter(|f| !before.contains(f))
+        .map(|(rel, _)| rel.as_str())
+        .collect();
+    assert_eq!(
+        changed,
+        [
+            "linkerd-multus/examples/kpt/apps/web.yaml",
+            "linkerd-multus/examples/kpt/namespaces/networkattachmentdefinition_demo_linkerd-cni.yaml",
+        ]
+    );
+    // Rendered: the CI gate passes, and rendering again changes nothing.
+    let check = Command::new(bin())
+        .args(["check", "functions/linkerd-multus/examples/kpt"])
+        .current_dir(&root)
+        .output()
+        .unwrap();
+    assert!(
+        check.status.success(),
+        "{}",
+        String::from_utf8_lossy(&check.stdout)
+    );
+    let again = Command::new(kpt())
+        .args(["fn", "render", "--allow-exec", "."])
+        .current_dir(&root)
+        .output()
+        .unwrap();
+    assert!(again.status.success());
+    assert_eq!(snapshot(&root.join("functions")), after);
 }

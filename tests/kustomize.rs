@@ -9,20 +9,7 @@ mod common;
 use std::path::Path;
 use std::process::Command;
 
-use common::{bin, parse_yaml_stream, repo_path};
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).unwrap();
-        }
-    }
-}
+use common::{bin, copy_dir, parse_yaml_stream, repo_path};
 
 fn kustomize(dir: &Path) -> std::process::Output {
     let bin_dir = Path::new(bin()).parent().unwrap();

@@ -6,7 +6,7 @@ mod common;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-use common::{Yaml, bin, parse_yaml_stream, repo_path};
+use common::{Yaml, bin, copy_dir, parse_yaml_stream, repo_path, snapshot};
 
 /// One run of the binary with arguments, environment and a working directory.
 struct Out {
@@ -48,21 +48,11 @@ fn render(args: &[&str], cwd: &Path) -> Out {
 /// A copy of the repository's example package in a temporary directory.
 fn example_copy() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
-    copy_dir(&repo_path("example"), dir.path());
+    copy_dir(
+        &repo_path("functions/linkerd-multus/examples/kpt"),
+        dir.path(),
+    );
     dir
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), &target).unwrap();
-        }
-    }
 }
 
 fn find<'a>(docs: &'a [Yaml], kind: &str, name: &str) -> &'a Yaml {
@@ -157,7 +147,10 @@ fn reads_files_json_lists_and_stdin() {
     .unwrap();
     std::fs::create_dir(p.join(".hidden")).unwrap();
     std::fs::write(p.join(".hidden/broken.yaml"), "{{ not yaml").unwrap();
-    let cm = std::fs::read_to_string(repo_path("example/linkerd-cni/configmap.yaml")).unwrap();
+    let cm = std::fs::read_to_string(repo_path(
+        "functions/linkerd-multus/examples/kpt/linkerd-cni/configmap.yaml",
+    ))
+    .unwrap();
     let pod_on_stdin = "apiVersion: v1\nkind: Pod\nmetadata: {name: b, namespace: demo}\nspec: {containers: [{name: b, image: b}]}\n";
     std::fs::write(p.join("cm.yaml"), &cm).unwrap();
     let out = linkerd_multus(
@@ -414,7 +407,7 @@ fn check_reports_errors_apart_from_differences() {
 #[test]
 fn post_render_places_resources_in_the_release_namespace() {
     let manifests = "---\n# Source: web/templates/deployment.yaml\napiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  selector: {matchLabels: {app: web}}\n  template:\n    metadata: {labels: {app: web}}\n    spec: {containers: [{name: web, image: web}]}\n";
-    let context = repo_path("example");
+    let context = repo_path("functions/linkerd-multus/examples/kpt");
     let ctx_ns = context.join("namespaces");
     let ctx_cm = context.join("linkerd-cni");
     let args = [
@@ -459,37 +452,14 @@ fn post_render_places_resources_in_the_release_namespace() {
     assert!(out.stderr.contains("warning: "), "{}", out.stderr);
 }
 
+/// Makes the directory a kpt package whose pipeline runs the binary.
 fn add_exec_pipeline(p: &Path) {
-    let kptfile = p.join("Kptfile");
-    let text = std::fs::read_to_string(&kptfile).unwrap();
     std::fs::write(
-        kptfile,
-        format!("{text}pipeline:\n  mutators:\n  - exec: {}\n", bin()),
+        p.join("Kptfile"),
+        format!(
+            "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: example\npipeline:\n  mutators:\n  - exec: {}\n",
+            bin()
+        ),
     )
     .unwrap();
-}
-
-fn snapshot(dir: &Path) -> Vec<(String, Vec<u8>)> {
-    let mut files = Vec::new();
-    for entry in walk(dir) {
-        files.push((
-            entry.strip_prefix(dir).unwrap().display().to_string(),
-            std::fs::read(&entry).unwrap(),
-        ));
-    }
-    files.sort();
-    files
-}
-
-fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
-    let mut out = Vec::new();
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.is_dir() {
-            out.extend(walk(&path));
-        } else {
-            out.push(path);
-        }
-    }
-    out
 }
