@@ -310,9 +310,85 @@ fn run_in(dir: &Path, progs: &Programs, quick: bool) -> Result<usize> {
     }
     print_table(&rows, progs);
 
-    if !quick {
+    if quick {
+        failures += render_row(dir, progs, 1_000, 1)?;
+    } else {
+        failures += render_row(dir, progs, 10_000, 5)?;
         failures += kpt_render(dir, progs, 10_000, 3)?;
     }
+    Ok(failures)
+}
+
+// linkerd-multus render
+
+/// Times `linkerd-multus render` on a package of `size` resources against the
+/// KRM function on the same resources as a ResourceList, alternating, `runs`
+/// times each, and prints both medians: the cost of reading the files.
+fn render_row(dir: &Path, progs: &Programs, size: usize, runs: usize) -> Result<usize> {
+    let pkg = dir.join(format!("pkg-plain-{size}"));
+    write_package(&pkg, size)?;
+    let list = dir.join(format!("input-{size}.yaml"));
+    if !list.exists() {
+        fs::write(&list, resource_list(size, &progs.function))?;
+    }
+    let null = PathBuf::from("/dev/null");
+    let render = Run {
+        prog: &progs.function,
+        args: vec!["render".into(), pkg.clone().into()],
+        stdin: &null,
+        stdout: dir.join("render-out.yaml"),
+        stderr: dir.join("render-err.txt"),
+    };
+    let function = Run {
+        prog: &progs.function,
+        args: Vec::new(),
+        stdin: &list,
+        stdout: dir.join("render-fn-out.yaml"),
+        stderr: dir.join("render-fn-err.txt"),
+    };
+    eprintln!("render, {size} resources, {runs} runs each ...");
+    let mut failures = 0;
+    let (mut rw, mut rm, mut fw, mut fm) = (vec![], vec![], vec![], vec![]);
+    for r in 0..runs {
+        let order: [&Run; 2] = if r.is_multiple_of(2) {
+            [&render, &function]
+        } else {
+            [&function, &render]
+        };
+        for run in order {
+            let s = run.measure()?;
+            let is_render = std::ptr::eq(run, &render);
+            if s.code != 0 {
+                eprintln!("  FAIL exited {}: {}", s.code, run.first_stderr_line());
+                failures += 1;
+            }
+            let (w, m) = if is_render {
+                (&mut rw, &mut rm)
+            } else {
+                (&mut fw, &mut fm)
+            };
+            w.push(s.wall);
+            m.push(s.rss_kib as f64 / 1024.0);
+        }
+    }
+    let out = fs::read_to_string(&render.stdout)?;
+    let nads = out.matches("kind: NetworkAttachmentDefinition").count();
+    if nads == 0 {
+        eprintln!("  FAIL render printed no NetworkAttachmentDefinition");
+        failures += 1;
+    }
+    let (w, m, fw, fm) = (median(&rw), median(&rm), median(&fw), median(&fm));
+    println!();
+    println!(
+        "linkerd-multus render, {size} resources in {} files:",
+        2 * size / GROUP
+    );
+    println!("  render:               {w:>7.3} s {m:>7.1} MiB (median of {runs})");
+    println!(
+        "  KRM function (stdin): {fw:>7.3} s {fm:>7.1} MiB (same resources as a ResourceList)"
+    );
+    println!("  ratio: {:.2}x time, {:.2}x memory", w / fw, m / fm);
+    fs::remove_dir_all(&pkg)?;
     Ok(failures)
 }
 

@@ -80,8 +80,11 @@ pub struct Manifests {
     /// Whether the tags are this reader's, to be removed on output. A stream
     /// whose resources already carry paths (`kpt fn source`) is left as it is.
     pub tagged: bool,
-    /// Every file read, by tagged path, with the documents it held as written.
+    /// Every file read, by tagged path, with the documents it held as written
+    /// when asked to keep them (for diffs).
     pub files: BTreeMap<String, Vec<Node>>,
+    /// Whether to keep the documents as written.
+    originals: bool,
     /// The file of each item, while reading.
     sources: Vec<String>,
 }
@@ -92,9 +95,11 @@ impl Manifests {
     /// Directories are walked in name order; hidden files and directories,
     /// Kptfiles and files that are neither YAML nor JSON are skipped. With one
     /// directory as the only input, paths are relative to it (as in a kpt
-    /// package); otherwise they are as given.
+    /// package); otherwise they are as given. With `originals`, the documents
+    /// of each file are also kept as written, for diffs.
     pub fn read(
         inputs: &[Input],
+        originals: bool,
         mut stdin: impl FnMut() -> io::Result<String>,
     ) -> Result<Self, ReadError> {
         let root = match inputs {
@@ -103,6 +108,7 @@ impl Manifests {
         };
         let mut manifests = Manifests {
             root: root.clone(),
+            originals,
             ..Manifests::default()
         };
         for input in inputs {
@@ -168,10 +174,13 @@ impl Manifests {
                 }
             }
         }
-        self.items.extend(written.iter().cloned());
         self.sources
             .extend(std::iter::repeat_n(path.clone(), written.len()));
-        self.files.entry(path).or_default().extend(written);
+        let file = self.files.entry(path).or_default();
+        if self.originals {
+            file.extend(written.iter().cloned());
+        }
+        self.items.extend(written);
         Ok(())
     }
 
@@ -341,7 +350,7 @@ mod tests {
     use super::*;
 
     fn read_text(text: &str) -> Result<Manifests, ReadError> {
-        Manifests::read(&[Input::Stdin], || Ok(text.to_string()))
+        Manifests::read(&[Input::Stdin], false, || Ok(text.to_string()))
     }
 
     #[test]
@@ -414,17 +423,25 @@ mod tests {
         );
         write("notes.txt", "hello");
         write("b/c.yml", &cm("three"));
-        let m =
-            Manifests::read(&[Input::Path(dir.path().to_path_buf())], || unreachable!()).unwrap();
+        let m = Manifests::read(
+            &[Input::Path(dir.path().to_path_buf())],
+            false,
+            || unreachable!(),
+        )
+        .unwrap();
         let seen: Vec<_> = m.items.iter().map(|i| origin(i).unwrap().0).collect();
         assert_eq!(seen, ["a.json", "b/c.yml", "b/two.yaml"]);
         assert_eq!(
             m.display_path("b/c.yml"),
             display(&dir.path().join("b/c.yml"))
         );
-        let missing = Manifests::read(&[Input::Path(dir.path().join("nope"))], || unreachable!())
-            .unwrap_err()
-            .to_string();
+        let missing = Manifests::read(
+            &[Input::Path(dir.path().join("nope"))],
+            false,
+            || unreachable!(),
+        )
+        .unwrap_err()
+        .to_string();
         assert!(
             missing.ends_with("nope: No such file or directory (os error 2)"),
             "{missing}"

@@ -100,9 +100,9 @@ fn run_inner(
             "--context reads files and directories, not stdin".into(),
         ));
     }
-    let mut manifests = Manifests::read(&options.inputs, stdin)?;
+    let mut manifests = Manifests::read(&options.inputs, options.mode != Mode::Stream, stdin)?;
     let context =
-        Manifests::read(&options.context, || unreachable!("checked above"))?.without_root();
+        Manifests::read(&options.context, false, || unreachable!("checked above"))?.without_root();
     let mut context_origins = BTreeSet::new();
     for item in &context.items {
         if let Some(origin) = manifests::origin(item) {
@@ -152,25 +152,20 @@ fn run_inner(
         });
     }
 
-    let output: Vec<&Node> = items.iter().filter(|i| !is_context(i)).collect();
     match options.mode {
         Mode::Stream => {
-            let printed: Vec<&Node> = output
-                .into_iter()
-                .filter(|i| !resource::is_local_config(i))
-                .collect();
-            let stdout = if manifests.tagged {
-                manifests::to_stream(printed)
-            } else {
-                yaml::emit_stream(printed)
-            };
+            items.retain(|i| !is_context(i) && !resource::is_local_config(i));
+            if manifests.tagged {
+                items.iter_mut().for_each(manifests::untag);
+            }
             Ok(Outcome {
-                stdout,
+                stdout: yaml::emit_stream(&items),
                 stderr,
                 code: 0,
             })
         }
         Mode::Diff | Mode::Check => {
+            let output: Vec<&Node> = items.iter().filter(|i| !is_context(i)).collect();
             let files = changed_files(&manifests, &output, &set_aside, options);
             let (text, changed) = diff::unified(&files);
             let code = i32::from(options.mode == Mode::Check && changed > 0);
