@@ -16,6 +16,8 @@
 # Building `runtime-prebuilt` never touches the `build` stage: BuildKit and buildah (podman
 # build; `--skip-unused-stages` is on by default, checked with podman 4.3.1 / buildah 1.28)
 # only run the stages the target depends on, so the Rust image is not pulled.
+# With podman 4.3 pass --layers=false when changing VERSION or SOURCE_URL: its layer cache
+# ignores build-arg values, and a cached LABEL layer keeps the old ones.
 
 ARG RUST_IMAGE=docker.io/library/rust:1.95-bookworm
 # The target triple is explicit on purpose: with `--target`, RUSTFLAGS apply to the binary
@@ -42,11 +44,11 @@ RUN RUSTFLAGS='-C target-feature=+crt-static' \
 # ------------------------------------------------------------------------------------------
 FROM scratch AS runtime-base
 ARG VERSION=0.1.0
-ARG SOURCE_URL=""
+ARG SOURCE_URL=https://github.com/linkerd-multus/linkerd-multus
 # OCI annotations (https://github.com/opencontainers/image-spec/blob/main/annotations.md).
 # The kpt function catalog has no label convention of its own: its metadata (image,
 # description, tags such as `mutator`, sourceURL, license) lives in a metadata.yaml next to
-# each function's source, so the catalog's fields are mirrored here as OCI labels.
+# the function (functions/linkerd-multus/metadata.yaml here); these labels mirror it.
 LABEL org.opencontainers.image.title="linkerd-multus" \
       org.opencontainers.image.description="KRM function (mutator) that attaches Linkerd-CNI to workloads through Multus: generates NetworkAttachmentDefinitions and sets k8s.v1.cni.cncf.io/networks." \
       org.opencontainers.image.source="${SOURCE_URL}" \
@@ -58,6 +60,8 @@ LABEL org.opencontainers.image.title="linkerd-multus" \
 COPY container/passwd /etc/passwd
 COPY container/group /etc/group
 USER 65534:65534
+# The Argo CD sidecar's plugin server runs `linkerd-multus render .` by name.
+ENV PATH=/usr/local/bin
 ENTRYPOINT ["/usr/local/bin/linkerd-multus"]
 
 # ------------------------------------------------------------------------------------------

@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# Builds the function's container image from a binary built on this host, without pulling
+# anything (the `runtime-prebuilt` target of the Dockerfile, FROM scratch):
+#
+#   1. cargo builds a static binary (glibc, crt-static) for x86_64-unknown-linux-gnu;
+#   2. podman builds $IMAGE (default localhost/linkerd-multus:dev) from it.
+#
+# Installs nothing (scripts/install-podman.sh does). Respects CARGO_TARGET_DIR. Idempotent:
+# each run rebuilds $IMAGE from the current binary (about a second) and removes the image it
+# replaces once nothing else uses it.
+#
+# Environment: IMAGE (image name), CARGO_TARGET_DIR, CARGO (cargo command, default cargo).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+
+IMAGE=${IMAGE:-localhost/linkerd-multus:dev}
+CARGO=${CARGO:-cargo}
+TARGET=x86_64-unknown-linux-gnu
+
+die() { echo "error: $*" >&2; exit 1; }
+
+command -v "$CARGO" >/dev/null 2>&1 || die "$CARGO not found: install Rust (https://rustup.rs)"
+command -v podman >/dev/null 2>&1 \
+  || die "podman not found: run scripts/install-podman.sh (as root) or install podman and runc"
+[ "$(uname -m)" = x86_64 ] || die "the image is built for $TARGET; this host is $(uname -m)"
+
+# 1. The static binary. `--target` keeps RUSTFLAGS off build scripts and proc macros, which
+# cannot be built with crt-static. A glibc static binary is fine here: it does no DNS/NSS.
+echo "building the static binary ($TARGET)" >&2
+RUSTFLAGS="${RUSTFLAGS:+$RUSTFLAGS }-C target-feature=+crt-static" \
+  "$CARGO" build --release --locked --target "$TARGET" --bin linkerd-multus >&2 \
+  || die "cargo build failed"
+target_dir=${CARGO_TARGET_DIR:-$ROOT/target}
+case $target_dir in /*) ;; *) target_dir=$ROOT/$target_dir ;; esac
+bin=$target_dir/$TARGET/release/linkerd-multus
+[ -x "$bin" ] || die "cargo did not produce $bin"
+if command -v file >/dev/null 2>&1; then
+  file -L "$bin" | grep -q 'statically linked\|static-pie linked' \
+    || die "$bin is not statically linked: $(file -L "$bin")"
+fi
+
+# 2. The image. The build context is a small staging directory (the binary and the
+# container/ files), so CARGO_TARGET_DIR may be anywhere and nothing else is sent.
+stage=$(mktemp -d)
+trap 'rm -rf "$stage"' EXIT
+mkdir "$stage/container"
+cp container/passwd container/group "$stage/container/"
+cp "$bin" "$stage/linkerd-multus"
+
+version=$(sed -n 's/^version *= *"\(.*\)"/\1/p' Cargo.toml | head -n1)
+# The source label defaults to the project's URL (Dockerfile); a clone's origin overrides it.
+source_args=()
+if source_url=$(git remote get-url origin 2>/dev/null) && [ -n "$source_url" ]; then
+  source_args=(--build-arg SOURCE_URL="$source_url")
+fi
+old_id=$(podman image inspect --format '{{.Id}}' "$IMAGE" 2>/dev/null || true)
+
+echo "building $IMAGE" >&2
+# --pull=never: FROM scratch needs no pull, and the `build` stage (FROM rust) is skipped
+# (--skip-unused-stages, podman's default, spelled out here).
+# --layers=false: podman 4.3 (buildah 1.28) reuses cached layers when only a --build-arg or
+# --label value changed (VERSION=9.9.9 gave an image labelled 0.1.0: ARG values are not in
+# the cache key since buildah PR #3609, see buildah issue #5501), so no layer cache. The
+# build has no RUN step; without the cache it takes about a second.
+podman build --quiet --pull=never --skip-unused-stages=true --layers=false \
+  --target runtime-prebuilt \
+  --build-arg BINARY=linkerd-multus \
+  --build-arg VERSION="$version" \
+  "${source_args[@]}" \
+  -f "$ROOT/Dockerfile" -t "$IMAGE" "$stage" >/dev/null \
+  || die "podman build of $IMAGE failed"
+
+new_id=$(podman image inspect --format '{{.Id}}' "$IMAGE") || die "podman built no $IMAGE"
+if [ -n "$old_id" ] && [ "$old_id" != "$new_id" ]; then
+  # The previous build of $IMAGE, now untagged: drop it unless a tag or container keeps it.
+  if [ -z "$(podman image inspect --format '{{join .RepoTags " "}}' "$old_id" 2>/dev/null)" ]; then
+    podman rmi "$old_id" >/dev/null 2>&1 || true
+  fi
+fi
+echo "$IMAGE ${new_id:0:12}"
