@@ -1,10 +1,16 @@
 #!/usr/bin/env bash
 # Runs the benchmark (benches/krm.rs): linkerd-multus against an identity
 # function at 1,000 / 10,000 / 50,000 resources, then `kpt fn render` with the
-# function against `kpt fn render` with cat at 10,000. About 4 minutes.
+# function against `kpt fn render` with cat at 10,000, `linkerd-multus render` on the
+# 10,000-resource package against the KRM function on the same resources, and (full
+# run only) the container start-up row: `kpt fn eval --image` against `--exec`
+# (scripts/bench-container.sh, needs podman). About 5 minutes.
 #   scripts/bench.sh           full run
 #   scripts/bench.sh --quick   1,000 resources once (smoke test)
 # BENCH_KEEP=1 keeps the generated inputs and outputs in the temp directory.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-exec cargo bench --bench krm -- "$@"
+cargo bench --bench krm -- "$@"
+if [ "${1:-}" != --quick ]; then
+  ./scripts/bench-container.sh
+fi
