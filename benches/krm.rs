@@ -270,41 +270,14 @@ fn run_in(dir: &Path, progs: &Programs, quick: bool) -> Result<usize> {
         failures += fn_failed;
         drop(text);
 
-        let (mut fw, mut iw, mut fr, mut ir) = (vec![], vec![], vec![], vec![]);
-        for r in 0..runs {
-            // Alternate which goes first so both share the machine's drift.
-            let order: [&Run; 2] = if r.is_multiple_of(2) {
-                [&func, &ident]
-            } else {
-                [&ident, &func]
-            };
-            for run in order {
-                let s = run.measure()?;
-                let is_fn = std::ptr::eq(run, &func);
-                if s.code != 0 {
-                    eprintln!(
-                        "  {} exited {}: {}",
-                        run.prog.display(),
-                        s.code,
-                        run.first_stderr_line()
-                    );
-                }
-                let (w, m) = if is_fn {
-                    (&mut fw, &mut fr)
-                } else {
-                    (&mut iw, &mut ir)
-                };
-                w.push(s.wall);
-                m.push(s.rss_kib as f64 / 1024.0);
-            }
-        }
+        let [f, i] = alternate(&func, &ident, runs)?;
         rows.push(Row {
             size,
             input_bytes,
-            fn_wall: median(&fw),
-            id_wall: median(&iw),
-            fn_rss: median(&fr),
-            id_rss: median(&ir),
+            fn_wall: f.wall,
+            id_wall: i.wall,
+            fn_rss: f.rss_mib,
+            id_rss: i.rss_mib,
             fn_ok: fn_failed == 0,
         });
     }
@@ -347,37 +320,15 @@ fn render_row(dir: &Path, progs: &Programs, size: usize, runs: usize) -> Result<
         stderr: dir.join("render-fn-err.txt"),
     };
     eprintln!("render, {size} resources, {runs} runs each ...");
-    let mut failures = 0;
-    let (mut rw, mut rm, mut fw, mut fm) = (vec![], vec![], vec![], vec![]);
-    for r in 0..runs {
-        let order: [&Run; 2] = if r.is_multiple_of(2) {
-            [&render, &function]
-        } else {
-            [&function, &render]
-        };
-        for run in order {
-            let s = run.measure()?;
-            let is_render = std::ptr::eq(run, &render);
-            if s.code != 0 {
-                eprintln!("  FAIL exited {}: {}", s.code, run.first_stderr_line());
-                failures += 1;
-            }
-            let (w, m) = if is_render {
-                (&mut rw, &mut rm)
-            } else {
-                (&mut fw, &mut fm)
-            };
-            w.push(s.wall);
-            m.push(s.rss_kib as f64 / 1024.0);
-        }
-    }
+    let [r, f] = alternate(&render, &function, runs)?;
+    let mut failures = r.failures + f.failures;
     let out = fs::read_to_string(&render.stdout)?;
     let nads = out.matches("kind: NetworkAttachmentDefinition").count();
     if nads == 0 {
         eprintln!("  FAIL render printed no NetworkAttachmentDefinition");
         failures += 1;
     }
-    let (w, m, fw, fm) = (median(&rw), median(&rm), median(&fw), median(&fm));
+    let (w, m, fw, fm) = (r.wall, r.rss_mib, f.wall, f.rss_mib);
     println!();
     println!(
         "linkerd-multus render, {size} resources in {} files:",
@@ -390,6 +341,43 @@ fn render_row(dir: &Path, progs: &Programs, size: usize, runs: usize) -> Result<
     println!("  ratio: {:.2}x time, {:.2}x memory", w / fw, m / fm);
     fs::remove_dir_all(&pkg)?;
     Ok(failures)
+}
+
+/// Medians of one program's runs.
+struct Medians {
+    wall: f64,
+    rss_mib: f64,
+    /// Runs that exited non-zero.
+    failures: usize,
+}
+
+/// Measures two programs `runs` times each, alternating which goes first so
+/// both share the machine's drift.
+fn alternate(a: &Run, b: &Run, runs: usize) -> Result<[Medians; 2]> {
+    let (mut walls, mut rss, mut failures) = ([vec![], vec![]], [vec![], vec![]], [0, 0]);
+    for r in 0..runs {
+        let order = if r.is_multiple_of(2) { [0, 1] } else { [1, 0] };
+        for i in order {
+            let run = [a, b][i];
+            let s = run.measure()?;
+            if s.code != 0 {
+                eprintln!(
+                    "  {} exited {}: {}",
+                    run.prog.display(),
+                    s.code,
+                    run.first_stderr_line()
+                );
+                failures[i] += 1;
+            }
+            walls[i].push(s.wall);
+            rss[i].push(s.rss_kib as f64 / 1024.0);
+        }
+    }
+    Ok([0, 1].map(|i| Medians {
+        wall: median(&walls[i]),
+        rss_mib: median(&rss[i]),
+        failures: failures[i],
+    }))
 }
 
 /// The identity's output must parse back to the input's tree.

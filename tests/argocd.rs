@@ -11,7 +11,7 @@ mod common;
 use std::path::Path;
 use std::process::Command;
 
-use common::{bin, copy_dir, parse_yaml_stream, repo_path};
+use common::{bin, copy_dir, kinds, parse_yaml_stream, repo_path, template_networks};
 use linkerd_multus::yaml::{Node, parse_document};
 
 const PLUGIN: &str = "functions/linkerd-multus/argocd/plugin.yaml";
@@ -180,9 +180,8 @@ fn generate_renders_the_application() {
     let out = generate(&application, None);
     assert_eq!(out.code, 0, "{}", out.stderr);
     let docs = parse_yaml_stream(&out.stdout).expect("generate prints a YAML stream");
-    let kinds: Vec<_> = docs.iter().map(|d| d.str_at(&["kind"]).unwrap()).collect();
     assert_eq!(
-        kinds,
+        kinds(&docs),
         [
             "CronJob",
             "Deployment",
@@ -196,16 +195,7 @@ fn generate_renders_the_application() {
         .iter()
         .find(|d| d.str_at(&["kind"]) == Some("Deployment"))
         .unwrap();
-    assert_eq!(
-        web.str_at(&[
-            "spec",
-            "template",
-            "metadata",
-            "annotations",
-            "k8s.v1.cni.cncf.io/networks"
-        ]),
-        Some("storage@net1,linkerd-cni")
-    );
+    assert_eq!(template_networks(web), Some("storage@net1,linkerd-cni"));
     // The Application's parameter reached the renderer.
     let nad = docs.last().unwrap();
     assert!(

@@ -9,7 +9,7 @@ mod common;
 use std::path::Path;
 use std::process::Command;
 
-use common::{bin, copy_dir, parse_yaml_stream, repo_path};
+use common::{bin, copy_dir, parse_yaml_stream, repo_path, template_networks};
 
 fn kustomize(dir: &Path) -> std::process::Output {
     let bin_dir = Path::new(bin()).parent().unwrap();
@@ -66,16 +66,7 @@ fn exec_plugin_transforms_the_kustomization() {
         "{stdout}"
     );
     let web = &docs[1];
-    assert_eq!(
-        web.str_at(&[
-            "spec",
-            "template",
-            "metadata",
-            "annotations",
-            "k8s.v1.cni.cncf.io/networks"
-        ]),
-        Some("storage@net1,linkerd-cni")
-    );
+    assert_eq!(template_networks(web), Some("storage@net1,linkerd-cni"));
     // kustomize's own bookkeeping annotations are gone from its output, and so are ours.
     assert!(!stdout.contains("config.kubernetes.io/"), "{stdout}");
 }

@@ -6,7 +6,9 @@ mod common;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-use common::{Yaml, bin, copy_dir, parse_yaml_stream, repo_path, snapshot};
+use common::{
+    Yaml, bin, copy_dir, kinds, parse_yaml_stream, repo_path, snapshot, template_networks,
+};
 
 /// One run of the binary with arguments, environment and a working directory.
 struct Out {
@@ -64,14 +66,7 @@ fn find<'a>(docs: &'a [Yaml], kind: &str, name: &str) -> &'a Yaml {
 }
 
 fn networks(doc: &Yaml) -> &str {
-    doc.str_at(&[
-        "spec",
-        "template",
-        "metadata",
-        "annotations",
-        "k8s.v1.cni.cncf.io/networks",
-    ])
-    .unwrap_or("")
+    template_networks(doc).unwrap_or("")
 }
 
 #[test]
@@ -81,14 +76,10 @@ fn renders_a_directory_to_a_stream() {
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert_eq!(out.stderr, "");
     let docs = parse_yaml_stream(&out.stdout).unwrap();
-    let kinds: Vec<_> = docs
-        .iter()
-        .map(|d| d.str_at(&["kind"]).unwrap().to_string())
-        .collect();
     // Files in name order; the NAD after its Namespace; the local-config
     // ConfigMap and the Kptfile left out.
     assert_eq!(
-        kinds,
+        kinds(&docs),
         [
             "CronJob",
             "Deployment",

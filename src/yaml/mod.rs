@@ -182,40 +182,35 @@ impl Node {
     /// Writes this node and everything in it as blocks: for documents that
     /// arrived as JSON, whose flow style is the file format, not the user's choice.
     pub fn into_block_style(&mut self) {
-        match self {
-            Node::Scalar(_) => {}
-            Node::Seq(s) => {
-                s.flow = false;
-                s.items.iter_mut().for_each(Node::into_block_style);
-            }
-            Node::Map(m) => {
-                m.flow = false;
-                for (k, v) in &mut m.entries {
-                    k.into_block_style();
-                    v.into_block_style();
-                }
-            }
-        }
+        self.restyle(false);
     }
 
     /// Turns a JSON document into idiomatic YAML: blocks, and no quotes on
     /// strings that read back the same without them.
     pub fn into_yaml_style(&mut self) {
+        self.restyle(true);
+    }
+
+    fn restyle(&mut self, unquote: bool) {
         match self {
             Node::Scalar(s) => {
-                if s.style == Style::DoubleQuoted && s.tag.is_none() && is_plain_safe(&s.value) {
+                if unquote
+                    && s.style == Style::DoubleQuoted
+                    && s.tag.is_none()
+                    && is_plain_safe(&s.value)
+                {
                     s.style = Style::Plain;
                 }
             }
             Node::Seq(s) => {
                 s.flow = false;
-                s.items.iter_mut().for_each(Node::into_yaml_style);
+                s.items.iter_mut().for_each(|i| i.restyle(unquote));
             }
             Node::Map(m) => {
                 m.flow = false;
                 for (k, v) in &mut m.entries {
-                    k.into_yaml_style();
-                    v.into_yaml_style();
+                    k.restyle(unquote);
+                    v.restyle(unquote);
                 }
             }
         }

@@ -516,3 +516,22 @@ pub fn snapshot(root: &Path) -> Vec<(String, Vec<u8>)> {
     out.sort();
     out
 }
+
+/// The `k8s.v1.cni.cncf.io/networks` annotation of a workload's pod template
+/// (`spec.template`), if any.
+pub fn template_networks(doc: &Yaml) -> Option<&str> {
+    doc.str_at(&[
+        "spec",
+        "template",
+        "metadata",
+        "annotations",
+        "k8s.v1.cni.cncf.io/networks",
+    ])
+}
+
+/// The kind of each document.
+pub fn kinds(docs: &[Yaml]) -> Vec<String> {
+    docs.iter()
+        .map(|d| d.str_at(&["kind"]).unwrap_or_default().to_string())
+        .collect()
+}
