@@ -2,8 +2,6 @@
 //! every host, and what Argo CD gives a config-management plugin (the
 //! application's `env`, prefixed `ARGOCD_ENV_`, and its `parameters`).
 
-use std::fmt;
-
 use crate::settings::KEYS;
 
 /// Prefix of the environment variable of each setting.
@@ -148,12 +146,6 @@ fn argocd_param_variables(env: &dyn Fn(&str) -> Option<String>) -> Vec<Value> {
         .collect()
 }
 
-impl fmt::Display for Value {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}={} ({})", self.key, self.value, self.source)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -191,8 +183,16 @@ mod tests {
         let plain = prefixed(&e, PREFIX);
         assert_eq!(plain.len(), 1);
         assert_eq!(
-            plain[0].to_string(),
-            "nadName=net (environment variable LINKERD_MULTUS_NAD_NAME)"
+            (
+                plain[0].key,
+                plain[0].value.as_str(),
+                plain[0].source.as_str()
+            ),
+            (
+                "nadName",
+                "net",
+                "environment variable LINKERD_MULTUS_NAD_NAME"
+            )
         );
         let argo = prefixed(&e, &format!("{ARGOCD_ENV_PREFIX}{PREFIX}"));
         assert_eq!(argo[0].key, "cniNamespace");

@@ -49,21 +49,6 @@ pub struct Options {
     pub namespace_variables: &'static [&'static str],
 }
 
-impl Options {
-    /// Options for inputs, everything else unset.
-    pub fn new(inputs: Vec<Input>) -> Self {
-        Options {
-            inputs,
-            context: Vec::new(),
-            config: None,
-            flags: Vec::new(),
-            mode: Mode::Stream,
-            allow_empty: false,
-            namespace_variables: &[],
-        }
-    }
-}
-
 /// A failure before rendering: printed as one line, exit non-zero, no output.
 struct Failure(String);
 
@@ -126,7 +111,7 @@ fn run_inner(
     }
 
     let mut items = std::mem::take(&mut manifests.items);
-    items.extend(context.items.iter().cloned());
+    items.extend(context.items);
     let results = render(&mut items, &settings)
         .map_err(|e| Failure(format!("the input is malformed: {e}")))?;
     // Generated NADs get new files, so a resource from a context file is
