@@ -12,7 +12,9 @@ use std::fmt;
 
 use crate::namespace::{INJECT_ANNOTATION, Lookup, MULTUS_ANNOTATION};
 use crate::networks::{NETWORKS_ANNOTATION, Networks, NetworksError};
+use crate::resource;
 use crate::settings::Settings;
+use crate::workload::WorkloadKind;
 use crate::yaml::{Map, Node, Style, is_plain_safe};
 
 /// Records on a workload what the function added to it.
@@ -359,6 +361,99 @@ pub fn apply(
         }
     }
     Ok(out)
+}
+
+/// What [`workload`] did with one workload object.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WorkloadOutcome {
+    /// The object has no pod template (an Argo Rollout with a `workloadRef`, say).
+    NoTemplate,
+    /// The rules want the NAD attached but the caller said it cannot be: the
+    /// object is left as it is.
+    Held(Decision),
+    /// The rules were applied; on error nothing changed.
+    Decided {
+        /// What the rules want.
+        decision: Decision,
+        /// What changed, or why the pod template could not be changed.
+        applied: Result<Applied, AttachError>,
+    },
+}
+
+/// A workload object the rules cannot read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum WorkloadError {
+    /// The record of what the function added does not parse.
+    #[error("annotation {OWNED_ANNOTATION}: {0}")]
+    Owned(String),
+    /// The object, its metadata or its pod template is not a mapping.
+    #[error("{0}")]
+    Shape(String),
+}
+
+/// Brings one workload object (a Pod, or a resource holding a pod template) in
+/// line with the rules: reads what the function owned on it, decides on the pod
+/// template's annotations and labels and its namespace's annotations, applies
+/// the decision and records what it now owns. `may_attach` is asked only when
+/// the rules want the NAD attached. The KRM function, the renderer and the
+/// webhook all call this.
+pub fn workload(
+    object: &mut Node,
+    kind: &WorkloadKind,
+    settings: &Settings,
+    pod_namespace: &str,
+    namespace: &dyn Lookup,
+    may_attach: impl FnOnce() -> bool,
+) -> Result<WorkloadOutcome, WorkloadError> {
+    let Some(map) = object.as_map() else {
+        return Err(WorkloadError::Shape(format!(
+            "the object is {}, not a mapping",
+            object.kind_name()
+        )));
+    };
+    if let Some(meta) = map
+        .get("metadata")
+        .filter(|m| !m.is_null() && m.as_map().is_none())
+    {
+        return Err(WorkloadError::Shape(format!(
+            "metadata is {}, not a mapping",
+            meta.kind_name()
+        )));
+    }
+    let before = resource::annotation(object, OWNED_ANNOTATION)
+        .map(Owned::parse)
+        .transpose()
+        .map_err(WorkloadError::Owned)?
+        .unwrap_or_default();
+    let Some(template) = kind
+        .pod_template_mut(object)
+        .map_err(WorkloadError::Shape)?
+    else {
+        return Ok(WorkloadOutcome::NoTemplate);
+    };
+    let decision = decide(
+        settings,
+        pod_namespace,
+        &template_annotations(template),
+        &template_labels(template),
+        namespace,
+    );
+    if decision.attach && !may_attach() {
+        return Ok(WorkloadOutcome::Held(decision));
+    }
+    let applied = apply(template, settings, pod_namespace, &decision, &before);
+    if let Ok(applied) = &applied
+        && applied.owned != before
+    {
+        let object = object.as_map_mut().expect("checked above");
+        if applied.owned.is_empty() {
+            remove_annotation(object, OWNED_ANNOTATION);
+        } else {
+            set_annotation(object, OWNED_ANNOTATION, applied.owned.to_string())
+                .expect("metadata is a mapping or absent: checked above");
+        }
+    }
+    Ok(WorkloadOutcome::Decided { decision, applied })
 }
 
 /// Sets `metadata.annotations[key]` on an object or template, keeping the

@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt;
 
-use crate::attach::{self, OWNED_ANNOTATION, Owned, decide, remove_annotation, set_annotation};
+use crate::attach::{self, WorkloadError, WorkloadOutcome};
 use crate::cni_config::{self, CONFIG_MAP_NAME, NETWORK_CONFIG_KEY};
 use crate::nad;
 use crate::namespace::{Lookup, MULTUS_ANNOTATION, MULTUS_VALUES, Namespace, Source};
@@ -212,51 +212,30 @@ impl Renderer<'_> {
             let ns_name = namespace_of(r, settings);
             let pod_ns = ns_name.unwrap_or("");
             let ns = ns_name.and_then(|n| namespaces.get(n));
-            let before = match resource::annotation(item, OWNED_ANNOTATION).map(Owned::parse) {
-                None => Owned::default(),
-                Some(Ok(owned)) => owned,
-                Some(Err(e)) => {
-                    self.report(
-                        i,
-                        Severity::Error,
-                        format!("annotation {OWNED_ANNOTATION}: {e}"),
-                    )
-                    .field = Some("metadata.annotations".into());
-                    continue;
-                }
-            };
-            let template = match kind.pod_template_mut(item) {
-                Ok(Some(t)) => t,
-                Ok(None) => continue,
-                Err(e) => {
-                    self.report(i, Severity::Error, e);
-                    continue;
-                }
-            };
-            if ns.is_none() {
-                let message = match ns_name {
-                    Some(n) => format!(
-                        "namespace {n} is neither in the input nor in the namespaces setting; the workload is decided on its own annotations"
-                    ),
-                    None => "the workload has no metadata.namespace; it is decided on its own annotations".to_string(),
-                };
-                self.report(i, Severity::Warning, message);
-            }
-            let ns_annotations = ns.map(|n| &n.annotations);
-            let decision = decide(
-                settings,
-                pod_ns,
-                &attach::template_annotations(template),
-                &attach::template_labels(template),
-                &ns_annotations,
-            );
-            control_plane_seen |= decision.control_plane;
             let own_ns = ns_name.map(str::to_string);
-            if decision.attach && !can_attach(&own_ns) {
-                // Left as it is; the missing NAD config is reported once, as an error.
-                needs.entry(own_ns).or_default().managed = true;
-                continue;
-            }
+            let ns_annotations = ns.map(|n| &n.annotations);
+            let outcome = attach::workload(item, kind, settings, pod_ns, &ns_annotations, || {
+                can_attach(&own_ns)
+            });
+            let (decision, applied) = match outcome {
+                Ok(WorkloadOutcome::NoTemplate) => continue,
+                Ok(WorkloadOutcome::Held(decision)) => {
+                    self.unknown_namespace(i, ns.is_none(), ns_name);
+                    control_plane_seen |= decision.control_plane;
+                    // Left as it is; the missing NAD config is reported once, as an error.
+                    needs.entry(own_ns).or_default().managed = true;
+                    continue;
+                }
+                Ok(WorkloadOutcome::Decided { decision, applied }) => (decision, applied),
+                Err(e) => {
+                    let field =
+                        matches!(e, WorkloadError::Owned(_)).then(|| "metadata.annotations".into());
+                    self.report(i, Severity::Error, e.to_string()).field = field;
+                    continue;
+                }
+            };
+            self.unknown_namespace(i, ns.is_none(), ns_name);
+            control_plane_seen |= decision.control_plane;
             if let Some(problem) = &decision.range_problem
                 && range_reported.insert(pod_ns.to_string())
             {
@@ -267,22 +246,13 @@ impl Renderer<'_> {
                 self.report(at, Severity::Warning, problem.clone());
             }
             let field = annotations_field(kind.pointer());
-            let applied = match attach::apply(template, settings, pod_ns, &decision, &before) {
+            let applied = match applied {
                 Ok(applied) => applied,
                 Err(e) => {
                     self.report(i, Severity::Error, e.to_string()).field = Some(field);
                     continue;
                 }
             };
-            let object = item.as_map_mut().expect("resources are mappings");
-            if applied.owned != before {
-                if applied.owned.is_empty() {
-                    remove_annotation(object, OWNED_ANNOTATION);
-                } else {
-                    set_annotation(object, OWNED_ANNOTATION, applied.owned.to_string())
-                        .expect("metadata is a mapping");
-                }
-            }
             let mut messages = Vec::with_capacity(applied.changes.len());
             for change in &applied.changes {
                 match change {
@@ -329,6 +299,21 @@ impl Renderer<'_> {
                 .managed = true;
         }
         needs
+    }
+
+    /// Warns that a workload's namespace is unknown, so only its own annotations count.
+    fn unknown_namespace(&mut self, i: usize, unknown: bool, ns_name: Option<&str>) {
+        if !unknown {
+            return;
+        }
+        let message = match ns_name {
+            Some(n) => format!(
+                "namespace {n} is neither in the input nor in the namespaces setting; the workload is decided on its own annotations"
+            ),
+            None => "the workload has no metadata.namespace; it is decided on its own annotations"
+                .to_string(),
+        };
+        self.report(i, Severity::Warning, message);
     }
 
     /// Finds the NADs of the input; generated NADs of another name are removed.
