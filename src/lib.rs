@@ -1,10 +1,12 @@
 //! linkerd-multus: attaches Linkerd-CNI to workloads through Multus, at render time.
 #![forbid(unsafe_code)]
 
+pub mod admission;
 pub mod attach;
 pub mod cni_config;
 pub mod diff;
 pub mod environment;
+pub mod json_patch;
 pub mod krm;
 pub mod manifests;
 pub mod nad;

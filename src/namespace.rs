@@ -29,7 +29,7 @@ impl Lookup for BTreeMap<String, String> {
     }
 }
 
-impl<T: Lookup> Lookup for Option<&T> {
+impl<T: Lookup + ?Sized> Lookup for Option<&T> {
     fn lookup(&self, key: &str) -> Option<&str> {
         self.and_then(|m| m.lookup(key))
     }

@@ -41,6 +41,11 @@ impl WorkloadKind {
         })
     }
 
+    /// The Pod kind: the object is its own pod template.
+    pub fn pod() -> Self {
+        Self::new("", "Pod", "").expect("the empty pointer is valid")
+    }
+
     /// A user-declared kind; `api_version` may carry a version, which is ignored.
     pub fn custom(api_version: &str, kind: &str, pointer: &str) -> Result<Self, String> {
         let group = crate::resource::group_of(api_version);

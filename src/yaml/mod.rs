@@ -7,6 +7,7 @@
 //! kpt restores them itself from `internal.config.kubernetes.io/id`.
 
 mod emit;
+mod json;
 mod parse;
 mod scalar;
 

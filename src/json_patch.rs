@@ -1,0 +1,173 @@
+//! JSONPatch (RFC 6902) from one JSON document to another: only the operations
+//! needed, with RFC 6901 escaping of path segments.
+
+use std::borrow::Cow;
+
+use serde::Serialize;
+use serde_json::Value;
+
+/// One patch operation.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Operation {
+    /// `add`, `remove` or `replace`.
+    pub op: Op,
+    /// A JSON pointer.
+    pub path: String,
+    /// The new value, for `add` and `replace`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub value: Option<Value>,
+}
+
+/// The operations a diff uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Op {
+    /// Adds a member or an element; a missing parent map is added whole.
+    Add,
+    /// Removes a member or an element.
+    Remove,
+    /// Replaces a value.
+    Replace,
+}
+
+/// The operations that turn `before` into `after`: members are added,
+/// removed or replaced one by one, maps that do not exist yet are added whole,
+/// and an array changes element by element when its length stays or grows,
+/// else it is replaced.
+pub fn diff(before: &Value, after: &Value) -> Vec<Operation> {
+    let mut ops = Vec::new();
+    diff_into(&mut String::new(), before, after, &mut ops);
+    ops
+}
+
+fn diff_into(path: &mut String, before: &Value, after: &Value, ops: &mut Vec<Operation>) {
+    match (before, after) {
+        (Value::Object(b), Value::Object(a)) => {
+            for key in b.keys().filter(|k| !a.contains_key(*k)) {
+                ops.push(Operation {
+                    op: Op::Remove,
+                    path: child(path, key),
+                    value: None,
+                });
+            }
+            for (key, new) in a {
+                match b.get(key) {
+                    Some(old) => {
+                        let len = path.len();
+                        path.push('/');
+                        path.push_str(&escape(key));
+                        diff_into(path, old, new, ops);
+                        path.truncate(len);
+                    }
+                    None => ops.push(Operation {
+                        op: Op::Add,
+                        path: child(path, key),
+                        value: Some(new.clone()),
+                    }),
+                }
+            }
+        }
+        (Value::Array(b), Value::Array(a)) if a.len() >= b.len() => {
+            for (i, (old, new)) in b.iter().zip(a).enumerate() {
+                let len = path.len();
+                path.push('/');
+                path.push_str(&i.to_string());
+                diff_into(path, old, new, ops);
+                path.truncate(len);
+            }
+            for (i, new) in a.iter().enumerate().skip(b.len()) {
+                ops.push(Operation {
+                    op: Op::Add,
+                    path: format!("{path}/{i}"),
+                    value: Some(new.clone()),
+                });
+            }
+        }
+        (b, a) if b == a => {}
+        (_, a) => ops.push(Operation {
+            op: Op::Replace,
+            path: path.clone(),
+            value: Some(a.clone()),
+        }),
+    }
+}
+
+fn child(path: &str, key: &str) -> String {
+    format!("{path}/{}", escape(key))
+}
+
+/// A member name as a JSON-pointer segment: `~` is `~0`, `/` is `~1`.
+pub fn escape(segment: &str) -> Cow<'_, str> {
+    if segment.contains(['~', '/']) {
+        Cow::Owned(segment.replace('~', "~0").replace('/', "~1"))
+    } else {
+        Cow::Borrowed(segment)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn ops(before: Value, after: Value) -> Value {
+        serde_json::to_value(diff(&before, &after)).unwrap()
+    }
+
+    #[test]
+    fn table() {
+        let cases = [
+            ("no change", json!({"a": 1}), json!({"a": 1}), json!([])),
+            (
+                "escapes ~ and /",
+                json!({"metadata": {"annotations": {}}}),
+                json!({"metadata": {"annotations": {"k8s.v1.cni.cncf.io/networks": "x", "a~b": "y"}}}),
+                json!([
+                    {"op": "add", "path": "/metadata/annotations/k8s.v1.cni.cncf.io~1networks", "value": "x"},
+                    {"op": "add", "path": "/metadata/annotations/a~0b", "value": "y"}
+                ]),
+            ),
+            (
+                "missing parent map added whole",
+                json!({"metadata": {"name": "p"}}),
+                json!({"metadata": {"name": "p", "annotations": {"a/b": "1"}}}),
+                json!([{"op": "add", "path": "/metadata/annotations", "value": {"a/b": "1"}}]),
+            ),
+            (
+                "replace and remove",
+                json!({"m": {"a": "1", "b": "2"}}),
+                json!({"m": {"a": "3"}}),
+                json!([
+                    {"op": "remove", "path": "/m/b"},
+                    {"op": "replace", "path": "/m/a", "value": "3"}
+                ]),
+            ),
+            (
+                "arrays grow or are replaced",
+                json!({"l": [1, 2], "s": [1, 2]}),
+                json!({"l": [1, 5, 3], "s": [1]}),
+                json!([
+                    {"op": "replace", "path": "/l/1", "value": 5},
+                    {"op": "add", "path": "/l/2", "value": 3},
+                    {"op": "replace", "path": "/s", "value": [1]}
+                ]),
+            ),
+        ];
+        for (name, before, after, want) in cases {
+            assert_eq!(ops(before, after), want, "{name}");
+        }
+    }
+
+    #[test]
+    fn patches_apply_with_an_independent_implementation() {
+        let before = json!({"metadata": {"labels": {"x/y": "1"}}, "spec": {"c": [{"n": 1}]}});
+        let after =
+            json!({"metadata": {"annotations": {"a~/b": ""}}, "spec": {"c": [{"n": 2}, {}]}});
+        let patch: json_patch::Patch =
+            serde_json::from_value(ops(before.clone(), after.clone())).unwrap();
+        let mut doc = before;
+        json_patch::patch(&mut doc, &patch).unwrap();
+        assert_eq!(doc, after);
+    }
+}
