@@ -2,7 +2,7 @@
 //! every host, and what Argo CD gives a config-management plugin (the
 //! application's `env`, prefixed `ARGOCD_ENV_`, and its `parameters`).
 
-use crate::settings::KEYS;
+use crate::settings::{KEYS, Settings};
 
 /// Prefix of the environment variable of each setting.
 pub const PREFIX: &str = "LINKERD_MULTUS_";
@@ -63,6 +63,17 @@ pub fn prefixed(env: &dyn Fn(&str) -> Option<String>, prefix: &str) -> Vec<Value
             })
         })
         .collect()
+}
+
+/// Applies the values in order on top of `settings`; the error names the
+/// source of the first bad value.
+pub fn apply(settings: &mut Settings, values: &[Value]) -> Result<(), String> {
+    for value in values {
+        settings
+            .override_with([(value.key, value.value.as_str())])
+            .map_err(|e| format!("{}: {e}", value.source))?;
+    }
+    Ok(())
 }
 
 /// Settings from an Argo CD Application's parameters: `ARGOCD_APP_PARAMETERS`

@@ -18,5 +18,6 @@ pub mod resource;
 pub mod resource_list;
 pub mod results;
 pub mod settings;
+pub mod webhook;
 pub mod workload;
 pub mod yaml;

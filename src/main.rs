@@ -10,6 +10,7 @@ use clap::{Args, Parser, Subcommand};
 use linkerd_multus::krm::{self, Outcome};
 use linkerd_multus::manifests::Input;
 use linkerd_multus::renderer::{self, Mode, Options};
+use linkerd_multus::webhook;
 
 /// Attaches Linkerd-CNI to workloads through Multus, at render time.
 ///
@@ -53,15 +54,19 @@ enum Command {
         #[command(flatten)]
         settings: SettingsArgs,
     },
+    /// The mutating admission webhook for pods created outside Git: the same
+    /// rules over HTTPS, with namespaces from a watch of the cluster.
+    Webhook {
+        #[command(flatten)]
+        args: Box<linkerd_multus::webhook::Args>,
+        #[command(flatten)]
+        settings: CoreSettings,
+    },
 }
 
-/// Settings, each also read from `LINKERD_MULTUS_<NAME>` (flags win).
+/// The renderer's settings and inputs.
 #[derive(Args)]
 struct SettingsArgs {
-    /// A file holding the settings: a LinkerdMultus object (or a ConfigMap).
-    /// A LinkerdMultus among the inputs is read the same way.
-    #[arg(long, value_name = "FILE")]
-    config: Option<PathBuf>,
     /// Files or directories read to decide but not printed: the Linkerd-CNI
     /// ConfigMap, Namespaces, NADs already in the cluster.
     #[arg(long, value_name = "PATH")]
@@ -69,6 +74,17 @@ struct SettingsArgs {
     /// Succeeds with empty output when the inputs hold no resources.
     #[arg(long)]
     allow_empty: bool,
+    #[command(flatten)]
+    core: CoreSettings,
+}
+
+/// The core's settings, each also read from `LINKERD_MULTUS_<NAME>` (flags win).
+#[derive(Args)]
+struct CoreSettings {
+    /// A file holding the settings: a LinkerdMultus object (or a ConfigMap).
+    /// A LinkerdMultus among the inputs is read the same way.
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
     /// Namespace of the Linkerd-CNI ConfigMap [default: linkerd-cni].
     #[arg(long, value_name = "NAMESPACE")]
     cni_namespace: Option<String>,
@@ -104,9 +120,10 @@ struct SettingsArgs {
     default_namespace: Option<String>,
 }
 
-impl SettingsArgs {
-    fn into_options(self, inputs: Vec<Input>, mode: Mode) -> Options {
-        let flags = [
+impl CoreSettings {
+    /// The flags given, by settings key.
+    fn flags(self) -> Vec<(&'static str, String)> {
+        [
             ("cniNamespace", self.cni_namespace),
             ("linkerdNamespace", self.linkerd_namespace),
             ("nadName", self.nad_name),
@@ -117,15 +134,20 @@ impl SettingsArgs {
             ("namespaces", self.namespaces),
             ("workloadKinds", self.workload_kinds),
             ("defaultNamespace", self.default_namespace),
-        ];
+        ]
+        .into_iter()
+        .filter_map(|(key, value)| Some((key, value?)))
+        .collect()
+    }
+}
+
+impl SettingsArgs {
+    fn into_options(self, inputs: Vec<Input>, mode: Mode) -> Options {
         Options {
             inputs,
             context: self.context.into_iter().map(Input::Path).collect(),
-            config: self.config,
-            flags: flags
-                .into_iter()
-                .filter_map(|(key, value)| Some((key, value?)))
-                .collect(),
+            config: self.core.config.clone(),
+            flags: self.core.flags(),
             mode,
             allow_empty: self.allow_empty,
             namespace_variables: &[],
@@ -181,6 +203,12 @@ fn run(command: Option<Command>) -> anyhow::Result<ExitCode> {
         Some(Command::PostRender { settings }) => {
             let options = settings.into_options(vec![Input::Stdin], Mode::Stream);
             renderer::run(&options, &env, read_stdin)
+        }
+        Some(Command::Webhook { args, settings }) => {
+            let config = settings.config.clone();
+            let settings = webhook::settings(config.as_deref(), &settings.flags(), &env)?;
+            webhook::run(*args, settings)?;
+            return Ok(ExitCode::SUCCESS);
         }
     };
     print(&outcome)

@@ -233,11 +233,7 @@ fn settings(
         value: value.clone(),
         source: format!("--{}", flag_name(key)),
     }));
-    for value in &values {
-        settings
-            .override_with([(value.key, value.value.as_str())])
-            .map_err(|e| Failure(format!("{}: {e}", value.source)))?;
-    }
+    environment::apply(&mut settings, &values).map_err(Failure)?;
     if settings.default_namespace.is_none()
         && let Some((variable, namespace)) = options
             .namespace_variables

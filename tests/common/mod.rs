@@ -3,6 +3,9 @@
 //! checks on meaning rather than bytes.
 #![allow(dead_code)]
 
+pub mod apiserver;
+pub mod https;
+
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

@@ -1,0 +1,284 @@
+//! The webhook's Prometheus metrics, in the OpenMetrics text format.
+
+use std::time::Duration;
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::Registry;
+
+use crate::admission::Outcome;
+use crate::attach::Change;
+use crate::webhook::namespaces::CacheStatus;
+
+/// The content type of [`Metrics::encode`].
+pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct OutcomeLabel {
+    outcome: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ChangeLabel {
+    change: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ReasonLabel {
+    reason: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ResultLabel {
+    result: &'static str,
+}
+
+/// Why the server refused a request before it reached the admission code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refusal {
+    /// The body is over `--max-body-bytes`.
+    TooLarge,
+    /// Headers or body did not arrive in time.
+    Timeout,
+    /// Not one of the admission paths.
+    NotFound,
+    /// Not a POST.
+    Method,
+}
+
+impl Refusal {
+    const ALL: [Refusal; 4] = [
+        Refusal::TooLarge,
+        Refusal::Timeout,
+        Refusal::NotFound,
+        Refusal::Method,
+    ];
+
+    fn as_str(self) -> &'static str {
+        match self {
+            Refusal::TooLarge => "too_large",
+            Refusal::Timeout => "timeout",
+            Refusal::NotFound => "not_found",
+            Refusal::Method => "method",
+        }
+    }
+}
+
+const CHANGES: [&str; 5] = [
+    "attached",
+    "detached",
+    "proxy_uid_set",
+    "proxy_uid_removed",
+    "proxy_uid_released",
+];
+
+/// The position of a change's label in [`CHANGES`].
+fn change_index(change: &Change) -> usize {
+    match change {
+        Change::Attached => 0,
+        Change::Detached => 1,
+        Change::ProxyUidSet(_) => 2,
+        Change::ProxyUidRemoved => 3,
+        Change::ProxyUidReleased => 4,
+    }
+}
+
+/// Every metric of the webhook.
+pub struct Metrics {
+    registry: Registry,
+    // One counter per label value, made up front: no lookup per request.
+    requests: Vec<Counter>,
+    duration: Histogram,
+    patches: Vec<Counter>,
+    refusals: Vec<Counter>,
+    tls_reloads: [Counter; 2],
+    namespaces: Gauge,
+    synced: Gauge,
+    watch_up: Gauge,
+    cache_age: Gauge<f64, std::sync::atomic::AtomicU64>,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Metrics {
+    /// Registers every metric, with every label value at zero.
+    pub fn new() -> Self {
+        let mut registry = Registry::default();
+        let family = Family::<OutcomeLabel, Counter>::default();
+        let requests = Outcome::ALL
+            .iter()
+            .map(|o| {
+                family
+                    .get_or_create(&OutcomeLabel {
+                        outcome: o.as_str(),
+                    })
+                    .clone()
+            })
+            .collect();
+        registry.register(
+            "linkerd_multus_admission_requests",
+            "Admission reviews answered, by outcome",
+            family,
+        );
+        // From 50 µs: a review takes tens of microseconds.
+        let duration = Histogram::new([
+            0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.1, 1.0,
+        ]);
+        registry.register(
+            "linkerd_multus_admission_request_duration_seconds",
+            "Time from the end of the request body to the response, in seconds",
+            duration.clone(),
+        );
+        let family = Family::<ChangeLabel, Counter>::default();
+        let patches = CHANGES
+            .iter()
+            .map(|&change| family.get_or_create(&ChangeLabel { change }).clone())
+            .collect();
+        registry.register(
+            "linkerd_multus_admission_patches",
+            "Changes made by the patches returned, by change (dry runs included)",
+            family,
+        );
+        let family = Family::<ReasonLabel, Counter>::default();
+        let refusals = Refusal::ALL
+            .iter()
+            .map(|r| {
+                family
+                    .get_or_create(&ReasonLabel { reason: r.as_str() })
+                    .clone()
+            })
+            .collect();
+        registry.register(
+            "linkerd_multus_http_refusals",
+            "HTTP requests refused before admission, by reason",
+            family,
+        );
+        let family = Family::<ResultLabel, Counter>::default();
+        let tls_reloads = ["success", "error"]
+            .map(|result| family.get_or_create(&ResultLabel { result }).clone());
+        registry.register(
+            "linkerd_multus_tls_reloads",
+            "Reloads of the TLS files after they changed on disk, by result",
+            family,
+        );
+        let namespaces = Gauge::default();
+        registry.register(
+            "linkerd_multus_namespace_cache_namespaces",
+            "Namespaces in the cache",
+            namespaces.clone(),
+        );
+        let synced = Gauge::default();
+        registry.register(
+            "linkerd_multus_namespace_cache_synced",
+            "1 once the namespace cache has listed every namespace",
+            synced.clone(),
+        );
+        let watch_up = Gauge::default();
+        registry.register(
+            "linkerd_multus_namespace_watch_up",
+            "1 while the namespace watch runs; 0 while it is broken and the cache serves its last state",
+            watch_up.clone(),
+        );
+        let cache_age = Gauge::<f64, std::sync::atomic::AtomicU64>::default();
+        registry.register(
+            "linkerd_multus_namespace_cache_age_seconds",
+            "Seconds since the namespace cache was last known to be current: 0 while the watch is up",
+            cache_age.clone(),
+        );
+        Metrics {
+            registry,
+            requests,
+            duration,
+            patches,
+            refusals,
+            tls_reloads,
+            namespaces,
+            synced,
+            watch_up,
+            cache_age,
+        }
+    }
+
+    /// Counts an answered review and its changes.
+    pub fn answered(&self, outcome: Outcome, changes: &[Change], took: Duration) {
+        self.requests[outcome as usize].inc();
+        self.duration.observe(took.as_secs_f64());
+        for change in changes {
+            self.patches[change_index(change)].inc();
+        }
+    }
+
+    /// Counts a request refused before admission.
+    pub fn refused(&self, refusal: Refusal) {
+        self.refusals[refusal as usize].inc();
+    }
+
+    /// Counts a TLS reload.
+    pub fn tls_reloaded(&self, ok: bool) {
+        self.tls_reloads[usize::from(!ok)].inc();
+    }
+
+    /// The metrics in the OpenMetrics text format, with the cache's state now.
+    pub fn encode(&self, cache: Option<CacheStatus>) -> String {
+        if let Some(cache) = cache {
+            self.namespaces
+                .set(i64::try_from(cache.namespaces).unwrap_or(i64::MAX));
+            self.synced.set(i64::from(cache.synced));
+            self.watch_up.set(i64::from(cache.watch_up));
+            self.cache_age.set(cache.age_seconds);
+        }
+        let mut out = String::new();
+        prometheus_client::encoding::text::encode(&mut out, &self.registry)
+            .expect("writing to a String cannot fail");
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_series_is_there_from_the_start() {
+        let metrics = Metrics::new();
+        metrics.answered(
+            Outcome::Patched,
+            &[Change::Attached, Change::ProxyUidSet("5".into())],
+            Duration::from_micros(80),
+        );
+        metrics.refused(Refusal::TooLarge);
+        let text = metrics.encode(Some(CacheStatus {
+            synced: true,
+            watch_up: false,
+            age_seconds: 12.5,
+            namespaces: 3,
+        }));
+        for line in [
+            "linkerd_multus_admission_requests_total{outcome=\"patched\"} 1",
+            "linkerd_multus_admission_requests_total{outcome=\"denied\"} 0",
+            "linkerd_multus_admission_patches_total{change=\"attached\"} 1",
+            "linkerd_multus_admission_patches_total{change=\"proxy_uid_set\"} 1",
+            "linkerd_multus_http_refusals_total{reason=\"too_large\"} 1",
+            "linkerd_multus_admission_request_duration_seconds_bucket{le=\"0.0001\"} 1",
+            "linkerd_multus_admission_request_duration_seconds_count 1",
+            "linkerd_multus_namespace_cache_namespaces 3",
+            "linkerd_multus_namespace_cache_synced 1",
+            "linkerd_multus_namespace_watch_up 0",
+            "linkerd_multus_namespace_cache_age_seconds 12.5",
+            "linkerd_multus_tls_reloads_total{result=\"error\"} 0",
+        ] {
+            assert!(
+                text.lines().any(|l| l == line),
+                "{line} missing from\n{text}"
+            );
+        }
+        assert!(text.ends_with("# EOF\n"));
+    }
+}

@@ -1,0 +1,683 @@
+//! The webhook process for real: started with certificates made here and a
+//! kubeconfig pointing at a stand-in API server (tests/common/apiserver.rs),
+//! driven over HTTPS with the requests captured from a real kube-apiserver.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::net::TcpListener;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use base64::Engine;
+use bytes::Bytes;
+use common::apiserver::FakeApiServer;
+use common::bin;
+use common::https::{Ca, Connection, Leaf, connector};
+use serde_json::{Value, json};
+
+const CREATE: &str = include_str!("../../shared/fixtures/admission/pod-create.json");
+const DRY_RUN: &str = include_str!("../../shared/fixtures/admission/pod-create-dryrun.json");
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A running webhook; killed when dropped.
+struct Webhook {
+    child: Child,
+    addr: String,
+    ops: String,
+    _dir: tempfile::TempDir,
+    dir: std::path::PathBuf,
+}
+
+impl Webhook {
+    fn start(api: &FakeApiServer, leaf: &Leaf, extra: &[&str]) -> Webhook {
+        let dir = tempfile::tempdir().unwrap();
+        let (cert, key) = leaf.write(dir.path());
+        let kubeconfig = api.kubeconfig(dir.path());
+        let (port, ops_port) = (free_port(), free_port());
+        let addr = format!("127.0.0.1:{port}");
+        let ops = format!("127.0.0.1:{ops_port}");
+        let child = Command::new(bin())
+            .arg("webhook")
+            .args(["--listen", &addr, "--ops-listen", &ops])
+            .arg("--tls-cert")
+            .arg(&cert)
+            .arg("--tls-key")
+            .arg(&key)
+            .args([
+                "--tls-reload-interval",
+                "100ms",
+                "--shutdown-delay",
+                "300ms",
+            ])
+            .args(extra)
+            .env("KUBECONFIG", &kubeconfig)
+            .env_remove("RUST_LOG")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("starting linkerd-multus webhook");
+        let webhook = Webhook {
+            child,
+            addr,
+            ops,
+            dir: dir.path().to_path_buf(),
+            _dir: dir,
+        };
+        webhook.wait_for("/readyz", 200);
+        webhook
+    }
+
+    /// GETs a path of the ops port: status and body.
+    fn ops_get(&self, path: &str) -> Option<(u16, String)> {
+        let mut tcp = std::net::TcpStream::connect(&self.ops).ok()?;
+        tcp.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+        write!(
+            tcp,
+            "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+        )
+        .ok()?;
+        let mut text = String::new();
+        tcp.read_to_string(&mut text).ok()?;
+        let status = text.split(' ').nth(1)?.parse().ok()?;
+        let body = text.split_once("\r\n\r\n")?.1.to_string();
+        Some((status, body))
+    }
+
+    fn wait_for(&self, path: &str, status: u16) -> String {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            if let Some((s, body)) = self.ops_get(path)
+                && s == status
+            {
+                return body;
+            }
+            assert!(Instant::now() < deadline, "{path} never answered {status}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn metric(&self, line_start: &str) -> f64 {
+        let (_, text) = self.ops_get("/metrics").expect("metrics");
+        text.lines()
+            .find_map(|l| l.strip_prefix(line_start)?.trim().parse().ok())
+            .unwrap_or_else(|| panic!("{line_start} not in\n{text}"))
+    }
+
+    fn stop(mut self) -> (Option<i32>, String) {
+        let status = self.child.wait().unwrap();
+        let mut stderr = String::new();
+        self.child
+            .stderr
+            .take()
+            .unwrap()
+            .read_to_string(&mut stderr)
+            .unwrap();
+        (status.code(), stderr)
+    }
+
+    fn signal(&self, signal: nix::sys::signal::Signal) {
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(self.child.id() as i32), signal).unwrap();
+    }
+}
+
+impl Drop for Webhook {
+    fn drop(&mut self) {
+        self.child.kill().ok();
+        self.child.wait().ok();
+    }
+}
+
+fn cluster() -> FakeApiServer {
+    let api = FakeApiServer::start();
+    api.put(
+        "demo",
+        &[
+            ("linkerd.io/multus", "enabled"),
+            ("linkerd.io/inject", "enabled"),
+        ],
+    );
+    api.put("plain", &[]);
+    api.put(
+        "openshift",
+        &[
+            ("linkerd.io/multus", "enabled"),
+            ("linkerd.io/inject", "enabled"),
+            ("openshift.io/sa.scc.uid-range", "1000680000/10000"),
+        ],
+    );
+    api
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+}
+
+fn response_of(body: &[u8]) -> Value {
+    let review: Value = serde_json::from_slice(body).expect("a JSON review");
+    assert_eq!(review["apiVersion"], "admission.k8s.io/v1");
+    assert_eq!(review["kind"], "AdmissionReview");
+    review["response"].clone()
+}
+
+fn patch_of(response: &Value) -> Value {
+    let text = response["patch"].as_str().expect("a patch");
+    serde_json::from_slice(
+        &base64::engine::general_purpose::STANDARD
+            .decode(text)
+            .unwrap(),
+    )
+    .unwrap()
+}
+
+/// The captured review with the pod moved to `namespace`.
+fn review_in(namespace: &str, pod_annotations: Value) -> Bytes {
+    let mut review: Value = serde_json::from_str(CREATE).unwrap();
+    review["request"]["namespace"] = json!(namespace);
+    review["request"]["object"]["metadata"]["namespace"] = json!(namespace);
+    let annotations = &mut review["request"]["object"]["metadata"]["annotations"];
+    for (k, v) in pod_annotations.as_object().unwrap() {
+        annotations[k] = v.clone();
+    }
+    Bytes::from(review.to_string())
+}
+
+/// Writes `text` over TLS and reads until the server closes or 2 s pass.
+async fn raw_exchange(addr: &str, ca: &str, text: &str) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let mut stream = connector(ca, None, &[b"http/1.1"])
+        .connect("127.0.0.1".try_into().unwrap(), tcp)
+        .await
+        .unwrap();
+    stream.write_all(text.as_bytes()).await.unwrap();
+    let mut out = Vec::new();
+    let mut buf = [0u8; 4096];
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(2);
+    while let Ok(Ok(n)) = tokio::time::timeout_at(deadline, stream.read(&mut buf)).await {
+        if n == 0 {
+            break;
+        }
+        out.extend_from_slice(&buf[..n]);
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+#[test]
+fn captured_requests_get_the_core_patch_over_https() {
+    let api = cluster();
+    let ca = Ca::new("linkerd-multus test CA");
+    let webhook = Webhook::start(&api, &ca.leaf(&["127.0.0.1", "localhost"]), &[]);
+    let rt = runtime();
+    rt.block_on(async {
+        let tls = connector(&ca.pem, None, &[b"http/1.1"]);
+        let mut conn = Connection::open(&webhook.addr, &tls).await.unwrap();
+        let expected = json!([
+            {"op": "add", "path": "/metadata/annotations/k8s.v1.cni.cncf.io~1networks", "value": "linkerd-cni"},
+            {"op": "add", "path": "/metadata/annotations/multus.linkerd.io~1owned", "value": "network=created"}
+        ]);
+        // The same answer on the default path and the original operator's, for a dry run too.
+        for (path, fixture) in [
+            ("/mutate", CREATE),
+            ("/annotate-multus-v1-pod", CREATE),
+            ("/mutate", DRY_RUN),
+        ] {
+            let (status, body) = conn.post(path, Bytes::from(fixture)).await.unwrap();
+            assert_eq!(status, 200, "{path}");
+            let response = response_of(&body);
+            let uid = serde_json::from_str::<Value>(fixture).unwrap()["request"]["uid"].clone();
+            assert_eq!(response["uid"], uid);
+            assert_eq!(response["allowed"], true);
+            assert_eq!(response["patchType"], "JSONPatch");
+            assert_eq!(patch_of(&response), expected, "{path}");
+        }
+        // A namespace without the annotations: allowed, no patch.
+        let (_, body) = conn
+            .post("/mutate", review_in("plain", json!({})))
+            .await
+            .unwrap();
+        let response = response_of(&body);
+        assert_eq!(response["allowed"], true);
+        assert!(response.get("patch").is_none(), "{response}");
+        // The OpenShift UID range gives the proxy UID.
+        let (_, body) = conn
+            .post("/mutate", review_in("openshift", json!({})))
+            .await
+            .unwrap();
+        let patch = patch_of(&response_of(&body));
+        assert!(
+            patch.as_array().unwrap().contains(&json!(
+                {"op": "add", "path": "/metadata/annotations/config.linkerd.io~1proxy-uid", "value": "1000682102"}
+            )),
+            "{patch}"
+        );
+        // A malformed networks annotation: allowed with a warning (the default --on-error).
+        let (_, body) = conn
+            .post(
+                "/mutate",
+                review_in("demo", json!({"k8s.v1.cni.cncf.io/networks": "a,,b"})),
+            )
+            .await
+            .unwrap();
+        let response = response_of(&body);
+        assert_eq!(response["allowed"], true);
+        assert!(
+            response["warnings"][0]
+                .as_str()
+                .unwrap()
+                .contains("k8s.v1.cni.cncf.io/networks: item 2"),
+            "{response}"
+        );
+        // Bodies that are not reviews, wrong paths and methods, oversized bodies.
+        let (status, body) = conn.post("/mutate", Bytes::from("{}")).await.unwrap();
+        assert_eq!(status, 400);
+        assert!(String::from_utf8_lossy(&body).contains("not an admission.k8s.io/v1 AdmissionReview"));
+        let (status, _) = conn.post("/other", Bytes::from(CREATE)).await.unwrap();
+        assert_eq!(status, 404);
+        // A body over the limit is refused on its declared length, before it is sent.
+        let response = raw_exchange(
+            &webhook.addr,
+            &ca.pem,
+            &format!(
+                "POST /mutate HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\n\r\n",
+                7 * 1024 * 1024
+            ),
+        )
+        .await;
+        assert!(response.starts_with("HTTP/1.1 413"), "{response}");
+        assert!(response.contains("--max-body-bytes"), "{response}");
+    });
+    // HTTP/2, as the API server negotiates it.
+    rt.block_on(async {
+        let tls = connector(&ca.pem, None, &[b"h2"]);
+        let tcp = tokio::net::TcpStream::connect(&webhook.addr).await.unwrap();
+        let stream = tls
+            .connect("127.0.0.1".try_into().unwrap(), tcp)
+            .await
+            .unwrap();
+        assert_eq!(stream.get_ref().1.alpn_protocol(), Some(&b"h2"[..]));
+        let (mut sender, connection) = hyper::client::conn::http2::handshake(
+            hyper_util::rt::TokioExecutor::new(),
+            hyper_util::rt::TokioIo::new(stream),
+        )
+        .await
+        .unwrap();
+        tokio::spawn(connection);
+        let request = hyper::Request::post(format!("https://{}/mutate", webhook.addr))
+            .body(http_body_util::Full::new(Bytes::from(CREATE)))
+            .unwrap();
+        let response = sender.send_request(request).await.unwrap();
+        assert_eq!(response.status(), 200);
+    });
+    let metric = |l: &str| webhook.metric(l);
+    assert_eq!(
+        metric("linkerd_multus_admission_requests_total{outcome=\"patched\"}"),
+        5.0
+    );
+    assert_eq!(
+        metric("linkerd_multus_admission_requests_total{outcome=\"unchanged\"}"),
+        1.0
+    );
+    assert_eq!(
+        metric("linkerd_multus_admission_requests_total{outcome=\"warned\"}"),
+        1.0
+    );
+    assert_eq!(
+        metric("linkerd_multus_admission_requests_total{outcome=\"invalid\"}"),
+        1.0
+    );
+    assert_eq!(
+        metric("linkerd_multus_admission_patches_total{change=\"attached\"}"),
+        5.0
+    );
+    assert_eq!(
+        metric("linkerd_multus_http_refusals_total{reason=\"too_large\"}"),
+        1.0
+    );
+    assert_eq!(
+        metric("linkerd_multus_http_refusals_total{reason=\"not_found\"}"),
+        1.0
+    );
+    assert_eq!(metric("linkerd_multus_namespace_cache_namespaces"), 3.0);
+    assert_eq!(metric("linkerd_multus_namespace_cache_synced"), 1.0);
+    assert_eq!(
+        metric("linkerd_multus_admission_request_duration_seconds_count"),
+        8.0
+    );
+}
+
+#[test]
+fn client_certificates_are_required_with_client_ca() {
+    let api = cluster();
+    let ca = Ca::new("serving CA");
+    let clients = Ca::new("client CA");
+    let strangers = Ca::new("another CA");
+    let dir = tempfile::tempdir().unwrap();
+    let client_ca = dir.path().join("client-ca.crt");
+    std::fs::write(&client_ca, &clients.pem).unwrap();
+    let webhook = Webhook::start(
+        &api,
+        &ca.leaf(&["127.0.0.1"]),
+        &["--client-ca", client_ca.to_str().unwrap()],
+    );
+    runtime().block_on(async {
+        let good = connector(&ca.pem, Some(&clients.leaf(&["apiserver"])), &[]);
+        let mut conn = Connection::open(&webhook.addr, &good).await.unwrap();
+        let (status, _) = conn.post("/mutate", Bytes::from(CREATE)).await.unwrap();
+        assert_eq!(status, 200);
+        for (name, tls) in [
+            ("no client certificate", connector(&ca.pem, None, &[])),
+            (
+                "a certificate of another CA",
+                connector(&ca.pem, Some(&strangers.leaf(&["x"])), &[]),
+            ),
+        ] {
+            // TLS 1.3 reports a refused client certificate on the first read.
+            let refused = match Connection::open(&webhook.addr, &tls).await {
+                Err(_) => true,
+                Ok(mut conn) => conn.post("/mutate", Bytes::from(CREATE)).await.is_err(),
+            };
+            assert!(refused, "{name} was let in");
+        }
+    });
+}
+
+#[test]
+fn certificates_reload_without_dropping_connections() {
+    let api = cluster();
+    let first = Ca::new("first CA");
+    let second = Ca::new("second CA");
+    let webhook = Webhook::start(&api, &first.leaf(&["127.0.0.1"]), &[]);
+    runtime().block_on(async {
+        let mut old = Connection::open(&webhook.addr, &connector(&first.pem, None, &[]))
+            .await
+            .unwrap();
+        second.leaf(&["127.0.0.1"]).write(&webhook.dir);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let trusts_second = connector(&second.pem, None, &[]);
+        loop {
+            if Connection::open(&webhook.addr, &trusts_second)
+                .await
+                .is_ok()
+            {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the new certificate was never served"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        // The connection made before the reload still works.
+        let (status, _) = old.post("/mutate", Bytes::from(CREATE)).await.unwrap();
+        assert_eq!(status, 200);
+        // A broken file is refused and the current certificate stays.
+        std::fs::write(webhook.dir.join("tls.crt"), "not a certificate").unwrap();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while webhook.metric("linkerd_multus_tls_reloads_total{result=\"error\"}") < 1.0 {
+            assert!(Instant::now() < deadline, "the broken file was not noticed");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        assert!(
+            Connection::open(&webhook.addr, &trusts_second)
+                .await
+                .is_ok()
+        );
+    });
+    assert_eq!(
+        webhook.metric("linkerd_multus_tls_reloads_total{result=\"success\"}"),
+        1.0
+    );
+}
+
+#[test]
+fn the_cache_follows_the_watch_and_outlives_a_broken_one() {
+    let api = cluster();
+    let ca = Ca::new("CA");
+    let webhook = Webhook::start(&api, &ca.leaf(&["127.0.0.1"]), &[]);
+    let rt = runtime();
+    let mut conn = rt
+        .block_on(Connection::open(
+            &webhook.addr,
+            &connector(&ca.pem, None, &[]),
+        ))
+        .unwrap();
+    let mut patched = |namespace: &str| {
+        let (_, body) = rt
+            .block_on(conn.post("/mutate", review_in(namespace, json!({}))))
+            .unwrap();
+        response_of(&body).get("patch").is_some()
+    };
+    let eventually = |what: &str, mut check: Box<dyn FnMut() -> bool + '_>| {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !check() {
+            assert!(Instant::now() < deadline, "{what} never happened");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    };
+    assert!(!patched("plain"));
+    api.put(
+        "plain",
+        &[
+            ("linkerd.io/multus", "enabled"),
+            ("linkerd.io/inject", "enabled"),
+        ],
+    );
+    eventually(
+        "the annotation change to reach the cache",
+        Box::new(|| patched("plain")),
+    );
+    api.set_down(true);
+    eventually(
+        "the broken watch to show in the metrics",
+        Box::new(|| webhook.metric("linkerd_multus_namespace_watch_up") == 0.0),
+    );
+    // Still serving from the last known state, and still ready.
+    assert!(patched("plain"));
+    assert!(patched("demo"));
+    assert_eq!(webhook.ops_get("/readyz").unwrap().0, 200);
+    std::thread::sleep(Duration::from_millis(1100));
+    assert!(webhook.metric("linkerd_multus_namespace_cache_age_seconds") >= 1.0);
+    api.delete("demo");
+    api.set_down(false);
+    eventually(
+        "the watch to recover",
+        Box::new(|| webhook.metric("linkerd_multus_namespace_watch_up") == 1.0),
+    );
+    assert_eq!(
+        webhook.metric("linkerd_multus_namespace_cache_age_seconds"),
+        0.0
+    );
+    // The fresh list dropped the namespace deleted meanwhile.
+    assert!(!patched("demo"));
+    drop(conn);
+    let (_, stderr) = {
+        webhook.signal(nix::sys::signal::Signal::SIGTERM);
+        webhook.stop()
+    };
+    assert!(stderr.contains("namespace watch broken"), "{stderr}");
+    assert!(stderr.contains("namespace watch recovered"), "{stderr}");
+}
+
+#[test]
+fn not_ready_until_synced_and_sigterm_drains_requests_in_flight() {
+    let api = cluster();
+    api.set_down(true);
+    let ca = Ca::new("CA");
+    let leaf = ca.leaf(&["127.0.0.1"]);
+    let dir = tempfile::tempdir().unwrap();
+    let (cert, key) = leaf.write(dir.path());
+    let kubeconfig = api.kubeconfig(dir.path());
+    let (port, ops_port) = (free_port(), free_port());
+    let child = Command::new(bin())
+        .args([
+            "webhook",
+            "--log-format",
+            "json",
+            "--shutdown-delay",
+            "500ms",
+        ])
+        .args(["--listen", &format!("127.0.0.1:{port}")])
+        .args(["--ops-listen", &format!("127.0.0.1:{ops_port}")])
+        .arg("--tls-cert")
+        .arg(&cert)
+        .arg("--tls-key")
+        .arg(&key)
+        .env("KUBECONFIG", &kubeconfig)
+        .env_remove("RUST_LOG")
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let webhook = Webhook {
+        child,
+        addr: format!("127.0.0.1:{port}"),
+        ops: format!("127.0.0.1:{ops_port}"),
+        dir: dir.path().to_path_buf(),
+        _dir: dir,
+    };
+    let body = webhook.wait_for("/readyz", 503);
+    assert!(body.contains("not synced"), "{body}");
+    assert_eq!(webhook.ops_get("/healthz").unwrap().0, 200);
+    api.set_down(false);
+    webhook.wait_for("/readyz", 200);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let (status, body) = rt.block_on(async {
+        let tls = connector(&ca.pem, None, &[b"http/1.1"]);
+        let tcp = tokio::net::TcpStream::connect(&webhook.addr).await.unwrap();
+        let mut stream = tls
+            .connect("127.0.0.1".try_into().unwrap(), tcp)
+            .await
+            .unwrap();
+        // Headers and half the body, then SIGTERM, then the rest.
+        let half = CREATE.len() / 2;
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let head = format!(
+            "POST /mutate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+            CREATE.len()
+        );
+        stream.write_all(head.as_bytes()).await.unwrap();
+        stream.write_all(&CREATE.as_bytes()[..half]).await.unwrap();
+        stream.flush().await.unwrap();
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        webhook.signal(nix::sys::signal::Signal::SIGTERM);
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let (status, _) = webhook.ops_get("/readyz").unwrap();
+        assert_eq!(status, 503, "not ready while shutting down");
+        stream.write_all(&CREATE.as_bytes()[half..]).await.unwrap();
+        let mut text = Vec::new();
+        stream.read_to_end(&mut text).await.unwrap();
+        let text = String::from_utf8(text).unwrap();
+        let status: u16 = text.split(' ').nth(1).unwrap().parse().unwrap();
+        (status, text)
+    });
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains("\"allowed\":true"));
+    let (code, stderr) = webhook.stop();
+    assert_eq!(code, Some(0), "{stderr}");
+    // JSON logs: one object per line, the shutdown told.
+    let lines: Vec<Value> = stderr
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    let messages: Vec<&str> = lines.iter().filter_map(|l| l["message"].as_str()).collect();
+    for want in [
+        "namespace cache synced",
+        "shutting down: /readyz fails from now on",
+        "drained",
+        "stopped",
+    ] {
+        assert!(
+            messages.iter().any(|m| m.starts_with(want)),
+            "{want} not in {messages:?}"
+        );
+    }
+    assert!(
+        lines
+            .iter()
+            .any(|l| l["message"] == "patched" && l["namespace"] == "demo")
+    );
+}
+
+#[test]
+fn bad_start_up_settings_are_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let ca = Ca::new("CA");
+    let (cert, key) = ca.leaf(&["x"]).write(dir.path());
+    let missing = dir.path().join("missing.crt");
+    let cases: Vec<(Vec<String>, &str)> = vec![
+        (
+            vec![
+                "--tls-cert".into(),
+                missing.display().to_string(),
+                "--tls-key".into(),
+                key.display().to_string(),
+            ],
+            "missing.crt",
+        ),
+        (
+            vec![
+                "--tls-cert".into(),
+                key.display().to_string(),
+                "--tls-key".into(),
+                key.display().to_string(),
+            ],
+            "no PEM certificate",
+        ),
+        (
+            vec![
+                "--tls-cert".into(),
+                cert.display().to_string(),
+                "--tls-key".into(),
+                cert.display().to_string(),
+            ],
+            "no PEM private key",
+        ),
+        (
+            vec![
+                "--tls-cert".into(),
+                cert.display().to_string(),
+                "--tls-key".into(),
+                key.display().to_string(),
+                "--proxy-uid-offset".into(),
+                "x".into(),
+            ],
+            "--proxy-uid-offset",
+        ),
+        (
+            vec![
+                "--tls-cert".into(),
+                cert.display().to_string(),
+                "--tls-key".into(),
+                key.display().to_string(),
+                "--on-error".into(),
+                "maybe".into(),
+            ],
+            "--on-error",
+        ),
+    ];
+    for (args, want) in cases {
+        let out = Command::new(bin())
+            .arg("webhook")
+            .args(&args)
+            .env("KUBECONFIG", dir.path().join("none"))
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_ne!(out.status.code(), Some(0), "{args:?}");
+        assert!(!stderr.contains("panicked"), "{stderr}");
+        assert!(stderr.contains(want), "{args:?}: {stderr}");
+    }
+}
