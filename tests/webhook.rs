@@ -38,6 +38,15 @@ struct Webhook {
 
 impl Webhook {
     fn start(api: &FakeApiServer, leaf: &Leaf, extra: &[&str]) -> Webhook {
+        Self::start_with_env(api, leaf, extra, &[])
+    }
+
+    fn start_with_env(
+        api: &FakeApiServer,
+        leaf: &Leaf,
+        extra: &[&str],
+        env: &[(&str, &str)],
+    ) -> Webhook {
         let dir = tempfile::tempdir().unwrap();
         let (cert, key) = leaf.write(dir.path());
         let kubeconfig = api.kubeconfig(dir.path());
@@ -59,6 +68,7 @@ impl Webhook {
             ])
             .args(extra)
             .env("KUBECONFIG", &kubeconfig)
+            .envs(env.iter().copied())
             .env_remove("RUST_LOG")
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
@@ -354,6 +364,35 @@ fn captured_requests_get_the_core_patch_over_https() {
         metric("linkerd_multus_admission_request_duration_seconds_count"),
         8.0
     );
+}
+
+#[test]
+fn core_settings_come_from_flags_and_the_environment() {
+    let api = cluster();
+    let ca = Ca::new("CA");
+    let webhook = Webhook::start_with_env(
+        &api,
+        &ca.leaf(&["127.0.0.1"]),
+        &["--nad-name", "mesh"],
+        &[("LINKERD_MULTUS_PROXY_UID_OFFSET", "5")],
+    );
+    runtime().block_on(async {
+        let tls = connector(&ca.pem, None, &[]);
+        let mut conn = Connection::open(&webhook.addr, &tls).await.unwrap();
+        let (_, body) = conn
+            .post("/mutate", review_in("openshift", json!({})))
+            .await
+            .unwrap();
+        let patch = patch_of(&response_of(&body));
+        assert_eq!(
+            patch,
+            json!([
+                {"op": "add", "path": "/metadata/annotations/k8s.v1.cni.cncf.io~1networks", "value": "mesh"},
+                {"op": "add", "path": "/metadata/annotations/config.linkerd.io~1proxy-uid", "value": "1000680005"},
+                {"op": "add", "path": "/metadata/annotations/multus.linkerd.io~1owned", "value": "network=created,proxy-uid=1000680005"}
+            ])
+        );
+    });
 }
 
 #[test]
