@@ -4,9 +4,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-for tool in cargo kpt kubectl podman; do
+for tool in cargo kpt kubectl podman shellcheck; do
   if ! command -v "$tool" >/dev/null 2>&1; then
-    echo "error: $tool is not installed; the tests run the real $tool (see README.md, Requirements; scripts/install-podman.sh installs podman)" >&2
+    echo "error: $tool is not installed; the tests run the real $tool (see README.md, Requirements; scripts/install-podman.sh installs podman, apt-get install shellcheck installs shellcheck)" >&2
     exit 1
   fi
 done

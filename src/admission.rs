@@ -197,7 +197,8 @@ pub fn answer(
         OnError::Deny => respond(request, Outcome::Denied, None, Vec::new(), vec![message]),
     };
     let resource = &request.resource;
-    if !resource.group.is_empty() || resource.resource != "pods" || !request.sub_resource.is_empty() {
+    if !resource.group.is_empty() || resource.resource != "pods" || !request.sub_resource.is_empty()
+    {
         let what = match request.sub_resource.as_str() {
             "" => format!("{}/{}", resource.group, resource.resource),
             sub => format!("{}/{}/{sub}", resource.group, resource.resource),

@@ -514,13 +514,16 @@ fn repository_package_renders_the_kpt_example() {
     for file in ["Kptfile", ".krmignore"] {
         std::fs::copy(repo_path(file), root.join(file)).unwrap();
     }
-    for dir in ["functions", "testdata"] {
+    // deploy/ is a subpackage (its own Kptfile): kpt renders it too, whatever .krmignore
+    // says, and writes its files back.
+    for dir in ["functions", "testdata", "deploy"] {
         copy_dir(&repo_path(dir), &root.join(dir));
     }
     let release = root.join("target/release");
     std::fs::create_dir_all(&release).unwrap();
     std::os::unix::fs::symlink(bin(), release.join("linkerd-multus")).unwrap();
     let before = snapshot(&root.join("functions"));
+    let deploy = snapshot(&repo_path("deploy"));
     let out = Command::new(kpt())
         .args(["fn", "render", "--allow-exec", "."])
         .current_dir(&root)
@@ -532,6 +535,11 @@ fn repository_package_renders_the_kpt_example() {
         String::from_utf8_lossy(&out.stderr)
     );
     let after = snapshot(&root.join("functions"));
+    assert_same_files(
+        &deploy,
+        &snapshot(&root.join("deploy")),
+        "deploy/ after kpt fn render",
+    );
     let changed: Vec<&str> = after
         .iter()
         .filter(|f| !before.contains(f))
@@ -562,4 +570,10 @@ fn repository_package_renders_the_kpt_example() {
         .unwrap();
     assert!(again.status.success());
     assert_eq!(snapshot(&root.join("functions")), after);
+    // The deploy/ package is a fixed point of kpt: every file byte for byte as committed.
+    assert_same_files(
+        &deploy,
+        &snapshot(&root.join("deploy")),
+        "deploy/ after a second render",
+    );
 }
