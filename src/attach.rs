@@ -245,15 +245,7 @@ pub fn apply(
 ) -> Result<Applied, AttachError> {
     let nad = settings.nad_name.as_str();
     let annotations = template_annotations(template);
-    if let Some(meta) = template
-        .get("metadata")
-        .filter(|m| !m.is_null() && m.as_map().is_none())
-    {
-        return Err(AttachError::Shape(format!(
-            "metadata is {}, not a mapping",
-            meta.kind_name()
-        )));
-    }
+    metadata_is_a_map(template).map_err(AttachError::Shape)?;
     let text = match annotations.and_then(|a| a.get(NETWORKS_ANNOTATION)) {
         None => None,
         Some(n) if n.is_null() => None,
@@ -411,15 +403,7 @@ pub fn workload(
             object.kind_name()
         )));
     };
-    if let Some(meta) = map
-        .get("metadata")
-        .filter(|m| !m.is_null() && m.as_map().is_none())
-    {
-        return Err(WorkloadError::Shape(format!(
-            "metadata is {}, not a mapping",
-            meta.kind_name()
-        )));
-    }
+    metadata_is_a_map(map).map_err(WorkloadError::Shape)?;
     let before = resource::annotation(object, OWNED_ANNOTATION)
         .map(Owned::parse)
         .transpose()
@@ -454,6 +438,16 @@ pub fn workload(
         }
     }
     Ok(WorkloadOutcome::Decided { decision, applied })
+}
+
+/// Checks that `metadata`, when present, is a mapping.
+fn metadata_is_a_map(object: &Map) -> Result<(), String> {
+    match object.get("metadata") {
+        Some(meta) if !meta.is_null() && meta.as_map().is_none() => {
+            Err(format!("metadata is {}, not a mapping", meta.kind_name()))
+        }
+        _ => Ok(()),
+    }
 }
 
 /// Sets `metadata.annotations[key]` on an object or template, keeping the

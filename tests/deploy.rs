@@ -97,6 +97,22 @@ impl Package {
         &containers[0]
     }
 
+    /// The container's ports: (name, number).
+    fn container_ports(&self) -> Vec<(String, String)> {
+        self.container()
+            .get("ports")
+            .unwrap()
+            .seq()
+            .iter()
+            .map(|p| {
+                (
+                    p.str_at(&["name"]).unwrap().to_string(),
+                    p.str_at(&["containerPort"]).unwrap().to_string(),
+                )
+            })
+            .collect()
+    }
+
     fn args(&self) -> Vec<String> {
         self.container()
             .get("args")
@@ -524,18 +540,7 @@ fn probes_ports_and_tls_files_agree() {
         Some("ghcr.io/linkerd-multus/linkerd-multus:v0.1.0")
     );
     assert_eq!(pkg.args().first().map(String::as_str), Some("webhook"));
-    let ports: Vec<(String, String)> = c
-        .get("ports")
-        .unwrap()
-        .seq()
-        .iter()
-        .map(|p| {
-            (
-                p.str_at(&["name"]).unwrap().to_string(),
-                p.str_at(&["containerPort"]).unwrap().to_string(),
-            )
-        })
-        .collect();
+    let ports = pkg.container_ports();
     assert_eq!(
         ports,
         [
@@ -601,19 +606,7 @@ fn service_matches_the_container_ports() {
         .at(&["spec", "template", "metadata", "labels"])
         .unwrap();
     assert!(selects(svc.at(&["spec", "selector"]).unwrap(), pod_labels));
-    let container_ports: Vec<(String, String)> = pkg
-        .container()
-        .get("ports")
-        .unwrap()
-        .seq()
-        .iter()
-        .map(|p| {
-            (
-                p.str_at(&["name"]).unwrap().to_string(),
-                p.str_at(&["containerPort"]).unwrap().to_string(),
-            )
-        })
-        .collect();
+    let container_ports = pkg.container_ports();
     // Service port -> the container port number its targetPort names or gives.
     let target = |port: &str| -> (String, String) {
         let p = svc
