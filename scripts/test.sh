@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The whole test suite: formatting, lints, unit, golden, bad-input and kpt
-# end-to-end tests, and a smoke run of the benchmark.
+# end-to-end tests, and smoke runs of the benchmarks.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -15,3 +15,4 @@ cargo fmt --all -- --check
 cargo clippy --locked --all-targets -- -D warnings
 cargo test --locked
 BENCH_QUICK=1 cargo bench --locked --bench krm
+BENCH_QUICK=1 cargo bench --locked --bench webhook

@@ -60,8 +60,10 @@ pub struct Request {
     /// CREATE, UPDATE, DELETE or CONNECT.
     #[serde(default)]
     pub operation: String,
-    /// The object as it will be stored.
-    #[serde(default)]
+    /// What the pod rules read of the object as it will be stored: its
+    /// `metadata` name, labels and annotations. The rest (spec, status,
+    /// managed fields: most of the bytes) is skipped unparsed.
+    #[serde(default, deserialize_with = "rules_view")]
     pub object: Option<Value>,
     /// Whether the request only simulates the change.
     #[serde(default)]
@@ -69,13 +71,58 @@ pub struct Request {
 }
 
 #[derive(Deserialize)]
+struct ObjectIn {
+    #[serde(default)]
+    metadata: Option<MetadataIn>,
+}
+
+#[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct Review {
+struct MetadataIn {
+    #[serde(default)]
+    name: Option<Value>,
+    #[serde(default)]
+    generate_name: Option<Value>,
+    #[serde(default)]
+    labels: Option<Value>,
+    #[serde(default)]
+    annotations: Option<Value>,
+}
+
+/// Reads an object keeping only its labels and annotations.
+fn rules_view<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
+    let Some(object) = Option::<ObjectIn>::deserialize(d)? else {
+        return Ok(None);
+    };
+    let mut metadata = serde_json::Map::new();
+    if let Some(m) = object.metadata {
+        // The name stays so that removing the last annotation never empties metadata.
+        let kept = [
+            ("name", m.name),
+            ("generateName", m.generate_name),
+            ("labels", m.labels),
+            ("annotations", m.annotations),
+        ];
+        for (key, value) in kept {
+            if let Some(value) = value {
+                metadata.insert(key.into(), value);
+            }
+        }
+    }
+    let mut object = serde_json::Map::new();
+    object.insert("metadata".into(), Value::Object(metadata));
+    Ok(Some(Value::Object(object)))
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Review<'a> {
     #[serde(default)]
     api_version: String,
     #[serde(default)]
     kind: String,
-    request: Option<Value>,
+    #[serde(borrow)]
+    request: Option<&'a serde_json::value::RawValue>,
 }
 
 /// Reads an AdmissionReview body.
@@ -94,7 +141,7 @@ pub fn parse(body: &[u8]) -> Result<Request, BadReview> {
     let request = review
         .request
         .ok_or_else(|| BadReview(format!("the {KIND} has no request")))?;
-    let request: Request = serde_json::from_value(request)
+    let request: Request = serde_json::from_str(request.get())
         .map_err(|e| BadReview(format!("the {KIND}'s request does not parse: {e}")))?;
     if request.uid.is_empty() {
         return Err(BadReview(format!("the {KIND}'s request has no uid")));
@@ -468,6 +515,10 @@ mod tests {
                 r#"{"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {}}"#,
                 "does not parse",
             ),
+            (
+                r#"{"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {"uid": "u", "object": {"metadata": "x"}}}"#,
+                "request does not parse: invalid type: string",
+            ),
         ] {
             let err = parse(body.as_bytes()).unwrap_err().to_string();
             assert!(err.contains(want), "{body}: {err}");
@@ -532,12 +583,12 @@ mod tests {
                 "has not synced",
             ),
             (
-                "metadata not a map",
-                request("UPDATE", "pods", json!({"metadata": "x"})),
+                "annotations not a map",
+                request("UPDATE", "pods", json!({"metadata": {"annotations": "x"}})),
                 NamespaceState::Known(&ns),
                 OnError::Allow,
                 Outcome::Warned,
-                "metadata is a scalar, not a mapping",
+                "metadata.annotations is not a mapping",
             ),
             (
                 "unknown namespace",

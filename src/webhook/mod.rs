@@ -225,8 +225,10 @@ fn init_logs(args: &Args) -> anyhow::Result<()> {
         _ => tracing_subscriber::EnvFilter::try_new(&args.log_level)
             .with_context(|| format!("--log-level {}", args.log_level))?,
     };
+    // Colours only on a terminal: container logs are files.
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_writer(std::io::stderr);
     match args.log_format {
         LogFormat::Plain => builder.try_init(),
