@@ -15,6 +15,8 @@
 //! the one program, waits for it and reports `getrusage(RUSAGE_CHILDREN)`,
 //! whose `ru_maxrss` then covers that program alone.
 
+mod common;
+
 use std::ffi::OsString;
 use std::fmt::Write as _;
 use std::fs;
@@ -23,6 +25,7 @@ use std::process::{Command, ExitCode, Stdio};
 use std::time::Instant;
 
 use anyhow::{Context, Result, anyhow, bail};
+use common::median;
 use linkerd_multus::yaml::{Node, parse_document};
 
 /// First argument of the re-executed measuring process.
@@ -134,19 +137,6 @@ impl Run<'_> {
             .ok()
             .and_then(|s| s.lines().next().map(str::to_owned))
             .unwrap_or_default()
-    }
-}
-
-fn median(xs: &[f64]) -> f64 {
-    let mut v = xs.to_vec();
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n == 0 {
-        f64::NAN
-    } else if !n.is_multiple_of(2) {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
     }
 }
 

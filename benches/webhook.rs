@@ -30,6 +30,7 @@
 
 #[path = "../tests/common/apiserver.rs"]
 mod apiserver;
+mod common;
 #[path = "../tests/common/https.rs"]
 mod https;
 
@@ -51,6 +52,7 @@ use serde_json::{Value, json};
 use tokio_rustls::TlsConnector;
 
 use apiserver::FakeApiServer;
+use common::median;
 use https::{Ca, Connection, connector};
 use linkerd_multus::webhook::{self, metrics::Metrics, server, tls};
 
@@ -726,17 +728,7 @@ impl Server {
 
     /// GETs a path of the ops port: status and body.
     fn ops_get(&self, path: &str) -> Option<(u16, String)> {
-        let mut tcp = std::net::TcpStream::connect(self.ops.as_ref()?).ok()?;
-        tcp.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
-        write!(
-            tcp,
-            "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
-        )
-        .ok()?;
-        let mut text = String::new();
-        tcp.read_to_string(&mut text).ok()?;
-        let status = text.split(' ').nth(1)?.parse().ok()?;
-        Some((status, text.split_once("\r\n\r\n")?.1.to_string()))
+        https::http_get(self.ops.as_ref()?, path)
     }
 
     fn wait_ready(&mut self, timeout: Duration) -> Result<()> {
@@ -946,19 +938,6 @@ impl Figures {
             client_cpu_us: med(&|f| f.client_cpu_us),
             pacer_p99_us: med(&|f| f.pacer_p99_us),
         }
-    }
-}
-
-fn median(xs: &[f64]) -> f64 {
-    let mut v = xs.to_vec();
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n == 0 {
-        f64::NAN
-    } else if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
     }
 }
 

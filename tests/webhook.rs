@@ -4,7 +4,7 @@
 
 mod common;
 
-use std::io::{Read, Write};
+use std::io::Read;
 use std::net::TcpListener;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -13,7 +13,7 @@ use base64::Engine;
 use bytes::Bytes;
 use common::apiserver::FakeApiServer;
 use common::bin;
-use common::https::{Ca, Connection, Leaf, connector};
+use common::https::{Ca, Connection, Leaf, connector, http_get};
 use serde_json::{Value, json};
 
 const CREATE: &str = include_str!("../../shared/fixtures/admission/pod-create.json");
@@ -87,18 +87,7 @@ impl Webhook {
 
     /// GETs a path of the ops port: status and body.
     fn ops_get(&self, path: &str) -> Option<(u16, String)> {
-        let mut tcp = std::net::TcpStream::connect(&self.ops).ok()?;
-        tcp.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
-        write!(
-            tcp,
-            "GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
-        )
-        .ok()?;
-        let mut text = String::new();
-        tcp.read_to_string(&mut text).ok()?;
-        let status = text.split(' ').nth(1)?.parse().ok()?;
-        let body = text.split_once("\r\n\r\n")?.1.to_string();
-        Some((status, body))
+        http_get(&self.ops, path)
     }
 
     fn wait_for(&self, path: &str, status: u16) -> String {
