@@ -3,6 +3,7 @@
 //! does the I/O.
 
 use std::fmt;
+use std::sync::LazyLock;
 
 use base64::Engine;
 use serde::{Deserialize, Serialize};
@@ -89,14 +90,15 @@ struct MetadataIn {
     annotations: Option<Value>,
 }
 
-/// Reads an object keeping only its labels and annotations.
+/// Reads an object keeping only the metadata the rules read (labels,
+/// annotations) and its name, so that a patch removing its last annotation
+/// leaves `metadata` in place as it would on the whole pod.
 fn rules_view<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
     let Some(object) = Option::<ObjectIn>::deserialize(d)? else {
         return Ok(None);
     };
     let mut metadata = serde_json::Map::new();
     if let Some(m) = object.metadata {
-        // The name stays so that removing the last annotation never empties metadata.
         let kept = [
             ("name", m.name),
             ("generateName", m.generate_name),
@@ -225,6 +227,9 @@ pub struct Answer {
     pub warnings: Vec<String>,
 }
 
+/// The Pod kind, made once rather than on every review.
+static POD: LazyLock<WorkloadKind> = LazyLock::new(WorkloadKind::pod);
+
 /// What the rules say about one pod.
 struct Verdict {
     patch: Vec<json_patch::Operation>,
@@ -239,9 +244,10 @@ pub fn answer(
     settings: &Settings,
     on_error: OnError,
 ) -> Answer {
+    let refuse = |outcome, message| respond(request, outcome, None, Vec::new(), vec![message]);
     let problem = |message: String| match on_error {
-        OnError::Allow => respond(request, Outcome::Warned, None, Vec::new(), vec![message]),
-        OnError::Deny => respond(request, Outcome::Denied, None, Vec::new(), vec![message]),
+        OnError::Allow => refuse(Outcome::Warned, message),
+        OnError::Deny => refuse(Outcome::Denied, message),
     };
     let resource = &request.resource;
     if !resource.group.is_empty() || resource.resource != "pods" || !request.sub_resource.is_empty()
@@ -250,26 +256,20 @@ pub fn answer(
             "" => format!("{}/{}", resource.group, resource.resource),
             sub => format!("{}/{}/{sub}", resource.group, resource.resource),
         };
-        return respond(
-            request,
+        return refuse(
             Outcome::Warned,
-            None,
-            Vec::new(),
-            vec![format!(
+            format!(
                 "{what} is not pods: this webhook acts on pods only; fix the rules of its MutatingWebhookConfiguration"
-            )],
+            ),
         );
     }
     if !matches!(request.operation.as_str(), "CREATE" | "UPDATE") {
-        return respond(
-            request,
+        return refuse(
             Outcome::Warned,
-            None,
-            Vec::new(),
-            vec![format!(
+            format!(
                 "operation {:?} is not CREATE or UPDATE: this webhook acts on those only; fix the rules of its MutatingWebhookConfiguration",
                 request.operation
-            )],
+            ),
         );
     }
     let Some(object) = &request.object else {
@@ -316,15 +316,8 @@ fn verdict(
         }
     };
     let mut pod = Node::from_json(object);
-    let outcome = attach::workload(
-        &mut pod,
-        &WorkloadKind::pod(),
-        settings,
-        pod_namespace,
-        &lookup,
-        || true,
-    )
-    .map_err(|e| e.to_string())?;
+    let outcome = attach::workload(&mut pod, &POD, settings, pod_namespace, &lookup, || true)
+        .map_err(|e| e.to_string())?;
     let (decision, applied) = match outcome {
         WorkloadOutcome::Decided { decision, applied } => (decision, applied),
         WorkloadOutcome::NoTemplate | WorkloadOutcome::Held(_) => {

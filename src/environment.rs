@@ -65,6 +65,23 @@ pub fn prefixed(env: &dyn Fn(&str) -> Option<String>, prefix: &str) -> Vec<Value
         .collect()
 }
 
+/// The command-line flag of a setting: `proxyUIDOffset` is `--proxy-uid-offset`.
+pub fn flag_name(key: &str) -> String {
+    variable(key).to_ascii_lowercase().replace('_', "-")
+}
+
+/// Settings given as command-line flags, by settings key.
+pub fn flags(flags: &[(&'static str, String)]) -> Vec<Value> {
+    flags
+        .iter()
+        .map(|(key, value)| Value {
+            key,
+            value: value.clone(),
+            source: format!("--{}", flag_name(key)),
+        })
+        .collect()
+}
+
 /// Applies the values in order on top of `settings`; the error names the
 /// source of the first bad value.
 pub fn apply(settings: &mut Settings, values: &[Value]) -> Result<(), String> {

@@ -4,7 +4,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use crate::diff;
 use crate::environment::{self, ARGOCD_ENV_PREFIX, PREFIX};
@@ -196,11 +196,7 @@ fn settings(
     let from_file;
     let (config, source) = match (&options.config, objects) {
         (Some(path), []) => {
-            let text = std::fs::read_to_string(path)
-                .map_err(|e| Failure(format!("--config {}: {e}", path.display())))?;
-            from_file = yaml::parse_document(&text).map_err(|e| {
-                Failure(format!("--config {}: not valid YAML: {e}", path.display()))
-            })?;
+            from_file = read_config(path).map_err(Failure)?;
             (Some(&from_file), format!("--config {}", path.display()))
         }
         (None, []) => (None, String::new()),
@@ -228,11 +224,7 @@ fn settings(
     let mut values = environment::prefixed(env, PREFIX);
     values.extend(environment::prefixed(env, &argo_env));
     values.extend(environment::argocd_parameters(env)?);
-    values.extend(options.flags.iter().map(|(key, value)| environment::Value {
-        key,
-        value: value.clone(),
-        source: format!("--{}", flag_name(key)),
-    }));
+    values.extend(environment::flags(&options.flags));
     environment::apply(&mut settings, &values).map_err(Failure)?;
     if settings.default_namespace.is_none()
         && let Some((variable, namespace)) = options
@@ -247,11 +239,12 @@ fn settings(
     Ok(settings)
 }
 
-/// The command-line flag of a setting: `proxyUIDOffset` is `--proxy-uid-offset`.
-pub fn flag_name(key: &str) -> String {
-    environment::variable(key)
-        .to_ascii_lowercase()
-        .replace('_', "-")
+/// The settings object of `--config FILE`; the error names the file.
+pub fn read_config(path: &Path) -> Result<Node, String> {
+    let text =
+        std::fs::read_to_string(path).map_err(|e| format!("--config {}: {e}", path.display()))?;
+    yaml::parse_document(&text)
+        .map_err(|e| format!("--config {}: not valid YAML: {e}", path.display()))
 }
 
 /// Each file before and after rendering, by the path to show.

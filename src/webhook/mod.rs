@@ -24,7 +24,6 @@ use tokio::net::TcpListener;
 use crate::admission::{self, NamespaceState, OnError, Outcome};
 use crate::environment;
 use crate::settings::Settings;
-use crate::yaml;
 use metrics::Metrics;
 use namespaces::NamespaceCache;
 use server::{Handler, Limits, Reply};
@@ -106,20 +105,13 @@ pub fn settings(
     let mut settings = match config {
         None => Settings::default(),
         Some(path) => {
-            let text = std::fs::read_to_string(path)
-                .with_context(|| format!("--config {}", path.display()))?;
-            let node = yaml::parse_document(&text)
-                .map_err(|e| anyhow!("--config {}: not valid YAML: {e}", path.display()))?;
+            let node = crate::renderer::read_config(path).map_err(|e| anyhow!(e))?;
             Settings::from_function_config(Some(&node))
                 .map_err(|e| anyhow!("--config {}: {e}", path.display()))?
         }
     };
     let mut values = environment::prefixed(env, environment::PREFIX);
-    values.extend(flags.iter().map(|(key, value)| environment::Value {
-        key,
-        value: value.clone(),
-        source: format!("--{}", crate::renderer::flag_name(key)),
-    }));
+    values.extend(environment::flags(flags));
     environment::apply(&mut settings, &values).map_err(|e| anyhow!(e))?;
     Ok(settings)
 }
