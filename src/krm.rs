@@ -1,10 +1,11 @@
 //! The KRM function front: a ResourceList in, a ResourceList out.
 
+use crate::network_resources;
 use crate::render::render;
 use crate::resource::resource_ref;
 use crate::resource_list::ResourceList;
 use crate::results::{FnResult, Severity};
-use crate::settings::Settings;
+use crate::settings::FunctionConfig;
 
 /// What the process prints and how it exits.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -33,7 +34,7 @@ pub fn run(input: &str) -> Outcome {
         Ok(list) => list,
         Err(e) => return Outcome::failed(e.to_string()),
     };
-    let results = match Settings::from_function_config(list.function_config.as_ref()) {
+    let results = match FunctionConfig::read(list.function_config.as_ref()) {
         Err(e) => {
             let mut error = FnResult::new(Severity::Error, e.to_string()).field("functionConfig");
             error.resource = list
@@ -48,10 +49,18 @@ pub fn run(input: &str) -> Outcome {
                 error,
             ]
         }
-        Ok(settings) => match render(&mut list.items, &settings) {
-            Ok(results) => results,
-            Err(e) => return Outcome::failed(format!("the input is malformed: {e}")),
-        },
+        Ok(config) => {
+            let rendered = match &config {
+                FunctionConfig::LinkerdMultus(settings) => render(&mut list.items, settings),
+                FunctionConfig::NetworkResources(settings) => {
+                    network_resources::render::render(&mut list.items, settings)
+                }
+            };
+            match rendered {
+                Ok(results) => results,
+                Err(e) => return Outcome::failed(format!("the input is malformed: {e}")),
+            }
+        }
     };
     let errors: Vec<_> = results
         .iter()

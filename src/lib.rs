@@ -11,6 +11,7 @@ pub mod krm;
 pub mod manifests;
 pub mod nad;
 pub mod namespace;
+pub mod network_resources;
 pub mod networks;
 pub mod render;
 pub mod renderer;

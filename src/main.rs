@@ -82,7 +82,8 @@ struct SettingsArgs {
 #[derive(Args)]
 struct CoreSettings {
     /// A file holding the settings: a LinkerdMultus object (or a ConfigMap).
-    /// A LinkerdMultus among the inputs is read the same way.
+    /// A LinkerdMultus among the inputs is read the same way. For `render`, a
+    /// NetworkResources object runs the network-resources rules instead.
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
     /// Namespace of the Linkerd-CNI ConfigMap [default: linkerd-cni].

@@ -65,18 +65,7 @@ struct Summary {
 
 /// Renders the package in place and returns the results, the summary first.
 pub fn render(items: &mut Vec<Node>, settings: &Settings) -> Result<Vec<FnResult>, InputError> {
-    let refs = items
-        .iter()
-        .enumerate()
-        .map(|(index, item)| {
-            resource::resource_ref(item).map_err(|problem| InputError {
-                index,
-                file: resource::file_ref(item),
-                problem,
-            })
-        })
-        .collect::<Result<Vec<_>, _>>()?;
-    let files: Vec<Option<FileRef>> = items.iter().map(resource::file_ref).collect();
+    let (refs, files) = identify(items)?;
     let mut r = Renderer {
         settings,
         refs: &refs,
@@ -97,6 +86,24 @@ pub fn render(items: &mut Vec<Node>, settings: &Settings) -> Result<Vec<FnResult
     results.push(FnResult::new(Severity::Info, r.summary_line()));
     results.append(&mut r.results);
     Ok(results)
+}
+
+/// The identity and file of every item; an item that is not a resource fails the input.
+pub(crate) fn identify(
+    items: &[Node],
+) -> Result<(Vec<ResourceRef>, Vec<Option<FileRef>>), InputError> {
+    let refs = items
+        .iter()
+        .enumerate()
+        .map(|(index, item)| {
+            resource::resource_ref(item).map_err(|problem| InputError {
+                index,
+                file: resource::file_ref(item),
+                problem,
+            })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok((refs, items.iter().map(resource::file_ref).collect()))
 }
 
 /// The namespace a resource is in: its own, else the default namespace the
@@ -532,7 +539,7 @@ impl Renderer<'_> {
     }
 }
 
-fn plural(n: usize, noun: &str) -> String {
+pub(crate) fn plural(n: usize, noun: &str) -> String {
     if n == 1 {
         format!("1 {noun}")
     } else {

@@ -10,10 +10,11 @@ use crate::diff;
 use crate::environment::{self, ARGOCD_ENV_PREFIX, PREFIX};
 use crate::krm::Outcome;
 use crate::manifests::{self, Input, Manifests, STDIN};
+use crate::network_resources;
 use crate::render::render;
 use crate::resource::{self, FileRef};
 use crate::results::{FnResult, Severity};
-use crate::settings::{self, Settings};
+use crate::settings::{self, FunctionConfig};
 use crate::yaml::{self, Node};
 
 /// What to print.
@@ -101,7 +102,7 @@ fn run_inner(
         }
     }
     let set_aside = take_settings_objects(&mut manifests.items);
-    let settings = settings(options, env, &set_aside, &manifests)?;
+    let config = settings(options, env, &set_aside, &manifests)?;
     if manifests.items.is_empty() && !options.allow_empty {
         let inputs: Vec<String> = options.inputs.iter().map(ToString::to_string).collect();
         return Err(Failure(format!(
@@ -112,8 +113,13 @@ fn run_inner(
 
     let mut items = std::mem::take(&mut manifests.items);
     items.extend(context.items);
-    let results = render(&mut items, &settings)
-        .map_err(|e| Failure(format!("the input is malformed: {e}")))?;
+    let rendered = match &config {
+        FunctionConfig::LinkerdMultus(settings) => render(&mut items, settings),
+        FunctionConfig::NetworkResources(settings) => {
+            network_resources::render::render(&mut items, settings)
+        }
+    };
+    let results = rendered.map_err(|e| Failure(format!("the input is malformed: {e}")))?;
     // Generated NADs get new files, so a resource from a context file is
     // exactly one whose file and position are a context file's.
     let is_context =
@@ -170,13 +176,16 @@ fn run_inner(
     }
 }
 
-/// Removes the `LinkerdMultus` objects from the resources: they configure the
-/// renderer and are not applied.
+/// Removes the `LinkerdMultus` and `NetworkResources` objects from the
+/// resources: they configure the renderer and are not applied.
 fn take_settings_objects(items: &mut Vec<Node>) -> Vec<Node> {
     let (settings, rest): (Vec<Node>, Vec<Node>) =
         std::mem::take(items).into_iter().partition(|item| {
-            resource::resource_ref(item)
-                .is_ok_and(|r| r.api_version == settings::API_VERSION && r.kind == settings::KIND)
+            resource::resource_ref(item).is_ok_and(|r| {
+                r.api_version == settings::API_VERSION
+                    && [settings::KIND, network_resources::settings::KIND]
+                        .contains(&r.kind.as_str())
+            })
         });
     *items = rest;
     settings
@@ -188,7 +197,7 @@ fn settings(
     env: &dyn Fn(&str) -> Option<String>,
     objects: &[Node],
     manifests: &Manifests,
-) -> Result<Settings, Failure> {
+) -> Result<FunctionConfig, Failure> {
     let where_is = |item: &Node| {
         resource::file_ref(item)
             .map_or_else(|| "the input".to_string(), |f| show_file(&f, manifests))
@@ -218,8 +227,22 @@ fn settings(
             )));
         }
     };
-    let mut settings =
-        Settings::from_function_config(config).map_err(|e| Failure(format!("{source}: {e}")))?;
+    let mut settings = match FunctionConfig::read(config)
+        .map_err(|e| Failure(format!("{source}: {e}")))?
+    {
+        FunctionConfig::LinkerdMultus(settings) => settings,
+        FunctionConfig::NetworkResources(settings) => {
+            if let Some((key, _)) = options.flags.first() {
+                return Err(Failure(format!(
+                    "--{} is a {} setting, but {source} is a {}: settings of the network-resources rules go in it",
+                    environment::flag_name(key),
+                    settings::KIND,
+                    network_resources::settings::KIND
+                )));
+            }
+            return Ok(FunctionConfig::NetworkResources(settings));
+        }
+    };
     let argo_env = format!("{ARGOCD_ENV_PREFIX}{PREFIX}");
     let mut values = environment::prefixed(env, PREFIX);
     values.extend(environment::prefixed(env, &argo_env));
@@ -236,7 +259,7 @@ fn settings(
             .override_with([("defaultNamespace", namespace.as_str())])
             .map_err(|e| Failure(format!("environment variable {variable}: {e}")))?;
     }
-    Ok(settings)
+    Ok(FunctionConfig::LinkerdMultus(settings))
 }
 
 /// The settings object of `--config FILE`; the error names the file.

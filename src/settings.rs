@@ -2,6 +2,7 @@
 
 use std::collections::BTreeMap;
 
+use crate::network_resources;
 use crate::networks::is_dns1123_label;
 use crate::workload::WorkloadKind;
 use crate::yaml::{Map, Node, parse_document};
@@ -78,7 +79,8 @@ impl Default for Settings {
 pub enum SettingsError {
     /// The functionConfig is of a kind this function does not read.
     #[error(
-        "functionConfig must be a {KIND} ({API_VERSION}) or a ConfigMap, not {kind} ({api_version})"
+        "functionConfig must be a {KIND} or {} ({API_VERSION}) or a ConfigMap, not {kind} ({api_version})",
+        crate::network_resources::settings::KIND
     )]
     WrongKind {
         /// Its kind.
@@ -87,10 +89,12 @@ pub enum SettingsError {
         api_version: String,
     },
     /// A key that does not exist.
-    #[error("unknown setting {key:?}; valid settings are {}", KEYS.join(", "))]
+    #[error("unknown setting {key:?}; valid settings are {}", valid.join(", "))]
     UnknownKey {
         /// The key.
         key: String,
+        /// The keys of the kind being read.
+        valid: &'static [&'static str],
     },
     /// A key whose value is not valid.
     #[error("setting {key}: {problem}")]
@@ -105,11 +109,61 @@ pub enum SettingsError {
     Shape(String),
 }
 
-fn bad(key: &str, problem: impl Into<String>) -> SettingsError {
+pub(crate) fn bad(key: &str, problem: impl Into<String>) -> SettingsError {
     SettingsError::BadValue {
         key: key.to_string(),
         problem: problem.into(),
     }
+}
+
+/// What a functionConfig asks the function to do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FunctionConfig {
+    /// Attach Linkerd-CNI (a `LinkerdMultus`, a ConfigMap, or no config).
+    LinkerdMultus(Settings),
+    /// Apply the network-resources rules (a `NetworkResources`).
+    NetworkResources(network_resources::settings::Settings),
+}
+
+impl FunctionConfig {
+    /// Reads a functionConfig: its kind says which rules run.
+    pub fn read(config: Option<&Node>) -> Result<Self, SettingsError> {
+        let Some(map) = config.and_then(Node::as_map) else {
+            return Settings::from_function_config(config).map(FunctionConfig::LinkerdMultus);
+        };
+        if map.get_text("apiVersion") != Some(API_VERSION)
+            || map.get_text("kind") != Some(network_resources::settings::KIND)
+        {
+            return Settings::from_function_config(config).map(FunctionConfig::LinkerdMultus);
+        }
+        typed_fields(map)?;
+        let mut settings = network_resources::settings::Settings::default();
+        match map.get("spec") {
+            None => {}
+            Some(spec) if spec.is_null() => {}
+            Some(Node::Map(spec)) => settings.apply(spec, false)?,
+            Some(other) => {
+                return Err(SettingsError::Shape(format!(
+                    "spec is {}, not a mapping",
+                    other.kind_name()
+                )));
+            }
+        }
+        Ok(FunctionConfig::NetworkResources(settings))
+    }
+}
+
+/// Checks that a typed settings object has only the top-level fields it may have.
+fn typed_fields(map: &Map) -> Result<(), SettingsError> {
+    for (key, _) in &map.entries {
+        let key = key.as_str().unwrap_or_default();
+        if !matches!(key, "apiVersion" | "kind" | "metadata" | "spec") {
+            return Err(SettingsError::Shape(format!(
+                "has an unexpected top-level field {key:?}; settings go under spec"
+            )));
+        }
+    }
+    Ok(())
 }
 
 impl Settings {
@@ -126,14 +180,7 @@ impl Settings {
         let api_version = map.get_text("apiVersion").unwrap_or_default();
         match (api_version, kind) {
             (API_VERSION, KIND) => {
-                for (key, _) in &map.entries {
-                    let key = key.as_str().unwrap_or_default();
-                    if !matches!(key, "apiVersion" | "kind" | "metadata" | "spec") {
-                        return Err(SettingsError::Shape(format!(
-                            "has an unexpected top-level field {key:?}; settings go under spec"
-                        )));
-                    }
-                }
+                typed_fields(map)?;
                 settings.apply_section(map, "spec", false)?;
             }
             ("v1", "ConfigMap") => settings.apply_section(map, "data", true)?,
@@ -237,6 +284,7 @@ impl Settings {
                 _ => {
                     return Err(SettingsError::UnknownKey {
                         key: key.to_string(),
+                        valid: KEYS,
                     });
                 }
             }
@@ -245,14 +293,14 @@ impl Settings {
     }
 }
 
-fn text(key: &str, value: &Node) -> Result<String, SettingsError> {
+pub(crate) fn text(key: &str, value: &Node) -> Result<String, SettingsError> {
     value
         .as_text()
         .map(str::to_string)
         .ok_or_else(|| bad(key, format!("must be a string, not {}", value.kind_name())))
 }
 
-fn label(key: &str, value: &Node) -> Result<String, SettingsError> {
+pub(crate) fn label(key: &str, value: &Node) -> Result<String, SettingsError> {
     let v = text(key, value)?;
     if is_dns1123_label(&v) {
         Ok(v)
@@ -267,7 +315,11 @@ fn label(key: &str, value: &Node) -> Result<String, SettingsError> {
 }
 
 /// A structured setting: as is in the typed object, YAML or JSON text in a ConfigMap.
-fn structured(key: &str, value: &Node, from_config_map: bool) -> Result<Node, SettingsError> {
+pub(crate) fn structured(
+    key: &str,
+    value: &Node,
+    from_config_map: bool,
+) -> Result<Node, SettingsError> {
     match value.as_text() {
         Some(text) if from_config_map => {
             parse_document(text).map_err(|e| bad(key, format!("is not valid YAML: {e}")))
@@ -325,7 +377,7 @@ fn namespaces(
     Ok(out)
 }
 
-fn workload_kinds(key: &str, value: &Node) -> Result<Vec<WorkloadKind>, SettingsError> {
+pub(crate) fn workload_kinds(key: &str, value: &Node) -> Result<Vec<WorkloadKind>, SettingsError> {
     if value.is_null() {
         return Ok(Vec::new());
     }
@@ -368,7 +420,7 @@ fn workload_kinds(key: &str, value: &Node) -> Result<Vec<WorkloadKind>, Settings
 }
 
 /// A Kubernetes qualified name: an optional DNS subdomain prefix and `/`, then a name.
-fn is_qualified_name(s: &str) -> bool {
+pub(crate) fn is_qualified_name(s: &str) -> bool {
     let (prefix, name) = match s.split_once('/') {
         Some((p, n)) => (Some(p), n),
         None => (None, s),
@@ -483,7 +535,7 @@ mod tests {
         let err = read("apiVersion: v1\nkind: Secret\nmetadata: {name: s}\n").unwrap_err();
         assert_eq!(
             err.to_string(),
-            "functionConfig must be a LinkerdMultus (multus.linkerd.io/v1alpha1) or a ConfigMap, not Secret (v1)"
+            "functionConfig must be a LinkerdMultus or NetworkResources (multus.linkerd.io/v1alpha1) or a ConfigMap, not Secret (v1)"
         );
         let err = read("apiVersion: multus.linkerd.io/v1alpha1\nkind: LinkerdMultus\nnadName: x\n")
             .unwrap_err();

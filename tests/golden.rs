@@ -15,10 +15,10 @@
 
 mod common;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 
+use common::golden::{self, read};
 use common::*;
 
 fn golden_dir() -> PathBuf {
@@ -26,33 +26,11 @@ fn golden_dir() -> PathBuf {
 }
 
 fn case_dirs() -> Vec<PathBuf> {
-    let mut dirs: Vec<PathBuf> = std::fs::read_dir(golden_dir())
-        .expect("testdata/golden exists")
-        .map(|e| e.expect("dir entry").path())
-        .filter(|p| p.join("input.yaml").is_file())
-        .collect();
-    dirs.sort();
-    // `GOLDEN_CASE=a,b` limits a run (and an update) to those cases.
-    if let Ok(only) = std::env::var("GOLDEN_CASE") {
-        let only: Vec<&str> = only.split(',').map(str::trim).collect();
-        dirs.retain(|d| only.contains(&case_name(d).as_str()));
-        assert!(!dirs.is_empty(), "GOLDEN_CASE matches no case");
-        return dirs;
-    }
-    assert!(
-        dirs.len() >= 30,
-        "expected at least 30 golden cases, found {}",
-        dirs.len()
-    );
-    dirs
+    golden::case_dirs(&golden_dir(), 30)
 }
 
-fn case_name(dir: &Path) -> String {
-    dir.file_name().unwrap().to_string_lossy().into_owned()
-}
-
-fn read(dir: &Path, file: &str) -> Option<String> {
-    std::fs::read_to_string(dir.join(file)).ok()
+fn for_each_case(f: impl Fn(&Path) -> Vec<String> + Sync) {
+    golden::for_each_case(&case_dirs(), f)
 }
 
 fn input_of(case: &str) -> String {
@@ -60,151 +38,17 @@ fn input_of(case: &str) -> String {
 }
 
 /// Runs `f` on every case in parallel and fails with every collected problem.
-fn for_each_case(f: impl Fn(&Path) -> Vec<String> + Sync) {
-    let dirs = case_dirs();
-    let problems = Mutex::new(BTreeMap::new());
-    let next = Mutex::new(0usize);
-    let workers = std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(4)
-        .min(8);
-    std::thread::scope(|s| {
-        for _ in 0..workers {
-            s.spawn(|| {
-                loop {
-                    let i = {
-                        let mut n = next.lock().unwrap();
-                        *n += 1;
-                        *n - 1
-                    };
-                    let Some(dir) = dirs.get(i) else { break };
-                    let found = f(dir);
-                    if !found.is_empty() {
-                        problems.lock().unwrap().insert(case_name(dir), found);
-                    }
-                }
-            });
-        }
-    });
-    let problems = problems.into_inner().unwrap();
-    if !problems.is_empty() {
-        let mut msg = format!("{} golden case(s) failed:\n", problems.len());
-        for (case, found) in &problems {
-            for p in found {
-                msg.push_str(&format!("\n[{case}] {p}\n"));
-            }
-        }
-        panic!("{msg}");
-    }
-}
-
 /// The exact comparison with the golden files (or their update).
 #[test]
 fn golden_outputs_match() {
-    let update = std::env::var_os("UPDATE_GOLDEN").is_some_and(|v| v == "1");
-    for_each_case(|dir| {
-        let input = read(dir, "input.yaml").unwrap();
-        let got = run(input.as_bytes());
-        let mut problems = Vec::new();
-        if got.panicked() {
-            problems.push(format!(
-                "binary crashed (exit {}):\n{}",
-                got.code, got.stderr
-            ));
-            return problems;
-        }
-        if update {
-            std::fs::write(dir.join("expected.yaml"), &got.stdout).unwrap();
-            let exit = dir.join("expected-exit");
-            let line = dir.join("expected-stderr-first-line");
-            if got.code == 0 {
-                let _ = std::fs::remove_file(&exit);
-                let _ = std::fs::remove_file(&line);
-            } else {
-                std::fs::write(&exit, format!("{}\n", got.code)).unwrap();
-                std::fs::write(&line, format!("{}\n", got.stderr_first_line())).unwrap();
-            }
-            return problems;
-        }
-        let Some(expected) = read(dir, "expected.yaml") else {
-            problems.push("no expected.yaml (run with UPDATE_GOLDEN=1 and review)".into());
-            return problems;
-        };
-        if let Some(d) = first_difference("stdout vs expected.yaml", &expected, &got.stdout) {
-            problems.push(d);
-        }
-        let want_exit: i32 = read(dir, "expected-exit")
-            .map(|s| s.trim().parse().expect("expected-exit holds a number"))
-            .unwrap_or(0);
-        if got.code != want_exit {
-            problems.push(format!(
-                "exit code {} (expected {want_exit}); stderr:\n{}",
-                got.code, got.stderr
-            ));
-        }
-        if let Some(line) = read(dir, "expected-stderr-first-line") {
-            let line = line.trim_end_matches('\n');
-            if got.stderr_first_line() != line {
-                problems.push(format!(
-                    "stderr first line\n  expected: {line:?}\n  actual:   {:?}",
-                    got.stderr_first_line()
-                ));
-            }
-        }
-        problems
-    });
+    golden::outputs_match(&case_dirs());
 }
 
 /// Same input twice: byte-identical output. Output fed back: byte-identical items and
 /// functionConfig, and stable from then on (whole stdout identical on the third run).
 #[test]
 fn deterministic_and_idempotent() {
-    for_each_case(|dir| {
-        let input = read(dir, "input.yaml").unwrap();
-        let first = run(input.as_bytes());
-        let mut problems = Vec::new();
-        if first.panicked() {
-            problems.push(format!("binary crashed:\n{}", first.stderr));
-            return problems;
-        }
-        let again = run(input.as_bytes());
-        if let Some(d) = first_difference("same input, second run", &first.stdout, &again.stdout) {
-            problems.push(d);
-        }
-        if again.code != first.code || again.stderr != first.stderr {
-            problems.push("same input, second run: exit code or stderr differ".into());
-        }
-        if first.code != 0 {
-            return problems;
-        }
-        let second = run(first.stdout.as_bytes());
-        if second.code != 0 {
-            problems.push(format!(
-                "re-run on own output exited {}: {}",
-                second.code,
-                second.stderr_first_line()
-            ));
-            return problems;
-        }
-        if let Some(d) = first_difference(
-            "re-run on own output (items and functionConfig)",
-            before_results(&first.stdout),
-            before_results(&second.stdout),
-        ) {
-            problems.push(d);
-        }
-        let third = run(second.stdout.as_bytes());
-        if let Some(d) = first_difference("third run vs second run", &second.stdout, &third.stdout)
-        {
-            problems.push(d);
-        }
-        let fourth = run(third.stdout.as_bytes());
-        if let Some(d) = first_difference("fourth run vs third run", &third.stdout, &fourth.stdout)
-        {
-            problems.push(d);
-        }
-        problems
-    });
+    golden::deterministic_and_idempotent(&case_dirs());
 }
 
 /// A setting of a case, from its functionConfig.

@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod apiserver;
+pub mod golden;
 pub mod https;
 
 use std::io::Write;

@@ -1,0 +1,1028 @@
+//! The network-resources rules (after network-resources-injector): what a pod
+//! template gets from the NetworkAttachmentDefinitions it selects. Pure code,
+//! shared by the KRM function, the renderer and the webhook.
+//!
+//! For every selection in `k8s.v1.cni.cncf.io/networks` and
+//! `v1.multus-cni.io/default-network`, the selected NAD must exist. Each NAD's
+//! resource name (one of the configured annotation keys) counts one; the
+//! totals go into the first container's requests and limits, leaving alone a
+//! resource the user set in any container, or, with `honorResources`, added to
+//! the first container's own value. Each NAD's node selector is merged into
+//! `spec.nodeSelector`. Optionally the `podnetinfo` downward-API volume
+//! exposes labels, annotations and hugepages. Injections add annotations to
+//! pods labelled `<label>: "true"`. What the rules add is recorded on the
+//! workload ([`record::RECORD_ANNOTATION`]), so a later render changes or
+//! removes exactly that.
+
+pub mod record;
+pub mod render;
+pub mod settings;
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::attach::{remove_annotation, set_annotation, template_annotations, template_labels};
+use crate::namespace::Lookup;
+use crate::networks::{NETWORKS_ANNOTATION, Networks, NetworksError};
+use crate::resource;
+use crate::workload::WorkloadKind;
+use crate::yaml::{Map, Node, Seq, Style};
+
+use record::{RECORD_ANNOTATION, Record, Share};
+use settings::Settings;
+
+/// The NAD annotation naming the node label a network needs (`key=value` or `key`).
+pub const NODE_SELECTOR_ANNOTATION: &str = "k8s.v1.cni.cncf.io/nodeSelector";
+/// The pod annotation selecting the cluster default network.
+pub const DEFAULT_NETWORK_ANNOTATION: &str = "v1.multus-cni.io/default-network";
+/// The downward-API volume (and its mounts).
+pub const PODNETINFO: &str = "podnetinfo";
+/// Where the volume is mounted.
+pub const PODNETINFO_PATH: &str = "/etc/podnetinfo";
+/// The variable telling a container its name, for its hugepage files.
+pub const CONTAINER_NAME_ENV: &str = "CONTAINER_NAME";
+
+/// Hugepage quantities exposed through the downward API: field, resource, file prefix.
+const HUGEPAGES: [(&str, &str, &str); 4] = [
+    ("requests", "hugepages-1Gi", "hugepages_1G_request"),
+    ("requests", "hugepages-2Mi", "hugepages_2M_request"),
+    ("limits", "hugepages-1Gi", "hugepages_1G_limit"),
+    ("limits", "hugepages-2Mi", "hugepages_2M_limit"),
+];
+
+/// The NetworkAttachmentDefinitions the rules can see.
+pub trait Nads {
+    /// The annotations of NAD `name` in `namespace`, if it exists.
+    fn annotations(&self, namespace: &str, name: &str) -> Option<&dyn Lookup>;
+}
+
+impl Nads for BTreeMap<(String, String), BTreeMap<String, String>> {
+    fn annotations(&self, namespace: &str, name: &str) -> Option<&dyn Lookup> {
+        self.get(&(namespace.to_string(), name.to_string()))
+            .map(|a| a as &dyn Lookup)
+    }
+}
+
+/// Why a pod template cannot get its network resources. Nothing changes then.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Error {
+    /// A networks annotation Multus would reject.
+    #[error("annotation {annotation}: {source}")]
+    Networks {
+        /// The annotation.
+        annotation: &'static str,
+        /// What is wrong.
+        source: NetworksError,
+    },
+    /// The default-network annotation selects more or fewer than one network.
+    #[error("annotation {DEFAULT_NETWORK_ANNOTATION}: selects {0} networks; it takes exactly one")]
+    DefaultNetworkCount(usize),
+    /// Selected NADs that do not exist.
+    #[error("{}", missing(.0))]
+    MissingNads(Vec<String>),
+    /// A NAD's node selector is malformed.
+    #[error(
+        "NetworkAttachmentDefinition {nad}: annotation {NODE_SELECTOR_ANNOTATION} {value:?} has more than one \"=\""
+    )]
+    NodeSelector {
+        /// The NAD, `namespace/name`.
+        nad: String,
+        /// The annotation's value.
+        value: String,
+    },
+    /// Two sources want different values for one node label.
+    #[error(
+        "spec.nodeSelector {key}: {first} asks for {first_value:?} but {second} for {second_value:?}"
+    )]
+    NodeSelectorConflict {
+        /// The node label.
+        key: String,
+        /// Where the first value comes from.
+        first: String,
+        /// The first value.
+        first_value: String,
+        /// Where the second value comes from.
+        second: String,
+        /// The second value.
+        second_value: String,
+    },
+    /// Two injections set one annotation to different values.
+    #[error(
+        "injections {first} and {second} set annotation {key} to different values; the pod has both labels"
+    )]
+    InjectionConflict {
+        /// The annotation.
+        key: String,
+        /// The first injection's label.
+        first: String,
+        /// The second injection's label.
+        second: String,
+    },
+    /// A field has the wrong shape.
+    #[error("{0}")]
+    Shape(String),
+}
+
+fn missing(nads: &[String]) -> String {
+    match nads {
+        [one] => format!("selects NetworkAttachmentDefinition {one}, which does not exist"),
+        [rest @ .., last] => format!(
+            "selects NetworkAttachmentDefinitions {} and {last}, which do not exist",
+            rest.join(", ")
+        ),
+        [] => "selects no missing NetworkAttachmentDefinition".into(),
+    }
+}
+
+/// What the rules did to one pod template.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Applied {
+    /// What the rules now own on the workload.
+    pub record: Record,
+    /// What changed, one line each.
+    pub changes: Vec<String>,
+    /// Things the user should know.
+    pub warnings: Vec<String>,
+}
+
+/// Brings one workload object (a Pod or a resource holding a pod template) in
+/// line with the rules and records what they own on it; `None` when it has no
+/// pod template. On error nothing changes.
+pub fn workload(
+    object: &mut Node,
+    kind: &WorkloadKind,
+    settings: &Settings,
+    pod_namespace: &str,
+    nads: &dyn Nads,
+) -> Result<Option<Applied>, Error> {
+    if object.as_map().is_none() {
+        return Err(Error::Shape(format!(
+            "the object is {}, not a mapping",
+            object.kind_name()
+        )));
+    }
+    let before = match resource::annotation(object, RECORD_ANNOTATION) {
+        Some(text) => Record::parse(text)
+            .map_err(|e| Error::Shape(format!("annotation {RECORD_ANNOTATION}: {e}")))?,
+        None => Record::default(),
+    };
+    let Some(template) = kind.pod_template_mut(object).map_err(Error::Shape)? else {
+        return Ok(None);
+    };
+    let applied = apply(template, settings, pod_namespace, nads, &before)?;
+    if applied.record != before {
+        let object = object.as_map_mut().expect("checked above");
+        if applied.record.is_empty() {
+            remove_annotation(object, RECORD_ANNOTATION);
+        } else {
+            set_annotation(object, RECORD_ANNOTATION, applied.record.to_text())
+                .map_err(|e| Error::Shape(e.to_string()))?;
+            // JSON reads best single-quoted: no escaped double quotes.
+            if let Some(Node::Scalar(s)) = object
+                .get_mut("metadata")
+                .and_then(Node::as_map_mut)
+                .and_then(|m| m.get_mut("annotations"))
+                .and_then(Node::as_map_mut)
+                .and_then(|a| a.get_mut(RECORD_ANNOTATION))
+            {
+                s.style = Style::SingleQuoted;
+            }
+        }
+    }
+    Ok(Some(applied))
+}
+
+/// Brings a pod template in line with the rules, given what they owned before.
+pub fn apply(
+    template: &mut Map,
+    settings: &Settings,
+    pod_namespace: &str,
+    nads: &dyn Nads,
+    before: &Record,
+) -> Result<Applied, Error> {
+    let mut t = template.clone();
+    if let Some(meta) = t.get("metadata")
+        && !meta.is_null()
+        && meta.as_map().is_none()
+    {
+        return Err(Error::Shape(format!(
+            "metadata is {}, not a mapping",
+            meta.kind_name()
+        )));
+    }
+    let mut out = Applied::default();
+    inject(&mut t, settings, pod_namespace, before, &mut out)?;
+    let selected = selections(&t, pod_namespace)?;
+    let wanted = wanted(&selected, settings, nads)?;
+    let spec = spec_of(&mut t)?;
+    resources(spec, settings, &wanted.counts, before, &mut out)?;
+    node_selector(spec, &wanted.node_selector, before, &mut out)?;
+    downward_api(
+        spec,
+        settings.downward_api && !wanted.counts.is_empty(),
+        before,
+        &mut out,
+    )?;
+    *template = t;
+    Ok(out)
+}
+
+/// The pod template's `spec`, created when missing.
+fn spec_of(t: &mut Map) -> Result<&mut Map, Error> {
+    t.map_entry("spec")
+        .ok_or_else(|| Error::Shape("spec is not a mapping".into()))
+}
+
+/// Adds the annotations of the injections whose label is `true`, removes those
+/// it added that are no longer wanted.
+fn inject(
+    t: &mut Map,
+    settings: &Settings,
+    pod_namespace: &str,
+    before: &Record,
+    out: &mut Applied,
+) -> Result<(), Error> {
+    let labels = template_labels(t);
+    let mut wanted: BTreeMap<&str, (&str, &str)> = BTreeMap::new();
+    for (label, annotations) in &settings.injections {
+        let on = labels
+            .and_then(|l| l.get_text(label))
+            .is_some_and(|v| v.eq_ignore_ascii_case("true"));
+        if !on {
+            continue;
+        }
+        for (key, value) in annotations {
+            match wanted.get(key.as_str()) {
+                Some((v, first)) if v != value => {
+                    return Err(Error::InjectionConflict {
+                        key: key.clone(),
+                        first: first.to_string(),
+                        second: label.clone(),
+                    });
+                }
+                _ => {
+                    wanted.insert(key, (value, label));
+                }
+            }
+        }
+    }
+    let networks: Vec<&str> = wanted
+        .remove(NETWORKS_ANNOTATION)
+        .map(|(v, _)| v.split(',').map(str::trim).collect())
+        .unwrap_or_default();
+    let current = |t: &Map, key: &str| {
+        template_annotations(t)
+            .and_then(|a| a.get_text(key))
+            .map(str::to_string)
+    };
+    for (key, ours) in &before.annotations {
+        if wanted.contains_key(key.as_str()) {
+            continue;
+        }
+        match current(t, key) {
+            Some(v) if v == *ours => {
+                remove_annotation(t, key);
+                out.changes
+                    .push(format!("removed injected annotation {key}"));
+            }
+            Some(_) => out.changes.push(format!(
+                "injected annotation {key} was edited by hand; it is left to the user"
+            )),
+            None => {}
+        }
+    }
+    for (key, (value, label)) in wanted {
+        let ours = before.annotations.get(key);
+        match current(t, key) {
+            Some(v) if ours == Some(&v) => {
+                if v != value {
+                    set(t, key, value)?;
+                    out.changes
+                        .push(format!("set annotation {key} (injection {label})"));
+                }
+                out.record.annotations.insert(key.into(), value.into());
+            }
+            Some(_) if ours.is_some() => out.changes.push(format!(
+                "injected annotation {key} was edited by hand; it is left to the user"
+            )),
+            Some(v) if v == value => {}
+            Some(_) => out.warnings.push(format!(
+                "annotation {key} is already set; injection {label} leaves it as it is"
+            )),
+            None => {
+                set(t, key, value)?;
+                out.changes
+                    .push(format!("set annotation {key} (injection {label})"));
+                out.record.annotations.insert(key.into(), value.into());
+            }
+        }
+    }
+    inject_networks(t, &networks, pod_namespace, before, out)
+}
+
+fn set(t: &mut Map, key: &str, value: &str) -> Result<(), Error> {
+    set_annotation(t, key, value.to_string()).map_err(|e| Error::Shape(e.to_string()))
+}
+
+/// Appends the injected networks to the networks annotation, each as a plain
+/// selection, and removes those it appended that are no longer wanted.
+fn inject_networks(
+    t: &mut Map,
+    wanted: &[&str],
+    pod_namespace: &str,
+    before: &Record,
+    out: &mut Applied,
+) -> Result<(), Error> {
+    let networks_error = |source| Error::Networks {
+        annotation: NETWORKS_ANNOTATION,
+        source,
+    };
+    let mut text = template_annotations(t)
+        .and_then(|a| a.get_text(NETWORKS_ANNOTATION))
+        .map(str::to_string);
+    let original = text.clone();
+    for name in &before.networks {
+        if wanted.contains(&name.as_str()) {
+            continue;
+        }
+        let Some(current) = &text else { continue };
+        let parsed = Networks::parse(current).map_err(networks_error)?;
+        match without_own(&parsed, name) {
+            Some(rest) => {
+                text = Some(rest);
+                out.changes
+                    .push(format!("removed injected network {name}"));
+            }
+            None => out.warnings.push(format!(
+                "the {name} entry an injection added to {NETWORKS_ANNOTATION} is gone or was edited; the annotation is left as it is"
+            )),
+        }
+    }
+    for name in wanted {
+        let parsed = text
+            .as_deref()
+            .map(Networks::parse)
+            .transpose()
+            .map_err(networks_error)?;
+        let referenced = parsed
+            .as_ref()
+            .is_some_and(|n| n.references(name, pod_namespace));
+        if !referenced {
+            text = Some(match &parsed {
+                Some(n) => n.with_appended(name),
+                None => name.to_string(),
+            });
+            out.changes.push(format!("added injected network {name}"));
+            out.record.networks.insert(name.to_string());
+        } else if before.networks.contains(*name)
+            && parsed.is_some_and(|n| own_selection(&n, name).is_some())
+        {
+            out.record.networks.insert(name.to_string());
+        }
+    }
+    if text != original {
+        match text.filter(|t| !t.trim().is_empty()) {
+            Some(t2) => set(t, NETWORKS_ANNOTATION, &t2)?,
+            None => remove_annotation(t, NETWORKS_ANNOTATION),
+        }
+    }
+    Ok(())
+}
+
+/// The annotation text without the plain selection of `name` an injection appended.
+fn without_own(networks: &Networks<'_>, name: &str) -> Option<String> {
+    networks.without_plain(name)
+}
+
+/// Whether the plain selection of `name` an injection appended is still there.
+fn own_selection(networks: &Networks<'_>, name: &str) -> Option<usize> {
+    networks
+        .selections()
+        .iter()
+        .position(|s| s.is_plain() && s.name == name)
+}
+
+/// The selected networks, `(namespace, name)`, the default network first.
+fn selections(t: &Map, pod_namespace: &str) -> Result<Vec<(String, String)>, Error> {
+    let annotations = template_annotations(t);
+    let mut out = Vec::new();
+    for annotation in [DEFAULT_NETWORK_ANNOTATION, NETWORKS_ANNOTATION] {
+        let Some(value) = annotations.and_then(|a| a.get(annotation)) else {
+            continue;
+        };
+        if value.is_null() {
+            continue;
+        }
+        let text = value.as_str().ok_or_else(|| {
+            Error::Shape(format!(
+                "annotation {annotation} is {}, not a string",
+                value.kind_name()
+            ))
+        })?;
+        let networks =
+            Networks::parse(text).map_err(|source| Error::Networks { annotation, source })?;
+        let selections = networks.selections();
+        if annotation == DEFAULT_NETWORK_ANNOTATION && selections.len() > 1 {
+            return Err(Error::DefaultNetworkCount(selections.len()));
+        }
+        out.extend(
+            selections
+                .iter()
+                .map(|s| (s.namespace_or(pod_namespace).to_string(), s.name.clone())),
+        );
+    }
+    Ok(out)
+}
+
+/// What the selected NADs ask for.
+#[derive(Default)]
+struct Wanted {
+    /// Resource name to count.
+    counts: BTreeMap<String, u64>,
+    /// Node label to its value and the NAD asking for it.
+    node_selector: BTreeMap<String, (String, String)>,
+}
+
+fn wanted(
+    selected: &[(String, String)],
+    settings: &Settings,
+    nads: &dyn Nads,
+) -> Result<Wanted, Error> {
+    let mut wanted = Wanted::default();
+    let mut missing: Vec<String> = Vec::new();
+    for (namespace, name) in selected {
+        let id = format!("{namespace}/{name}");
+        let Some(annotations) = nads.annotations(namespace, name) else {
+            if !missing.contains(&id) {
+                missing.push(id);
+            }
+            continue;
+        };
+        let resources: BTreeSet<&str> = settings
+            .resource_name_keys
+            .iter()
+            .filter_map(|k| annotations.lookup(k))
+            .map(str::trim)
+            .filter(|r| !r.is_empty())
+            .collect();
+        for r in resources {
+            *wanted.counts.entry(r.to_string()).or_default() += 1;
+        }
+        if let Some(value) = annotations.lookup(NODE_SELECTOR_ANNOTATION) {
+            let (key, label) = match value.split('=').collect::<Vec<_>>().as_slice() {
+                [key] => (key.trim(), ""),
+                [key, label] => (key.trim(), label.trim()),
+                _ => {
+                    return Err(Error::NodeSelector {
+                        nad: id,
+                        value: value.to_string(),
+                    });
+                }
+            };
+            let source = format!("NetworkAttachmentDefinition {id}");
+            match wanted.node_selector.get(key) {
+                Some((v, first)) if v != label => {
+                    return Err(Error::NodeSelectorConflict {
+                        key: key.to_string(),
+                        first: first.clone(),
+                        first_value: v.clone(),
+                        second: source,
+                        second_value: label.to_string(),
+                    });
+                }
+                Some(_) => {}
+                None => {
+                    wanted
+                        .node_selector
+                        .insert(key.to_string(), (label.to_string(), source));
+                }
+            }
+        }
+    }
+    if !missing.is_empty() {
+        return Err(Error::MissingNads(missing));
+    }
+    Ok(wanted)
+}
+
+/// A quantity as written: a whole number, or something else the rules do not add to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Quantity {
+    Count(u64),
+    Other(String),
+}
+
+fn quantity(node: &Node) -> Quantity {
+    let text = node.as_text().unwrap_or_default();
+    match text.trim().parse::<u64>() {
+        Ok(n) => Quantity::Count(n),
+        Err(_) => Quantity::Other(text.to_string()),
+    }
+}
+
+fn containers(spec: &Map) -> &[Node] {
+    spec.get("containers")
+        .and_then(Node::as_seq)
+        .map_or(&[], |s| s.items.as_slice())
+}
+
+fn containers_mut(spec: &mut Map) -> &mut [Node] {
+    match spec.get_mut("containers") {
+        Some(Node::Seq(s)) => s.items.as_mut_slice(),
+        _ => &mut [],
+    }
+}
+
+fn container_name(c: &Node) -> String {
+    c.as_map()
+        .and_then(|m| m.get_text("name"))
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// `resources.<field>.<resource>` of a container.
+fn resource_value<'a>(container: &'a Node, field: &str, resource: &str) -> Option<&'a Node> {
+    container
+        .as_map()?
+        .get("resources")?
+        .as_map()?
+        .get(field)?
+        .as_map()?
+        .get(resource)
+}
+
+/// Sets or removes the first container's requests and limits.
+fn resources(
+    spec: &mut Map,
+    settings: &Settings,
+    counts: &BTreeMap<String, u64>,
+    before: &Record,
+    out: &mut Applied,
+) -> Result<(), Error> {
+    if counts.is_empty() && before.requests.is_empty() && before.limits.is_empty() {
+        return Ok(());
+    }
+    let all = containers(spec);
+    let Some(first) = all.first() else {
+        if counts.is_empty() {
+            return Ok(());
+        }
+        return Err(Error::Shape(
+            "spec.containers is empty or missing: the network resources have no container to go in"
+                .into(),
+        ));
+    };
+    if first.as_map().is_none() {
+        return Err(Error::Shape("spec.containers[0] is not a mapping".into()));
+    }
+    let first_name = container_name(first);
+    let names: BTreeSet<&String> = counts
+        .keys()
+        .chain(before.requests.keys())
+        .chain(before.limits.keys())
+        .collect();
+    let mut writes: Vec<(&'static str, String, Option<u64>)> = Vec::new();
+    for name in names {
+        let count = counts.get(name).copied().unwrap_or(0);
+        let mut bases = Vec::with_capacity(2);
+        for (field, owned) in [("requests", &before.requests), ("limits", &before.limits)] {
+            let current = resource_value(first, field, name).map(quantity);
+            let base = match (owned.get(name), &current) {
+                (Some(Share::Set(n)), Some(Quantity::Count(c))) if c == n => None,
+                (Some(Share::Added(n)), Some(Quantity::Count(c))) if c >= n => {
+                    Some(Quantity::Count(c - n))
+                }
+                (Some(_), Some(_)) => {
+                    out.changes.push(format!(
+                        "{field} of {name} in container {first_name} was edited by hand; it is left to the user"
+                    ));
+                    current.clone()
+                }
+                _ => current.clone(),
+            };
+            bases.push((field, current, base));
+        }
+        let user_elsewhere = all[1..].iter().any(|c| {
+            resource_value(c, "requests", name).is_some()
+                || resource_value(c, "limits", name).is_some()
+        });
+        let user_first = bases.iter().any(|(_, _, base)| base.is_some());
+        for (field, current, base) in bases {
+            let record = if field == "requests" {
+                &mut out.record.requests
+            } else {
+                &mut out.record.limits
+            };
+            let target = match (&base, count) {
+                (_, 0) => base.clone(),
+                (Some(Quantity::Other(text)), _) if settings.honor_resources => {
+                    out.warnings.push(format!(
+                        "{field} of {name} in container {first_name} is {text:?}, not a whole number: {count} cannot be added to it"
+                    ));
+                    base.clone()
+                }
+                (Some(Quantity::Count(b)), _) if settings.honor_resources => {
+                    record.insert(name.clone(), Share::Added(count));
+                    Some(Quantity::Count(b + count))
+                }
+                (None, _) if settings.honor_resources || !(user_first || user_elsewhere) => {
+                    record.insert(name.clone(), Share::Set(count));
+                    Some(Quantity::Count(count))
+                }
+                _ => base.clone(),
+            };
+            if target != current {
+                let value = match target {
+                    Some(Quantity::Count(n)) => Some(n),
+                    Some(Quantity::Other(_)) => unreachable!("a text value is never written"),
+                    None => None,
+                };
+                writes.push((field, name.clone(), value));
+                out.changes.push(match (&current, value) {
+                    (_, None) => format!("removed {field} {name} from container {first_name}"),
+                    (None, Some(n)) => {
+                        format!("set {field} {name} to {n} in container {first_name}")
+                    }
+                    (Some(_), Some(n)) => {
+                        format!("changed {field} {name} to {n} in container {first_name}")
+                    }
+                });
+            }
+        }
+    }
+    let Some(first) = containers_mut(spec).first_mut().and_then(Node::as_map_mut) else {
+        return Ok(());
+    };
+    for (field, name, value) in writes {
+        write_quantity(first, field, &name, value)?;
+    }
+    Ok(())
+}
+
+/// Sets `resources.<field>.<name>` of a container, keeping the style of an
+/// existing value, or removes it and the maps it leaves empty.
+fn write_quantity(
+    container: &mut Map,
+    field: &str,
+    name: &str,
+    value: Option<u64>,
+) -> Result<(), Error> {
+    let shape = || {
+        Error::Shape(format!(
+            "spec.containers[0].resources.{field} is not a mapping"
+        ))
+    };
+    match value {
+        Some(n) => {
+            let map = container
+                .map_entry("resources")
+                .and_then(|r| r.map_entry(field))
+                .ok_or_else(shape)?;
+            match map.get_mut(name) {
+                Some(Node::Scalar(s)) => s.value = n.to_string().into(),
+                _ => map.insert(name, Node::string(n.to_string())),
+            }
+        }
+        None => {
+            let Some(resources) = container.get_mut("resources").and_then(Node::as_map_mut) else {
+                return Ok(());
+            };
+            if let Some(map) = resources.get_mut(field).and_then(Node::as_map_mut) {
+                map.remove(name);
+                if map.is_empty() {
+                    resources.remove(field);
+                }
+            }
+            if resources.is_empty() {
+                container.remove("resources");
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Merges the NADs' node labels into `spec.nodeSelector`.
+fn node_selector(
+    spec: &mut Map,
+    wanted: &BTreeMap<String, (String, String)>,
+    before: &Record,
+    out: &mut Applied,
+) -> Result<(), Error> {
+    if wanted.is_empty() && before.node_selector.is_empty() {
+        return Ok(());
+    }
+    let current: BTreeMap<String, String> = match spec.get("nodeSelector") {
+        None => BTreeMap::new(),
+        Some(n) if n.is_null() => BTreeMap::new(),
+        Some(Node::Map(m)) => m
+            .entries
+            .iter()
+            .filter_map(|(k, v)| Some((k.as_text()?.to_string(), v.as_text()?.to_string())))
+            .collect(),
+        Some(other) => {
+            return Err(Error::Shape(format!(
+                "spec.nodeSelector is {}, not a mapping",
+                other.kind_name()
+            )));
+        }
+    };
+    let mut sets: Vec<(&str, &str)> = Vec::new();
+    let mut removes: Vec<&str> = Vec::new();
+    for (key, ours) in &before.node_selector {
+        match current.get(key) {
+            Some(v) if v == ours && !wanted.contains_key(key) => {
+                removes.push(key);
+                out.changes.push(format!("removed spec.nodeSelector {key}"));
+            }
+            Some(v) if v == ours => {}
+            Some(_) => out.changes.push(format!(
+                "spec.nodeSelector {key} was edited by hand; it is left to the user"
+            )),
+            None => {}
+        }
+    }
+    for (key, (value, source)) in wanted {
+        let owned = before
+            .node_selector
+            .get(key)
+            .is_some_and(|ours| current.get(key) == Some(ours));
+        match current.get(key) {
+            Some(v) if owned => {
+                if v != value {
+                    sets.push((key, value));
+                    out.changes.push(format!(
+                        "set spec.nodeSelector {key} to {value:?} ({source})"
+                    ));
+                }
+                out.record.node_selector.insert(key.clone(), value.clone());
+            }
+            Some(v) if v == value => {}
+            Some(v) => {
+                return Err(Error::NodeSelectorConflict {
+                    key: key.clone(),
+                    first: source.clone(),
+                    first_value: value.clone(),
+                    second: "the workload's own spec.nodeSelector".into(),
+                    second_value: v.clone(),
+                });
+            }
+            None => {
+                sets.push((key, value));
+                out.changes.push(format!(
+                    "set spec.nodeSelector {key} to {value:?} ({source})"
+                ));
+                out.record.node_selector.insert(key.clone(), value.clone());
+            }
+        }
+    }
+    if sets.is_empty() && removes.is_empty() {
+        return Ok(());
+    }
+    let map = spec
+        .map_entry("nodeSelector")
+        .ok_or_else(|| Error::Shape("spec.nodeSelector is not a mapping".into()))?;
+    for key in removes {
+        map.remove(key);
+    }
+    for (key, value) in sets {
+        match map.get_mut(key) {
+            Some(Node::Scalar(s)) => s.value = value.into(),
+            _ => map.insert(key, Node::string(value)),
+        }
+    }
+    if map.is_empty() {
+        spec.remove("nodeSelector");
+    }
+    Ok(())
+}
+
+fn mapping(entries: Vec<(&str, Node)>) -> Node {
+    Node::Map(Map {
+        entries: entries
+            .into_iter()
+            .map(|(k, v)| (Node::string(k), v))
+            .collect(),
+        ..Map::default()
+    })
+}
+
+fn field_ref(path: &str, field: &str) -> Node {
+    mapping(vec![
+        ("path", Node::string(path)),
+        (
+            "fieldRef",
+            mapping(vec![("fieldPath", Node::string(field))]),
+        ),
+    ])
+}
+
+/// Whether a quantity is set and not zero.
+fn nonzero(node: &Node) -> bool {
+    node.as_text().is_some_and(|t| {
+        let digits: String = t
+            .chars()
+            .take_while(|c| c.is_ascii_digit() || *c == '.')
+            .collect();
+        digits.chars().any(|c| c.is_ascii_digit() && c != '0')
+    })
+}
+
+/// The hugepage files of one container: `(file, resource)`.
+fn hugepage_files(container: &Node) -> Vec<(String, String)> {
+    let name = container_name(container);
+    HUGEPAGES
+        .iter()
+        .filter(|(field, resource, _)| {
+            resource_value(container, field, resource).is_some_and(nonzero)
+        })
+        .map(|(field, resource, file)| (format!("{file}_{name}"), format!("{field}.{resource}")))
+        .collect()
+}
+
+/// The `podnetinfo` volume for these containers.
+fn podnetinfo_volume(containers: &[Node]) -> Node {
+    let mut items = vec![
+        field_ref("labels", "metadata.labels"),
+        field_ref("annotations", "metadata.annotations"),
+    ];
+    for container in containers {
+        for (file, resource) in hugepage_files(container) {
+            items.push(mapping(vec![
+                ("path", Node::string(file)),
+                (
+                    "resourceFieldRef",
+                    mapping(vec![
+                        ("containerName", Node::string(container_name(container))),
+                        ("resource", Node::string(resource)),
+                        ("divisor", Node::string("1Mi")),
+                    ]),
+                ),
+            ]));
+        }
+    }
+    mapping(vec![
+        ("name", Node::string(PODNETINFO)),
+        (
+            "downwardAPI",
+            mapping(vec![(
+                "items",
+                Node::Seq(Seq {
+                    items,
+                    ..Seq::default()
+                }),
+            )]),
+        ),
+    ])
+}
+
+fn named<'a>(list: Option<&'a Node>, name: &str) -> Option<&'a Node> {
+    list?
+        .as_seq()?
+        .items
+        .iter()
+        .find(|i| i.as_map().and_then(|m| m.get_text("name")) == Some(name))
+}
+
+/// A list field of a map (`volumes`, `volumeMounts`, `env`), created when missing.
+fn list_entry<'a>(map: &'a mut Map, key: &str) -> Result<&'a mut Vec<Node>, Error> {
+    if map.get(key).is_none_or(Node::is_null) {
+        map.insert(key, Node::Seq(Seq::default()));
+    }
+    match map.get_mut(key) {
+        Some(Node::Seq(s)) => Ok(&mut s.items),
+        _ => Err(Error::Shape(format!("{key} is not a list"))),
+    }
+}
+
+/// Removes the item named `name` from a list field, and the field when it is left empty.
+fn remove_named(map: &mut Map, key: &str, name: &str) -> bool {
+    let Some(Node::Seq(seq)) = map.get_mut(key) else {
+        return false;
+    };
+    let Some(at) = seq
+        .items
+        .iter()
+        .position(|i| i.as_map().and_then(|m| m.get_text("name")) == Some(name))
+    else {
+        return false;
+    };
+    seq.items.remove(at);
+    if seq.items.is_empty() {
+        map.remove(key);
+    }
+    true
+}
+
+/// Adds or removes the `podnetinfo` volume, its mounts and `CONTAINER_NAME`.
+fn downward_api(
+    spec: &mut Map,
+    want: bool,
+    before: &Record,
+    out: &mut Applied,
+) -> Result<(), Error> {
+    if !want && !before.volume && before.mounts.is_empty() && before.env.is_empty() {
+        return Ok(());
+    }
+    let volume = podnetinfo_volume(containers(spec));
+    let existing = named(spec.get("volumes"), PODNETINFO).cloned();
+    match (want, existing) {
+        (true, None) => {
+            list_entry(spec, "volumes")?.push(volume);
+            out.record.volume = true;
+            out.changes.push(format!("added volume {PODNETINFO}"));
+        }
+        (true, Some(v)) if before.volume => {
+            if v != volume {
+                let list = list_entry(spec, "volumes")?;
+                if let Some(slot) = list
+                    .iter_mut()
+                    .find(|i| i.as_map().and_then(|m| m.get_text("name")) == Some(PODNETINFO))
+                {
+                    *slot = volume;
+                }
+                out.changes.push(format!("updated volume {PODNETINFO}"));
+            }
+            out.record.volume = true;
+        }
+        (true, Some(v)) => {
+            if v != volume {
+                out.warnings.push(format!(
+                    "volume {PODNETINFO} is the workload's own, so it is left as it is; the downward-API files this function would expose in it are not added"
+                ));
+            }
+        }
+        (false, Some(_)) if before.volume => {
+            remove_named(spec, "volumes", PODNETINFO);
+            out.changes.push(format!("removed volume {PODNETINFO}"));
+        }
+        (false, _) => {}
+    }
+    let hugepages: BTreeSet<String> = containers(spec)
+        .iter()
+        .filter(|c| !hugepage_files(c).is_empty())
+        .map(container_name)
+        .collect();
+    for container in containers_mut(spec) {
+        let name = container_name(container);
+        let Some(c) = container.as_map_mut() else {
+            continue;
+        };
+        let mounted = c
+            .get("volumeMounts")
+            .and_then(Node::as_seq)
+            .is_some_and(|s| {
+                s.items.iter().any(|m| {
+                    let m = m.as_map();
+                    m.and_then(|m| m.get_text("name")) == Some(PODNETINFO)
+                        || m.and_then(|m| m.get_text("mountPath")) == Some(PODNETINFO_PATH)
+                })
+            });
+        match (want, mounted, before.mounts.contains(&name)) {
+            (true, true, true) => {
+                out.record.mounts.insert(name.clone());
+            }
+            (true, true, false) => {}
+            (true, false, _) => {
+                list_entry(c, "volumeMounts")?.push(mapping(vec![
+                    ("name", Node::string(PODNETINFO)),
+                    ("mountPath", Node::string(PODNETINFO_PATH)),
+                    ("readOnly", Node::plain("true")),
+                ]));
+                out.record.mounts.insert(name.clone());
+                out.changes
+                    .push(format!("mounted {PODNETINFO} in container {name}"));
+            }
+            (false, _, true) => {
+                if remove_named(c, "volumeMounts", PODNETINFO) {
+                    out.changes
+                        .push(format!("unmounted {PODNETINFO} from container {name}"));
+                }
+            }
+            (false, _, false) => {}
+        }
+        let has_env = named(c.get("env"), CONTAINER_NAME_ENV).is_some();
+        let wants_env = want && hugepages.contains(&name);
+        match (wants_env, has_env, before.env.contains(&name)) {
+            (true, true, true) => {
+                out.record.env.insert(name.clone());
+            }
+            (true, true, false) => {}
+            (true, false, _) => {
+                list_entry(c, "env")?.push(mapping(vec![
+                    ("name", Node::string(CONTAINER_NAME_ENV)),
+                    ("value", Node::string(name.clone())),
+                ]));
+                out.record.env.insert(name.clone());
+                out.changes
+                    .push(format!("set {CONTAINER_NAME_ENV} in container {name}"));
+            }
+            (false, true, true) => {
+                remove_named(c, "env", CONTAINER_NAME_ENV);
+                out.changes.push(format!(
+                    "removed {CONTAINER_NAME_ENV} from container {name}"
+                ));
+            }
+            (false, _, _) => {}
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,132 @@
+//! The network-resources rules over a whole package: the NADs of the input,
+//! every workload that selects networks. Pure code: resources in, results out.
+
+use std::collections::BTreeMap;
+
+use super::settings::Settings;
+use super::{Error, workload};
+use crate::nad;
+use crate::render::{InputError, identify, plural};
+use crate::resource::{self, ResourceRef};
+use crate::results::{FnResult, Severity};
+use crate::workload::WorkloadKinds;
+use crate::yaml::Node;
+
+/// Applies the rules to every workload of the package, in place, and returns
+/// the results, the summary first.
+pub fn render(items: &mut [Node], settings: &Settings) -> Result<Vec<FnResult>, InputError> {
+    let (refs, files) = identify(items)?;
+    let namespace_of = |r: &ResourceRef| {
+        r.namespace
+            .clone()
+            .or_else(|| settings.default_namespace.clone())
+    };
+    let mut results = Vec::new();
+    let mut nads: BTreeMap<(String, String), BTreeMap<String, String>> = BTreeMap::new();
+    for (i, item) in items.iter().enumerate() {
+        let r = &refs[i];
+        if !nad::is_nad(r) {
+            continue;
+        }
+        let annotations = resource::annotations(item)
+            .map(|a| {
+                a.entries
+                    .iter()
+                    .filter_map(|(k, v)| Some((k.as_str()?.to_string(), v.as_str()?.to_string())))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let id = (namespace_of(r).unwrap_or_default(), r.name.clone());
+        if nads.insert(id, annotations).is_some() {
+            results.push(
+                FnResult::new(
+                    Severity::Error,
+                    "the NetworkAttachmentDefinition is in the input twice",
+                )
+                .on(r, files[i].as_ref()),
+            );
+        }
+    }
+    let kinds = WorkloadKinds::new(&settings.workload_kinds);
+    let mut changed = 0;
+    for (i, item) in items.iter_mut().enumerate() {
+        let r = &refs[i];
+        let Some(kind) = kinds.find(r.group(), &r.kind) else {
+            continue;
+        };
+        let namespace = namespace_of(r);
+        let report =
+            |severity, message: String| FnResult::new(severity, message).on(r, files[i].as_ref());
+        match workload(
+            item,
+            kind,
+            settings,
+            namespace.as_deref().unwrap_or(""),
+            &nads,
+        ) {
+            Ok(None) => {}
+            Ok(Some(applied)) => {
+                if !applied.changes.is_empty() {
+                    changed += 1;
+                    results.push(report(Severity::Info, applied.changes.join("; ")));
+                }
+                for warning in applied.warnings {
+                    results.push(report(Severity::Warning, warning));
+                }
+            }
+            Err(e) => {
+                let message = match (&e, &namespace) {
+                    (Error::MissingNads(_), Some(_)) => {
+                        format!("{e} in the input; add it, or pass the cluster's NADs as context")
+                    }
+                    (Error::MissingNads(_), None) => format!(
+                        "{e}: the workload has no metadata.namespace and no defaultNamespace is set"
+                    ),
+                    _ => e.to_string(),
+                };
+                let mut result = report(Severity::Error, message);
+                result.field = field_of(&e, kind.pointer());
+                results.push(result);
+            }
+        }
+    }
+    let errors = results
+        .iter()
+        .filter(|r| r.severity == Severity::Error)
+        .count();
+    let warnings = results
+        .iter()
+        .filter(|r| r.severity == Severity::Warning)
+        .count();
+    let done = match changed {
+        0 => "no changes".to_string(),
+        n => format!("{} changed", plural(n, "workload")),
+    };
+    let summary = format!(
+        "linkerd-multus network resources: {done}; {}, {}",
+        plural(errors, "error"),
+        plural(warnings, "warning")
+    );
+    results.insert(0, FnResult::new(Severity::Info, summary));
+    Ok(results)
+}
+
+/// The field an error is about, as a dotted path from the resource.
+fn field_of(error: &Error, pointer: &str) -> Option<String> {
+    let template = pointer.trim_start_matches('/').replace('/', ".");
+    let under = |field: &str| match template.as_str() {
+        "" => field.to_string(),
+        t => format!("{t}.{field}"),
+    };
+    match error {
+        Error::Networks { annotation, .. } => {
+            Some(under(&format!("metadata.annotations.{annotation}")))
+        }
+        Error::DefaultNetworkCount(_) => Some(under(&format!(
+            "metadata.annotations.{}",
+            super::DEFAULT_NETWORK_ANNOTATION
+        ))),
+        Error::NodeSelectorConflict { .. } => Some(under("spec.nodeSelector")),
+        _ => None,
+    }
+}

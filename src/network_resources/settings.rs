@@ -1,0 +1,301 @@
+//! The `NetworkResources` function configuration: what the network-resources
+//! rules do, read from a functionConfig's `spec` (or a ConfigMap's `data`).
+
+use std::collections::BTreeMap;
+
+use crate::networks::{NETWORKS_ANNOTATION, Networks};
+use crate::settings::{
+    SettingsError, bad, is_qualified_name, label, structured, text, workload_kinds,
+};
+use crate::workload::WorkloadKind;
+use crate::yaml::{Map, Node};
+
+/// The kind of the typed configuration object (API version [`crate::settings::API_VERSION`]).
+pub const KIND: &str = "NetworkResources";
+
+/// The NAD annotation naming a device-plugin resource, read by default.
+pub const RESOURCE_NAME_ANNOTATION: &str = "k8s.v1.cni.cncf.io/resourceName";
+
+/// Every setting of the kind, in the order the docs list them.
+pub const KEYS: &[&str] = &[
+    "resourceNameKeys",
+    "honorResources",
+    "downwardAPI",
+    "injections",
+    "interfaceNames",
+    "workloadKinds",
+    "defaultNamespace",
+];
+
+/// How interface names are given to selections that have none.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum InterfaceNames {
+    /// Left to Multus (`net1`, `net2`, ... in selection order).
+    #[default]
+    Keep,
+    /// `net` + the first 12 hex characters of the MD5 of the network name.
+    Deterministic,
+}
+
+/// What the network-resources rules work with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Settings {
+    /// NAD annotations naming the resource each selection requests.
+    pub resource_name_keys: Vec<String>,
+    /// Add the count to the first container's own value instead of leaving
+    /// a resource the user set alone.
+    pub honor_resources: bool,
+    /// Expose labels, annotations and hugepages through the `podnetinfo`
+    /// downward-API volume in workloads that get network resources.
+    pub downward_api: bool,
+    /// Pod label (set to `true`) to the annotations it adds.
+    pub injections: BTreeMap<String, BTreeMap<String, String>>,
+    /// How selections without an interface are named.
+    pub interface_names: InterfaceNames,
+    /// Workload kinds beyond the built-in ones.
+    pub workload_kinds: Vec<WorkloadKind>,
+    /// The namespace of resources that have no `metadata.namespace`.
+    pub default_namespace: Option<String>,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            resource_name_keys: vec![RESOURCE_NAME_ANNOTATION.to_string()],
+            honor_resources: false,
+            downward_api: false,
+            injections: BTreeMap::new(),
+            interface_names: InterfaceNames::Keep,
+            workload_kinds: Vec::new(),
+            default_namespace: None,
+        }
+    }
+}
+
+impl Settings {
+    /// Applies the settings of a `spec` (typed object) or `data` (ConfigMap,
+    /// where structured values are YAML text and booleans are `"true"`).
+    pub fn apply(&mut self, spec: &Map, from_config_map: bool) -> Result<(), SettingsError> {
+        for (key, value) in &spec.entries {
+            let key = key.as_str().unwrap_or_default();
+            match key {
+                "resourceNameKeys" => {
+                    let parsed = structured(key, value, from_config_map)?;
+                    self.resource_name_keys = resource_name_keys(key, &parsed)?;
+                }
+                "honorResources" => self.honor_resources = boolean(key, value)?,
+                "downwardAPI" => self.downward_api = boolean(key, value)?,
+                "injections" => {
+                    let parsed = structured(key, value, from_config_map)?;
+                    self.injections = injections(key, &parsed)?;
+                }
+                "interfaceNames" => {
+                    self.interface_names = match text(key, value)?.as_str() {
+                        "keep" => InterfaceNames::Keep,
+                        "deterministic" => InterfaceNames::Deterministic,
+                        other => {
+                            return Err(bad(
+                                key,
+                                format!("{other:?} is not one of keep, deterministic"),
+                            ));
+                        }
+                    }
+                }
+                "workloadKinds" => {
+                    let parsed = structured(key, value, from_config_map)?;
+                    self.workload_kinds = workload_kinds(key, &parsed)?;
+                }
+                "defaultNamespace" => self.default_namespace = Some(label(key, value)?),
+                _ => {
+                    return Err(SettingsError::UnknownKey {
+                        key: key.to_string(),
+                        valid: KEYS,
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+fn boolean(key: &str, value: &Node) -> Result<bool, SettingsError> {
+    match value.as_text() {
+        Some("true") => Ok(true),
+        Some("false") => Ok(false),
+        _ => Err(bad(key, "must be true or false")),
+    }
+}
+
+fn resource_name_keys(key: &str, value: &Node) -> Result<Vec<String>, SettingsError> {
+    let items = value
+        .as_seq()
+        .ok_or_else(|| bad(key, "must be a list of NAD annotation keys"))?;
+    let mut keys: Vec<String> = Vec::new();
+    for item in &items.items {
+        let k = item
+            .as_text()
+            .ok_or_else(|| bad(key, "must be a list of NAD annotation keys"))?;
+        if !is_qualified_name(k) {
+            return Err(bad(key, format!("{k:?} is not a valid annotation key")));
+        }
+        if keys.iter().any(|seen| seen == k) {
+            return Err(bad(key, format!("{k:?} is listed twice")));
+        }
+        keys.push(k.to_string());
+    }
+    if keys.is_empty() {
+        return Err(bad(key, "must list at least one NAD annotation key"));
+    }
+    Ok(keys)
+}
+
+fn injections(
+    key: &str,
+    value: &Node,
+) -> Result<BTreeMap<String, BTreeMap<String, String>>, SettingsError> {
+    let mut out = BTreeMap::new();
+    if value.is_null() {
+        return Ok(out);
+    }
+    let shape = "must map pod label keys to {annotations: {key: value}}";
+    let map = value.as_map().ok_or_else(|| bad(key, shape))?;
+    for (label_key, entry) in &map.entries {
+        let label_key = label_key.as_text().unwrap_or_default();
+        if !is_qualified_name(label_key) {
+            return Err(bad(key, format!("{label_key:?} is not a valid label key")));
+        }
+        let entry = entry.as_map().ok_or_else(|| bad(key, shape))?;
+        let mut annotations = BTreeMap::new();
+        for (field, v) in &entry.entries {
+            if field.as_str() != Some("annotations") {
+                return Err(bad(
+                    key,
+                    format!(
+                        "{label_key}: unknown field {:?}; valid: annotations",
+                        field.as_str().unwrap_or_default()
+                    ),
+                ));
+            }
+            let a = v
+                .as_map()
+                .ok_or_else(|| bad(key, format!("{label_key}.annotations: must be a mapping")))?;
+            for (k, v) in &a.entries {
+                let (Some(k), Some(v)) = (k.as_text(), v.as_str()) else {
+                    return Err(bad(
+                        key,
+                        format!("{label_key}.annotations: keys and values must be strings"),
+                    ));
+                };
+                if !is_qualified_name(k) {
+                    return Err(bad(
+                        key,
+                        format!("{label_key}.annotations: {k:?} is not a valid annotation key"),
+                    ));
+                }
+                if k == NETWORKS_ANNOTATION {
+                    let plain = Networks::parse(v).map(|n| {
+                        n.selections()
+                            .iter()
+                            .all(|s| s.is_plain() && s.namespace.is_none())
+                    });
+                    if plain != Ok(true) {
+                        return Err(bad(
+                            key,
+                            format!(
+                                "{label_key}.annotations: {NETWORKS_ANNOTATION} {v:?} must be a comma list of network names: its networks are added to the pod's own"
+                            ),
+                        ));
+                    }
+                }
+                annotations.insert(k.to_string(), v.to_string());
+            }
+        }
+        out.insert(label_key.to_string(), annotations);
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::yaml::parse_document;
+
+    fn read(src: &str, from_config_map: bool) -> Result<Settings, SettingsError> {
+        let node = parse_document(src).unwrap();
+        let mut settings = Settings::default();
+        settings.apply(node.as_map().unwrap(), from_config_map)?;
+        Ok(settings)
+    }
+
+    #[test]
+    fn reads_every_setting() {
+        let typed = read(
+            "resourceNameKeys: [example.com/resource, k8s.v1.cni.cncf.io/resourceName]
+honorResources: true
+downwardAPI: true
+injections: {nri-inject-annotation: {annotations: {top-secret: 'yes'}}}
+interfaceNames: deterministic
+defaultNamespace: apps
+",
+            false,
+        )
+        .unwrap();
+        let from_config_map = read(
+            "resourceNameKeys: '[example.com/resource, k8s.v1.cni.cncf.io/resourceName]'
+honorResources: 'true'
+downwardAPI: 'true'
+injections: '{nri-inject-annotation: {annotations: {top-secret: \"yes\"}}}'
+interfaceNames: deterministic
+defaultNamespace: apps
+",
+            true,
+        )
+        .unwrap();
+        assert_eq!(typed, from_config_map);
+        assert_eq!(
+            typed.resource_name_keys,
+            ["example.com/resource", RESOURCE_NAME_ANNOTATION]
+        );
+        assert!(typed.honor_resources && typed.downward_api);
+        assert_eq!(typed.interface_names, InterfaceNames::Deterministic);
+        assert_eq!(
+            typed.injections["nri-inject-annotation"]["top-secret"],
+            "yes"
+        );
+    }
+
+    #[test]
+    fn bad_values_name_the_setting() {
+        for (src, want) in [
+            (
+                "colour: red",
+                "unknown setting \"colour\"; valid settings are resourceNameKeys,",
+            ),
+            (
+                "honorResources: yes-please",
+                "setting honorResources: must be true or false",
+            ),
+            ("resourceNameKeys: []", "must list at least one"),
+            (
+                "resourceNameKeys: ['not a key']",
+                "\"not a key\" is not a valid annotation key",
+            ),
+            ("resourceNameKeys: [a/b, a/b]", "\"a/b\" is listed twice"),
+            (
+                "interfaceNames: random",
+                "\"random\" is not one of keep, deterministic",
+            ),
+            (
+                "injections: {l: {labels: {}}}",
+                "l: unknown field \"labels\"",
+            ),
+            (
+                "injections: {l: {annotations: {k8s.v1.cni.cncf.io/networks: 'other/a'}}}",
+                "must be a comma list of network names",
+            ),
+        ] {
+            let err = read(src, false).unwrap_err().to_string();
+            assert!(err.contains(want), "{src}: {err}");
+        }
+    }
+}

@@ -1,0 +1,175 @@
+//! The `NetworkResources` function: golden cases under `testdata/network-resources/`
+//! (the format of tests/golden.rs, `UPDATE_GOLDEN=1` to rewrite them), including
+//! network-resources-injector's own table cases, determinism and idempotence, and
+//! checks on meaning that hold whatever the golden files say.
+
+mod common;
+
+use std::path::PathBuf;
+
+use common::golden::{self, read};
+use common::*;
+
+fn case_dirs() -> Vec<PathBuf> {
+    golden::case_dirs(&repo_path("testdata/network-resources"), 15)
+}
+
+#[test]
+fn golden_outputs_match() {
+    golden::outputs_match(&case_dirs());
+}
+
+#[test]
+fn deterministic_and_idempotent() {
+    golden::deterministic_and_idempotent(&case_dirs());
+}
+
+/// The output of a case, as a tree.
+fn rendered(case: &str) -> (Run, Vec<Yaml>) {
+    let input = read(
+        &repo_path("testdata/network-resources").join(case),
+        "input.yaml",
+    )
+    .unwrap_or_else(|| panic!("no case {case}"));
+    let got = run(input.as_bytes());
+    assert!(!got.panicked(), "{case}: {}", got.stderr);
+    let list = parse_yaml(&got.stdout).unwrap_or_else(|e| panic!("{case}: {e}"));
+    let items = items_of(&list);
+    (got, items)
+}
+
+fn pod<'a>(items: &'a [Yaml], name: &str) -> &'a Yaml {
+    items
+        .iter()
+        .find(|i| i.str_at(&["metadata", "name"]) == Some(name))
+        .unwrap_or_else(|| panic!("no item {name}"))
+}
+
+/// `resources.<field>.<resource>` of container `index` of a pod.
+fn quantity<'a>(pod: &'a Yaml, index: usize, field: &str, resource: &str) -> Option<&'a str> {
+    pod.at(&["spec", "containers"])?
+        .seq()
+        .get(index)?
+        .str_at(&["resources", field, resource])
+}
+
+/// Requests and limits of the first container, by pod: the injector's table.
+#[test]
+fn counts_follow_the_injectors_table() {
+    for (case, name, resource, want) in [
+        ("table-comma-form", "repeated", "intel.com/sriov", Some("2")),
+        (
+            "table-comma-form",
+            "namespaced-interface",
+            "mellanox.com/cx5",
+            Some("1"),
+        ),
+        ("table-comma-form", "mixed", "intel.com/sriov", Some("1")),
+        ("table-comma-form", "mixed", "mellanox.com/cx5", Some("1")),
+        ("table-json-form", "json", "intel.com/sriov", Some("2")),
+        ("table-json-form", "json", "mellanox.com/cx5", Some("1")),
+        (
+            "table-default-network",
+            "default-only",
+            "intel.com/sriov",
+            Some("1"),
+        ),
+        (
+            "table-default-network",
+            "default-and-networks",
+            "intel.com/sriov",
+            Some("1"),
+        ),
+        (
+            "table-default-network",
+            "default-and-networks",
+            "mellanox.com/cx5",
+            Some("1"),
+        ),
+        (
+            "user-set-resource",
+            "second-container",
+            "intel.com/sriov",
+            None,
+        ),
+        (
+            "user-set-resource",
+            "second-container",
+            "mellanox.com/cx5",
+            Some("1"),
+        ),
+        (
+            "honor-resources",
+            "adds-to-first",
+            "intel.com/sriov",
+            Some("3"),
+        ),
+        (
+            "resource-name-keys",
+            "custom-key",
+            "example.com/vf",
+            Some("1"),
+        ),
+        ("resource-name-keys", "custom-key", "mellanox.com/cx5", None),
+    ] {
+        let (got, items) = rendered(case);
+        assert_eq!(got.code, 0, "{case}: {}", got.stderr);
+        let pod = pod(&items, name);
+        for field in ["requests", "limits"] {
+            assert_eq!(
+                quantity(pod, 0, field, resource),
+                want,
+                "{case} {name} {field} {resource}"
+            );
+        }
+    }
+}
+
+/// Every error case exits 1 with one error result naming the resource, and
+/// leaves every item as it was.
+#[test]
+fn errors_change_nothing() {
+    for (case, needle) in [
+        (
+            "error-missing-nad",
+            "NetworkAttachmentDefinitions apps/absent and other/gone, which do not exist",
+        ),
+        (
+            "error-bad-networks",
+            "item 1 \"a/b/c\": more than one \"/\"",
+        ),
+        (
+            "error-node-selector-conflict",
+            "NetworkAttachmentDefinition other/mlx asks for \"cx5\" but the workload's own spec.nodeSelector for \"e810\"",
+        ),
+        (
+            "error-node-selector-malformed",
+            "\"nic=cx5=x\" has more than one \"=\"",
+        ),
+        (
+            "error-bad-setting",
+            "setting honorResources: must be true or false",
+        ),
+    ] {
+        let (got, items) = rendered(case);
+        assert_eq!(got.code, 1, "{case}");
+        assert!(
+            got.stderr_first_line().contains(needle),
+            "{case}: {}",
+            got.stderr
+        );
+        let input = read(
+            &repo_path("testdata/network-resources").join(case),
+            "input.yaml",
+        )
+        .unwrap();
+        let before = items_of(&parse_yaml(&input).unwrap());
+        assert_eq!(before.len(), items.len(), "{case}");
+        for (b, a) in before.iter().zip(&items) {
+            assert!(
+                tree_difference(b, a, "").is_none(),
+                "{case}: an item changed"
+            );
+        }
+    }
+}
