@@ -577,3 +577,109 @@ fn repository_package_renders_the_kpt_example() {
         "deploy/ after a second render",
     );
 }
+
+/// The two functions in one pipeline: LinkerdMultus attaches Linkerd-CNI, then
+/// NetworkResources (its config a file of the package) requests the devices of
+/// the networks every workload selects, the generated linkerd-cni NAD included.
+/// A second render changes nothing; dropping the selection removes exactly what
+/// the rules added.
+#[test]
+fn render_pipeline_with_network_resources() {
+    let pkg = Package::demo();
+    pkg.write(
+        "network-resources.yaml",
+        "apiVersion: multus.linkerd.io/v1alpha1\nkind: NetworkResources\nmetadata:\n  name: network-resources\n  annotations:\n    config.kubernetes.io/local-config: \"true\"\nspec:\n  resourceNameKeys: [k8s.v1.cni.cncf.io/resourceName]\n",
+    );
+    pkg.write(
+        "apps/sriov.yaml",
+        "# The SR-IOV network of the DPDK app.\napiVersion: k8s.cni.cncf.io/v1\nkind: NetworkAttachmentDefinition\nmetadata:\n  name: sriov-net\n  namespace: demo\n  annotations:\n    k8s.v1.cni.cncf.io/resourceName: intel.com/sriov\n    k8s.v1.cni.cncf.io/nodeSelector: feature.node.kubernetes.io/sriov=true\nspec:\n  config: '{\"cniVersion\": \"0.3.1\", \"name\": \"sriov-net\", \"type\": \"sriov\"}'\n---\napiVersion: k8s.cni.cncf.io/v1\nkind: NetworkAttachmentDefinition\nmetadata:\n  name: backend\n  namespace: storage\nspec:\n  config: '{\"cniVersion\": \"0.3.1\", \"name\": \"backend\", \"type\": \"macvlan\"}'\n",
+    );
+    let dpdk = "# A DPDK app on the SR-IOV network.\napiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: dpdk\n  namespace: demo\nspec:\n  selector:\n    matchLabels:\n      app: dpdk\n  template:\n    metadata:\n      labels:\n        app: dpdk\n      annotations:\n        k8s.v1.cni.cncf.io/networks: sriov-net, sriov-net # two VFs\n    spec:\n      containers:\n        - name: dpdk\n          image: registry.example/dpdk:1\n";
+    pkg.write("apps/dpdk.yaml", dpdk);
+    let mut kptfile = pkg.read("Kptfile");
+    kptfile.push_str(&format!(
+        "pipeline:\n  mutators:\n    - exec: \"{}\"\n    - exec: \"{}\"\n      configPath: network-resources.yaml\n",
+        bin(),
+        bin()
+    ));
+    pkg.write("Kptfile", &kptfile);
+
+    let run = pkg.render();
+    assert!(run.ok, "{}", run.output);
+    let out = pkg.read("apps/dpdk.yaml");
+    let doc = parse_yaml(&out).unwrap();
+    let container = &doc
+        .at(&["spec", "template", "spec", "containers"])
+        .unwrap()
+        .seq()[0];
+    for field in ["requests", "limits"] {
+        assert_eq!(
+            container.str_at(&["resources", field, "intel.com/sriov"]),
+            Some("2"),
+            "{field}:\n{out}"
+        );
+    }
+    assert_eq!(
+        doc.str_at(&[
+            "spec",
+            "template",
+            "spec",
+            "nodeSelector",
+            "feature.node.kubernetes.io/sriov"
+        ]),
+        Some("true"),
+        "{out}"
+    );
+    assert_eq!(
+        doc.str_at(&[
+            "spec",
+            "template",
+            "metadata",
+            "annotations",
+            "k8s.v1.cni.cncf.io/networks"
+        ]),
+        Some("sriov-net, sriov-net, linkerd-cni"),
+        "{out}"
+    );
+    assert!(out.contains("# two VFs"), "the comment is lost:\n{out}");
+
+    let before = pkg.snapshot();
+    let run = pkg.render();
+    assert!(run.ok, "{}", run.output);
+    assert_same_files(&before, &pkg.snapshot(), "second render");
+
+    // Dropping the SR-IOV selection removes the resources and the node selector.
+    pkg.edit(
+        "apps/dpdk.yaml",
+        "sriov-net, sriov-net, linkerd-cni",
+        "linkerd-cni",
+    );
+    let run = pkg.render();
+    assert!(run.ok, "{}", run.output);
+    let out = pkg.read("apps/dpdk.yaml");
+    for gone in [
+        "intel.com/sriov",
+        "nodeSelector",
+        "resources:",
+        "multus.linkerd.io/network-resources",
+    ] {
+        assert!(!out.contains(gone), "{gone} is still there:\n{out}");
+    }
+
+    // A selection of a NAD that exists nowhere fails the render and writes nothing.
+    pkg.edit(
+        "apps/dpdk.yaml",
+        "networks: linkerd-cni",
+        "networks: linkerd-cni, absent",
+    );
+    let before = pkg.snapshot();
+    let run = pkg.render();
+    assert!(!run.ok, "{}", run.output);
+    assert!(
+        run.output
+            .contains("NetworkAttachmentDefinition demo/absent, which does not exist"),
+        "{}",
+        run.output
+    );
+    assert_same_files(&before, &pkg.snapshot(), "failed render");
+}
