@@ -1026,3 +1026,141 @@ fn downward_api(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::yaml::parse_document;
+
+    fn nads() -> BTreeMap<(String, String), BTreeMap<String, String>> {
+        let nad = |ns: &str, name: &str, annotations: &[(&str, &str)]| {
+            (
+                (ns.to_string(), name.to_string()),
+                annotations
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .collect(),
+            )
+        };
+        BTreeMap::from([
+            nad("ns", "a", &[(settings::RESOURCE_NAME_ANNOTATION, "r/a")]),
+            nad("ns", "rack1", &[(NODE_SELECTOR_ANNOTATION, "rack=1")]),
+            nad("ns", "rack2", &[(NODE_SELECTOR_ANNOTATION, "rack = 2")]),
+        ])
+    }
+
+    /// The first container's requests of `r/a` after applying the rules.
+    fn requests(template: &Map) -> Option<String> {
+        containers(template.get("spec")?.as_map()?)
+            .first()
+            .and_then(|c| resource_value(c, "requests", "r/a"))
+            .and_then(Node::as_text)
+            .map(str::to_string)
+    }
+
+    /// Networks, first container's requests, honor, recorded share, wanted requests and share.
+    type Case = (
+        &'static str,
+        Option<&'static str>,
+        bool,
+        BTreeMap<String, Share>,
+        Option<&'static str>,
+        Option<Share>,
+    );
+
+    #[test]
+    fn resources_by_what_was_recorded() {
+        let set = |n| BTreeMap::from([("r/a".to_string(), Share::Set(n))]);
+        let added = |n| BTreeMap::from([("r/a".to_string(), Share::Added(n))]);
+        let cases: [Case; 8] = [
+            (
+                "a, a",
+                None,
+                false,
+                BTreeMap::new(),
+                Some("2"),
+                Some(Share::Set(2)),
+            ),
+            (
+                "a",
+                Some("2"),
+                false,
+                set(2),
+                Some("1"),
+                Some(Share::Set(1)),
+            ),
+            ("", Some("2"), false, set(2), None, None),
+            ("a", Some("5"), false, set(2), Some("5"), None),
+            (
+                "a",
+                Some("4"),
+                true,
+                BTreeMap::new(),
+                Some("5"),
+                Some(Share::Added(1)),
+            ),
+            (
+                "a, a",
+                Some("5"),
+                true,
+                added(1),
+                Some("6"),
+                Some(Share::Added(2)),
+            ),
+            ("", Some("5"), true, added(1), Some("4"), None),
+            ("a", Some("3"), false, BTreeMap::new(), Some("3"), None),
+        ];
+        for (networks, current, honor, owned, want, want_share) in cases {
+            let resources = current
+                .map(|v| format!("resources: {{requests: {{r/a: '{v}'}}, limits: {{r/a: '{v}'}}}}"))
+                .unwrap_or_default();
+            let src = format!(
+                "metadata: {{annotations: {{k8s.v1.cni.cncf.io/networks: '{networks}'}}}}\nspec: {{containers: [{{name: c, {resources}}}]}}"
+            );
+            let mut template = parse_document(&src).unwrap().as_map().unwrap().clone();
+            let settings = Settings {
+                honor_resources: honor,
+                ..Settings::default()
+            };
+            let before = Record {
+                requests: owned.clone(),
+                limits: owned,
+                ..Record::default()
+            };
+            let applied = apply(&mut template, &settings, "ns", &nads(), &before).unwrap();
+            let case = format!("{networks:?} {current:?} honor={honor}");
+            assert_eq!(requests(&template).as_deref(), want, "{case}");
+            assert_eq!(
+                applied.record.requests.get("r/a").copied(),
+                want_share,
+                "{case}"
+            );
+            assert_eq!(applied.record.requests, applied.record.limits, "{case}");
+        }
+    }
+
+    #[test]
+    fn node_selectors_conflict_by_source() {
+        let mut template = parse_document(
+            "metadata: {annotations: {k8s.v1.cni.cncf.io/networks: 'rack1, rack2'}}\nspec: {containers: [{name: c}]}",
+        )
+        .unwrap()
+        .as_map()
+        .unwrap()
+        .clone();
+        let original = template.clone();
+        let err = apply(
+            &mut template,
+            &Settings::default(),
+            "ns",
+            &nads(),
+            &Record::default(),
+        )
+        .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "spec.nodeSelector rack: NetworkAttachmentDefinition ns/rack1 asks for \"1\" but NetworkAttachmentDefinition ns/rack2 for \"2\""
+        );
+        assert_eq!(template, original, "an error changes nothing");
+    }
+}
