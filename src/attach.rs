@@ -441,7 +441,7 @@ pub fn workload(
 }
 
 /// Checks that `metadata`, when present, is a mapping.
-fn metadata_is_a_map(object: &Map) -> Result<(), String> {
+pub(crate) fn metadata_is_a_map(object: &Map) -> Result<(), String> {
     match object.get("metadata") {
         Some(meta) if !meta.is_null() && meta.as_map().is_none() => {
             Err(format!("metadata is {}, not a mapping", meta.kind_name()))

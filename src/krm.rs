@@ -1,7 +1,6 @@
 //! The KRM function front: a ResourceList in, a ResourceList out.
 
-use crate::network_resources;
-use crate::render::render;
+use crate::render::render_with;
 use crate::resource::resource_ref;
 use crate::resource_list::ResourceList;
 use crate::results::{FnResult, Severity};
@@ -49,18 +48,10 @@ pub fn run(input: &str) -> Outcome {
                 error,
             ]
         }
-        Ok(config) => {
-            let rendered = match &config {
-                FunctionConfig::LinkerdMultus(settings) => render(&mut list.items, settings),
-                FunctionConfig::NetworkResources(settings) => {
-                    network_resources::render::render(&mut list.items, settings)
-                }
-            };
-            match rendered {
-                Ok(results) => results,
-                Err(e) => return Outcome::failed(format!("the input is malformed: {e}")),
-            }
-        }
+        Ok(config) => match render_with(&mut list.items, &config) {
+            Ok(results) => results,
+            Err(e) => return Outcome::failed(format!("the input is malformed: {e}")),
+        },
     };
     let errors: Vec<_> = results
         .iter()

@@ -9,8 +9,8 @@ use crate::cni_config::{self, CONFIG_MAP_NAME, NETWORK_CONFIG_KEY};
 use crate::nad;
 use crate::namespace::{Lookup, MULTUS_ANNOTATION, MULTUS_VALUES, Namespace, Source};
 use crate::resource::{self, FileRef, NotAResource, ResourceRef};
-use crate::results::{FnResult, Severity};
-use crate::settings::Settings;
+use crate::results::{self, FnResult, Severity, plural};
+use crate::settings::{FunctionConfig, Settings};
 use crate::workload::WorkloadKinds;
 use crate::yaml::Node;
 
@@ -88,6 +88,19 @@ pub fn render(items: &mut Vec<Node>, settings: &Settings) -> Result<Vec<FnResult
     Ok(results)
 }
 
+/// Renders the package with the rules the functionConfig's kind names.
+pub fn render_with(
+    items: &mut Vec<Node>,
+    config: &FunctionConfig,
+) -> Result<Vec<FnResult>, InputError> {
+    match config {
+        FunctionConfig::LinkerdMultus(settings) => render(items, settings),
+        FunctionConfig::NetworkResources(settings) => {
+            crate::network_resources::render::render(items, settings)
+        }
+    }
+}
+
 /// The identity and file of every item; an item that is not a resource fails the input.
 pub(crate) fn identify(
     items: &[Node],
@@ -144,16 +157,7 @@ impl Renderer<'_> {
             if r.kind != "Namespace" || r.group() != "" {
                 continue;
             }
-            let annotations: BTreeMap<String, String> = resource::annotations(item)
-                .map(|a| {
-                    a.entries
-                        .iter()
-                        .filter_map(|(k, v)| {
-                            Some((k.as_str()?.to_string(), v.as_str()?.to_string()))
-                        })
-                        .collect()
-                })
-                .unwrap_or_default();
+            let annotations = resource::string_annotations(item);
             if let Some(v) = annotations.lookup(MULTUS_ANNOTATION)
                 && !MULTUS_VALUES.contains(&v)
             {
@@ -503,16 +507,6 @@ impl Renderer<'_> {
 
     fn summary_line(&self) -> String {
         let s = &self.summary;
-        let errors = self
-            .results
-            .iter()
-            .filter(|r| r.severity == Severity::Error)
-            .count();
-        let warnings = self
-            .results
-            .iter()
-            .filter(|r| r.severity == Severity::Warning)
-            .count();
         let mut parts = Vec::new();
         for (n, noun, verb) in [
             (s.attached, "workload", "attached"),
@@ -531,19 +525,10 @@ impl Renderer<'_> {
             parts.push("no changes".into());
         }
         format!(
-            "linkerd-multus: {}; {}, {}",
+            "linkerd-multus: {}; {}",
             parts.join(", "),
-            plural(errors, "error"),
-            plural(warnings, "warning")
+            results::problems(&self.results)
         )
-    }
-}
-
-pub(crate) fn plural(n: usize, noun: &str) -> String {
-    if n == 1 {
-        format!("1 {noun}")
-    } else {
-        format!("{n} {noun}s")
     }
 }
 

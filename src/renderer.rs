@@ -11,7 +11,7 @@ use crate::environment::{self, ARGOCD_ENV_PREFIX, PREFIX};
 use crate::krm::Outcome;
 use crate::manifests::{self, Input, Manifests, STDIN};
 use crate::network_resources;
-use crate::render::render;
+use crate::render::render_with;
 use crate::resource::{self, FileRef};
 use crate::results::{FnResult, Severity};
 use crate::settings::{self, FunctionConfig};
@@ -113,13 +113,8 @@ fn run_inner(
 
     let mut items = std::mem::take(&mut manifests.items);
     items.extend(context.items);
-    let rendered = match &config {
-        FunctionConfig::LinkerdMultus(settings) => render(&mut items, settings),
-        FunctionConfig::NetworkResources(settings) => {
-            network_resources::render::render(&mut items, settings)
-        }
-    };
-    let results = rendered.map_err(|e| Failure(format!("the input is malformed: {e}")))?;
+    let results = render_with(&mut items, &config)
+        .map_err(|e| Failure(format!("the input is malformed: {e}")))?;
     // Generated NADs get new files, so a resource from a context file is
     // exactly one whose file and position are a context file's.
     let is_context =

@@ -1,5 +1,6 @@
 //! A KRM resource: its identity and the annotations its host sets.
 
+use std::collections::BTreeMap;
 use std::fmt;
 
 use crate::yaml::{Map, Node};
@@ -139,6 +140,18 @@ pub fn metadata(item: &Node) -> Option<&Map> {
 /// `metadata.annotations`, if it is a mapping.
 pub fn annotations(item: &Node) -> Option<&Map> {
     metadata(item)?.get("annotations")?.as_map()
+}
+
+/// The string annotations of a resource, sorted by key.
+pub fn string_annotations(item: &Node) -> BTreeMap<String, String> {
+    annotations(item)
+        .map(|a| {
+            a.entries
+                .iter()
+                .filter_map(|(k, v)| Some((k.as_str()?.to_string(), v.as_str()?.to_string())))
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// One annotation's value.

@@ -26,6 +26,25 @@ impl Severity {
     }
 }
 
+/// `n noun`, with an `s` unless `n` is 1.
+pub fn plural(n: usize, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
+}
+
+/// The errors and warnings among `results`, for a summary: `1 error, 0 warnings`.
+pub fn problems(results: &[FnResult]) -> String {
+    let count = |severity| results.iter().filter(|r| r.severity == severity).count();
+    format!(
+        "{}, {}",
+        plural(count(Severity::Error), "error"),
+        plural(count(Severity::Warning), "warning")
+    )
+}
+
 /// One result.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FnResult {

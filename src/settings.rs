@@ -138,18 +138,23 @@ impl FunctionConfig {
         }
         typed_fields(map)?;
         let mut settings = network_resources::settings::Settings::default();
-        match map.get("spec") {
-            None => {}
-            Some(spec) if spec.is_null() => {}
-            Some(Node::Map(spec)) => settings.apply(spec, false)?,
-            Some(other) => {
-                return Err(SettingsError::Shape(format!(
-                    "spec is {}, not a mapping",
-                    other.kind_name()
-                )));
-            }
+        if let Some(spec) = section(map, "spec")? {
+            settings.apply(spec, false)?;
         }
         Ok(FunctionConfig::NetworkResources(settings))
+    }
+}
+
+/// The settings mapping under `key` (`spec` or `data`); `None` when absent or null.
+fn section<'a>(map: &'a Map, key: &str) -> Result<Option<&'a Map>, SettingsError> {
+    match map.get(key) {
+        None => Ok(None),
+        Some(section) if section.is_null() => Ok(None),
+        Some(Node::Map(section)) => Ok(Some(section)),
+        Some(other) => Err(SettingsError::Shape(format!(
+            "{key} is {}, not a mapping",
+            other.kind_name()
+        ))),
     }
 }
 
@@ -215,14 +220,9 @@ impl Settings {
         key: &str,
         from_config_map: bool,
     ) -> Result<(), SettingsError> {
-        match map.get(key) {
+        match section(map, key)? {
+            Some(section) => self.apply(section, from_config_map),
             None => Ok(()),
-            Some(section) if section.is_null() => Ok(()),
-            Some(Node::Map(section)) => self.apply(section, from_config_map),
-            Some(other) => Err(SettingsError::Shape(format!(
-                "{key} is {}, not a mapping",
-                other.kind_name()
-            ))),
         }
     }
 

@@ -78,8 +78,19 @@ impl Package {
 
     /// Adds a Kptfile pipeline running the binary.
     fn add_pipeline(&self, exec: &str) {
+        self.add_mutators(&[(exec, None)]);
+    }
+
+    /// Adds a Kptfile pipeline of mutators: each an exec and its optional `configPath`.
+    fn add_mutators(&self, mutators: &[(&str, Option<&str>)]) {
         let mut kptfile = self.read("Kptfile");
-        kptfile.push_str(&format!("pipeline:\n  mutators:\n    - exec: \"{exec}\"\n"));
+        kptfile.push_str("pipeline:\n  mutators:\n");
+        for (exec, config) in mutators {
+            kptfile.push_str(&format!("    - exec: \"{exec}\"\n"));
+            if let Some(config) = config {
+                kptfile.push_str(&format!("      configPath: {config}\n"));
+            }
+        }
         self.write("Kptfile", &kptfile);
     }
 
@@ -596,13 +607,7 @@ fn render_pipeline_with_network_resources() {
     );
     let dpdk = "# A DPDK app on the SR-IOV network.\napiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: dpdk\n  namespace: demo\nspec:\n  selector:\n    matchLabels:\n      app: dpdk\n  template:\n    metadata:\n      labels:\n        app: dpdk\n      annotations:\n        k8s.v1.cni.cncf.io/networks: sriov-net, sriov-net # two VFs\n    spec:\n      containers:\n        - name: dpdk\n          image: registry.example/dpdk:1\n";
     pkg.write("apps/dpdk.yaml", dpdk);
-    let mut kptfile = pkg.read("Kptfile");
-    kptfile.push_str(&format!(
-        "pipeline:\n  mutators:\n    - exec: \"{}\"\n    - exec: \"{}\"\n      configPath: network-resources.yaml\n",
-        bin(),
-        bin()
-    ));
-    pkg.write("Kptfile", &kptfile);
+    pkg.add_mutators(&[(bin(), None), (bin(), Some("network-resources.yaml"))]);
 
     let run = pkg.render();
     assert!(run.ok, "{}", run.output);

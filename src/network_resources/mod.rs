@@ -20,7 +20,9 @@ pub mod settings;
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::attach::{remove_annotation, set_annotation, template_annotations, template_labels};
+use crate::attach::{
+    metadata_is_a_map, remove_annotation, set_annotation, template_annotations, template_labels,
+};
 use crate::namespace::Lookup;
 use crate::networks::{NETWORKS_ANNOTATION, Networks, NetworksError};
 use crate::resource;
@@ -199,16 +201,12 @@ pub fn apply(
     nads: &dyn Nads,
     before: &Record,
 ) -> Result<Applied, Error> {
-    let mut t = template.clone();
-    if let Some(meta) = t.get("metadata")
-        && !meta.is_null()
-        && meta.as_map().is_none()
-    {
-        return Err(Error::Shape(format!(
-            "metadata is {}, not a mapping",
-            meta.kind_name()
-        )));
+    metadata_is_a_map(template).map_err(Error::Shape)?;
+    if before.is_empty() && !asks_for_anything(template, settings) {
+        return Ok(Applied::default());
     }
+    // Changes are made on a copy, so an error leaves the template as it was.
+    let mut t = template.clone();
     let mut out = Applied::default();
     inject(&mut t, settings, pod_namespace, before, &mut out)?;
     let selected = selections(&t, pod_namespace)?;
@@ -224,6 +222,17 @@ pub fn apply(
     )?;
     *template = t;
     Ok(out)
+}
+
+/// Whether a template the rules own nothing on selects a network or has an
+/// injection's label: most templates do neither and are left without a copy.
+fn asks_for_anything(t: &Map, settings: &Settings) -> bool {
+    let selects = template_annotations(t).is_some_and(|a| {
+        a.get(NETWORKS_ANNOTATION).is_some() || a.get(DEFAULT_NETWORK_ANNOTATION).is_some()
+    });
+    let labelled =
+        template_labels(t).is_some_and(|l| settings.injections.keys().any(|k| l.get(k).is_some()));
+    selects || labelled
 }
 
 /// The pod template's `spec`, created when missing.
@@ -346,7 +355,7 @@ fn inject_networks(
         }
         let Some(current) = &text else { continue };
         let parsed = Networks::parse(current).map_err(networks_error)?;
-        match without_own(&parsed, name) {
+        match parsed.without_plain(name) {
             Some(rest) => {
                 text = Some(rest);
                 out.changes
@@ -374,7 +383,11 @@ fn inject_networks(
             out.changes.push(format!("added injected network {name}"));
             out.record.networks.insert(name.to_string());
         } else if before.networks.contains(*name)
-            && parsed.is_some_and(|n| own_selection(&n, name).is_some())
+            && parsed.is_some_and(|n| {
+                n.selections()
+                    .iter()
+                    .any(|s| s.is_plain() && s.name == *name)
+            })
         {
             out.record.networks.insert(name.to_string());
         }
@@ -386,19 +399,6 @@ fn inject_networks(
         }
     }
     Ok(())
-}
-
-/// The annotation text without the plain selection of `name` an injection appended.
-fn without_own(networks: &Networks<'_>, name: &str) -> Option<String> {
-    networks.without_plain(name)
-}
-
-/// Whether the plain selection of `name` an injection appended is still there.
-fn own_selection(networks: &Networks<'_>, name: &str) -> Option<usize> {
-    networks
-        .selections()
-        .iter()
-        .position(|s| s.is_plain() && s.name == name)
 }
 
 /// The selected networks, `(namespace, name)`, the default network first.

@@ -6,9 +6,9 @@ use std::collections::BTreeMap;
 use super::settings::Settings;
 use super::{Error, workload};
 use crate::nad;
-use crate::render::{InputError, identify, plural};
+use crate::render::{InputError, identify};
 use crate::resource::{self, ResourceRef};
-use crate::results::{FnResult, Severity};
+use crate::results::{self, FnResult, Severity, plural};
 use crate::workload::WorkloadKinds;
 use crate::yaml::Node;
 
@@ -28,14 +28,7 @@ pub fn render(items: &mut [Node], settings: &Settings) -> Result<Vec<FnResult>, 
         if !nad::is_nad(r) {
             continue;
         }
-        let annotations = resource::annotations(item)
-            .map(|a| {
-                a.entries
-                    .iter()
-                    .filter_map(|(k, v)| Some((k.as_str()?.to_string(), v.as_str()?.to_string())))
-                    .collect()
-            })
-            .unwrap_or_default();
+        let annotations = resource::string_annotations(item);
         let id = (namespace_of(r).unwrap_or_default(), r.name.clone());
         if nads.insert(id, annotations).is_some() {
             results.push(
@@ -90,22 +83,13 @@ pub fn render(items: &mut [Node], settings: &Settings) -> Result<Vec<FnResult>, 
             }
         }
     }
-    let errors = results
-        .iter()
-        .filter(|r| r.severity == Severity::Error)
-        .count();
-    let warnings = results
-        .iter()
-        .filter(|r| r.severity == Severity::Warning)
-        .count();
     let done = match changed {
         0 => "no changes".to_string(),
         n => format!("{} changed", plural(n, "workload")),
     };
     let summary = format!(
-        "linkerd-multus network resources: {done}; {}, {}",
-        plural(errors, "error"),
-        plural(warnings, "warning")
+        "linkerd-multus network resources: {done}; {}",
+        results::problems(&results)
     );
     results.insert(0, FnResult::new(Severity::Info, summary));
     Ok(results)

@@ -193,11 +193,8 @@ fn injections(
                     ));
                 }
                 if k == NETWORKS_ANNOTATION {
-                    let plain = Networks::parse(v).map(|n| {
-                        n.selections()
-                            .iter()
-                            .all(|s| s.is_plain() && s.namespace.is_none())
-                    });
+                    let plain =
+                        Networks::parse(v).map(|n| n.selections().iter().all(|s| s.is_plain()));
                     if plain != Ok(true) {
                         return Err(bad(
                             key,
