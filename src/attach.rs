@@ -10,8 +10,9 @@
 
 use std::fmt;
 
+use crate::interface_name;
 use crate::namespace::{INJECT_ANNOTATION, Lookup, MULTUS_ANNOTATION};
-use crate::networks::{NETWORKS_ANNOTATION, Networks, NetworksError};
+use crate::networks::{NETWORKS_ANNOTATION, Networks, NetworksError, Selection};
 use crate::resource;
 use crate::settings::Settings;
 use crate::workload::WorkloadKind;
@@ -220,6 +221,13 @@ pub struct NadReference {
     pub owned: bool,
 }
 
+/// Whether a selection is the entry the function adds for `nad`: plain, or exactly
+/// `nad@<its deterministic interface name>` as interface naming leaves it.
+fn own_entry(nad: &str) -> impl Fn(&Selection) -> bool + '_ {
+    let named = interface_name::deterministic(nad);
+    move |s| (s.is_plain() && s.name == nad) || s.is_exactly(nad, &named)
+}
+
 /// The annotations of a pod template (`metadata.annotations`), if any.
 pub fn template_annotations(template: &Map) -> Option<&Map> {
     template
@@ -259,6 +267,7 @@ pub fn apply(
     let networks = text.map(Networks::parse).transpose()?;
     let current_uid = annotations.and_then(|a| a.get_text(PROXY_UID_ANNOTATION));
 
+    let own = own_entry(nad);
     let mut out = Applied::default();
     let mut new_networks: Option<Option<String>> = None;
     let referenced = networks
@@ -279,12 +288,12 @@ pub fn apply(
         } else if before.network.is_some()
             && networks
                 .as_ref()
-                .is_some_and(|n| n.selections().iter().any(|s| s.is_plain() && s.name == nad))
+                .is_some_and(|n| n.selections().iter().any(&own))
         {
             out.owned.network = before.network;
         }
     } else if let Some(how) = before.network {
-        match networks.as_ref().and_then(|n| n.without_plain(nad)) {
+        match networks.as_ref().and_then(|n| n.without_first(&own)) {
             Some(rest) => {
                 let remove_key = how == NetworkOwnership::Created && rest.trim().is_empty();
                 new_networks = Some((!remove_key).then_some(rest));
@@ -334,7 +343,7 @@ pub fn apply(
         .iter()
         .filter(|s| s.name == nad)
         .map(|s| {
-            let owned = own_entry_left && s.is_plain();
+            let owned = own_entry_left && own(s);
             own_entry_left &= !owned;
             NadReference {
                 namespace: s.namespace.clone().filter(|n| !n.is_empty()),
@@ -684,6 +693,97 @@ mod tests {
             assert_eq!(undone.changes, [Change::Detached, Change::ProxyUidRemoved]);
             assert!(undone.owned.is_empty());
         }
+    }
+
+    /// `src` after interface naming has run on its networks annotation.
+    fn with_named_interfaces(src: &str) -> String {
+        let mut doc = parse_document(src).unwrap();
+        let template = doc.as_map_mut().unwrap();
+        let text = template_annotations(template)
+            .and_then(|a| a.get_text(NETWORKS_ANNOTATION))
+            .map(str::to_owned);
+        if let Some(named) = text.and_then(|t| interface_name::name_interfaces(&t).unwrap()) {
+            set_annotation(template, NETWORKS_ANNOTATION, named).unwrap();
+        }
+        emit_document(&doc)
+    }
+
+    #[test]
+    fn the_own_entry_with_its_named_interface_stays_owned() {
+        let cases = [
+            ("spec: {}\n", "linkerd-cni@net6a72ae7dcd39"),
+            (
+                "metadata:\n  annotations:\n    k8s.v1.cni.cncf.io/networks: a, other/b@net2\n",
+                "a@net0cc175b9c0f1, other/b@net2, linkerd-cni@net6a72ae7dcd39",
+            ),
+            (
+                "metadata:\n  annotations:\n    k8s.v1.cni.cncf.io/networks: '[{\"name\":\"a\",\"ips\":[\"10.0.0.1/24\"]}]'\n",
+                r#"[{"name":"a","ips":["10.0.0.1/24"],"interface":"net0cc175b9c0f1"},{"name":"linkerd-cni","interface":"net6a72ae7dcd39"}]"#,
+            ),
+        ];
+        for (src, networks) in cases {
+            let (attached, applied) = run(src, true, None, "");
+            let named = with_named_interfaces(&attached);
+            let mut doc = parse_document(&named).unwrap();
+            let value = template_annotations(doc.as_map_mut().unwrap())
+                .and_then(|a| a.get_text(NETWORKS_ANNOTATION))
+                .map(str::to_owned);
+            assert_eq!(value.as_deref(), Some(networks), "{src}");
+
+            let owned = applied.owned.to_string();
+            let (again, same) = run(&named, true, None, &owned);
+            assert_eq!(again, named, "{src}");
+            assert!(same.changes.is_empty(), "{src}: {:?}", same.changes);
+            assert_eq!(same.owned, applied.owned, "{src}");
+            assert_eq!(
+                same.references,
+                [NadReference {
+                    namespace: None,
+                    owned: true
+                }],
+                "{src}"
+            );
+
+            let (detached, undone) = run(&named, false, None, &owned);
+            assert_eq!(detached, with_named_interfaces(src), "{src}");
+            assert_eq!(undone.changes, [Change::Detached], "{src}");
+            assert!(undone.owned.is_empty(), "{src}");
+        }
+    }
+
+    #[test]
+    fn only_the_exact_named_entry_counts_as_own() {
+        let template = |networks: &str| {
+            format!("metadata:\n  annotations:\n    k8s.v1.cni.cncf.io/networks: '{networks}'\n")
+        };
+        for networks in [
+            "a, linkerd-cni@eth1",
+            "a, demo/linkerd-cni@net6a72ae7dcd39",
+            r#"[{"name": "linkerd-cni", "interface": "net6a72ae7dcd39", "ips": []}]"#,
+        ] {
+            let src = template(networks);
+            let (out, applied) = run(&src, false, None, "network=appended");
+            assert_eq!(out, src, "{networks}");
+            assert!(applied.changes.is_empty(), "{networks}");
+            assert_eq!(applied.warnings.len(), 1, "{networks}");
+            let (out, applied) = run(&src, true, None, "network=appended");
+            assert_eq!(out, src, "{networks}");
+            assert!(applied.owned.is_empty(), "{networks}");
+        }
+        let src = template("linkerd-cni@net6a72ae7dcd39, b");
+        let (out, applied) = run(&src, true, None, "");
+        assert_eq!(out, src);
+        assert!(applied.owned.is_empty(), "a user's entry is not taken over");
+        assert_eq!(
+            applied.references,
+            [NadReference {
+                namespace: None,
+                owned: false
+            }]
+        );
+        let (out, applied) = run(&src, false, None, "network=appended");
+        assert_eq!(out, template("b"));
+        assert_eq!(applied.changes, [Change::Detached]);
     }
 
     #[test]

@@ -6,6 +6,7 @@ pub mod attach;
 pub mod cni_config;
 pub mod diff;
 pub mod environment;
+pub mod interface_name;
 pub mod json_patch;
 pub mod krm;
 pub mod manifests;

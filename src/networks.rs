@@ -1,14 +1,17 @@
 //! The Multus pod annotation `k8s.v1.cni.cncf.io/networks`.
 //!
 //! [`Networks::parse`] reads both forms Multus accepts (comma list and JSON list) and remembers
-//! where each selection sits in the text, so [`Networks::with_appended`] and
-//! [`Networks::without_plain`] edit the user's text in place instead of re-serialising it.
+//! where each selection sits in the text, so [`Networks::with_appended`],
+//! [`Networks::without_first`] and [`Networks::with_interfaces`] edit the user's text in place
+//! instead of re-serialising it.
 
+use std::fmt;
 use std::ops::Range;
 
+use serde::de::{Deserialize, Deserializer, MapAccess, Visitor};
+use serde_json::Value;
 use serde_json::error::Category;
 use serde_json::value::RawValue;
-use serde_json::{Map, Value};
 
 /// The Multus networks annotation key.
 pub const NETWORKS_ANNOTATION: &str = "k8s.v1.cni.cncf.io/networks";
@@ -16,7 +19,7 @@ pub const NETWORKS_ANNOTATION: &str = "k8s.v1.cni.cncf.io/networks";
 /// Longest DNS-1123 label.
 const MAX_LABEL_LEN: usize = 63;
 /// Longest interface name the kernel accepts (`IFNAMSIZ - 1` bytes).
-const MAX_INTERFACE_LEN: usize = 15;
+pub(crate) const MAX_INTERFACE_LEN: usize = 15;
 
 /// The form of a networks annotation, decided the way Multus decides it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -42,6 +45,25 @@ pub struct Selection {
     span: Range<usize>,
     /// Whether the item is exactly the name (JSON: an object whose only key is `name`).
     plain: bool,
+    /// Whether the item has no namespace and, in JSON form, no keys but `name` and `interface`.
+    bare: bool,
+    /// Where an interface name goes in the text.
+    slot: Slot,
+}
+
+/// Where [`Networks::with_interfaces`] writes a selection's interface name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Slot {
+    /// Comma form: `@interface` after the item.
+    Comma,
+    /// JSON form: the span of the value of the element's `interface` member, which is replaced.
+    Value(Range<usize>),
+    /// JSON form without an `interface` member: a new member goes after the last one, whose
+    /// value spans `last`; `previous` is where the value of the member before it ends.
+    After {
+        previous: Option<usize>,
+        last: Range<usize>,
+    },
 }
 
 impl Selection {
@@ -58,6 +80,26 @@ impl Selection {
     /// Whether the selection is exactly its name: no namespace, no interface, no other keys.
     pub fn is_plain(&self) -> bool {
         self.plain
+    }
+
+    /// Whether the selection is exactly `name@interface`: no namespace and, in JSON form, an
+    /// object whose only keys are `name` and `interface`.
+    pub fn is_exactly(&self, name: &str, interface: &str) -> bool {
+        self.bare && self.name == name && self.interface.as_deref() == Some(interface)
+    }
+}
+
+/// The comma form of the selection, `[namespace/]name[@interface]`.
+impl fmt::Display for Selection {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(namespace) = &self.namespace {
+            write!(f, "{namespace}/")?;
+        }
+        f.write_str(&self.name)?;
+        if let Some(interface) = &self.interface {
+            write!(f, "@{interface}")?;
+        }
+        Ok(())
     }
 }
 
@@ -217,14 +259,20 @@ impl<'a> Networks<'a> {
         }
     }
 
-    /// The annotation text without the first *plain* selection of `name` (a selection that is exactly `name`: no namespace, no interface, and in JSON form an object whose only key is "name"), or None if there is none. Other items keep their exact text.
+    /// The annotation text without the first *plain* selection of `name` (a selection that is exactly `name`: no namespace, no interface, and in JSON form an object whose only key is "name"), or None if there is none; see [`Networks::without_first`].
+    pub fn without_plain(&self, name: &str) -> Option<String> {
+        self.without_first(|s| s.plain && s.name == name)
+    }
+
+    /// The annotation text without the first selection that `matches`, or None if none does.
+    /// Other items keep their exact text.
     ///
     /// One adjacent separator goes with the item: the preceding one, or the following one for
     /// the first item. Removing the only item leaves the text around it in comma form and, in JSON
     /// form, removes the element and the whitespace before it (`[{"name": "a"}]` gives `[]`).
-    pub fn without_plain(&self, name: &str) -> Option<String> {
+    pub fn without_first(&self, matches: impl Fn(&Selection) -> bool) -> Option<String> {
         let sels = &self.selections;
-        let i = sels.iter().position(|s| s.plain && s.name == name)?;
+        let i = sels.iter().position(matches)?;
         let this = &sels[i];
         let cut = match (i.checked_sub(1).and_then(|p| sels.get(p)), sels.get(i + 1)) {
             (Some(prev), _) => prev.span.end..this.span.end,
@@ -233,6 +281,78 @@ impl<'a> Networks<'a> {
             (None, None) => this.span.clone(),
         };
         Some(splice(self.text, cut, ""))
+    }
+
+    /// The annotation text with an interface name for each selection that has none and for
+    /// which `name_for` gives one; `None` when nothing changes. The names should be valid
+    /// interface names.
+    ///
+    /// Comma form: `ns/name` becomes `ns/name@if`. JSON form: an `"interface"` that is `null` or
+    /// `""` gets the name as its value; an element without `"interface"` gets it as a new last
+    /// member, with the member separator and colon spacing the element already uses (a
+    /// one-member element on several lines continues on a new line with the same indentation).
+    /// Everything else is kept byte for byte.
+    pub fn with_interfaces(
+        &self,
+        mut name_for: impl FnMut(&Selection) -> Option<String>,
+    ) -> Option<String> {
+        let mut out = String::new();
+        let mut copied = 0;
+        let mut changed = false;
+        for selection in self.selections.iter().filter(|s| s.interface.is_none()) {
+            let Some(interface) = name_for(selection) else {
+                continue;
+            };
+            let (range, insert) = self.interface_edit(selection, &interface);
+            out.push_str(&self.text[copied..range.start]);
+            out.push_str(&insert);
+            copied = range.end;
+            changed = true;
+        }
+        out.push_str(&self.text[copied..]);
+        changed.then_some(out)
+    }
+
+    /// The span to replace and the text to put there to give `selection` its `interface`.
+    fn interface_edit(&self, selection: &Selection, interface: &str) -> (Range<usize>, String) {
+        let text = self.text;
+        match &selection.slot {
+            Slot::Comma => {
+                let end = selection.span.end;
+                (end..end, format!("@{interface}"))
+            }
+            Slot::Value(value) => (value.clone(), Value::from(interface).to_string()),
+            Slot::After { previous, last } => {
+                let key = match previous {
+                    Some(end) => {
+                        let after_comma = skip_json_space(text, *end) + 1;
+                        skip_json_space(text, after_comma)
+                    }
+                    None => skip_json_space(text, selection.span.start + 1),
+                };
+                let before_colon = text[..last.start].trim_end_matches(JSON_SPACE);
+                let key_end = before_colon[..before_colon.len() - 1]
+                    .trim_end_matches(JSON_SPACE)
+                    .len();
+                let colon = &text[key_end..last.start];
+                let sep = match previous {
+                    Some(end) => text[*end..key].to_owned(),
+                    None => {
+                        let indent = &text[selection.span.start + 1..key];
+                        match indent.rfind('\n') {
+                            Some(nl) if indent[..nl].ends_with('\r') => {
+                                format!(",{}", &indent[nl - 1..])
+                            }
+                            Some(nl) => format!(",{}", &indent[nl..]),
+                            None if colon.contains(' ') || text.contains(", ") => ", ".to_owned(),
+                            None => ",".to_owned(),
+                        }
+                    }
+                };
+                let member = format!("{sep}\"interface\"{colon}{}", Value::from(interface));
+                (last.end..last.end, member)
+            }
+        }
     }
 
     /// The texts between consecutive items.
@@ -255,6 +375,21 @@ fn splice(text: &str, range: Range<usize>, insert: &str) -> String {
     out.push_str(insert);
     out.push_str(&text[range.end..]);
     out
+}
+
+/// The whitespace JSON allows between tokens.
+const JSON_SPACE: [char; 4] = [' ', '\t', '\n', '\r'];
+
+/// The offset of the first non-whitespace byte of `text` at or after `at`.
+fn skip_json_space(text: &str, at: usize) -> usize {
+    text.len() - text[at..].trim_start_matches(JSON_SPACE).len()
+}
+
+/// The byte span of `part`, a slice of `text`, in `text`.
+fn span_in(text: &str, part: &str) -> Option<Range<usize>> {
+    let start = (part.as_ptr() as usize).wrapping_sub(text.as_ptr() as usize);
+    let span = start..start.saturating_add(part.len());
+    (text.get(span.clone()) == Some(part)).then_some(span)
 }
 
 /// A JSON element selecting `name`, with or without a space after the colon.
@@ -282,6 +417,8 @@ fn parse_comma(text: &str) -> Result<Vec<Selection>, NetworksError> {
             interface: interface.map(str::to_owned),
             span: start..start + item.len(),
             plain: namespace.is_none() && interface.is_none(),
+            bare: namespace.is_none(),
+            slot: Slot::Comma,
         });
     }
     Ok(selections)
@@ -324,50 +461,96 @@ fn parse_json(text: &str) -> Result<Vec<Selection>, NetworksError> {
 
 /// Validates one JSON element, a slice of `text`.
 fn json_selection(text: &str, index: usize, element: &str) -> Result<Selection, NetworksError> {
-    let start = (element.as_ptr() as usize).wrapping_sub(text.as_ptr() as usize);
-    let span = start..start.saturating_add(element.len());
-    if text.get(span.clone()) != Some(element) {
-        return Err(NetworksError::Syntax(format!(
-            "element {index} could not be located in the text"
+    let syntax = |e: serde_json::Error| NetworksError::Syntax(format!("element {index}: {e}"));
+    let locate = |part: &str| {
+        span_in(text, part).ok_or_else(|| {
+            NetworksError::Syntax(format!("element {index} could not be located in the text"))
+        })
+    };
+    let span = locate(element)?;
+    if !element.starts_with('{') {
+        let value: Value = serde_json::from_str(element).map_err(syntax)?;
+        return Err(NetworksError::NotList(format!(
+            "element {index} is {}",
+            kind(&value)
         )));
     }
-    let map = match serde_json::from_str::<Value>(element) {
-        Ok(Value::Object(map)) => map,
-        Ok(other) => {
-            return Err(NetworksError::NotList(format!(
-                "element {index} is {}",
-                kind(&other)
-            )));
-        }
-        Err(e) => return Err(NetworksError::Syntax(format!("element {index}: {e}"))),
+    let Members(members) = serde_json::from_str(element).map_err(syntax)?;
+    // As in a JSON object read by Multus, the last of duplicate keys counts.
+    let last = |key: &str| members.iter().rposition(|(k, _)| k == key);
+    let value = |key: &str| {
+        last(key)
+            .map(|i| serde_json::from_str::<Value>(members[i].1.get()).map_err(syntax))
+            .transpose()
     };
     let fail = move |problem| NetworksError::Element { index, problem };
-    let name = match map.get("name") {
-        Some(Value::String(name)) => name.clone(),
+    let name = match value("name")? {
+        Some(Value::String(name)) => name,
         Some(_) => return Err(fail(ItemProblem::NotString("name"))),
         None => return Err(fail(ItemProblem::MissingName)),
     };
-    let namespace = optional_string(&map, "namespace").map_err(fail)?;
-    let interface = optional_string(&map, "interface").map_err(fail)?;
+    let namespace = optional_string(value("namespace")?, "namespace").map_err(fail)?;
+    let interface = optional_string(value("interface")?, "interface").map_err(fail)?;
     validate(&name, namespace.as_deref(), interface.as_deref()).map_err(fail)?;
+    let slot = match last("interface") {
+        Some(i) => Slot::Value(locate(members[i].1.get())?),
+        None => {
+            // `name` is a member, so there is a last one.
+            let n = members.len() - 1;
+            let previous = match n.checked_sub(1) {
+                Some(p) => Some(locate(members[p].1.get())?.end),
+                None => None,
+            };
+            Slot::After {
+                previous,
+                last: locate(members[n].1.get())?,
+            }
+        }
+    };
     Ok(Selection {
         name,
         namespace,
         interface,
         span,
-        plain: map.len() == 1,
+        plain: members.iter().all(|(k, _)| k == "name"),
+        bare: members.iter().all(|(k, _)| k == "name" || k == "interface"),
+        slot,
     })
 }
 
-/// The string under `key`; absent, `null` and `""` all give `None`.
-fn optional_string(
-    map: &Map<String, Value>,
-    key: &'static str,
-) -> Result<Option<String>, ItemProblem> {
-    match map.get(key) {
+/// The members of a JSON object in order, each value as its exact text.
+struct Members<'a>(Vec<(String, &'a RawValue)>);
+
+impl<'de> Deserialize<'de> for Members<'de> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct MembersVisitor;
+
+        impl<'de> Visitor<'de> for MembersVisitor {
+            type Value = Members<'de>;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a JSON object")
+            }
+
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                let mut members = Vec::new();
+                while let Some(member) = map.next_entry()? {
+                    members.push(member);
+                }
+                Ok(Members(members))
+            }
+        }
+
+        deserializer.deserialize_map(MembersVisitor)
+    }
+}
+
+/// The string `value` of `key`; absent, `null` and `""` all give `None`.
+fn optional_string(value: Option<Value>, key: &'static str) -> Result<Option<String>, ItemProblem> {
+    match value {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(s)) if s.is_empty() => Ok(None),
-        Some(Value::String(s)) => Ok(Some(s.clone())),
+        Some(Value::String(s)) => Ok(Some(s)),
         Some(_) => Err(ItemProblem::NotString(key)),
     }
 }
@@ -816,6 +999,190 @@ mod tests {
         }
     }
 
+    /// `if-<name>` for every selection, except those of network `skip`.
+    fn name_all_but(skip: &str) -> impl Fn(&Selection) -> Option<String> + '_ {
+        move |s| (s.name != skip).then(|| format!("if-{}", s.name))
+    }
+
+    #[test]
+    fn names_interfaces_in_the_users_form() {
+        let cases = [
+            ("", None),
+            ("  ", None),
+            ("[]", None),
+            ("ns/net@if", None),
+            ("a@e1, ns/b@e2", None),
+            ("skip", None),
+            ("a", Some("a@if-a")),
+            ("ns/a", Some("ns/a@if-a")),
+            (" a ,ns/b@e2,\tc  ", Some(" a@if-a ,ns/b@e2,\tc@if-c  ")),
+            ("a, skip, b", Some("a@if-a, skip, b@if-b")),
+            ("a,a", Some("a@if-a,a@if-a")),
+            (
+                r#"[{"name": "a"}]"#,
+                Some(r#"[{"name": "a", "interface": "if-a"}]"#),
+            ),
+            (
+                r#"[{"name":"a"}]"#,
+                Some(r#"[{"name":"a","interface":"if-a"}]"#),
+            ),
+            (
+                r#"[ { "name" : "a" } ]"#,
+                Some(r#"[ { "name" : "a", "interface" : "if-a" } ]"#),
+            ),
+            (
+                r#"[{"name":"a","ips":["10.0.0.1/24"],"x-unknown":{"k":[1,{}]}}]"#,
+                Some(
+                    r#"[{"name":"a","ips":["10.0.0.1/24"],"x-unknown":{"k":[1,{}]},"interface":"if-a"}]"#,
+                ),
+            ),
+            (
+                r#"[{"name": "a", "interface": null, "mac": "c2:b0:57:49:47:f1"}]"#,
+                Some(r#"[{"name": "a", "interface": "if-a", "mac": "c2:b0:57:49:47:f1"}]"#),
+            ),
+            (
+                r#"[{"interface":"", "name":"a"}]"#,
+                Some(r#"[{"interface":"if-a", "name":"a"}]"#),
+            ),
+            (
+                r#"[{"name":"a","interf\u0061ce":null}]"#,
+                Some(r#"[{"name":"a","interf\u0061ce":"if-a"}]"#),
+            ),
+            (
+                r#"[{"name":"a","interface":"e1","interface":null}]"#,
+                Some(r#"[{"name":"a","interface":"e1","interface":"if-a"}]"#),
+            ),
+            (
+                r#"[{"name": "a", "interface": "e1"}, {"name": "b", "namespace": "n"}, {"name": "skip"}]"#,
+                Some(
+                    r#"[{"name": "a", "interface": "e1"}, {"name": "b", "namespace": "n", "interface": "if-b"}, {"name": "skip"}]"#,
+                ),
+            ),
+            (
+                "[\n  {\n    \"name\": \"a\"\n  }\n]\n",
+                Some("[\n  {\n    \"name\": \"a\",\n    \"interface\": \"if-a\"\n  }\n]\n"),
+            ),
+            (
+                "[\r\n  {\r\n    \"name\":\"a\"\r\n  }\r\n]",
+                Some("[\r\n  {\r\n    \"name\":\"a\",\r\n    \"interface\":\"if-a\"\r\n  }\r\n]"),
+            ),
+            (
+                "[\n  {\n    \"name\": \"c\",\n    \"cni-args\": {\"k\": [1, {}]}\n  }\n]",
+                Some(
+                    "[\n  {\n    \"name\": \"c\",\n    \"cni-args\": {\"k\": [1, {}]},\n    \"interface\": \"if-c\"\n  }\n]",
+                ),
+            ),
+        ];
+        for (text, expected) in cases {
+            let parsed = Networks::parse(text).expect("valid");
+            let named = parsed.with_interfaces(name_all_but("skip"));
+            assert_eq!(named.as_deref(), expected, "{text:?}");
+            let Some(named) = named else { continue };
+            let reparsed = Networks::parse(&named).unwrap_or_else(|e| panic!("{named:?}: {e}"));
+            let want: Vec<_> = triples(&parsed)
+                .into_iter()
+                .map(|(name, ns, interface)| {
+                    let interface =
+                        interface.or_else(|| (name != "skip").then(|| format!("if-{name}")));
+                    (name, ns, interface)
+                })
+                .collect();
+            assert_eq!(triples(&reparsed), want, "{named:?}");
+            assert_eq!(reparsed.with_interfaces(name_all_but("skip")), None);
+        }
+    }
+
+    #[test]
+    fn named_interfaces_survive_round_trips() {
+        for (text, _, _) in valid_cases() {
+            let parsed = Networks::parse(text).expect("valid");
+            let named = parsed
+                .with_interfaces(|_| Some("if".to_owned()))
+                .unwrap_or_else(|| text.to_owned());
+            let reparsed = Networks::parse(&named).unwrap_or_else(|e| panic!("{named:?}: {e}"));
+            assert!(reparsed.selections().iter().all(|s| s.interface.is_some()));
+            let appended = reparsed.with_appended("linkerd-cni");
+            let back = Networks::parse(&appended)
+                .expect("appended text parses")
+                .without_plain("linkerd-cni");
+            assert_eq!(back.as_deref(), Some(named.as_str()), "{text:?}");
+        }
+    }
+
+    #[test]
+    fn exact_selections() {
+        let cases = [
+            ("linkerd-cni@net6a72ae7dcd39", true),
+            ("  linkerd-cni@net6a72ae7dcd39 ", true),
+            ("linkerd-cni", false),
+            ("linkerd-cni@eth1", false),
+            ("demo/linkerd-cni@net6a72ae7dcd39", false),
+            ("other@net6a72ae7dcd39", false),
+            (
+                r#"[{"name": "linkerd-cni", "interface": "net6a72ae7dcd39"}]"#,
+                true,
+            ),
+            (
+                r#"[{"interface":"net6a72ae7dcd39","name":"linkerd-cni"}]"#,
+                true,
+            ),
+            (r#"[{"name": "linkerd-cni"}]"#, false),
+            (
+                r#"[{"name": "linkerd-cni", "interface": "net6a72ae7dcd39", "namespace": ""}]"#,
+                false,
+            ),
+            (
+                r#"[{"name": "linkerd-cni", "interface": "net6a72ae7dcd39", "ips": []}]"#,
+                false,
+            ),
+        ];
+        for (text, expected) in cases {
+            let parsed = Networks::parse(text).expect("valid");
+            let [selection] = parsed.selections() else {
+                panic!("{text:?}: not one selection");
+            };
+            assert_eq!(
+                selection.is_exactly("linkerd-cni", "net6a72ae7dcd39"),
+                expected,
+                "{text:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn removes_the_first_matching_selection() {
+        let named = |s: &Selection| s.is_exactly("linkerd-cni", "net6a72ae7dcd39");
+        let cases = [
+            ("linkerd-cni", None),
+            ("linkerd-cni@eth1, a", None),
+            ("linkerd-cni@net6a72ae7dcd39", Some("")),
+            ("a, linkerd-cni@net6a72ae7dcd39", Some("a")),
+            ("linkerd-cni@net6a72ae7dcd39 , a@e", Some("a@e")),
+            (
+                r#"[{"name": "a"}, {"name": "linkerd-cni", "interface": "net6a72ae7dcd39"}]"#,
+                Some(r#"[{"name": "a"}]"#),
+            ),
+            (
+                r#"[{"name":"linkerd-cni","interface":"net6a72ae7dcd39"}]"#,
+                Some("[]"),
+            ),
+        ];
+        for (text, expected) in cases {
+            let parsed = Networks::parse(text).expect("valid");
+            assert_eq!(parsed.without_first(named).as_deref(), expected, "{text:?}");
+        }
+    }
+
+    #[test]
+    fn selections_display_in_comma_form() {
+        let parsed = Networks::parse(
+            r#"[{"name": "a"}, {"name": "b", "namespace": "n", "interface": "e1", "ips": []}]"#,
+        )
+        .expect("valid");
+        let shown: Vec<String> = parsed.selections().iter().map(|s| s.to_string()).collect();
+        assert_eq!(shown, ["a", "n/b@e1"]);
+    }
+
     #[test]
     fn references_respect_namespaces() {
         let cases = [
@@ -906,6 +1273,10 @@ mod tests {
                 .collect();
             if let Ok(parsed) = Networks::parse(&text) {
                 valid += 1;
+                if let Some(named) = parsed.with_interfaces(|_| Some("if".to_owned())) {
+                    Networks::parse(&named)
+                        .unwrap_or_else(|e| panic!("{text:?} -> {named:?}: {e}"));
+                }
                 let appended = parsed.with_appended("linkerd-cni");
                 let reparsed = Networks::parse(&appended)
                     .unwrap_or_else(|e| panic!("{text:?} -> {appended:?}: {e}"));
@@ -936,6 +1307,8 @@ mod tests {
             r#"{"name": "linkerd-cni"}"#,
             r#"{"name": "linkerd-cni", "namespace": "x"}"#,
             "{\n    \"name\": \"c\",\n    \"cni-args\": {\"k\": [1, {}]}\n  }",
+            r#"{ "interface" : null , "name" : "d" }"#,
+            "{\r\n  \"name\": \"e\"\r\n}",
         ];
         let json_seps = [",", ", ", ",\n  ", " ,\n", "\r\n,"];
         let pads = ["", " ", "\n", "  \t"];
@@ -967,6 +1340,16 @@ mod tests {
 
             let parsed = Networks::parse(&text).unwrap_or_else(|e| panic!("{text:?}: {e}"));
             assert_eq!(parsed.selections().len(), count, "{text:?}");
+            let named = parsed
+                .with_interfaces(|_| Some("if".to_owned()))
+                .unwrap_or_else(|| text.clone());
+            let reparsed =
+                Networks::parse(&named).unwrap_or_else(|e| panic!("{text:?} -> {named:?}: {e}"));
+            assert_eq!(reparsed.selections().len(), count, "{named:?}");
+            assert!(
+                reparsed.selections().iter().all(|s| s.interface.is_some()),
+                "{named:?}"
+            );
             let appended = parsed.with_appended("linkerd-cni");
             let reparsed = Networks::parse(&appended)
                 .unwrap_or_else(|e| panic!("{text:?} -> {appended:?}: {e}"));
