@@ -196,6 +196,7 @@ mod tests {
             ("nadName", "NAD_NAME"),
             ("namespaces", "NAMESPACES"),
             ("defaultNamespace", "DEFAULT_NAMESPACE"),
+            ("configRollout", "CONFIG_ROLLOUT"),
         ] {
             assert_eq!(variable(key), want);
         }

@@ -19,6 +19,7 @@ pub mod renderer;
 pub mod resource;
 pub mod resource_list;
 pub mod results;
+pub mod rollout;
 pub mod settings;
 pub mod webhook;
 pub mod workload;

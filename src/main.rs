@@ -119,6 +119,12 @@ struct CoreSettings {
     /// destination).
     #[arg(long, value_name = "NAMESPACE")]
     default_namespace: Option<String>,
+    /// Stamp the hash of their NAD config on attached pod templates, so a
+    /// changed config rolls them: off, all, or labelled (only those labelled
+    /// config.linkerd.io/reconcile: auto) [default: off]. Rendering only: the
+    /// webhook leaves pods' hashes as they are.
+    #[arg(long, value_name = "MODE")]
+    config_rollout: Option<String>,
 }
 
 impl CoreSettings {
@@ -135,6 +141,7 @@ impl CoreSettings {
             ("namespaces", self.namespaces),
             ("workloadKinds", self.workload_kinds),
             ("defaultNamespace", self.default_namespace),
+            ("configRollout", self.config_rollout),
         ]
         .into_iter()
         .filter_map(|(key, value)| Some((key, value?)))

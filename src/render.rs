@@ -10,6 +10,7 @@ use crate::nad;
 use crate::namespace::{Lookup, MULTUS_ANNOTATION, MULTUS_VALUES, Namespace, Source};
 use crate::resource::{self, FileRef, NotAResource, ResourceRef};
 use crate::results::{self, FnResult, Severity, plural};
+use crate::rollout::{self, ConfigRollout};
 use crate::settings::{FunctionConfig, Settings};
 use crate::workload::WorkloadKinds;
 use crate::yaml::Node;
@@ -51,6 +52,54 @@ struct ExistingNads {
     removed: HashSet<usize>,
 }
 
+/// A workload the rules were applied to, for the config-rollout stamp.
+struct Decided {
+    /// Its item index.
+    index: usize,
+    /// Whether the rules attach it.
+    attached: bool,
+    /// The info result reporting its changes, if any.
+    result: Option<usize>,
+}
+
+/// What [`Renderer::nads`] decided; applied to the items by [`NadPlan::place`].
+struct NadPlan {
+    /// Indices of generated NADs to remove.
+    removed: HashSet<usize>,
+    /// New NADs to place right after the item of that index (their Namespace).
+    placed: BTreeMap<usize, Vec<Node>>,
+    /// New NADs to place at the end.
+    trailing: Vec<Node>,
+    /// The `spec.config` of each namespace's NAD after the render.
+    configs: BTreeMap<Option<String>, String>,
+}
+
+impl NadPlan {
+    /// Removes and inserts NADs; the other items keep their order.
+    fn place(self, items: &mut Vec<Node>) {
+        let NadPlan {
+            removed,
+            mut placed,
+            trailing,
+            ..
+        } = self;
+        if removed.is_empty() && placed.is_empty() && trailing.is_empty() {
+            return;
+        }
+        let old = std::mem::take(items);
+        items.reserve(old.len() + trailing.len());
+        for (i, item) in old.into_iter().enumerate() {
+            if !removed.contains(&i) {
+                items.push(item);
+            }
+            if let Some(new) = placed.remove(&i) {
+                items.extend(new);
+            }
+        }
+        items.extend(trailing);
+    }
+}
+
 /// Counts for the summary result.
 #[derive(Default)]
 struct Summary {
@@ -58,6 +107,8 @@ struct Summary {
     detached: usize,
     uids: usize,
     released: usize,
+    stamped: usize,
+    unstamped: usize,
     generated: usize,
     updated: usize,
     removed: usize,
@@ -80,8 +131,10 @@ pub fn render(items: &mut Vec<Node>, settings: &Settings) -> Result<Vec<FnResult
     // the output never references a NAD that will not exist.
     let config_ready = config.peek(&mut r, items).is_some();
     let can_attach = |ns: &Option<String>| config_ready || existing.current.contains_key(ns);
-    let needs = r.workloads(items, &namespaces, &can_attach);
-    r.nads(items, &namespaces, needs, existing, config);
+    let (needs, decided) = r.workloads(items, &namespaces, &can_attach);
+    let plan = r.nads(items, &namespaces, needs, existing, config);
+    r.stamp(items, &decided, &plan.configs);
+    plan.place(items);
     let mut results = Vec::with_capacity(r.results.len() + 1);
     results.push(FnResult::new(Severity::Info, r.summary_line()));
     results.append(&mut r.results);
@@ -202,16 +255,18 @@ impl Renderer<'_> {
         known
     }
 
-    /// Attaches or detaches every workload; returns which namespaces need the NAD.
+    /// Attaches or detaches every workload; returns which namespaces need the
+    /// NAD, and the workloads the rules were applied to.
     fn workloads(
         &mut self,
         items: &mut [Node],
         namespaces: &BTreeMap<String, Namespace>,
         can_attach: &dyn Fn(&Option<String>) -> bool,
-    ) -> BTreeMap<Option<String>, Need> {
+    ) -> (BTreeMap<Option<String>, Need>, Vec<Decided>) {
         let settings = self.settings;
         let kinds = WorkloadKinds::new(&settings.workload_kinds);
         let mut needs: BTreeMap<Option<String>, Need> = BTreeMap::new();
+        let mut decided = Vec::new();
         let mut range_reported = HashSet::new();
         let mut control_plane_seen = false;
         let refs = self.refs;
@@ -279,9 +334,16 @@ impl Renderer<'_> {
                     _ => change.to_string(),
                 });
             }
+            let mut result = None;
             if !messages.is_empty() {
                 self.report(i, Severity::Info, messages.join("; ")).field = Some(field.clone());
+                result = Some(self.results.len() - 1);
             }
+            decided.push(Decided {
+                index: i,
+                attached: decision.attach,
+                result,
+            });
             for warning in applied.warnings {
                 self.report(i, Severity::Warning, warning).field = Some(field.clone());
             }
@@ -309,7 +371,64 @@ impl Renderer<'_> {
                 .or_default()
                 .managed = true;
         }
-        needs
+        (needs, decided)
+    }
+
+    /// Brings the config-hash stamp of every decided workload in line with the
+    /// `configRollout` setting and the config of the NAD in its namespace.
+    fn stamp(
+        &mut self,
+        items: &mut [Node],
+        decided: &[Decided],
+        configs: &BTreeMap<Option<String>, String>,
+    ) {
+        let settings = self.settings;
+        let mode = settings.config_rollout;
+        let hashes: BTreeMap<Option<&str>, String> = match mode {
+            ConfigRollout::Off => BTreeMap::new(),
+            _ => configs
+                .iter()
+                .map(|(ns, config)| (ns.as_deref(), rollout::config_hash(config)))
+                .collect(),
+        };
+        let kinds = WorkloadKinds::new(&settings.workload_kinds);
+        let refs = self.refs;
+        for d in decided {
+            let r = &refs[d.index];
+            let Some(kind) = kinds.find(r.group(), &r.kind) else {
+                continue;
+            };
+            let Ok(Some(template)) = kind.pod_template_mut(&mut items[d.index]) else {
+                continue;
+            };
+            let hash = hashes.get(&namespace_of(r, settings)).map(String::as_str);
+            let wanted =
+                rollout::wanted(mode, d.attached, &attach::template_labels(template), hash);
+            let field = || annotations_field(kind.pointer());
+            let change = match rollout::stamp(template, wanted) {
+                Ok(Some(change)) => change,
+                Ok(None) => continue,
+                Err(e) => {
+                    self.report(d.index, Severity::Error, e.to_string()).field = Some(field());
+                    continue;
+                }
+            };
+            match change {
+                rollout::Change::Removed(_) => self.summary.unstamped += 1,
+                _ => self.summary.stamped += 1,
+            }
+            match d.result {
+                Some(at) => {
+                    let message = &mut self.results[at].message;
+                    message.push_str("; ");
+                    message.push_str(&change.to_string());
+                }
+                None => {
+                    self.report(d.index, Severity::Info, change.to_string())
+                        .field = Some(field());
+                }
+            }
+        }
     }
 
     /// Warns that a workload's namespace is unknown, so only its own annotations count.
@@ -364,15 +483,16 @@ impl Renderer<'_> {
         ExistingNads { current, removed }
     }
 
-    /// Generates, updates and removes NADs so that exactly the needed ones exist.
+    /// Updates NADs and decides which to generate and remove so that exactly
+    /// the needed ones exist.
     fn nads(
         &mut self,
-        items: &mut Vec<Node>,
+        items: &mut [Node],
         namespaces: &BTreeMap<String, Namespace>,
         needs: BTreeMap<Option<String>, Need>,
         existing: ExistingNads,
         mut config: NadConfig,
-    ) {
+    ) -> NadPlan {
         let settings = self.settings;
         let nad_name = settings.nad_name.as_str();
         let ExistingNads {
@@ -381,12 +501,17 @@ impl Renderer<'_> {
         } = existing;
         let mut placed: BTreeMap<usize, Vec<Node>> = BTreeMap::new();
         let mut trailing: Vec<Node> = Vec::new();
+        let mut configs = BTreeMap::new();
         let mut used_indices = self.used_file_indices();
         for (ns, need) in &needs {
             let ns_label = ns.as_deref().unwrap_or("(none)");
             match existing.get(ns) {
                 Some(&i) if nad::is_generated(&items[i]) => {
                     let Some(text) = config.get(self, items) else {
+                        // Left as it is: the missing config is reported as an error.
+                        if let Some(old) = nad::config(&items[i]) {
+                            configs.insert(ns.clone(), old.to_string());
+                        }
                         continue;
                     };
                     if nad::config(&items[i]) != Some(text.as_str()) {
@@ -399,8 +524,12 @@ impl Renderer<'_> {
                         )
                         .field = Some("spec.config".into());
                     }
+                    configs.insert(ns.clone(), text);
                 }
                 Some(&i) => {
+                    if let Some(own) = nad::config(&items[i]) {
+                        configs.insert(ns.clone(), own.to_string());
+                    }
                     if let Some(text) = config.peek(self, items)
                         && !same_json(nad::config(&items[i]), &text)
                     {
@@ -453,6 +582,7 @@ impl Renderer<'_> {
                         Some(i) => placed.entry(i).or_default().push(new),
                         None => trailing.push(new),
                     }
+                    configs.insert(ns.clone(), text);
                 }
             }
             if !need.managed
@@ -476,20 +606,12 @@ impl Renderer<'_> {
                 self.report(i, Severity::Info, message);
             }
         }
-        if removed.is_empty() && placed.is_empty() && trailing.is_empty() {
-            return;
+        NadPlan {
+            removed,
+            placed,
+            trailing,
+            configs,
         }
-        let old = std::mem::take(items);
-        items.reserve(old.len() + trailing.len());
-        for (i, item) in old.into_iter().enumerate() {
-            if !removed.contains(&i) {
-                items.push(item);
-            }
-            if let Some(new) = placed.remove(&i) {
-                items.extend(new);
-            }
-        }
-        items.extend(trailing);
     }
 
     /// The next free document index of every file, when the host tracks files.
@@ -513,6 +635,8 @@ impl Renderer<'_> {
             (s.detached, "workload", "detached"),
             (s.uids, "proxy UID", "set or removed"),
             (s.released, "hand-edited proxy UID", "released"),
+            (s.stamped, "config hash", "stamped"),
+            (s.unstamped, "config hash", "removed"),
             (s.generated, "NAD", "generated"),
             (s.updated, "NAD", "updated"),
             (s.removed, "NAD", "removed"),

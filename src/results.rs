@@ -28,10 +28,10 @@ impl Severity {
 
 /// `n noun`, with an `s` unless `n` is 1.
 pub fn plural(n: usize, noun: &str) -> String {
-    if n == 1 {
-        format!("1 {noun}")
-    } else {
-        format!("{n} {noun}s")
+    match n {
+        1 => format!("1 {noun}"),
+        _ if noun.ends_with("sh") => format!("{n} {noun}es"),
+        _ => format!("{n} {noun}s"),
     }
 }
 

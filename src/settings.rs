@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 
 use crate::network_resources;
 use crate::networks::is_dns1123_label;
+use crate::rollout::ConfigRollout;
 use crate::workload::WorkloadKind;
 use crate::yaml::{Map, Node, parse_document};
 
@@ -29,6 +30,7 @@ pub const KEYS: &[&str] = &[
     "namespaces",
     "workloadKinds",
     "defaultNamespace",
+    "configRollout",
 ];
 
 /// What the function works with.
@@ -55,6 +57,8 @@ pub struct Settings {
     /// The namespace of resources that have no `metadata.namespace`: the one
     /// `helm install -n`, Argo CD's destination or `kubectl apply -n` puts them in.
     pub default_namespace: Option<String>,
+    /// Which attached pod templates carry the hash of their NAD config.
+    pub config_rollout: ConfigRollout,
 }
 
 impl Default for Settings {
@@ -70,6 +74,7 @@ impl Default for Settings {
             namespaces: BTreeMap::new(),
             workload_kinds: Vec::new(),
             default_namespace: None,
+            config_rollout: ConfigRollout::Off,
         }
     }
 }
@@ -281,6 +286,18 @@ impl Settings {
                     self.workload_kinds = workload_kinds(key, &parsed)?;
                 }
                 "defaultNamespace" => self.default_namespace = Some(label(key, value)?),
+                "configRollout" => {
+                    let v = text(key, value)?;
+                    self.config_rollout = ConfigRollout::parse(&v).ok_or_else(|| {
+                        bad(
+                            key,
+                            format!(
+                                "{v:?} is not a rollout mode; valid: {}",
+                                ConfigRollout::VALUES.join(", ")
+                            ),
+                        )
+                    })?;
+                }
                 _ => {
                     return Err(SettingsError::UnknownKey {
                         key: key.to_string(),
@@ -456,11 +473,11 @@ mod tests {
     #[test]
     fn typed_and_config_map_forms_agree() {
         let typed = read(
-            "apiVersion: multus.linkerd.io/v1alpha1\nkind: LinkerdMultus\nmetadata: {name: x}\nspec:\n  cniNamespace: cni\n  proxyUIDOffset: 7\n  cniVersion: 1.0.0\n  namespaces:\n    demo: {annotations: {linkerd.io/multus: enabled}}\n  workloadKinds:\n  - {apiVersion: argoproj.io/v1alpha1, kind: Rollout, podTemplatePath: /spec/template}\n",
+            "apiVersion: multus.linkerd.io/v1alpha1\nkind: LinkerdMultus\nmetadata: {name: x}\nspec:\n  cniNamespace: cni\n  proxyUIDOffset: 7\n  cniVersion: 1.0.0\n  configRollout: labelled\n  namespaces:\n    demo: {annotations: {linkerd.io/multus: enabled}}\n  workloadKinds:\n  - {apiVersion: argoproj.io/v1alpha1, kind: Rollout, podTemplatePath: /spec/template}\n",
         )
         .unwrap();
         let cm = read(
-            "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: function-input}\ndata:\n  cniNamespace: cni\n  proxyUIDOffset: \"7\"\n  cniVersion: 1.0.0\n  namespaces: '{demo: {annotations: {linkerd.io/multus: enabled}}}'\n  workloadKinds: |\n    - apiVersion: argoproj.io/v1alpha1\n      kind: Rollout\n      podTemplatePath: /spec/template\n",
+            "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: function-input}\ndata:\n  cniNamespace: cni\n  proxyUIDOffset: \"7\"\n  cniVersion: 1.0.0\n  configRollout: labelled\n  namespaces: '{demo: {annotations: {linkerd.io/multus: enabled}}}'\n  workloadKinds: |\n    - apiVersion: argoproj.io/v1alpha1\n      kind: Rollout\n      podTemplatePath: /spec/template\n",
         )
         .unwrap();
         assert_eq!(typed, cm);
@@ -468,6 +485,27 @@ mod tests {
         assert_eq!(typed.proxy_uid_offset, 7);
         assert_eq!(typed.namespaces["demo"]["linkerd.io/multus"], "enabled");
         assert_eq!(typed.workload_kinds.len(), 1);
+        assert_eq!(typed.config_rollout, ConfigRollout::Labelled);
+    }
+
+    #[test]
+    fn config_rollout_values() {
+        // A plain `off` is a YAML 1.1 boolean to some readers: the text is what counts.
+        for (value, want) in [
+            ("off", ConfigRollout::Off),
+            ("\"off\"", ConfigRollout::Off),
+            ("all", ConfigRollout::All),
+            ("labelled", ConfigRollout::Labelled),
+        ] {
+            let typed = read(&format!(
+                "apiVersion: multus.linkerd.io/v1alpha1\nkind: LinkerdMultus\nspec:\n  configRollout: {value}\n"
+            ))
+            .unwrap();
+            assert_eq!(typed.config_rollout, want, "{value}");
+        }
+        let mut settings = Settings::default();
+        settings.override_with([("configRollout", "all")]).unwrap();
+        assert_eq!(settings.config_rollout, ConfigRollout::All);
     }
 
     #[test]
@@ -505,6 +543,14 @@ mod tests {
             (
                 "uidRangeAnnotation: 'a b'",
                 "setting uidRangeAnnotation: \"a b\" is not a valid annotation key",
+            ),
+            (
+                "configRollout: labeled",
+                "setting configRollout: \"labeled\" is not a rollout mode; valid: off, all, labelled",
+            ),
+            (
+                "configRollout: ''",
+                "setting configRollout: \"\" is not a rollout mode; valid: off, all, labelled",
             ),
             ("namespaces: '[a'", "setting namespaces: is not valid YAML"),
             (

@@ -15,7 +15,7 @@
 
 mod common;
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use common::golden::{self, read};
@@ -397,6 +397,26 @@ fn invariants(input: &str, got: &Run) -> Vec<String> {
         {
             problems.push(format!("{what}: malformed owned annotation {owned:?}"));
         }
+        if got.code == 0
+            && let Some(hash) = template_annotation(item, &rl_in, CONFIG_HASH)
+        {
+            let config = items_out
+                .iter()
+                .filter(|i| {
+                    i.str_at(&["kind"]) == Some("NetworkAttachmentDefinition")
+                        && i.str_at(&["metadata", "name"]) == Some(nad.as_str())
+                })
+                .find(|i| {
+                    let nad_ns = i.id().1;
+                    (if nad_ns.is_empty() {
+                        default_namespace
+                    } else {
+                        &nad_ns
+                    }) == ns
+                })
+                .and_then(|i| i.str_at(&["spec", "config"]));
+            problems.extend(config_hash_problems(item, &rl_in, &nad, &ns, hash, config));
+        }
         let Some(networks) = template_annotation(item, &rl_in, "k8s.v1.cni.cncf.io/networks")
         else {
             continue;
@@ -431,6 +451,65 @@ fn invariants(input: &str, got: &Run) -> Vec<String> {
                 "item {idx} {what}: {nad} attached {refs} times: {networks:?}"
             ));
         }
+    }
+    problems
+}
+
+/// The config-rollout stamp of a workload's pod template.
+const CONFIG_HASH: &str = "multus.linkerd.io/config-hash";
+
+/// A config-hash stamp is only on attached pod templates the `configRollout` setting selects,
+/// and is the first 16 hex characters of the SHA-256 of the exact `spec.config` of the NAD in
+/// the workload's namespace.
+fn config_hash_problems(
+    item: &Yaml,
+    resource_list: &Yaml,
+    nad: &str,
+    ns: &str,
+    hash: &str,
+    config: Option<&str>,
+) -> Vec<String> {
+    use sha2::{Digest, Sha256};
+    let (kind, _, name) = item.id();
+    let what = format!("{kind} {ns}/{name}");
+    let mut problems = Vec::new();
+    let mode = setting(resource_list, "configRollout").unwrap_or("off");
+    let label = workload_meta_path(item, resource_list).and_then(|path| {
+        let mut p: Vec<&str> = path.iter().map(String::as_str).collect();
+        p.extend(["labels", "config.linkerd.io/reconcile"]);
+        item.str_at(&p).map(str::to_string)
+    });
+    match mode {
+        "all" => {}
+        "labelled" if label.as_deref() == Some("auto") => {}
+        _ => problems.push(format!(
+            "{what}: {CONFIG_HASH} with configRollout {mode} and reconcile label {label:?}"
+        )),
+    }
+    let attached = template_annotation(item, resource_list, "k8s.v1.cni.cncf.io/networks")
+        .and_then(|v| parse_networks(v).ok())
+        .is_some_and(|s| {
+            s.iter()
+                .any(|(sns, sname, _)| sname == nad && sns.as_deref().unwrap_or(ns) == ns)
+        });
+    if !attached {
+        problems.push(format!(
+            "{what}: {CONFIG_HASH} on a workload not attached to {nad}"
+        ));
+    }
+    match config {
+        Some(config) => {
+            let digest = Sha256::digest(config.as_bytes());
+            let want: String = digest[..8].iter().map(|b| format!("{b:02x}")).collect();
+            if hash != want {
+                problems.push(format!(
+                    "{what}: {CONFIG_HASH} is {hash}, the NAD config in {ns:?} hashes to {want}"
+                ));
+            }
+        }
+        None => problems.push(format!(
+            "{what}: {CONFIG_HASH} but no NAD config in namespace {ns:?}"
+        )),
     }
     problems
 }
@@ -976,6 +1055,91 @@ fn networks_annotation_forms() {
     );
 }
 
+/// Config rollouts: which pod templates carry the hash of their NAD's config (the invariants
+/// check each value against the NAD in the workload's namespace), and what a changed ConfigMap
+/// changes.
+#[test]
+fn config_rollout_stamps() {
+    let stamped = |r: &Rendered| -> BTreeMap<String, String> {
+        r.items()
+            .iter()
+            .filter_map(|i| {
+                let hash = template_annotation(i, &r.rl, CONFIG_HASH)?;
+                let (k, n, m) = i.id();
+                Some((format!("{k} {n}/{m}"), hash.to_string()))
+            })
+            .collect()
+    };
+    let demo = [
+        "Deployment demo/web",
+        "Deployment demo/api",
+        "StatefulSet demo/worker",
+        "CronJob demo/report",
+    ];
+    let table: &[(&str, &[&str])] = &[
+        ("rollout-all", &demo),
+        (
+            "rollout-labelled",
+            &["Deployment demo/web", "StatefulSet demo/worker"],
+        ),
+        (
+            "rollout-config-changed",
+            &[&demo[..], &["Deployment team/app"]].concat(),
+        ),
+        ("rollout-off-removes", &[]),
+        (
+            "rollout-user-nad",
+            &["Deployment demo/web", "Deployment other/api"],
+        ),
+        // configRollout defaults to off.
+        ("rerender-still-enabled", &[]),
+    ];
+    for (case, want) in table {
+        let r = Rendered::of(case);
+        assert_eq!(r.run.code, 0, "{case}: {}", r.run.stderr);
+        let got: BTreeSet<String> = stamped(&r).into_keys().collect();
+        assert_eq!(got, set(want), "{case}: stamped workloads");
+    }
+
+    // A user's NAD and a generated one have different configs: different hashes.
+    let hashes = stamped(&Rendered::of("rollout-user-nad"));
+    assert_ne!(
+        hashes["Deployment demo/web"],
+        hashes["Deployment other/api"]
+    );
+
+    // A changed ConfigMap: the generated NAD and the hashes of exactly the workloads attached
+    // through it change; the workload on the user's NAD and the unattached ones do not.
+    let case = "rollout-config-changed";
+    let before = parse_yaml(&input_of(case)).unwrap();
+    let r = Rendered::of(case);
+    let changed: BTreeSet<String> = items_of(&before)
+        .iter()
+        .zip(r.items())
+        .filter(|(a, b)| tree_difference(a, b, "").is_some())
+        .map(|(_, b)| {
+            let (k, n, m) = b.id();
+            format!("{k} {n}/{m}")
+        })
+        .collect();
+    let mut want = set(&demo);
+    want.insert("NetworkAttachmentDefinition demo/linkerd-cni".into());
+    assert_eq!(changed, want, "{case}: changed items");
+    let old: BTreeMap<String, String> = items_of(&before)
+        .iter()
+        .filter_map(|i| {
+            let hash = template_annotation(i, &before, CONFIG_HASH)?;
+            let (k, n, m) = i.id();
+            Some((format!("{k} {n}/{m}"), hash.to_string()))
+        })
+        .collect();
+    let new = stamped(&r);
+    for w in demo {
+        assert_ne!(old[w], new[w], "{case}: {w} keeps its hash");
+    }
+    assert_eq!(old["Deployment team/app"], new["Deployment team/app"]);
+}
+
 #[test]
 fn user_owned_nads() {
     let r = Rendered::of("user-nad");
@@ -1164,6 +1328,8 @@ fn disable_restores_the_input() {
         "yaml-fidelity",
         "json-items",
         "no-path-annotations",
+        "rollout-all",
+        "rollout-user-nad",
     ];
     let mut problems = Vec::new();
     for case in cases {
@@ -1419,6 +1585,7 @@ fn error_settings() {
         ("error-cni-version", "cniVersion"),
         ("error-namespace-twice", "demo"),
         ("error-builtin-kind", "Deployment"),
+        ("error-config-rollout", "configRollout"),
     ] {
         let r = Rendered::of(case);
         assert_eq!(r.run.code, 1, "{case}");
@@ -1451,8 +1618,17 @@ fn error_settings() {
         "namespaces",
         "workloadKinds",
         "defaultNamespace",
+        "configRollout",
     ] {
         assert!(errors.contains(key), "valid key {key} not listed: {errors}");
+    }
+    let r = Rendered::of("error-config-rollout");
+    let errors = r.messages("error").join("\n");
+    for v in ["off", "all", "labelled"] {
+        assert!(
+            errors.contains(v),
+            "valid configRollout {v} not listed: {errors}"
+        );
     }
     let r = Rendered::of("error-cni-version");
     let errors = r.messages("error").join("\n");

@@ -688,3 +688,104 @@ fn render_pipeline_with_network_resources() {
     );
     assert_same_files(&before, &pkg.snapshot(), "failed render");
 }
+
+/// `configRollout: all` through `kpt fn render`: attached pod templates carry the hash of
+/// their NAD's config, a second render changes nothing, and a changed ConfigMap changes the
+/// NAD and exactly the attached workloads' hashes.
+#[test]
+fn config_rollout_rolls_exactly_the_attached_workloads() {
+    use sha2::{Digest, Sha256};
+    const HASH: &str = "multus.linkerd.io/config-hash";
+    let pkg = Package::demo();
+    pkg.write(
+        "linkerd-multus.yaml",
+        "apiVersion: multus.linkerd.io/v1alpha1\nkind: LinkerdMultus\nmetadata:\n  name: linkerd-multus\n  annotations:\n    config.kubernetes.io/local-config: \"true\"\nspec:\n  configRollout: all\n",
+    );
+    pkg.add_mutators(&[(bin(), Some("linkerd-multus.yaml"))]);
+    let hash_of = |rel: &str| -> Option<String> {
+        parse_yaml(&pkg.read(rel))
+            .unwrap()
+            .str_at(&["spec", "template", "metadata", "annotations", HASH])
+            .map(str::to_string)
+    };
+    let nad_hash = || -> String {
+        let nad = parse_yaml(&pkg.read(NAD_FILE)).unwrap();
+        let digest = Sha256::digest(nad.str_at(&["spec", "config"]).unwrap().as_bytes());
+        digest[..8].iter().map(|b| format!("{b:02x}")).collect()
+    };
+    let attached = ["apps/web.yaml", "apps/worker.yaml"];
+
+    let run = pkg.render();
+    assert!(run.ok, "{}", run.output);
+    let first = nad_hash();
+    for rel in attached {
+        assert_eq!(hash_of(rel).as_deref(), Some(first.as_str()), "{rel}");
+    }
+    assert_eq!(
+        hash_of("apps/db.yaml"),
+        None,
+        "an unattached workload is stamped"
+    );
+
+    // Rendering again changes nothing.
+    let before = pkg.snapshot();
+    let run = pkg.render();
+    assert!(run.ok, "{}", run.output);
+    assert_same_files(
+        &before,
+        &pkg.snapshot(),
+        "second render with configRollout: all",
+    );
+
+    // A changed ConfigMap: the NAD and the attached workloads' hashes change, nothing else.
+    pkg.edit(
+        "linkerd-cni/config.yaml",
+        "\"log_level\": \"info\"",
+        "\"log_level\": \"debug\"",
+    );
+    let edited = pkg.snapshot();
+    let run = pkg.render();
+    assert!(run.ok, "{}", run.output);
+    let after = pkg.snapshot();
+    let changed: Vec<&str> = edited
+        .iter()
+        .zip(&after)
+        .filter(|(a, b)| a != b)
+        .map(|((name, _), _)| name.as_str())
+        .collect();
+    assert_eq!(
+        changed,
+        [
+            "apps/web.yaml",
+            "apps/worker.yaml",
+            "namespaces/networkattachmentdefinition_demo_linkerd-cni.yaml"
+        ],
+        "files changed by the render after the ConfigMap edit"
+    );
+    let second = nad_hash();
+    assert_ne!(first, second);
+    for rel in attached {
+        assert_eq!(hash_of(rel).as_deref(), Some(second.as_str()), "{rel}");
+        // Only the hash line of the pod template changed.
+        let old = &before.iter().find(|(n, _)| n == rel).unwrap().1;
+        let old = String::from_utf8_lossy(old);
+        let new = pkg.read(rel);
+        let differing: Vec<(&str, &str)> = old
+            .lines()
+            .zip(new.lines())
+            .filter(|(a, b)| a != b)
+            .collect();
+        assert_eq!(old.lines().count(), new.lines().count(), "{rel}");
+        assert_eq!(differing.len(), 1, "{rel}: {differing:?}");
+        assert!(
+            differing[0].1.trim_start().starts_with(HASH),
+            "{rel}: {differing:?}"
+        );
+    }
+    for rel in ["apps/db.yaml", "misc/tricky.yaml", "namespaces/plain.yaml"] {
+        assert!(
+            pkg.read(rel).as_bytes() == original(rel).as_slice(),
+            "{rel} changed"
+        );
+    }
+}

@@ -239,6 +239,46 @@ fn settings_from_config_file_environment_and_flags() {
 }
 
 #[test]
+fn config_rollout_from_environment_and_flags() {
+    let dir = example_copy();
+    let args = ["render", "apps", "namespaces", "linkerd-cni"];
+    let hashes = |out: &Out| -> Vec<String> {
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        parse_yaml_stream(&out.stdout)
+            .unwrap()
+            .iter()
+            .filter_map(|d| {
+                d.str_at(&[
+                    "spec",
+                    "template",
+                    "metadata",
+                    "annotations",
+                    "multus.linkerd.io/config-hash",
+                ])
+                .map(str::to_string)
+            })
+            .collect()
+    };
+    assert!(
+        hashes(&render(&args, dir.path())).is_empty(),
+        "off by default"
+    );
+    let env = [("LINKERD_MULTUS_CONFIG_ROLLOUT", "all")];
+    let from_env = hashes(&linkerd_multus(&args, &env, dir.path(), ""));
+    assert!(
+        !from_env.is_empty(),
+        "LINKERD_MULTUS_CONFIG_ROLLOUT=all stamps nothing"
+    );
+    assert!(from_env.iter().all(|h| h.len() == 16));
+    let mut with_flag = args.to_vec();
+    with_flag.extend(["--config-rollout", "off"]);
+    assert!(
+        hashes(&linkerd_multus(&with_flag, &env, dir.path(), "")).is_empty(),
+        "the flag wins over the environment"
+    );
+}
+
+#[test]
 fn errors_name_the_source_and_print_nothing() {
     let dir = example_copy();
     let p = dir.path();
@@ -259,6 +299,16 @@ fn errors_name_the_source_and_print_nothing() {
             &["render", "apps"],
             &[("LINKERD_MULTUS_CNI_VERSION", "9")],
             "error: environment variable LINKERD_MULTUS_CNI_VERSION: setting cniVersion: \"9\" is not a CNI spec version",
+        ),
+        (
+            &["render", "apps", "--config-rollout", "yes"],
+            &[],
+            "error: --config-rollout: setting configRollout: \"yes\" is not a rollout mode; valid: off, all, labelled",
+        ),
+        (
+            &["render", "apps"],
+            &[("LINKERD_MULTUS_CONFIG_ROLLOUT", "Labelled")],
+            "error: environment variable LINKERD_MULTUS_CONFIG_ROLLOUT: setting configRollout: \"Labelled\" is not a rollout mode; valid: off, all, labelled",
         ),
         (
             &["render", "apps"],
