@@ -689,6 +689,56 @@ fn render_pipeline_with_network_resources() {
     assert_same_files(&before, &pkg.snapshot(), "failed render");
 }
 
+/// LinkerdMultus then NetworkResources with `interfaceNames: deterministic`: the
+/// linkerd-cni entry LinkerdMultus appends gets its Kaloom name, a second render
+/// keeps it (LinkerdMultus knows the named entry as its own), and taking the
+/// namespace off Multus removes the named entry.
+#[test]
+fn render_pipeline_names_interfaces() {
+    let pkg = Package::demo();
+    pkg.write(
+        "network-resources.yaml",
+        "apiVersion: multus.linkerd.io/v1alpha1\nkind: NetworkResources\nmetadata:\n  name: network-resources\n  annotations:\n    config.kubernetes.io/local-config: \"true\"\nspec:\n  interfaceNames: deterministic\n",
+    );
+    pkg.write(
+        "apps/backend.yaml",
+        "apiVersion: k8s.cni.cncf.io/v1\nkind: NetworkAttachmentDefinition\nmetadata:\n  name: backend\n  namespace: storage\nspec:\n  config: '{\"cniVersion\": \"0.3.1\", \"name\": \"backend\", \"type\": \"macvlan\"}'\n",
+    );
+    pkg.add_mutators(&[(bin(), None), (bin(), Some("network-resources.yaml"))]);
+    let networks = |pkg: &Package| {
+        parse_yaml(&pkg.read("apps/web.yaml"))
+            .unwrap()
+            .str_at(&[
+                "spec",
+                "template",
+                "metadata",
+                "annotations",
+                "k8s.v1.cni.cncf.io/networks",
+            ])
+            .map(str::to_string)
+    };
+
+    let run = pkg.render();
+    assert!(run.ok, "{}", run.output);
+    assert_eq!(
+        networks(&pkg).as_deref(),
+        Some("linkerd-cni@net6a72ae7dcd39")
+    );
+    let before = pkg.snapshot();
+    let run = pkg.render();
+    assert!(run.ok, "{}", run.output);
+    assert_same_files(&before, &pkg.snapshot(), "second render");
+
+    pkg.edit(
+        "namespaces/demo.yaml",
+        "    linkerd.io/multus: enabled # attach the linkerd-cni NAD\n",
+        "",
+    );
+    let run = pkg.render();
+    assert!(run.ok, "{}", run.output);
+    assert_eq!(networks(&pkg), None, "{}", pkg.read("apps/web.yaml"));
+}
+
 /// `configRollout: all` through `kpt fn render`: attached pod templates carry the hash of
 /// their NAD's config, a second render changes nothing, and a changed ConfigMap changes the
 /// NAD and exactly the attached workloads' hashes.

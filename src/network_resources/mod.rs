@@ -10,7 +10,9 @@
 //! the first container's own value. Each NAD's node selector is merged into
 //! `spec.nodeSelector`. Optionally the `podnetinfo` downward-API volume
 //! exposes labels, annotations and hugepages. Injections add annotations to
-//! pods labelled `<label>: "true"`. What the rules add is recorded on the
+//! pods labelled `<label>: "true"`. With `interfaceNames: deterministic`, every
+//! selection without an interface gets the Kaloom podagent name
+//! ([`crate::interface_name`]). What the rules add is recorded on the
 //! workload ([`record::RECORD_ANNOTATION`]), so a later render changes or
 //! removes exactly that.
 
@@ -23,14 +25,15 @@ use std::collections::{BTreeMap, BTreeSet};
 use crate::attach::{
     metadata_is_a_map, remove_annotation, set_annotation, template_annotations, template_labels,
 };
+use crate::interface_name::{self, InterfaceNameError};
 use crate::namespace::Lookup;
-use crate::networks::{NETWORKS_ANNOTATION, Networks, NetworksError};
+use crate::networks::{NETWORKS_ANNOTATION, Networks, NetworksError, Selection};
 use crate::resource;
 use crate::workload::WorkloadKind;
 use crate::yaml::{Map, Node, Seq, Style};
 
 use record::{RECORD_ANNOTATION, Record, Share};
-use settings::Settings;
+use settings::{InterfaceNames, Settings};
 
 /// The NAD annotation naming the node label a network needs (`key=value` or `key`).
 pub const NODE_SELECTOR_ANNOTATION: &str = "k8s.v1.cni.cncf.io/nodeSelector";
@@ -119,9 +122,21 @@ pub enum Error {
         /// The second injection's label.
         second: String,
     },
+    /// Interfaces cannot be named deterministically.
+    #[error("annotation {NETWORKS_ANNOTATION}: {0}{hint}", hint = interface_hint(.0))]
+    InterfaceNames(InterfaceNameError),
     /// A field has the wrong shape.
     #[error("{0}")]
     Shape(String),
+}
+
+fn interface_hint(e: &InterfaceNameError) -> &'static str {
+    match e {
+        InterfaceNameError::Collision { .. } => {
+            " (interfaceNames: deterministic hashes the network name only); give one of them an explicit interface"
+        }
+        _ => "",
+    }
 }
 
 fn missing(nads: &[String]) -> String {
@@ -209,6 +224,9 @@ pub fn apply(
     let mut t = template.clone();
     let mut out = Applied::default();
     inject(&mut t, settings, pod_namespace, before, &mut out)?;
+    if settings.interface_names == InterfaceNames::Deterministic {
+        name_interfaces(&mut t, &mut out)?;
+    }
     let selected = selections(&t, pod_namespace)?;
     let wanted = wanted(&selected, settings, nads)?;
     let spec = spec_of(&mut t)?;
@@ -355,7 +373,7 @@ fn inject_networks(
         }
         let Some(current) = &text else { continue };
         let parsed = Networks::parse(current).map_err(networks_error)?;
-        match parsed.without_plain(name) {
+        match parsed.without_first(|s| injected_entry(s, name)) {
             Some(rest) => {
                 text = Some(rest);
                 out.changes
@@ -383,11 +401,7 @@ fn inject_networks(
             out.changes.push(format!("added injected network {name}"));
             out.record.networks.insert(name.to_string());
         } else if before.networks.contains(*name)
-            && parsed.is_some_and(|n| {
-                n.selections()
-                    .iter()
-                    .any(|s| s.is_plain() && s.name == *name)
-            })
+            && parsed.is_some_and(|n| n.selections().iter().any(|s| injected_entry(s, name)))
         {
             out.record.networks.insert(name.to_string());
         }
@@ -399,6 +413,33 @@ fn inject_networks(
         }
     }
     Ok(())
+}
+
+/// Gives every selection without an interface its deterministic name. Names are
+/// not recorded: once given, they are what the pod's software sees, so turning
+/// the setting off leaves them in place.
+fn name_interfaces(t: &mut Map, out: &mut Applied) -> Result<(), Error> {
+    let Some(text) = template_annotations(t).and_then(|a| a.get_text(NETWORKS_ANNOTATION)) else {
+        return Ok(());
+    };
+    if let Some(named) = interface_name::name_interfaces(text).map_err(|e| match e {
+        InterfaceNameError::Networks(source) => Error::Networks {
+            annotation: NETWORKS_ANNOTATION,
+            source,
+        },
+        e => Error::InterfaceNames(e),
+    })? {
+        set(t, NETWORKS_ANNOTATION, &named)?;
+        out.changes
+            .push(format!("named the interfaces in {NETWORKS_ANNOTATION}"));
+    }
+    Ok(())
+}
+
+/// Whether `s` is the entry an injection appended for network `name`: the plain
+/// name, or the name with its deterministic interface.
+fn injected_entry(s: &Selection, name: &str) -> bool {
+    (s.is_plain() && s.name == name) || s.is_exactly(name, &interface_name::deterministic(name))
 }
 
 /// The selected networks, `(namespace, name)`, the default network first.
