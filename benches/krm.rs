@@ -4,12 +4,15 @@
 //! 10,000 and 50,000 resources, runs the release `linkerd-multus` and
 //! `examples/identity` (same YAML code, parse and re-emit only) on each, and
 //! prints wall time, throughput and peak RSS, with the ratios the target is
-//! stated in (at most 1.2x the identity's time and memory at 10,000). It then
-//! times `kpt fn render` of a 10,000-resource package with the function against
-//! the same render with `/usr/bin/cat` as the function.
+//! stated in (at most 1.2x the identity's time and memory at 10,000). The
+//! same target holds for the NetworkResources rules, on a 10,000-resource list
+//! where every workload selects two resource-backed NADs of its namespace
+//! (requests, limits, a node selector and the record on each). It then times
+//! `kpt fn render` of a 10,000-resource package with the function against the
+//! same render with `/usr/bin/cat` as the function.
 //!
 //! `cargo bench --bench krm -- --quick` (or `BENCH_QUICK=1`) runs only the
-//! 1,000 size once, as a smoke test. `BENCH_KEEP=1` keeps the temp directory.
+//! 1,000 size once for each rule set, as a smoke test. `BENCH_KEEP=1` keeps the temp directory.
 //!
 //! Peak RSS is exact: each measurement re-executes this binary, which spawns
 //! the one program, waits for it and reports `getrusage(RUSAGE_CHILDREN)`,
@@ -37,6 +40,28 @@ const GROUP: usize = 10;
 
 /// Target ratio at 10,000 resources.
 const TARGET: f64 = 1.2;
+
+/// Which rules the generated ResourceList asks for.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Rules {
+    /// No functionConfig: Linkerd-CNI attachment; half the namespaces opt in.
+    Linkerd,
+    /// A NetworkResources functionConfig; each namespace has two NADs with a
+    /// resource name (in place of the two Services) and every workload selects both.
+    NetworkResources,
+}
+
+impl Rules {
+    fn tag(self) -> &'static str {
+        match self {
+            Rules::Linkerd => "linkerd",
+            Rules::NetworkResources => "net-res",
+        }
+    }
+}
+
+/// The annotation NetworkResources records on each workload it changes.
+const RECORD: &str = "multus.linkerd.io/network-resources";
 
 fn main() -> ExitCode {
     let args: Vec<OsString> = std::env::args_os().skip(1).collect();
@@ -200,6 +225,7 @@ fn build_programs() -> Result<Programs> {
 }
 
 struct Row {
+    rules: Rules,
     size: usize,
     input_bytes: u64,
     fn_wall: f64,
@@ -224,20 +250,27 @@ fn run(quick: bool) -> Result<usize> {
 }
 
 fn run_in(dir: &Path, progs: &Programs, quick: bool) -> Result<usize> {
-    let plan: &[(usize, usize)] = if quick {
-        &[(1_000, 1)]
+    use Rules::{Linkerd, NetworkResources};
+    let plan: &[(Rules, usize, usize)] = if quick {
+        &[(Linkerd, 1_000, 1), (NetworkResources, 1_000, 1)]
     } else {
-        &[(1_000, 5), (10_000, 5), (50_000, 3)]
+        &[
+            (Linkerd, 1_000, 5),
+            (Linkerd, 10_000, 5),
+            (Linkerd, 50_000, 3),
+            (NetworkResources, 10_000, 5),
+        ]
     };
     let mut failures = 0;
     let mut rows = Vec::new();
-    for &(size, runs) in plan {
-        let input = dir.join(format!("input-{size}.yaml"));
-        let text = resource_list(size, &progs.function);
+    for &(rules, size, runs) in plan {
+        let tag = rules.tag();
+        let input = dir.join(format!("input-{tag}-{size}.yaml"));
+        let text = resource_list(size, &progs.function, rules);
         fs::write(&input, &text)?;
         let input_bytes = text.len() as u64;
         eprintln!(
-            "{size} resources: {:.1} MB input, {:.0} bytes per resource",
+            "{size} resources, {tag} rules: {:.1} MB input, {:.0} bytes per resource",
             input_bytes as f64 / 1e6,
             input_bytes as f64 / size as f64
         );
@@ -249,19 +282,20 @@ fn run_in(dir: &Path, progs: &Programs, quick: bool) -> Result<usize> {
             },
             args: Vec::new(),
             stdin: &input,
-            stdout: dir.join(format!("out-{prog}-{size}.yaml")),
-            stderr: dir.join(format!("err-{prog}-{size}.txt")),
+            stdout: dir.join(format!("out-{prog}-{tag}-{size}.yaml")),
+            stderr: dir.join(format!("err-{prog}-{tag}-{size}.txt")),
         };
         let (func, ident) = (mk("fn"), mk("identity"));
 
         // The first run of each is a warm-up and a check of its output.
         failures += check_identity(&ident, &text)?;
-        let fn_failed = check_function(&func, size)?;
+        let fn_failed = check_function(&func, size, rules)?;
         failures += fn_failed;
         drop(text);
 
         let [f, i] = alternate(&func, &ident, runs)?;
         rows.push(Row {
+            rules,
             size,
             input_bytes,
             fn_wall: f.wall,
@@ -290,9 +324,9 @@ fn run_in(dir: &Path, progs: &Programs, quick: bool) -> Result<usize> {
 fn render_row(dir: &Path, progs: &Programs, size: usize, runs: usize) -> Result<usize> {
     let pkg = dir.join(format!("pkg-plain-{size}"));
     write_package(&pkg, size)?;
-    let list = dir.join(format!("input-{size}.yaml"));
+    let list = dir.join(format!("input-linkerd-{size}.yaml"));
     if !list.exists() {
-        fs::write(&list, resource_list(size, &progs.function))?;
+        fs::write(&list, resource_list(size, &progs.function, Rules::Linkerd))?;
     }
     let null = PathBuf::from("/dev/null");
     let render = Run {
@@ -394,7 +428,7 @@ fn check_identity(run: &Run, input: &str) -> Result<usize> {
 
 /// The function must exit 0 and write a ResourceList with at least the input's
 /// items.
-fn check_function(run: &Run, size: usize) -> Result<usize> {
+fn check_function(run: &Run, size: usize, rules: Rules) -> Result<usize> {
     let s = run.measure()?;
     if s.code != 0 {
         eprintln!(
@@ -415,6 +449,17 @@ fn check_function(run: &Run, size: usize) -> Result<usize> {
             return Ok(1);
         }
     };
+    if rules == Rules::NetworkResources {
+        // Every workload gets its record; the annotation appears nowhere else.
+        let (records, workloads) = (out.matches(RECORD).count(), size / GROUP * 6);
+        if records != workloads {
+            eprintln!(
+                "  FAIL linkerd-multus recorded network resources on {records} of {workloads} workloads"
+            );
+            return Ok(1);
+        }
+        eprintln!("  linkerd-multus: network resources on all {workloads} workloads");
+    }
     match items {
         // +1: the Kptfile.
         Some(n) if n > size => {
@@ -441,14 +486,24 @@ fn print_table(rows: &[Row], progs: &Programs) {
     println!("function: {}", progs.function.display());
     println!("identity: {}", progs.identity.display());
     println!(
-        "{:>9} {:>8} {:>8} {:>8} {:>7} {:>8} {:>8} {:>7} {:>7}",
-        "resources", "input MB", "fn s", "ident s", "MB/s", "fn MiB", "id MiB", "time x", "mem x"
+        "{:>7} {:>9} {:>8} {:>8} {:>8} {:>7} {:>8} {:>8} {:>7} {:>7}",
+        "rules",
+        "resources",
+        "input MB",
+        "fn s",
+        "ident s",
+        "MB/s",
+        "fn MiB",
+        "id MiB",
+        "time x",
+        "mem x"
     );
     for r in rows {
         let mb = r.input_bytes as f64 / 1e6;
         let (tx, mx) = (r.fn_wall / r.id_wall, r.fn_rss / r.id_rss);
         let mut line = format!(
-            "{:>9} {:>8.2} {:>8.3} {:>8.3} {:>7.1} {:>8.1} {:>8.1} {:>7.3} {:>7.3}",
+            "{:>7} {:>9} {:>8.2} {:>8.3} {:>8.3} {:>7.1} {:>8.1} {:>8.1} {:>7.3} {:>7.3}",
+            r.rules.tag(),
             r.size,
             mb,
             r.fn_wall,
@@ -611,7 +666,7 @@ fn write_package(root: &Path, size: usize) -> Result<()> {
         let mut docs = Vec::with_capacity(GROUP);
         for slot in 0..GROUP {
             let mut s = String::new();
-            resource(&mut s, g, slot, None);
+            resource(&mut s, g, slot, None, Rules::Linkerd);
             docs.push(s);
         }
         fs::write(d.join("namespace.yaml"), &docs[0])?;
@@ -634,7 +689,7 @@ const PACKAGE_PATH: &str = "/tmp/linkerd-multus-bench/pkg";
 
 /// A ResourceList as `kpt fn render` sends it: the Kptfile, then every
 /// resource of the package with kpt's annotations, `size` resources in all.
-fn resource_list(size: usize, exec: &Path) -> String {
+fn resource_list(size: usize, exec: &Path, rules: Rules) -> String {
     let mut out = String::with_capacity(size * 1600 + 4096);
     out.push_str("apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n");
     let mut item = String::new();
@@ -665,10 +720,16 @@ fn resource_list(size: usize, exec: &Path) -> String {
                 id,
             };
             item.clear();
-            resource(&mut item, g, slot, Some(&kpt));
+            resource(&mut item, g, slot, Some(&kpt), rules);
             push_item(&mut out, &item);
             id += 1;
         }
+    }
+    if rules == Rules::NetworkResources {
+        out.push_str(
+            "functionConfig:\n  apiVersion: multus.linkerd.io/v1alpha1\n  kind: NetworkResources\n  \
+             metadata:\n    name: network-resources\n  spec:\n    downwardAPI: false\n",
+        );
     }
     out
 }
@@ -753,7 +814,7 @@ fn annotations(out: &mut String, indent: usize, user: &[(&str, &str)], kpt: Opti
 }
 
 /// Writes resource `slot` of namespace group `g` as a top-level document.
-fn resource(out: &mut String, g: usize, slot: usize, kpt: Option<&Kpt>) {
+fn resource(out: &mut String, g: usize, slot: usize, kpt: Option<&Kpt>, rules: Rules) {
     let ns = namespace_name(g);
     match slot {
         0 => namespace(out, g, &ns, kpt),
@@ -766,8 +827,9 @@ fn resource(out: &mut String, g: usize, slot: usize, kpt: Option<&Kpt>) {
                 "CronJob",
                 "StatefulSet",
             ][slot - 1];
-            workload(out, g, slot, kind, &ns, kpt);
+            workload(out, g, slot, kind, &ns, kpt, rules);
         }
+        7 | 8 if rules == Rules::NetworkResources => nad(out, slot, &ns, kpt),
         7 | 8 => service(out, g, slot, &ns, kpt),
         _ if g == 0 => cni_config_map(out, kpt),
         _ => config_map(out, g, &ns, kpt),
@@ -800,7 +862,15 @@ fn namespace(out: &mut String, g: usize, ns: &str, kpt: Option<&Kpt>) {
 }
 
 /// A Deployment, StatefulSet or CronJob with a realistic pod template.
-fn workload(out: &mut String, g: usize, slot: usize, kind: &str, ns: &str, kpt: Option<&Kpt>) {
+fn workload(
+    out: &mut String,
+    g: usize,
+    slot: usize,
+    kind: &str,
+    ns: &str,
+    kpt: Option<&Kpt>,
+    rules: Rules,
+) {
     let name = app(g, slot);
     let api = if kind == "CronJob" {
         "batch/v1"
@@ -838,7 +908,7 @@ fn workload(out: &mut String, g: usize, slot: usize, kind: &str, ns: &str, kpt: 
             4
         }
     };
-    pod_template(out, indent, g, slot, name, kind == "CronJob");
+    pod_template(out, indent, g, slot, name, kind == "CronJob", rules);
     if kind == "StatefulSet" {
         out.push_str(
             "  volumeClaimTemplates:\n  - metadata:\n      name: data\n    spec:\n      \
@@ -849,7 +919,15 @@ fn workload(out: &mut String, g: usize, slot: usize, kind: &str, ns: &str, kpt: 
 }
 
 /// Writes `metadata:` and `spec:` of a pod template at `indent`.
-fn pod_template(out: &mut String, indent: usize, g: usize, slot: usize, name: &str, job: bool) {
+fn pod_template(
+    out: &mut String,
+    indent: usize,
+    g: usize,
+    slot: usize,
+    name: &str,
+    job: bool,
+    rules: Rules,
+) {
     let p = " ".repeat(indent);
     let k = g + slot;
     let port = 8080 + slot;
@@ -864,7 +942,12 @@ fn pod_template(out: &mut String, indent: usize, g: usize, slot: usize, name: &s
     if k.is_multiple_of(4) {
         let _ = writeln!(out, "{p}    linkerd.io/inject: enabled");
     }
-    if k.is_multiple_of(9) {
+    if rules == Rules::NetworkResources {
+        let _ = writeln!(
+            out,
+            "{p}    k8s.v1.cni.cncf.io/networks: sriov-a, sriov-b@net2"
+        );
+    } else if k.is_multiple_of(9) {
         let _ = writeln!(out, "{p}    k8s.v1.cni.cncf.io/networks: macvlan-conf@net1");
     }
     if k.is_multiple_of(11) {
@@ -923,6 +1006,30 @@ fn pod_template(out: &mut String, indent: usize, g: usize, slot: usize, name: &s
          {p}    configMap:\n\
          {p}      name: {name}-settings\n\
          {p}      defaultMode: 0644\n"
+    );
+}
+
+/// A NAD with a device-plugin resource (`sriov-a` also with a node selector).
+fn nad(out: &mut String, slot: usize, ns: &str, kpt: Option<&Kpt>) {
+    let name = if slot == 7 { "sriov-a" } else { "sriov-b" };
+    let _ = write!(
+        out,
+        "apiVersion: k8s.cni.cncf.io/v1\nkind: NetworkAttachmentDefinition\nmetadata:\n  \
+         name: {name}\n  namespace: {ns}\n"
+    );
+    let resource = format!("intel.com/{}", name.replace('-', "_"));
+    let mut user = vec![("k8s.v1.cni.cncf.io/resourceName", resource.as_str())];
+    if slot == 7 {
+        user.push((
+            "k8s.v1.cni.cncf.io/nodeSelector",
+            "feature.node.kubernetes.io/sriov=true",
+        ));
+    }
+    annotations(out, 2, &user, kpt);
+    let _ = write!(
+        out,
+        "spec:\n  config: '{{\"cniVersion\": \"0.3.1\", \"name\": \"{name}\", \"type\": \"sriov\", \
+         \"ipam\": {{\"type\": \"whereabouts\", \"range\": \"10.56.0.0/16\"}}}}'\n"
     );
 }
 
