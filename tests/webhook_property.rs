@@ -135,7 +135,7 @@ fn by_webhook(case: &Case) -> Option<Value> {
         Some(a) => NamespaceState::Known(a),
         None => NamespaceState::Unknown,
     };
-    let answer = admission::answer(&request, state, &Settings::default(), OnError::Allow);
+    let answer = admission::answer(&request, state, &Settings::default(), None, OnError::Allow);
     let response: Value = serde_json::from_slice(&answer.body).unwrap();
     let response = &response["response"];
     assert_eq!(response["allowed"], true);
