@@ -12,6 +12,7 @@ use serde_json::Value;
 use crate::attach::{self, Change, WorkloadOutcome};
 use crate::json_patch;
 use crate::namespace::Lookup;
+use crate::network_resources::{self, Nads};
 use crate::settings::Settings;
 use crate::workload::WorkloadKind;
 use crate::yaml::Node;
@@ -41,40 +42,117 @@ pub struct GroupVersion {
 }
 
 /// The part of an AdmissionRequest the webhook reads.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone)]
 pub struct Request {
     /// Echoed in the response.
     pub uid: String,
     /// The resource acted on.
-    #[serde(default)]
     pub resource: GroupVersion,
     /// A subresource (`status`), if any.
-    #[serde(default)]
     pub sub_resource: String,
     /// The object's name; empty for `generateName` creations.
-    #[serde(default)]
     pub name: String,
     /// The object's namespace.
-    #[serde(default)]
     pub namespace: String,
     /// CREATE, UPDATE, DELETE or CONNECT.
-    #[serde(default)]
     pub operation: String,
-    /// What the pod rules read of the object as it will be stored: its
-    /// `metadata` name, labels and annotations. The rest (spec, status,
-    /// managed fields: most of the bytes) is skipped unparsed.
-    #[serde(default, deserialize_with = "rules_view")]
+    /// What the rules read of the object as it will be stored: its
+    /// `metadata` name, labels and annotations, and, read with
+    /// [`parse_with_spec`], its `spec`. The rest (status, managed fields:
+    /// most of the bytes) is skipped unparsed.
     pub object: Option<Value>,
     /// Whether the request only simulates the change.
-    #[serde(default)]
     pub dry_run: bool,
+}
+
+/// Reads the request as [`parse`] does: the object's metadata only.
+impl<'de> Deserialize<'de> for Request {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        RequestIn::<MetadataView>::deserialize(d).map(Request::from)
+    }
+}
+
+/// How much of the object a request is read with.
+trait View {
+    fn read<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error>;
+}
+
+/// The metadata the pod rules read.
+struct MetadataView;
+
+/// That and the pod's `spec`, for the network-resources rules.
+struct SpecView;
+
+impl View for MetadataView {
+    fn read<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
+        rules_view(d)
+    }
+}
+
+impl View for SpecView {
+    fn read<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
+        let Some(object) = Option::<ObjectWithSpecIn>::deserialize(d)? else {
+            return Ok(None);
+        };
+        let mut view = serde_json::Map::new();
+        view.insert("metadata".into(), metadata_view(object.metadata));
+        if let Some(spec) = object.spec {
+            view.insert("spec".into(), spec);
+        }
+        Ok(Some(Value::Object(view)))
+    }
+}
+
+/// A request as read, with the object read as `V` says.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", bound = "")]
+struct RequestIn<V: View> {
+    uid: String,
+    #[serde(default)]
+    resource: GroupVersion,
+    #[serde(default)]
+    sub_resource: String,
+    #[serde(default)]
+    name: String,
+    #[serde(default)]
+    namespace: String,
+    #[serde(default)]
+    operation: String,
+    #[serde(default, deserialize_with = "V::read")]
+    object: Option<Value>,
+    #[serde(default)]
+    dry_run: bool,
+    #[serde(skip)]
+    view: std::marker::PhantomData<V>,
+}
+
+impl<V: View> From<RequestIn<V>> for Request {
+    fn from(r: RequestIn<V>) -> Self {
+        Request {
+            uid: r.uid,
+            resource: r.resource,
+            sub_resource: r.sub_resource,
+            name: r.name,
+            namespace: r.namespace,
+            operation: r.operation,
+            object: r.object,
+            dry_run: r.dry_run,
+        }
+    }
 }
 
 #[derive(Deserialize)]
 struct ObjectIn {
     #[serde(default)]
     metadata: Option<MetadataIn>,
+}
+
+#[derive(Deserialize)]
+struct ObjectWithSpecIn {
+    #[serde(default)]
+    metadata: Option<MetadataIn>,
+    #[serde(default)]
+    spec: Option<Value>,
 }
 
 #[derive(Deserialize)]
@@ -97,8 +175,14 @@ fn rules_view<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Value>, D
     let Some(object) = Option::<ObjectIn>::deserialize(d)? else {
         return Ok(None);
     };
-    let mut metadata = serde_json::Map::new();
-    if let Some(m) = object.metadata {
+    let mut view = serde_json::Map::new();
+    view.insert("metadata".into(), metadata_view(object.metadata));
+    Ok(Some(Value::Object(view)))
+}
+
+fn metadata_view(metadata: Option<MetadataIn>) -> Value {
+    let mut out = serde_json::Map::new();
+    if let Some(m) = metadata {
         let kept = [
             ("name", m.name),
             ("generateName", m.generate_name),
@@ -107,24 +191,22 @@ fn rules_view<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Value>, D
         ];
         for (key, value) in kept {
             if let Some(value) = value {
-                metadata.insert(key.into(), value);
+                out.insert(key.into(), value);
             }
         }
     }
-    let mut object = serde_json::Map::new();
-    object.insert("metadata".into(), Value::Object(metadata));
-    Ok(Some(Value::Object(object)))
+    Value::Object(out)
 }
 
 /// A review read in one pass: the common case.
 #[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct Review<'a> {
+#[serde(rename_all = "camelCase", bound = "")]
+struct Review<'a, V: View> {
     #[serde(default, borrow)]
     api_version: std::borrow::Cow<'a, str>,
     #[serde(default, borrow)]
     kind: std::borrow::Cow<'a, str>,
-    request: Option<Request>,
+    request: Option<RequestIn<V>>,
 }
 
 /// A review read with its request left unparsed, to say what is wrong with
@@ -140,26 +222,37 @@ struct RawReview<'a> {
     request: Option<&'a serde_json::value::RawValue>,
 }
 
-/// Reads an AdmissionReview body.
+/// Reads an AdmissionReview body, the object's metadata only: all the
+/// Linkerd-CNI rules read.
 pub fn parse(body: &[u8]) -> Result<Request, BadReview> {
+    parse_as::<MetadataView>(body)
+}
+
+/// Reads an AdmissionReview body with the object's `spec` too, which the
+/// network-resources rules change.
+pub fn parse_with_spec(body: &[u8]) -> Result<Request, BadReview> {
+    parse_as::<SpecView>(body)
+}
+
+fn parse_as<V: View>(body: &[u8]) -> Result<Request, BadReview> {
     // One pass over the body; the request's bytes are mostly the pod, which
     // costs as much to skip as to scan, so a second pass would double the cost.
-    let request = match serde_json::from_slice::<Review>(body) {
+    let request = match serde_json::from_slice::<Review<V>>(body) {
         Ok(review) => {
             check_type(&review.api_version, &review.kind)?;
             review.request.ok_or_else(no_request)?
         }
-        Err(_) => explain(body)?,
+        Err(_) => explain::<V>(body)?,
     };
     if request.uid.is_empty() {
         return Err(BadReview(format!("the {KIND}'s request has no uid")));
     }
-    Ok(request)
+    Ok(request.into())
 }
 
 /// Reads a body that did not read in one pass again, in two, to name the part
 /// that is wrong: the body, its type or its request.
-fn explain(body: &[u8]) -> Result<Request, BadReview> {
+fn explain<V: View>(body: &[u8]) -> Result<RequestIn<V>, BadReview> {
     let review: RawReview = serde_json::from_slice(body).map_err(|e| {
         BadReview(format!(
             "the body is not an {API_VERSION} {KIND}: not a JSON object: {e}"
@@ -204,6 +297,22 @@ pub enum NamespaceState<'a> {
     NotSynced,
 }
 
+/// The network-resources rules, when the webhook runs them (`--network-resources`).
+pub struct NetworkResources<'a> {
+    /// Their settings.
+    pub settings: &'a network_resources::settings::Settings,
+    /// The NADs they look up.
+    pub nads: NadState<'a>,
+}
+
+/// What the webhook knows of the cluster's NetworkAttachmentDefinitions.
+pub enum NadState<'a> {
+    /// The NADs, from the cache.
+    Known(&'a dyn Nads),
+    /// The cache has not synced yet.
+    NotSynced,
+}
+
 /// How a review was answered, for metrics and logs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Outcome {
@@ -213,7 +322,9 @@ pub enum Outcome {
     Unchanged,
     /// Admitted unchanged with a warning: the webhook could not act on it.
     Warned,
-    /// Denied: the webhook could not act on it and `--on-error deny` is set.
+    /// Denied: the pod selects a NAD that does not exist or NADs whose node
+    /// selectors conflict, or the webhook could not act on it and
+    /// `--on-error deny` is set.
     Denied,
     /// Not an AdmissionReview: answered with 400.
     Invalid,
@@ -256,6 +367,8 @@ pub struct Answer {
     pub body: Vec<u8>,
     /// What the patch changes.
     pub changes: Vec<Change>,
+    /// What the network-resources rules change, one line each.
+    pub network_resources: Vec<String>,
     /// The warnings (and, when denied, the reason) returned to the client.
     pub warnings: Vec<String>,
 }
@@ -267,17 +380,41 @@ static POD: LazyLock<WorkloadKind> = LazyLock::new(WorkloadKind::pod);
 struct Verdict {
     patch: Vec<json_patch::Operation>,
     changes: Vec<Change>,
+    network_resources: Vec<String>,
     warnings: Vec<String>,
 }
 
-/// Answers a review with the core's pod rules.
+/// Why the rules do not act on a pod.
+enum Refusal {
+    /// The pod cannot be acted on: answered as `--on-error` says.
+    Problem(String),
+    /// The pod must not be created as it is: denied whatever `--on-error` says.
+    Deny(String),
+}
+
+/// Answers a review with the core's pod rules: the Linkerd-CNI rules, then,
+/// on CREATE, the network-resources rules when given (resources and node
+/// selectors of a pod cannot change after it is created).
 pub fn answer(
     request: &Request,
     namespace: NamespaceState<'_>,
     settings: &Settings,
+    network_resources: Option<&NetworkResources<'_>>,
     on_error: OnError,
 ) -> Answer {
-    let refuse = |outcome, message| respond(request, outcome, None, Vec::new(), vec![message]);
+    let refuse = |outcome, message| {
+        respond(
+            request,
+            outcome,
+            None,
+            Verdict {
+                patch: Vec::new(),
+                changes: Vec::new(),
+                network_resources: Vec::new(),
+                warnings: vec![message],
+            },
+        )
+    };
     let problem = |message: String| match on_error {
         OnError::Allow => refuse(Outcome::Warned, message),
         OnError::Deny => refuse(Outcome::Denied, message),
@@ -317,27 +454,37 @@ pub fn answer(
         }
         other => other,
     };
-    match verdict(object, &request.namespace, namespace, settings) {
-        Ok(v) if v.patch.is_empty() => {
-            respond(request, Outcome::Unchanged, None, v.changes, v.warnings)
+    let network_resources = match network_resources {
+        Some(nr) if request.operation == "CREATE" => match nr.nads {
+            NadState::Known(nads) => Some((nr.settings, nads)),
+            NadState::NotSynced => {
+                return problem(
+                    "the NAD cache has not synced yet: the NetworkAttachmentDefinitions the pod selects are unknown"
+                        .into(),
+                );
+            }
+        },
+        _ => None,
+    };
+    match verdict(request, object, namespace, settings, network_resources) {
+        Ok(v) if v.patch.is_empty() => respond(request, Outcome::Unchanged, None, v),
+        Ok(mut v) => {
+            let patch = std::mem::take(&mut v.patch);
+            respond(request, Outcome::Patched, Some(&patch), v)
         }
-        Ok(v) => respond(
-            request,
-            Outcome::Patched,
-            Some(&v.patch),
-            v.changes,
-            v.warnings,
-        ),
-        Err(message) => problem(message),
+        Err(Refusal::Problem(message)) => problem(message),
+        Err(Refusal::Deny(message)) => refuse(Outcome::Denied, message),
     }
 }
 
 fn verdict(
+    request: &Request,
     object: &Value,
-    pod_namespace: &str,
     namespace: NamespaceState<'_>,
     settings: &Settings,
-) -> Result<Verdict, String> {
+    network_resources: Option<(&network_resources::settings::Settings, &dyn Nads)>,
+) -> Result<Verdict, Refusal> {
+    let pod_namespace = request.namespace.as_str();
     let mut warnings = Vec::new();
     let lookup = match namespace {
         NamespaceState::Known(lookup) => Some(lookup),
@@ -348,23 +495,56 @@ fn verdict(
             None
         }
     };
+    let problem = |e: &dyn fmt::Display| Refusal::Problem(e.to_string());
     let mut pod = Node::from_json(object);
     let outcome = attach::workload(&mut pod, &POD, settings, pod_namespace, &lookup, || true)
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| problem(&e))?;
     let (decision, applied) = match outcome {
         WorkloadOutcome::Decided { decision, applied } => (decision, applied),
         WorkloadOutcome::NoTemplate | WorkloadOutcome::Held(_) => {
             unreachable!("a Pod is its own template and may always be attached")
         }
     };
-    let applied = applied.map_err(|e| e.to_string())?;
+    let applied = applied.map_err(|e| problem(&e))?;
     warnings.extend(decision.range_problem);
     warnings.extend(applied.warnings);
+    let mut network_resources_changes = Vec::new();
+    if let Some((nr_settings, nads)) = network_resources {
+        use network_resources::Error;
+        match network_resources::workload(&mut pod, &POD, nr_settings, pod_namespace, nads) {
+            Ok(applied) => {
+                let applied = applied.unwrap_or_default();
+                network_resources_changes = applied.changes;
+                warnings.extend(applied.warnings);
+            }
+            Err(
+                e @ (Error::MissingNads(_)
+                | Error::NodeSelector { .. }
+                | Error::NodeSelectorConflict { .. }),
+            ) => {
+                return Err(Refusal::Deny(format!("{}: {e}", pod_name(request, object))));
+            }
+            Err(e) => return Err(problem(&e)),
+        }
+    }
     Ok(Verdict {
         patch: json_patch::diff(object, &pod.to_json()),
         changes: applied.changes,
+        network_resources: network_resources_changes,
         warnings,
     })
+}
+
+/// The pod as users know it: `pod namespace/name`, with its `generateName`
+/// when the API server has not named it yet.
+fn pod_name(request: &Request, object: &Value) -> String {
+    let metadata = &object["metadata"];
+    let name = [&request.name, metadata["name"].as_str().unwrap_or_default()]
+        .into_iter()
+        .find(|n| !n.is_empty())
+        .or_else(|| metadata["generateName"].as_str())
+        .unwrap_or_default();
+    format!("pod {}/{name}", request.namespace)
 }
 
 #[derive(Serialize)]
@@ -404,10 +584,10 @@ fn respond(
     request: &Request,
     outcome: Outcome,
     patch: Option<&[json_patch::Operation]>,
-    changes: Vec<Change>,
-    warnings: Vec<String>,
+    verdict: Verdict,
 ) -> Answer {
-    let warnings: Vec<String> = warnings
+    let warnings: Vec<String> = verdict
+        .warnings
         .into_iter()
         .map(|w| format!("{PREFIX}{w}"))
         .collect();
@@ -436,7 +616,8 @@ fn respond(
     Answer {
         outcome,
         body,
-        changes,
+        changes: verdict.changes,
+        network_resources: verdict.network_resources,
         warnings,
     }
 }
@@ -488,6 +669,7 @@ mod tests {
                 &request,
                 NamespaceState::Known(&ns),
                 &Settings::default(),
+                None,
                 OnError::Allow,
             );
             assert_eq!(answer.outcome, Outcome::Patched);
@@ -513,6 +695,7 @@ mod tests {
             &request,
             NamespaceState::Known(&empty),
             &Settings::default(),
+            None,
             OnError::Allow,
         );
         assert_eq!(answer.outcome, Outcome::Unchanged);
@@ -626,7 +809,7 @@ mod tests {
             ),
         ];
         for (name, request, ns, on_error, outcome, message) in cases {
-            let answer = answer(&request, ns, &Settings::default(), on_error);
+            let answer = answer(&request, ns, &Settings::default(), None, on_error);
             assert_eq!(answer.outcome, outcome, "{name}");
             let response = response(&answer);
             assert_eq!(response["uid"], "u1", "{name}");
@@ -655,6 +838,7 @@ mod tests {
             &request("UPDATE", "pods", pod),
             NamespaceState::Known(&ns),
             &Settings::default(),
+            None,
             OnError::Allow,
         );
         assert_eq!(answer.changes, [Change::Detached]);
@@ -665,5 +849,179 @@ mod tests {
                 {"op": "remove", "path": "/metadata/annotations/k8s.v1.cni.cncf.io~1networks"}
             ])
         );
+    }
+
+    fn sriov_nads() -> BTreeMap<(String, String), BTreeMap<String, String>> {
+        let nad = |ns: &str, name: &str, annotations: &[(&str, &str)]| {
+            (
+                (ns.to_string(), name.to_string()),
+                annotations
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .collect(),
+            )
+        };
+        [
+            nad(
+                "demo",
+                "sriov",
+                &[
+                    ("k8s.v1.cni.cncf.io/resourceName", "intel.com/sriov"),
+                    ("k8s.v1.cni.cncf.io/nodeSelector", "sriov=true"),
+                ],
+            ),
+            nad("demo", "linkerd-cni", &[]),
+            nad(
+                "demo",
+                "elsewhere",
+                &[("k8s.v1.cni.cncf.io/nodeSelector", "sriov=false")],
+            ),
+        ]
+        .into_iter()
+        .collect()
+    }
+
+    /// A pod review read as the webhook reads it with the network-resources rules on.
+    fn with_spec(operation: &str, object: Value) -> Request {
+        let review = json!({
+            "apiVersion": API_VERSION,
+            "kind": KIND,
+            "request": {
+                "uid": "u1",
+                "resource": {"group": "", "version": "v1", "resource": "pods"},
+                "namespace": "demo",
+                "operation": operation,
+                "object": object,
+            }
+        });
+        parse_with_spec(review.to_string().as_bytes()).unwrap()
+    }
+
+    fn selecting(networks: &str) -> Value {
+        json!({
+            "metadata": {"name": "web", "annotations": {"k8s.v1.cni.cncf.io/networks": networks}},
+            "spec": {"containers": [{"name": "app", "image": "app"}]}
+        })
+    }
+
+    #[test]
+    fn network_resources_on_create_only_after_the_linkerd_rules() {
+        let ns = enabled();
+        let nads = sriov_nads();
+        let settings = network_resources::settings::Settings::default();
+        let nr = NetworkResources {
+            settings: &settings,
+            nads: NadState::Known(&nads),
+        };
+        let create = answer(
+            &with_spec("CREATE", selecting("sriov, sriov")),
+            NamespaceState::Known(&ns),
+            &Settings::default(),
+            Some(&nr),
+            OnError::Allow,
+        );
+        assert_eq!(create.outcome, Outcome::Patched, "{:?}", create.warnings);
+        assert_eq!(create.changes, [Change::Attached]);
+        assert_eq!(
+            patch_of(&response(&create)),
+            json!([
+                {"op": "replace", "path": "/metadata/annotations/k8s.v1.cni.cncf.io~1networks", "value": "sriov, sriov, linkerd-cni"},
+                {"op": "add", "path": "/metadata/annotations/multus.linkerd.io~1owned", "value": "network=appended"},
+                {"op": "add", "path": "/metadata/annotations/multus.linkerd.io~1network-resources", "value": r#"{"requests":{"intel.com/sriov":{"set":2}},"limits":{"intel.com/sriov":{"set":2}},"nodeSelector":{"sriov":"true"}}"#},
+                {"op": "add", "path": "/spec/containers/0/resources", "value": {"requests": {"intel.com/sriov": "2"}, "limits": {"intel.com/sriov": "2"}}},
+                {"op": "add", "path": "/spec/nodeSelector", "value": {"sriov": "true"}}
+            ])
+        );
+        let update = answer(
+            &with_spec("UPDATE", selecting("sriov, sriov")),
+            NamespaceState::Known(&ns),
+            &Settings::default(),
+            Some(&nr),
+            OnError::Allow,
+        );
+        let ops = patch_of(&response(&update));
+        assert_eq!(ops.as_array().unwrap().len(), 2, "{ops}");
+        assert!(
+            !ops.to_string().contains("/spec"),
+            "UPDATE gets the Linkerd-CNI rules only: {ops}"
+        );
+    }
+
+    #[test]
+    fn what_the_network_resources_rules_deny_or_refuse() {
+        let ns = BTreeMap::new();
+        let nads = sriov_nads();
+        let settings = network_resources::settings::Settings::default();
+        let known = NetworkResources {
+            settings: &settings,
+            nads: NadState::Known(&nads),
+        };
+        let not_synced = NetworkResources {
+            settings: &settings,
+            nads: NadState::NotSynced,
+        };
+        let cases = [
+            (
+                "missing NADs deny whatever --on-error says",
+                selecting("sriov, gone, other/gone@net2"),
+                &known,
+                Outcome::Denied,
+                "pod demo/web: selects NetworkAttachmentDefinitions demo/gone and other/gone, which do not exist",
+            ),
+            (
+                "node selectors in conflict deny",
+                selecting("sriov, elsewhere"),
+                &known,
+                Outcome::Denied,
+                "pod demo/web: spec.nodeSelector sriov: NetworkAttachmentDefinition demo/sriov asks for \"true\" but NetworkAttachmentDefinition demo/elsewhere for \"false\"",
+            ),
+            (
+                "other rule errors follow --on-error",
+                json!({"metadata": {"annotations": {"v1.multus-cni.io/default-network": "a, b"}}}),
+                &known,
+                Outcome::Warned,
+                "annotation v1.multus-cni.io/default-network: selects 2 networks; it takes exactly one",
+            ),
+            (
+                "a NAD cache not synced follows --on-error",
+                selecting("sriov"),
+                &not_synced,
+                Outcome::Warned,
+                "the NAD cache has not synced yet: the NetworkAttachmentDefinitions the pod selects are unknown",
+            ),
+        ];
+        for (name, pod, nr, outcome, message) in cases {
+            let answer = answer(
+                &with_spec("CREATE", pod),
+                NamespaceState::Known(&ns),
+                &Settings::default(),
+                Some(nr),
+                OnError::Allow,
+            );
+            assert_eq!(answer.outcome, outcome, "{name}");
+            let response = response(&answer);
+            assert!(response.get("patch").is_none(), "{name}");
+            let text = match outcome {
+                Outcome::Denied => response["status"]["message"].clone(),
+                _ => response["warnings"][0].clone(),
+            };
+            assert_eq!(text, format!("{PREFIX}{message}"), "{name}");
+        }
+    }
+
+    #[test]
+    fn the_spec_is_read_only_when_asked_for() {
+        let with_spec = parse_with_spec(CREATE.as_bytes()).unwrap();
+        let without = parse(CREATE.as_bytes()).unwrap();
+        let full: Value = serde_json::from_str(CREATE).unwrap();
+        let object = with_spec.object.unwrap();
+        assert_eq!(object["spec"], full["request"]["object"]["spec"]);
+        assert!(object.get("status").is_none());
+        assert_eq!(
+            object["metadata"],
+            without.object.as_ref().unwrap()["metadata"]
+        );
+        assert!(without.object.unwrap().get("spec").is_none());
+        assert_eq!(with_spec.uid, without.uid);
     }
 }

@@ -215,7 +215,9 @@ fn run(command: Option<Command>) -> anyhow::Result<ExitCode> {
         Some(Command::Webhook { args, settings }) => {
             let config = settings.config.clone();
             let settings = webhook::settings(config.as_deref(), &settings.flags(), &env)?;
-            webhook::run(*args, settings)?;
+            let network_resources =
+                webhook::network_resources_settings(args.network_resources.as_deref(), &env)?;
+            webhook::run(*args, settings, network_resources)?;
             return Ok(ExitCode::SUCCESS);
         }
     };

@@ -133,21 +133,51 @@ pub enum FunctionConfig {
 impl FunctionConfig {
     /// Reads a functionConfig: its kind says which rules run.
     pub fn read(config: Option<&Node>) -> Result<Self, SettingsError> {
-        let Some(map) = config.and_then(Node::as_map) else {
-            return Settings::from_function_config(config).map(FunctionConfig::LinkerdMultus);
+        let network_resources = |node: &Node| {
+            node.as_map().is_some_and(|map| {
+                map.get_text("apiVersion") == Some(API_VERSION)
+                    && map.get_text("kind") == Some(network_resources::settings::KIND)
+            })
         };
-        if map.get_text("apiVersion") != Some(API_VERSION)
-            || map.get_text("kind") != Some(network_resources::settings::KIND)
-        {
-            return Settings::from_function_config(config).map(FunctionConfig::LinkerdMultus);
+        match config {
+            Some(node) if network_resources(node) => {
+                read_network_resources(node).map(FunctionConfig::NetworkResources)
+            }
+            _ => Settings::from_function_config(config).map(FunctionConfig::LinkerdMultus),
         }
-        typed_fields(map)?;
-        let mut settings = network_resources::settings::Settings::default();
-        if let Some(spec) = section(map, "spec")? {
-            settings.apply(spec, false)?;
-        }
-        Ok(FunctionConfig::NetworkResources(settings))
     }
+}
+
+/// Reads the settings of the network-resources rules from a
+/// `NetworkResources` object (its `spec`) or a ConfigMap (its `data`, where
+/// structured values are YAML text): what the webhook's
+/// `--network-resources` file holds.
+pub fn read_network_resources(
+    config: &Node,
+) -> Result<network_resources::settings::Settings, SettingsError> {
+    let map = config
+        .as_map()
+        .ok_or_else(|| SettingsError::Shape(format!("is {}, not a mapping", config.kind_name())))?;
+    let mut settings = network_resources::settings::Settings::default();
+    let kind = map.get_text("kind").unwrap_or_default();
+    let api_version = map.get_text("apiVersion").unwrap_or_default();
+    let (key, from_config_map) = match (api_version, kind) {
+        (API_VERSION, network_resources::settings::KIND) => {
+            typed_fields(map)?;
+            ("spec", false)
+        }
+        ("v1", "ConfigMap") => ("data", true),
+        _ => {
+            return Err(SettingsError::WrongKind {
+                kind: kind.to_string(),
+                api_version: api_version.to_string(),
+            });
+        }
+    };
+    if let Some(section) = section(map, key)? {
+        settings.apply(section, from_config_map)?;
+    }
+    Ok(settings)
 }
 
 /// The settings mapping under `key` (`spec` or `data`); `None` when absent or null.
@@ -460,6 +490,40 @@ mod tests {
 
     fn read(src: &str) -> Result<Settings, SettingsError> {
         Settings::from_function_config(Some(&parse_document(src).unwrap()))
+    }
+
+    #[test]
+    fn network_resources_in_either_form() {
+        let read = |src: &str| read_network_resources(&parse_document(src).unwrap());
+        let typed = read(
+            "apiVersion: multus.linkerd.io/v1alpha1\nkind: NetworkResources\nmetadata: {name: x}\nspec:\n  honorResources: true\n  resourceNameKeys: [example.com/resource]\n",
+        )
+        .unwrap();
+        let cm = read(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\ndata:\n  honorResources: 'true'\n  resourceNameKeys: '[example.com/resource]'\n",
+        )
+        .unwrap();
+        assert_eq!(typed, cm);
+        assert!(typed.honor_resources);
+        assert_eq!(typed.resource_name_keys, ["example.com/resource"]);
+        for (src, want) in [
+            (
+                "apiVersion: multus.linkerd.io/v1alpha1\nkind: LinkerdMultus\n",
+                "not LinkerdMultus (multus.linkerd.io/v1alpha1)",
+            ),
+            (
+                "apiVersion: v1\nkind: ConfigMap\ndata: {downwardAPI: maybe}\n",
+                "setting downwardAPI: must be true or false",
+            ),
+            (
+                "apiVersion: multus.linkerd.io/v1alpha1\nkind: NetworkResources\ndata: {}\n",
+                "unexpected top-level field \"data\"",
+            ),
+            ("[]", "is a sequence, not a mapping"),
+        ] {
+            let err = read(src).unwrap_err().to_string();
+            assert!(err.contains(want), "{src}: {err}");
+        }
     }
 
     #[test]

@@ -984,6 +984,135 @@ fn deployment_flags_are_webhook_flags() {
 }
 
 // ------------------------------------------------------------------------------------------
+// deploy-network-resources/: the opt-in addition for --network-resources.
+
+const NR_NAME: &str = "linkerd-multus-webhook-network-resources";
+const NR_CONFIG_MAP: &str = "linkerd-multus-network-resources";
+
+fn network_resources_package() -> Package {
+    let files: Vec<(String, String)> = snapshot(&repo_path("deploy-network-resources"))
+        .into_iter()
+        .filter(|(rel, _)| rel.ends_with(".yaml"))
+        .map(|(rel, bytes)| (rel, String::from_utf8(bytes).expect("UTF-8")))
+        .collect();
+    Package::from_files(&files)
+}
+
+#[test]
+fn nad_access_is_opt_in_and_exactly_read_access_to_nads() {
+    // The webhook package alone neither runs the rules nor may read NADs.
+    let base = Package::load();
+    assert!(base.arg("--network-resources").is_none());
+    for role in base.of_kind("ClusterRole") {
+        let text = format!("{:?}", to_json(role));
+        assert!(!text.contains("network-attachment-definitions"), "{text}");
+    }
+    let pkg = network_resources_package();
+    let ids: BTreeSet<(String, String, String)> =
+        pkg.resources.iter().map(|(_, r)| r.id()).collect();
+    let id = |k: &str, ns: &str, n: &str| (k.to_string(), ns.to_string(), n.to_string());
+    assert_eq!(
+        ids,
+        [
+            id("ClusterRole", "", NR_NAME),
+            id("ClusterRoleBinding", "", NR_NAME),
+            id("ConfigMap", NAMESPACE, NR_CONFIG_MAP),
+        ]
+        .into_iter()
+        .collect()
+    );
+    let role = pkg.get("ClusterRole", NR_NAME);
+    let rules = role.get("rules").expect("rules").seq();
+    assert_eq!(rules.len(), 1, "one rule");
+    let rule = &rules[0];
+    assert_eq!(rule.keys(), vec!["apiGroups", "resources", "verbs"]);
+    assert_eq!(strings(rule.get("apiGroups")), ["k8s.cni.cncf.io"]);
+    assert_eq!(
+        strings(rule.get("resources")),
+        ["network-attachment-definitions"]
+    );
+    assert_eq!(strings(rule.get("verbs")), ["get", "list", "watch"]);
+    let binding = pkg.get("ClusterRoleBinding", NR_NAME);
+    assert_eq!(binding.str_at(&["roleRef", "kind"]), Some("ClusterRole"));
+    assert_eq!(binding.str_at(&["roleRef", "name"]), Some(NR_NAME));
+    let subjects = binding.get("subjects").unwrap().seq();
+    assert_eq!(subjects.len(), 1);
+    // The webhook's own ServiceAccount, as the base package defines it.
+    base.get("ServiceAccount", NAME);
+    assert_eq!(subjects[0].str_at(&["kind"]), Some("ServiceAccount"));
+    assert_eq!(subjects[0].str_at(&["name"]), Some(NAME));
+    assert_eq!(subjects[0].str_at(&["namespace"]), Some(NAMESPACE));
+    for (rel, r) in &pkg.resources {
+        assert!(
+            round_trip_any(r),
+            "deploy-network-resources/{rel}: {:?}",
+            r.id()
+        );
+    }
+}
+
+/// Whether a resource reads as its Kubernetes type.
+fn round_trip_any(r: &Yaml) -> bool {
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
+    let json = to_json(r);
+    match r.str_at(&["kind"]) {
+        Some("ClusterRole") => serde_json::from_value::<ClusterRole>(json).is_ok(),
+        Some("ClusterRoleBinding") => serde_json::from_value::<ClusterRoleBinding>(json).is_ok(),
+        Some("ConfigMap") => serde_json::from_value::<ConfigMap>(json).is_ok(),
+        _ => false,
+    }
+}
+
+/// The ConfigMap holds a settings file the webhook reads, at the path the README's
+/// Deployment edit mounts and passes, with a flag the webhook knows.
+#[test]
+fn network_resources_recipe_agrees_with_the_webhook() {
+    let pkg = network_resources_package();
+    let config_map = pkg.get("ConfigMap", NR_CONFIG_MAP);
+    let file = config_map
+        .str_at(&["data", "network-resources.yaml"])
+        .expect("data key network-resources.yaml");
+    let settings = linkerd_multus::settings::read_network_resources(
+        &linkerd_multus::yaml::parse_document(file).expect("the settings file is YAML"),
+    )
+    .expect("the settings file is what --network-resources reads");
+    assert_eq!(
+        settings,
+        linkerd_multus::network_resources::settings::Settings::default(),
+        "the shipped settings are the defaults, spelled out"
+    );
+    let readme = std::fs::read_to_string(repo_path("deploy-network-resources/README.md")).unwrap();
+    for want in [
+        "- --network-resources=/etc/linkerd-multus/network-resources/network-resources.yaml",
+        "mountPath: /etc/linkerd-multus/network-resources",
+        &format!("name: {NR_CONFIG_MAP}"),
+    ] {
+        assert!(readme.contains(want), "README.md lacks {want:?}");
+    }
+    let out = run(Command::new(bin()).args(["webhook", "--help"]));
+    let help = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        help.split_whitespace().any(|w| w == "--network-resources"),
+        "{help}"
+    );
+    // The Kptfile of the addition is local config, without a pipeline, like the package's.
+    let kptfile = parse_yaml(
+        &std::fs::read_to_string(repo_path("deploy-network-resources/Kptfile")).unwrap(),
+    )
+    .expect("Kptfile parses");
+    assert!(kptfile.get("pipeline").is_none());
+    assert_eq!(
+        kptfile.str_at(&[
+            "metadata",
+            "annotations",
+            "config.kubernetes.io/local-config"
+        ]),
+        Some("true")
+    );
+}
+
+// ------------------------------------------------------------------------------------------
 // deploy/certs.sh
 
 fn openssl(args: &[&str]) -> Output {

@@ -1,11 +1,17 @@
 //! The webhook and the KRM function decide a pod the same way: over generated
 //! pods and namespaces, the pod the webhook's JSONPatch produces (applied with
 //! an independent JSONPatch implementation) equals the pod the KRM function
-//! writes, and a pod one of them refuses, the other refuses too.
+//! writes, and a pod one of them refuses, the other refuses too. With the
+//! network-resources rules on, the same holds against the function pipeline
+//! LinkerdMultus then NetworkResources, over generated NADs and settings too.
 
-use linkerd_multus::admission::{self, NamespaceState, OnError, Outcome};
+use std::collections::BTreeMap;
+
+use linkerd_multus::admission::{
+    self, NadState, NamespaceState, NetworkResources, OnError, Outcome,
+};
 use linkerd_multus::krm;
-use linkerd_multus::settings::Settings;
+use linkerd_multus::settings::{self, Settings};
 use linkerd_multus::yaml;
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;
@@ -114,6 +120,12 @@ fn case() -> impl Strategy<Value = Case> {
 
 /// The webhook's answer: the patched pod, or `None` when it refused to act.
 fn by_webhook(case: &Case) -> Option<Value> {
+    webhook_answer(case, None)
+}
+
+/// The webhook's answer with the network-resources rules when given: their
+/// settings object and the NADs of the cluster.
+fn webhook_answer(case: &Case, network_resources: Option<(&Value, &Nads)>) -> Option<Value> {
     let review = json!({
         "apiVersion": "admission.k8s.io/v1",
         "kind": "AdmissionReview",
@@ -125,7 +137,19 @@ fn by_webhook(case: &Case) -> Option<Value> {
             "object": case.pod,
         }
     });
-    let request = admission::parse(review.to_string().as_bytes()).unwrap();
+    let body = review.to_string();
+    let request = match network_resources {
+        Some(_) => admission::parse_with_spec(body.as_bytes()).unwrap(),
+        None => admission::parse(body.as_bytes()).unwrap(),
+    };
+    let nr_settings = network_resources.map(|(config, _)| {
+        settings::read_network_resources(&yaml::parse_document(&config.to_string()).unwrap())
+            .unwrap()
+    });
+    let nr = network_resources.map(|(_, nads)| NetworkResources {
+        settings: nr_settings.as_ref().unwrap(),
+        nads: NadState::Known(nads),
+    });
     let known = case.namespace_annotations.as_ref().map(|a| {
         a.iter()
             .map(|(k, v)| (k.clone(), v.as_str().unwrap().to_string()))
@@ -135,12 +159,18 @@ fn by_webhook(case: &Case) -> Option<Value> {
         Some(a) => NamespaceState::Known(a),
         None => NamespaceState::Unknown,
     };
-    let answer = admission::answer(&request, state, &Settings::default(), OnError::Allow);
+    let answer = admission::answer(
+        &request,
+        state,
+        &Settings::default(),
+        nr.as_ref(),
+        OnError::Allow,
+    );
     let response: Value = serde_json::from_slice(&answer.body).unwrap();
     let response = &response["response"];
-    assert_eq!(response["allowed"], true);
+    assert_eq!(response["allowed"], answer.outcome != Outcome::Denied);
     match answer.outcome {
-        Outcome::Warned => {
+        Outcome::Warned | Outcome::Denied => {
             assert!(response.get("patch").is_none());
             None
         }
@@ -171,8 +201,18 @@ fn by_function(case: &Case) -> Option<Value> {
         }));
     }
     items.push(case.pod.clone());
-    let input =
+    let (items, refused) = function(items, None);
+    (!refused).then(|| pod_of(&items))
+}
+
+/// Runs the KRM function on `items` with `config`: the items out, and whether
+/// it reported an error on the pod.
+fn function(items: Vec<Value>, config: Option<&Value>) -> (Vec<Value>, bool) {
+    let mut input =
         json!({"apiVersion": "config.kubernetes.io/v1", "kind": "ResourceList", "items": items});
+    if let Some(config) = config {
+        input["functionConfig"] = config.clone();
+    }
     let outcome = krm::run(&input.to_string());
     let list = yaml::parse_document(&outcome.stdout).unwrap().to_json();
     let pod_error = list["results"]
@@ -180,16 +220,14 @@ fn by_function(case: &Case) -> Option<Value> {
         .into_iter()
         .flatten()
         .any(|r| r["severity"] == "error" && r["resourceRef"]["kind"] == "Pod");
-    if pod_error {
-        return None;
+    if !pod_error {
+        assert_eq!(outcome.code, 0, "{}", outcome.stdout);
     }
-    assert_eq!(outcome.code, 0, "{}", outcome.stdout);
-    list["items"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|i| i["kind"] == "Pod")
-        .cloned()
+    (list["items"].as_array().unwrap().clone(), pod_error)
+}
+
+fn pod_of(items: &[Value]) -> Value {
+    items.iter().find(|i| i["kind"] == "Pod").cloned().unwrap()
 }
 
 proptest! {
@@ -219,5 +257,241 @@ fn the_generator_reaches_every_outcome() {
     assert!(
         patched > 30 && unchanged > 30 && refused > 10,
         "{patched} {unchanged} {refused}"
+    );
+}
+
+// ------------------------------------------------------------------------------------------
+// With the network-resources rules.
+
+/// NADs by (namespace, name): their annotations.
+type Nads = BTreeMap<(String, String), BTreeMap<String, String>>;
+
+const RESOURCE_NAME: &str = "k8s.v1.cni.cncf.io/resourceName";
+const NODE_SELECTOR: &str = "k8s.v1.cni.cncf.io/nodeSelector";
+
+/// The NADs a cluster may have in the pod's namespace (and `other`): name,
+/// namespace (`None`: the pod's), annotations.
+type NadChoice = (
+    &'static str,
+    Option<&'static str>,
+    &'static [(&'static str, &'static str)],
+);
+const NAD_CHOICES: &[NadChoice] = &[
+    (
+        "sriov-a",
+        None,
+        &[
+            (RESOURCE_NAME, "intel.com/sriov_a"),
+            (NODE_SELECTOR, "sriov=true"),
+        ],
+    ),
+    ("sriov-b", None, &[(RESOURCE_NAME, "intel.com/sriov_b")]),
+    (
+        "sriov-c",
+        Some("other"),
+        &[(RESOURCE_NAME, "intel.com/sriov_a")],
+    ),
+    ("plain", None, &[(NODE_SELECTOR, "sriov=false")]),
+    ("linkerd-cni", None, &[]),
+];
+
+const NR_NETWORKS: &[Option<&str>] = &[
+    None,
+    None,
+    None,
+    Some("sriov-a"),
+    Some("sriov-a, sriov-a@net2, sriov-b"),
+    Some("sriov-b, other/sriov-c"),
+    Some(r#"[{"name": "sriov-a"}, {"name": "sriov-c", "namespace": "other", "interface": "x"}]"#),
+    Some("sriov-a, plain"),
+    Some("plain, linkerd-cni"),
+    Some("gone"),
+    Some("a,,b"),
+];
+const DEFAULT_NETWORK: &[Option<&str>] = &[
+    None,
+    None,
+    None,
+    None,
+    Some("sriov-b"),
+    Some("sriov-b, plain"),
+];
+
+#[derive(Debug, Clone)]
+struct NrCase {
+    base: Case,
+    /// Which of [`NAD_CHOICES`] exist.
+    nads_present: Vec<bool>,
+    /// The NetworkResources settings object.
+    config: Value,
+}
+
+fn nr_case() -> impl Strategy<Value = NrCase> {
+    let pod = (
+        pick(NR_NETWORKS),
+        pick(DEFAULT_NETWORK),
+        0..3usize,
+        proptest::bool::weighted(0.3),
+        proptest::bool::weighted(0.2),
+    );
+    let settings = (proptest::bool::ANY, proptest::bool::ANY);
+    (
+        case(),
+        pod,
+        proptest::collection::vec(proptest::bool::weighted(0.9), NAD_CHOICES.len()),
+        settings,
+    )
+        .prop_map(
+            |(mut base, (networks, default, user_resources, inject, stale), present, (honor, downward))| {
+                let pod = &mut base.pod;
+                let annotations = &mut pod["metadata"]["annotations"];
+                if !annotations.is_object() {
+                    *annotations = json!({});
+                }
+                match networks {
+                    Some(n) => annotations["k8s.v1.cni.cncf.io/networks"] = json!(n),
+                    None => {
+                        annotations.as_object_mut().unwrap().remove("k8s.v1.cni.cncf.io/networks");
+                    }
+                }
+                if let Some(d) = default {
+                    annotations["v1.multus-cni.io/default-network"] = json!(d);
+                }
+                if stale {
+                    // What an earlier version of the NAD asked for, recorded as the rules record it.
+                    annotations["multus.linkerd.io/network-resources"] =
+                        json!(r#"{"nodeSelector":{"zone":"a"}}"#);
+                    pod["spec"]["nodeSelector"] = json!({"zone": "a"});
+                }
+                if inject {
+                    pod["metadata"]["labels"]["inject-me"] = json!("true");
+                }
+                // The user's own resources: none, in the first container, in a second one.
+                let containers = &mut pod["spec"]["containers"];
+                match user_resources {
+                    1 => containers[0]["resources"] = json!({"limits": {"intel.com/sriov_a": "4"}}),
+                    2 => containers.as_array_mut().unwrap().push(json!({
+                        "name": "side", "image": "side",
+                        "resources": {"requests": {"intel.com/sriov_b": "1"}, "limits": {"hugepages-2Mi": "64Mi"}}
+                    })),
+                    _ => {}
+                }
+                NrCase {
+                    base,
+                    nads_present: present,
+                    config: json!({
+                        "apiVersion": "multus.linkerd.io/v1alpha1",
+                        "kind": "NetworkResources",
+                        "metadata": {"name": "network-resources"},
+                        "spec": {
+                            "honorResources": honor,
+                            "downwardAPI": downward,
+                            "injections": {"inject-me": {"annotations": {"example.com/injected": "yes"}}}
+                        }
+                    }),
+                }
+            },
+        )
+}
+
+/// The cluster's NADs, as objects.
+fn nad_objects(case: &NrCase) -> Vec<Value> {
+    NAD_CHOICES
+        .iter()
+        .zip(&case.nads_present)
+        .filter(|(_, present)| **present)
+        .map(|((name, namespace, annotations), _)| {
+            let annotations: Map<String, Value> = annotations
+                .iter()
+                .map(|(k, v)| (k.to_string(), json!(v)))
+                .collect();
+            json!({
+                "apiVersion": "k8s.cni.cncf.io/v1",
+                "kind": "NetworkAttachmentDefinition",
+                "metadata": {
+                    "name": name,
+                    "namespace": namespace.unwrap_or(case.base.namespace),
+                    "annotations": annotations
+                },
+                "spec": {"config": "{\"cniVersion\": \"0.3.1\", \"type\": \"macvlan\"}"}
+            })
+        })
+        .collect()
+}
+
+/// The function pipeline: LinkerdMultus, then NetworkResources on its output.
+/// Also returns the NADs of the package after the first stage (the user's and
+/// the Linkerd-CNI NAD it generates), which is what the cluster holds once the
+/// package is applied: the NADs the webhook then sees.
+fn by_pipeline(case: &NrCase) -> (Option<Value>, Nads) {
+    let config_map = yaml::parse_document(CONFIG_MAP).unwrap().to_json();
+    let mut items = vec![config_map];
+    if let Some(annotations) = &case.base.namespace_annotations {
+        items.push(json!({
+            "apiVersion": "v1",
+            "kind": "Namespace",
+            "metadata": {"name": case.base.namespace, "annotations": annotations}
+        }));
+    }
+    items.extend(nad_objects(case));
+    items.push(case.base.pod.clone());
+    let (items, refused) = function(items, None);
+    let nads: Nads = items
+        .iter()
+        .filter(|i| i["kind"] == "NetworkAttachmentDefinition")
+        .map(|nad| {
+            let meta = &nad["metadata"];
+            let annotations = meta["annotations"]
+                .as_object()
+                .into_iter()
+                .flatten()
+                .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string()))
+                .collect();
+            (
+                (
+                    meta["namespace"].as_str().unwrap().to_string(),
+                    meta["name"].as_str().unwrap().to_string(),
+                ),
+                annotations,
+            )
+        })
+        .collect();
+    if refused {
+        return (None, nads);
+    }
+    let (items, refused) = function(items, Some(&case.config));
+    ((!refused).then(|| pod_of(&items)), nads)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(384))]
+
+    #[test]
+    fn webhook_and_function_pipeline_agree_with_network_resources(case in nr_case()) {
+        let (function, nads) = by_pipeline(&case);
+        let webhook = webhook_answer(&case.base, Some((&case.config, &nads)));
+        prop_assert_eq!(webhook, function, "NADs {:?}", nads);
+    }
+}
+
+#[test]
+fn the_network_resources_generator_reaches_every_outcome() {
+    // Guards the property against a generator that never gets resources,
+    // never denies or never leaves a pod alone.
+    let mut runner = proptest::test_runner::TestRunner::deterministic();
+    let (mut resources, mut unchanged, mut refused) = (0, 0, 0);
+    for _ in 0..200 {
+        let case = nr_case().new_tree(&mut runner).unwrap().current();
+        let (_, nads) = by_pipeline(&case);
+        match webhook_answer(&case.base, Some((&case.config, &nads))) {
+            None => refused += 1,
+            Some(pod) if pod == case.base.pod => unchanged += 1,
+            Some(pod) if pod["spec"]["containers"][0]["resources"].is_object() => resources += 1,
+            Some(_) => {}
+        }
+    }
+    assert!(
+        resources > 30 && unchanged > 2 && refused > 30,
+        "{resources} {unchanged} {refused}"
     );
 }

@@ -11,7 +11,7 @@ use prometheus_client::registry::Registry;
 
 use crate::admission::Outcome;
 use crate::attach::Change;
-use crate::webhook::namespaces::CacheStatus;
+use crate::webhook::cache::CacheStatus;
 
 /// The content type of [`Metrics::encode`].
 pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
@@ -95,10 +95,73 @@ pub struct Metrics {
     patches: Vec<Counter>,
     refusals: Vec<Counter>,
     tls_reloads: [Counter; 2],
-    namespaces: Gauge,
+    namespaces: CacheGauges,
+    nads: Option<CacheGauges>,
+}
+
+/// The gauges of one watch-fed cache.
+struct CacheGauges {
+    entries: Gauge,
     synced: Gauge,
     watch_up: Gauge,
-    cache_age: Gauge<f64, std::sync::atomic::AtomicU64>,
+    age: Gauge<f64, std::sync::atomic::AtomicU64>,
+}
+
+impl CacheGauges {
+    /// Registers `linkerd_multus_<what>_cache_<plural>`, `…_cache_synced`,
+    /// `linkerd_multus_<what>_watch_up` and `…_cache_age_seconds`.
+    fn register(registry: &mut Registry, what: &str, plural: &str) -> Self {
+        let entries = Gauge::default();
+        registry.register(
+            format!("linkerd_multus_{what}_cache_{plural}"),
+            format!("{} in the {what} cache", capitalized(plural)),
+            entries.clone(),
+        );
+        let synced = Gauge::default();
+        registry.register(
+            format!("linkerd_multus_{what}_cache_synced"),
+            format!("1 once the {what} cache has listed every {what}"),
+            synced.clone(),
+        );
+        let watch_up = Gauge::default();
+        registry.register(
+            format!("linkerd_multus_{what}_watch_up"),
+            format!(
+                "1 while the {what} watch runs; 0 while it is broken and the cache serves its last state"
+            ),
+            watch_up.clone(),
+        );
+        let age = Gauge::<f64, std::sync::atomic::AtomicU64>::default();
+        registry.register(
+            format!("linkerd_multus_{what}_cache_age_seconds"),
+            format!(
+                "Seconds since the {what} cache was last known to be current: 0 while the watch is up"
+            ),
+            age.clone(),
+        );
+        CacheGauges {
+            entries,
+            synced,
+            watch_up,
+            age,
+        }
+    }
+
+    fn set(&self, status: CacheStatus) {
+        self.entries
+            .set(i64::try_from(status.entries).unwrap_or(i64::MAX));
+        self.synced.set(i64::from(status.synced));
+        self.watch_up.set(i64::from(status.watch_up));
+        self.age.set(status.age_seconds);
+    }
+}
+
+fn capitalized(text: &str) -> String {
+    let mut chars = text.chars();
+    chars
+        .next()
+        .map(|c| c.to_uppercase().chain(chars).collect())
+        .unwrap_or_default()
 }
 
 impl Default for Metrics {
@@ -110,6 +173,15 @@ impl Default for Metrics {
 impl Metrics {
     /// Registers every metric, with every label value at zero.
     pub fn new() -> Self {
+        Self::build(false)
+    }
+
+    /// [`Metrics::new`] and the gauges of the NAD cache of the network-resources rules.
+    pub fn with_nad_cache() -> Self {
+        Self::build(true)
+    }
+
+    fn build(nad_cache: bool) -> Self {
         let mut registry = Registry::default();
         let family = Family::<OutcomeLabel, Counter>::default();
         let requests = Outcome::ALL
@@ -168,30 +240,8 @@ impl Metrics {
             "Reloads of the TLS files after they changed on disk, by result",
             family,
         );
-        let namespaces = Gauge::default();
-        registry.register(
-            "linkerd_multus_namespace_cache_namespaces",
-            "Namespaces in the cache",
-            namespaces.clone(),
-        );
-        let synced = Gauge::default();
-        registry.register(
-            "linkerd_multus_namespace_cache_synced",
-            "1 once the namespace cache has listed every namespace",
-            synced.clone(),
-        );
-        let watch_up = Gauge::default();
-        registry.register(
-            "linkerd_multus_namespace_watch_up",
-            "1 while the namespace watch runs; 0 while it is broken and the cache serves its last state",
-            watch_up.clone(),
-        );
-        let cache_age = Gauge::<f64, std::sync::atomic::AtomicU64>::default();
-        registry.register(
-            "linkerd_multus_namespace_cache_age_seconds",
-            "Seconds since the namespace cache was last known to be current: 0 while the watch is up",
-            cache_age.clone(),
-        );
+        let namespaces = CacheGauges::register(&mut registry, "namespace", "namespaces");
+        let nads = nad_cache.then(|| CacheGauges::register(&mut registry, "nad", "nads"));
         Metrics {
             registry,
             requests,
@@ -200,9 +250,7 @@ impl Metrics {
             refusals,
             tls_reloads,
             namespaces,
-            synced,
-            watch_up,
-            cache_age,
+            nads,
         }
     }
 
@@ -225,14 +273,13 @@ impl Metrics {
         self.tls_reloads[usize::from(!ok)].inc();
     }
 
-    /// The metrics in the OpenMetrics text format, with the cache's state now.
-    pub fn encode(&self, cache: Option<CacheStatus>) -> String {
-        if let Some(cache) = cache {
-            self.namespaces
-                .set(i64::try_from(cache.namespaces).unwrap_or(i64::MAX));
-            self.synced.set(i64::from(cache.synced));
-            self.watch_up.set(i64::from(cache.watch_up));
-            self.cache_age.set(cache.age_seconds);
+    /// The metrics in the OpenMetrics text format, with the caches' state now.
+    pub fn encode(&self, namespaces: Option<CacheStatus>, nads: Option<CacheStatus>) -> String {
+        if let Some(status) = namespaces {
+            self.namespaces.set(status);
+        }
+        if let (Some(gauges), Some(status)) = (&self.nads, nads) {
+            gauges.set(status);
         }
         let mut out = String::new();
         prometheus_client::encoding::text::encode(&mut out, &self.registry)
@@ -254,12 +301,15 @@ mod tests {
             Duration::from_micros(80),
         );
         metrics.refused(Refusal::TooLarge);
-        let text = metrics.encode(Some(CacheStatus {
-            synced: true,
-            watch_up: false,
-            age_seconds: 12.5,
-            namespaces: 3,
-        }));
+        let text = metrics.encode(
+            Some(CacheStatus {
+                synced: true,
+                watch_up: false,
+                age_seconds: 12.5,
+                entries: 3,
+            }),
+            None,
+        );
         for line in [
             "linkerd_multus_admission_requests_total{outcome=\"patched\"} 1",
             "linkerd_multus_admission_requests_total{outcome=\"denied\"} 0",
@@ -280,5 +330,34 @@ mod tests {
             );
         }
         assert!(text.ends_with("# EOF\n"));
+        assert!(
+            !text.contains("linkerd_multus_nad_"),
+            "no NAD series without the NAD cache"
+        );
+    }
+
+    #[test]
+    fn the_nad_cache_has_its_own_series() {
+        let metrics = Metrics::with_nad_cache();
+        let status = |synced, entries| CacheStatus {
+            synced,
+            watch_up: synced,
+            age_seconds: 0.0,
+            entries,
+        };
+        let text = metrics.encode(Some(status(true, 7)), Some(status(false, 0)));
+        for line in [
+            "linkerd_multus_namespace_cache_namespaces 7",
+            "linkerd_multus_namespace_cache_synced 1",
+            "linkerd_multus_nad_cache_nads 0",
+            "linkerd_multus_nad_cache_synced 0",
+            "linkerd_multus_nad_watch_up 0",
+            "linkerd_multus_nad_cache_age_seconds 0.0",
+        ] {
+            assert!(
+                text.lines().any(|l| l == line),
+                "{line} missing from\n{text}"
+            );
+        }
     }
 }

@@ -1,11 +1,12 @@
 //! `linkerd-multus webhook`: the mutating admission webhook for pods created
 //! outside Git. It answers with the same core as the KRM function
-//! ([`crate::attach::workload`] through [`crate::admission`]); this module
-//! wires the I/O around it: the HTTPS server, the namespace cache, TLS
-//! reloads, probes, metrics, logs and the shutdown sequence.
+//! ([`crate::attach::workload`], and [`crate::network_resources::workload`]
+//! with `--network-resources`, through [`crate::admission`]); this module
+//! wires the I/O around it: the HTTPS server, the namespace and NAD caches,
+//! TLS reloads, probes, metrics, logs and the shutdown sequence.
 
+pub mod cache;
 pub mod metrics;
-pub mod namespaces;
 pub mod ops;
 pub mod server;
 pub mod tls;
@@ -21,11 +22,12 @@ use bytes::Bytes;
 use hyper::StatusCode;
 use tokio::net::TcpListener;
 
-use crate::admission::{self, NamespaceState, OnError, Outcome};
+use crate::admission::{self, NadState, NamespaceState, NetworkResources, OnError, Outcome};
 use crate::environment;
-use crate::settings::Settings;
+use crate::network_resources;
+use crate::settings::{self as core_settings, Settings};
+use cache::{NadCache, NamespaceCache, WatchCache};
 use metrics::Metrics;
-use namespaces::NamespaceCache;
 use server::{Handler, Limits, Reply};
 use tls::{Tls, TlsFiles};
 
@@ -84,7 +86,16 @@ pub struct Args {
     /// Log filter: a level (info, debug) or tracing directives; RUST_LOG wins when set.
     #[arg(long, value_name = "FILTER", default_value = "info")]
     pub log_level: String,
+    /// Also runs the network-resources rules on pods CREATEd, with the
+    /// settings in FILE (a NetworkResources object or a ConfigMap), after the
+    /// Linkerd-CNI rules; watches NetworkAttachmentDefinitions for them.
+    /// Also read from LINKERD_MULTUS_NETWORK_RESOURCES.
+    #[arg(long, value_name = "FILE")]
+    pub network_resources: Option<PathBuf>,
 }
+
+/// The environment variable of `--network-resources`.
+pub const NETWORK_RESOURCES_VARIABLE: &str = "LINKERD_MULTUS_NETWORK_RESOURCES";
 
 /// How logs are written to stderr.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -106,6 +117,14 @@ pub fn settings(
         None => Settings::default(),
         Some(path) => {
             let node = crate::renderer::read_config(path).map_err(|e| anyhow!(e))?;
+            if is_network_resources(&node) {
+                return Err(anyhow!(
+                    "--config {path}: is a {kind}: the webhook takes it as --network-resources {path} (--config holds the {lm} settings)",
+                    path = path.display(),
+                    kind = network_resources::settings::KIND,
+                    lm = core_settings::KIND,
+                ));
+            }
             Settings::from_function_config(Some(&node))
                 .map_err(|e| anyhow!("--config {}: {e}", path.display()))?
         }
@@ -116,8 +135,52 @@ pub fn settings(
     Ok(settings)
 }
 
-/// Runs the webhook until SIGTERM or SIGINT, then drains and returns.
-pub fn run(args: Args, settings: Settings) -> anyhow::Result<()> {
+fn is_network_resources(node: &crate::yaml::Node) -> bool {
+    node.as_map().is_some_and(|m| {
+        m.get_text("apiVersion") == Some(core_settings::API_VERSION)
+            && m.get_text("kind") == Some(network_resources::settings::KIND)
+    })
+}
+
+/// The settings of the network-resources rules: the file of
+/// `--network-resources`, else of `LINKERD_MULTUS_NETWORK_RESOURCES`; `None`
+/// when neither is set (the rules are off). Errors name the file and setting.
+pub fn network_resources_settings(
+    flag: Option<&Path>,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> anyhow::Result<Option<network_resources::settings::Settings>> {
+    let (path, source) = match (flag, env(NETWORK_RESOURCES_VARIABLE)) {
+        (Some(path), _) => (path.to_path_buf(), "--network-resources".to_string()),
+        (None, Some(path)) if !path.is_empty() => (
+            PathBuf::from(path),
+            format!("environment variable {NETWORK_RESOURCES_VARIABLE}"),
+        ),
+        (None, _) => return Ok(None),
+    };
+    let at = format!("{source} {}", path.display());
+    let text = std::fs::read_to_string(&path).with_context(|| at.clone())?;
+    let node =
+        crate::yaml::parse_document(&text).map_err(|e| anyhow!("{at}: not valid YAML: {e}"))?;
+    if node.as_map().and_then(|m| m.get_text("kind")) == Some(core_settings::KIND) {
+        return Err(anyhow!(
+            "{at}: is a {}: give it as --config; {source} takes a {} ({}) or a ConfigMap",
+            core_settings::KIND,
+            network_resources::settings::KIND,
+            core_settings::API_VERSION,
+        ));
+    }
+    core_settings::read_network_resources(&node)
+        .map(Some)
+        .map_err(|e| anyhow!("{at}: {e}"))
+}
+
+/// Runs the webhook until SIGTERM or SIGINT, then drains and returns; with
+/// `network_resources`, the network-resources rules run on pods CREATEd.
+pub fn run(
+    args: Args,
+    settings: Settings,
+    network_resources: Option<network_resources::settings::Settings>,
+) -> anyhow::Result<()> {
     init_logs(&args)?;
     // kube's client and this server both use rustls; ring is the one provider built in.
     rustls::crypto::ring::default_provider()
@@ -132,10 +195,15 @@ pub fn run(args: Args, settings: Settings) -> anyhow::Result<()> {
         .enable_all()
         .build()
         .context("starting the async runtime")?
-        .block_on(serve(args, settings, tls))
+        .block_on(serve(args, settings, network_resources, tls))
 }
 
-async fn serve(args: Args, settings: Settings, tls: Arc<Tls>) -> anyhow::Result<()> {
+async fn serve(
+    args: Args,
+    settings: Settings,
+    network_resources: Option<network_resources::settings::Settings>,
+    tls: Arc<Tls>,
+) -> anyhow::Result<()> {
     let listener = TcpListener::bind(args.listen)
         .await
         .with_context(|| format!("--listen {}", args.listen))?;
@@ -145,15 +213,26 @@ async fn serve(args: Args, settings: Settings, tls: Arc<Tls>) -> anyhow::Result<
     let client = kube::Client::try_default()
         .await
         .context("connecting to the Kubernetes API (in-cluster service account, or KUBECONFIG)")?;
-    let metrics = Arc::new(Metrics::new());
-    let cache = Arc::new(NamespaceCache::new(&settings.uid_range_annotation));
-    tokio::spawn(cache.clone().run(kube::Api::all(client)));
+    let metrics = Arc::new(match network_resources {
+        Some(_) => Metrics::with_nad_cache(),
+        None => Metrics::new(),
+    });
+    let cache = Arc::new(WatchCache::namespaces(&settings.uid_range_annotation));
+    tokio::spawn(cache::run_namespaces(cache.clone(), client.clone()));
+    // The NAD cache only when the rules that read it are on: without them the
+    // webhook neither watches nor needs the RBAC to.
+    let network_resources = network_resources.map(|settings| {
+        let nads = Arc::new(WatchCache::nads(&settings.resource_name_keys));
+        tokio::spawn(cache::run_nads(nads.clone(), client));
+        (settings, nads)
+    });
     let reload_metrics = metrics.clone();
     tokio::spawn(tls.clone().watch(args.tls_reload_interval, move |ok| {
         reload_metrics.tls_reloaded(ok)
     }));
     let health = Arc::new(ops::Health {
         cache: Some(cache.clone()),
+        nads: network_resources.as_ref().map(|(_, nads)| nads.clone()),
         shutting_down: false.into(),
         metrics: metrics.clone(),
     });
@@ -163,10 +242,12 @@ async fn serve(args: Args, settings: Settings, tls: Arc<Tls>) -> anyhow::Result<
         ops_listen = %args.ops_listen,
         path = %args.path,
         client_auth = args.client_ca.is_some(),
+        network_resources = network_resources.is_some(),
         "webhook serving"
     );
     let handler = Arc::new(Admission {
         settings,
+        network_resources,
         on_error: args.on_error,
         cache,
         metrics: metrics.clone(),
@@ -232,6 +313,7 @@ fn init_logs(args: &Args) -> anyhow::Result<()> {
 /// Answers admission reviews with the core's pod rules.
 struct Admission {
     settings: Settings,
+    network_resources: Option<(network_resources::settings::Settings, Arc<NadCache>)>,
     on_error: OnError,
     cache: Arc<NamespaceCache>,
     metrics: Arc<Metrics>,
@@ -240,7 +322,12 @@ struct Admission {
 impl Handler for Admission {
     fn handle(&self, body: Bytes) -> Reply {
         let start = Instant::now();
-        let request = match admission::parse(&body) {
+        // The pod's spec is read only for the rules that change it.
+        let parse = match self.network_resources {
+            Some(_) => admission::parse_with_spec,
+            None => admission::parse,
+        };
+        let request = match parse(&body) {
             Ok(request) => request,
             Err(e) => {
                 self.metrics
@@ -255,7 +342,31 @@ impl Handler for Admission {
             Some(annotations) => NamespaceState::Known(&**annotations),
             None => NamespaceState::Unknown,
         };
-        let answer = admission::answer(&request, namespace, &self.settings, self.on_error);
+        let answer = {
+            // The NADs are read under the cache's read lock, for this review only.
+            let nads = self
+                .network_resources
+                .as_ref()
+                .filter(|(_, nads)| nads.synced())
+                .map(|(_, nads)| nads.nads_view());
+            let network_resources =
+                self.network_resources
+                    .as_ref()
+                    .map(|(settings, _)| NetworkResources {
+                        settings,
+                        nads: match &nads {
+                            Some(view) => NadState::Known(view),
+                            None => NadState::NotSynced,
+                        },
+                    });
+            admission::answer(
+                &request,
+                namespace,
+                &self.settings,
+                network_resources.as_ref(),
+                self.on_error,
+            )
+        };
         self.metrics
             .answered(answer.outcome, &answer.changes, start.elapsed());
         let changes = || {
@@ -263,6 +374,7 @@ impl Handler for Admission {
                 .changes
                 .iter()
                 .map(ToString::to_string)
+                .chain(answer.network_resources.iter().cloned())
                 .collect::<Vec<_>>()
                 .join("; ")
         };

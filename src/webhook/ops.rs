@@ -15,13 +15,15 @@ use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::net::TcpListener;
 
+use crate::webhook::cache::{NadCache, NamespaceCache};
 use crate::webhook::metrics::{self, Metrics};
-use crate::webhook::namespaces::NamespaceCache;
 
 /// What the probes and the metrics report on.
 pub struct Health {
     /// The namespace cache, when the webhook has one (the benchmark baseline has none).
     pub cache: Option<Arc<NamespaceCache>>,
+    /// The NAD cache, when the network-resources rules are on.
+    pub nads: Option<Arc<NadCache>>,
     /// Set on SIGTERM: the pod leaves the Service's endpoints while it drains.
     pub shutting_down: AtomicBool,
     /// The metrics.
@@ -35,6 +37,8 @@ impl Health {
             Some("shutting down")
         } else if self.cache.as_ref().is_some_and(|c| !c.synced()) {
             Some("the namespace cache has not synced yet")
+        } else if self.nads.as_ref().is_some_and(|c| !c.synced()) {
+            Some("the NAD cache has not synced yet")
         } else {
             None
         }
@@ -78,9 +82,10 @@ fn answer(request: &Request<Incoming>, health: &Health) -> Response<Full<Bytes>>
         (&Method::GET, "/metrics") => (
             StatusCode::OK,
             metrics::CONTENT_TYPE,
-            health
-                .metrics
-                .encode(health.cache.as_ref().map(|c| c.status())),
+            health.metrics.encode(
+                health.cache.as_ref().map(|c| c.status()),
+                health.nads.as_ref().map(|c| c.status()),
+            ),
         ),
         _ => (
             StatusCode::NOT_FOUND,

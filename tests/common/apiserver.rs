@@ -1,10 +1,13 @@
 //! A stand-in for the one part of kube-apiserver the webhook uses: list and
-//! watch of Namespaces as metadata, over plain HTTP. No kube-apiserver can be
+//! watch of Namespaces and of NetworkAttachmentDefinitions (all namespaces) as
+//! metadata, over plain HTTP. No kube-apiserver can be
 //! installed on the build machines (no registry ships one); the real API
 //! server is exercised by `scripts/e2e-webhook.sh` against a real cluster.
-//! It answers what kube-rs's watcher asks: `GET /api/v1/namespaces` (a list
-//! with a resourceVersion) and the same with `watch=true` (newline-delimited
-//! events after a resourceVersion, held open), and it can go down and come back.
+//! It answers what kube-rs's watcher asks: `GET /api/v1/namespaces` or
+//! `GET /apis/k8s.cni.cncf.io/v1/network-attachment-definitions` (a list with a
+//! resourceVersion) and the same with `watch=true` (newline-delimited events
+//! after a resourceVersion, held open), and it can go down and come back,
+//! wholly or for one resource.
 #![allow(dead_code)]
 
 use std::collections::BTreeMap;
@@ -25,13 +28,27 @@ use tokio::sync::mpsc;
 
 type Body = BoxBody<Bytes, Infallible>;
 
+/// The list and watch path of Namespaces.
+pub const NAMESPACES: &str = "/api/v1/namespaces";
+/// The list and watch path of NetworkAttachmentDefinitions in all namespaces.
+pub const NADS: &str = "/apis/k8s.cni.cncf.io/v1/network-attachment-definitions";
+
+/// The objects of one resource and their history.
 #[derive(Default)]
-struct State {
-    version: u64,
-    namespaces: BTreeMap<String, Value>,
+struct Collection {
+    /// By `namespace/name` (`name` for Namespaces).
+    objects: BTreeMap<String, Value>,
     /// Every change: (resourceVersion, watch event line).
     log: Vec<(u64, Bytes)>,
     watchers: Vec<mpsc::UnboundedSender<Bytes>>,
+    /// Every request for this resource gets 500.
+    down: bool,
+}
+
+#[derive(Default)]
+struct State {
+    version: u64,
+    collections: BTreeMap<&'static str, Collection>,
     down: bool,
     lists: usize,
 }
@@ -45,17 +62,26 @@ pub struct FakeApiServer {
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
-fn object(name: &str, version: u64, annotations: &BTreeMap<String, String>) -> Value {
-    json!({
+fn object(
+    namespace: Option<&str>,
+    name: &str,
+    version: u64,
+    annotations: &BTreeMap<String, String>,
+) -> Value {
+    let mut object = json!({
         "apiVersion": "meta.k8s.io/v1",
         "kind": "PartialObjectMetadata",
         "metadata": {
             "name": name,
             "resourceVersion": version.to_string(),
-            "labels": {"kubernetes.io/metadata.name": name},
             "annotations": annotations,
         }
-    })
+    });
+    match namespace {
+        Some(namespace) => object["metadata"]["namespace"] = json!(namespace),
+        None => object["metadata"]["labels"] = json!({"kubernetes.io/metadata.name": name}),
+    }
+    object
 }
 
 impl FakeApiServer {
@@ -107,31 +133,71 @@ impl FakeApiServer {
 
     /// Creates or updates a namespace.
     pub fn put(&self, name: &str, annotations: &[(&str, &str)]) {
-        let annotations: BTreeMap<String, String> = annotations
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-        let mut state = self.state.lock().unwrap();
-        state.version += 1;
-        let version = state.version;
-        let kind = if state.namespaces.contains_key(name) {
-            "MODIFIED"
-        } else {
-            "ADDED"
-        };
-        let object = object(name, version, &annotations);
-        state.namespaces.insert(name.to_string(), object.clone());
-        publish(&mut state, version, kind, object);
+        self.put_object(NAMESPACES, None, name, annotations);
     }
 
     /// Deletes a namespace.
     pub fn delete(&self, name: &str) {
+        self.delete_object(NAMESPACES, name);
+    }
+
+    /// Creates or updates a NetworkAttachmentDefinition.
+    pub fn put_nad(&self, namespace: &str, name: &str, annotations: &[(&str, &str)]) {
+        self.put_object(NADS, Some(namespace), name, annotations);
+    }
+
+    /// Deletes a NetworkAttachmentDefinition.
+    pub fn delete_nad(&self, namespace: &str, name: &str) {
+        self.delete_object(NADS, &format!("{namespace}/{name}"));
+    }
+
+    fn put_object(
+        &self,
+        path: &'static str,
+        namespace: Option<&str>,
+        name: &str,
+        annotations: &[(&str, &str)],
+    ) {
+        let annotations: BTreeMap<String, String> = annotations
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        let key = match namespace {
+            Some(namespace) => format!("{namespace}/{name}"),
+            None => name.to_string(),
+        };
         let mut state = self.state.lock().unwrap();
-        if let Some(mut object) = state.namespaces.remove(name) {
-            state.version += 1;
-            let version = state.version;
+        state.version += 1;
+        let version = state.version;
+        let collection = state.collections.entry(path).or_default();
+        let kind = if collection.objects.contains_key(&key) {
+            "MODIFIED"
+        } else {
+            "ADDED"
+        };
+        let object = object(namespace, name, version, &annotations);
+        collection.objects.insert(key, object.clone());
+        publish(collection, version, kind, object);
+    }
+
+    fn delete_object(&self, path: &'static str, key: &str) {
+        let mut state = self.state.lock().unwrap();
+        state.version += 1;
+        let version = state.version;
+        let collection = state.collections.entry(path).or_default();
+        if let Some(mut object) = collection.objects.remove(key) {
             object["metadata"]["resourceVersion"] = json!(version.to_string());
-            publish(&mut state, version, "DELETED", object);
+            publish(collection, version, "DELETED", object);
+        }
+    }
+
+    /// Takes one resource (`NAMESPACES`, `NADS`) down or brings it back.
+    pub fn set_resource_down(&self, path: &'static str, down: bool) {
+        let mut state = self.state.lock().unwrap();
+        let collection = state.collections.entry(path).or_default();
+        collection.down = down;
+        if down {
+            collection.watchers.clear();
         }
     }
 
@@ -140,7 +206,9 @@ impl FakeApiServer {
         let mut state = self.state.lock().unwrap();
         state.down = down;
         if down {
-            state.watchers.clear();
+            for collection in state.collections.values_mut() {
+                collection.watchers.clear();
+            }
         }
     }
 
@@ -163,7 +231,9 @@ impl FakeApiServer {
 
 impl Drop for FakeApiServer {
     fn drop(&mut self) {
-        self.state.lock().unwrap().watchers.clear();
+        for collection in self.state.lock().unwrap().collections.values_mut() {
+            collection.watchers.clear();
+        }
         if let Some(stop) = self.stop.take() {
             stop.send(()).ok();
         }
@@ -173,12 +243,12 @@ impl Drop for FakeApiServer {
     }
 }
 
-fn publish(state: &mut State, version: u64, kind: &str, object: Value) {
+fn publish(collection: &mut Collection, version: u64, kind: &str, object: Value) {
     let mut line = serde_json::to_vec(&json!({"type": kind, "object": object})).unwrap();
     line.push(b'\n');
     let line = Bytes::from(line);
-    state.log.push((version, line.clone()));
-    state.watchers.retain(|w| w.send(line.clone()).is_ok());
+    collection.log.push((version, line.clone()));
+    collection.watchers.retain(|w| w.send(line.clone()).is_ok());
 }
 
 fn full(status: StatusCode, body: Value) -> Response<Body> {
@@ -192,17 +262,24 @@ fn full(status: StatusCode, body: Value) -> Response<Body> {
 
 fn answer(request: &Request<Incoming>, state: &Mutex<State>) -> Response<Body> {
     let mut state = state.lock().unwrap();
+    let path = match request.uri().path() {
+        NAMESPACES => NAMESPACES,
+        NADS => NADS,
+        _ => {
+            return full(
+                StatusCode::NOT_FOUND,
+                json!({"kind": "Status", "apiVersion": "v1", "status": "Failure", "code": 404}),
+            );
+        }
+    };
+    let version = state.version;
+    let all_down = state.down;
+    let collection = state.collections.entry(path).or_default();
     // 500, as when etcd is unreachable: kube's client retries 429, 503 and 504 on its own.
-    if state.down {
+    if all_down || collection.down {
         return full(
             StatusCode::INTERNAL_SERVER_ERROR,
             json!({"kind": "Status", "apiVersion": "v1", "status": "Failure", "message": "down for the test", "code": 500}),
-        );
-    }
-    if request.uri().path() != "/api/v1/namespaces" {
-        return full(
-            StatusCode::NOT_FOUND,
-            json!({"kind": "Status", "apiVersion": "v1", "status": "Failure", "code": 404}),
         );
     }
     let query: BTreeMap<String, String> = request
@@ -219,12 +296,12 @@ fn answer(request: &Request<Incoming>, state: &Mutex<State>) -> Response<Body> {
             .and_then(|v| v.parse().ok())
             .unwrap_or(0);
         let (tx, rx) = mpsc::unbounded_channel();
-        for (version, line) in &state.log {
+        for (version, line) in &collection.log {
             if *version > since {
                 tx.send(line.clone()).ok();
             }
         }
-        state.watchers.push(tx);
+        collection.watchers.push(tx);
         let stream = futures_util::stream::unfold(rx, |mut rx| async move {
             let line = rx.recv().await?;
             Some((Ok::<_, Infallible>(Frame::data(line)), rx))
@@ -235,14 +312,14 @@ fn answer(request: &Request<Incoming>, state: &Mutex<State>) -> Response<Body> {
             .insert("content-type", "application/json".parse().unwrap());
         return response;
     }
+    let items: Vec<Value> = collection.objects.values().cloned().collect();
     state.lists += 1;
-    let items: Vec<&Value> = state.namespaces.values().collect();
     full(
         StatusCode::OK,
         json!({
             "apiVersion": "meta.k8s.io/v1",
             "kind": "PartialObjectMetadataList",
-            "metadata": {"resourceVersion": state.version.to_string()},
+            "metadata": {"resourceVersion": version.to_string()},
             "items": items,
         }),
     )
