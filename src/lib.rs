@@ -21,6 +21,7 @@ pub mod resource_list;
 pub mod results;
 pub mod rollout;
 pub mod settings;
+pub mod validate;
 pub mod webhook;
 pub mod workload;
 pub mod yaml;
