@@ -22,6 +22,7 @@ pub mod results;
 pub mod rollout;
 pub mod settings;
 pub mod validate;
+pub mod validator;
 pub mod webhook;
 pub mod workload;
 pub mod yaml;
