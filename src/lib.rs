@@ -21,6 +21,8 @@ pub mod resource_list;
 pub mod results;
 pub mod rollout;
 pub mod settings;
+pub mod validate;
+pub mod validator;
 pub mod webhook;
 pub mod workload;
 pub mod yaml;

@@ -10,6 +10,7 @@ use clap::{Args, Parser, Subcommand};
 use linkerd_multus::krm::{self, Outcome};
 use linkerd_multus::manifests::Input;
 use linkerd_multus::renderer::{self, Mode, Options};
+use linkerd_multus::validator;
 use linkerd_multus::webhook;
 
 /// Attaches Linkerd-CNI to workloads through Multus, at render time.
@@ -54,6 +55,18 @@ enum Command {
         #[command(flatten)]
         settings: SettingsArgs,
     },
+    /// Checks manifests without changing them and prints one line per problem:
+    /// NAD configs that are not valid CNI JSON, networks annotations Multus
+    /// would reject, selections across namespaces under namespace isolation.
+    /// Exits 1 when there is an error, 0 when there is none: a CI gate.
+    Validate {
+        /// Files and directories, as for render, or - for stdin. A Validation
+        /// object among them holds the settings, as --config does.
+        #[arg(value_name = "PATH|-", required = true)]
+        paths: Vec<String>,
+        #[command(flatten)]
+        settings: ValidateSettings,
+    },
     /// The mutating admission webhook for pods created outside Git: the same
     /// rules over HTTPS, with namespaces from a watch of the cluster.
     Webhook {
@@ -62,6 +75,64 @@ enum Command {
         #[command(flatten)]
         settings: CoreSettings,
     },
+}
+
+/// The settings of `validate`; flags win over the config file.
+#[derive(Args)]
+struct ValidateSettings {
+    /// A file holding the settings: a Validation object (or a ConfigMap).
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// Pods may select NADs only in their own namespace and the global ones,
+    /// as Multus with namespaceIsolation (OpenShift) allows [default: false].
+    #[arg(
+        long,
+        value_name = "BOOL",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "true"
+    )]
+    namespace_isolation: Option<String>,
+    /// A namespace whose NADs any pod may select under namespace isolation;
+    /// repeat it or give a comma-separated list. Replaces the default list
+    /// [default: default,openshift-multus,openshift-sriov-network-operator].
+    #[arg(long, value_name = "NAMESPACE", value_delimiter = ',')]
+    global_namespace: Vec<String>,
+    /// Workload kinds beyond the built-in ones, as YAML or JSON:
+    /// '[{apiVersion: argoproj.io/v1alpha1, kind: Rollout, podTemplatePath: /spec/template}]'.
+    #[arg(long, value_name = "YAML")]
+    workload_kinds: Option<String>,
+    /// Namespace of resources without metadata.namespace.
+    #[arg(long, value_name = "NAMESPACE")]
+    default_namespace: Option<String>,
+}
+
+impl ValidateSettings {
+    fn into_options(self, inputs: Vec<Input>) -> validator::Options {
+        let global = (!self.global_namespace.is_empty()).then(|| self.global_namespace.join(","));
+        let flags = [
+            (
+                "namespace-isolation",
+                "namespaceIsolation",
+                self.namespace_isolation,
+            ),
+            ("global-namespace", "globalNamespaces", global),
+            ("workload-kinds", "workloadKinds", self.workload_kinds),
+            (
+                "default-namespace",
+                "defaultNamespace",
+                self.default_namespace,
+            ),
+        ]
+        .into_iter()
+        .filter_map(|(flag, key, value)| Some((flag, key, value?)))
+        .collect();
+        validator::Options {
+            inputs,
+            config: self.config,
+            flags,
+        }
+    }
 }
 
 /// The renderer's settings and inputs.
@@ -207,6 +278,10 @@ fn run(command: Option<Command>) -> anyhow::Result<ExitCode> {
                 &env,
                 read_stdin,
             )
+        }
+        Some(Command::Validate { paths, settings }) => {
+            let inputs = paths.iter().map(|p| Input::from_arg(p)).collect();
+            validator::run(&settings.into_options(inputs), read_stdin)
         }
         Some(Command::PostRender { settings }) => {
             let options = settings.into_options(vec![Input::Stdin], Mode::Stream);

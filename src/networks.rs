@@ -153,6 +153,24 @@ pub enum ItemProblem {
     /// A JSON element whose `name`, `namespace` or `interface` is not a string.
     #[error("{0:?} is not a string")]
     NotString(&'static str),
+    /// A JSON element member Multus reads as another JSON type.
+    #[error("{key:?} is not {expected}")]
+    NotOfType {
+        /// The member.
+        key: &'static str,
+        /// The type Multus reads it as.
+        expected: &'static str,
+    },
+    /// A MAC address, InfiniBand GUID or IP address Multus cannot parse.
+    #[error("{key:?} {value:?} is not {expected}")]
+    BadValue {
+        /// The member.
+        key: &'static str,
+        /// The value.
+        value: String,
+        /// What it must be.
+        expected: &'static str,
+    },
 }
 
 /// A parsed networks annotation that remembers its text, so edits keep the user's form.
@@ -492,6 +510,40 @@ fn json_selection(text: &str, index: usize, element: &str) -> Result<Selection, 
     let namespace = optional_string(value("namespace")?, "namespace").map_err(fail)?;
     let interface = optional_string(value("interface")?, "interface").map_err(fail)?;
     validate(&name, namespace.as_deref(), interface.as_deref()).map_err(fail)?;
+    for key in ["interfaceRequest", "deviceID", "ipam-claim-reference"] {
+        if value(key)?.is_some_and(|v| !(v.is_null() || v.is_string())) {
+            return Err(fail(ItemProblem::NotString(key)));
+        }
+    }
+    for key in ["mac", "infiniband-guid"] {
+        if let Some(v) = value(key)? {
+            hardware_address(key, &v).map_err(fail)?;
+        }
+    }
+    if let Some(v) = value("ips")? {
+        ip_list("ips", &v, true).map_err(fail)?;
+    }
+    if let Some(v) = value("default-route")? {
+        ip_list("default-route", &v, false).map_err(fail)?;
+    }
+    for (key, list) in [
+        ("portMappings", true),
+        ("bandwidth", false),
+        ("cni-args", false),
+    ] {
+        let fits = match value(key)? {
+            None | Some(Value::Null) => true,
+            Some(Value::Array(_)) => list,
+            Some(Value::Object(_)) => !list,
+            Some(_) => false,
+        };
+        if !fits {
+            return Err(fail(ItemProblem::NotOfType {
+                key,
+                expected: if list { "a list" } else { "an object" },
+            }));
+        }
+    }
     let slot = match last("interface") {
         Some(i) => Slot::Value(locate(members[i].1.get())?),
         None => {
@@ -543,6 +595,96 @@ impl<'de> Deserialize<'de> for Members<'de> {
 
         deserializer.deserialize_map(MembersVisitor)
     }
+}
+
+/// A `mac` or `infiniband-guid` member: a string that is empty or an address
+/// Go's `net.ParseMAC` reads, as Multus checks it.
+fn hardware_address(key: &'static str, value: &Value) -> Result<(), ItemProblem> {
+    match value {
+        Value::Null => Ok(()),
+        Value::String(s) if s.is_empty() || is_hardware_address(s) => Ok(()),
+        Value::String(s) => Err(ItemProblem::BadValue {
+            key,
+            value: s.clone(),
+            expected: "a MAC address (6, 8 or 20 bytes as xx:xx:..., xx-xx-... or xxxx.xxxx...)",
+        }),
+        _ => Err(ItemProblem::NotString(key)),
+    }
+}
+
+/// Go's `net.ParseMAC` formats: 6, 8 or 20 octets as pairs of hex digits
+/// separated by `:` or `-`, or as groups of four separated by `.`.
+fn is_hardware_address(s: &str) -> bool {
+    let b = s.as_bytes();
+    if b.len() < 14 {
+        return false;
+    }
+    let (group, separator) = match (b[2], b[4]) {
+        (b':' | b'-', _) => (2, b[2]),
+        (_, b'.') => (4, b'.'),
+        _ => return false,
+    };
+    if !(b.len() + 1).is_multiple_of(group + 1) {
+        return false;
+    }
+    let octets = (b.len() + 1) / (group + 1) * group / 2;
+    [6, 8, 20].contains(&octets)
+        && b.chunks(group + 1).all(|chunk| {
+            chunk[..group].iter().all(u8::is_ascii_hexdigit)
+                && (chunk.len() == group || chunk[group] == separator)
+        })
+}
+
+/// An `ips` (addresses or CIDRs) or `default-route` (addresses) member: a list
+/// of strings Multus can parse.
+fn ip_list(key: &'static str, value: &Value, cidr: bool) -> Result<(), ItemProblem> {
+    let items = match value {
+        Value::Null => return Ok(()),
+        Value::Array(items) => items,
+        _ => {
+            return Err(ItemProblem::NotOfType {
+                key,
+                expected: "a list of strings",
+            });
+        }
+    };
+    for item in items {
+        let Value::String(text) = item else {
+            return Err(ItemProblem::NotOfType {
+                key,
+                expected: "a list of strings",
+            });
+        };
+        let ok = match text.split_once('/') {
+            // default-route's addresses may be empty (no gateway), as Go reads them.
+            _ if text.is_empty() => !cidr,
+            Some((ip, prefix)) if cidr => {
+                let max = match ip.parse::<std::net::IpAddr>() {
+                    Ok(std::net::IpAddr::V4(_)) => 32,
+                    Ok(std::net::IpAddr::V6(_)) => 128,
+                    Err(_) => 0,
+                };
+                max > 0
+                    && !prefix.is_empty()
+                    && prefix.bytes().all(|b| b.is_ascii_digit())
+                    && prefix.parse::<u32>().is_ok_and(|p| p <= max)
+            }
+            Some(_) => false,
+            None => text.parse::<std::net::IpAddr>().is_ok(),
+        };
+        if !ok {
+            return Err(ItemProblem::BadValue {
+                key,
+                value: text.clone(),
+                expected: if cidr {
+                    "an IP address or CIDR"
+                } else {
+                    "an IP address"
+                },
+            });
+        }
+    }
+    Ok(())
 }
 
 /// The string `value` of `key`; absent, `null` and `""` all give `None`.
@@ -605,6 +747,73 @@ fn is_interface_name(s: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Members Multus reads into typed fields and checks (`parsePodNetworkAnnotation`):
+    /// what it refuses is refused here too.
+    #[test]
+    fn json_members_multus_checks() {
+        for ok in [
+            r#"[{"name": "a", "mac": "02:00:00:00:00:01", "ips": ["10.1.1.7/24", "fd00::7", "10.1.1.8"]}]"#,
+            r#"[{"name": "a", "mac": "02-00-00-00-00-01", "infiniband-guid": "0000.0000.fe80.0000.0000.0000.0200.5e10.0000.0001"}]"#,
+            r#"[{"name": "a", "mac": "", "ips": null, "default-route": ["10.1.1.1"], "deviceID": "0000:03:00.1"}]"#,
+            r#"[{"name": "a", "portMappings": [{"hostPort": 80, "containerPort": 8080}], "bandwidth": {"ingressRate": 1}, "cni-args": {"x": 1}}]"#,
+        ] {
+            assert!(
+                Networks::parse(ok).is_ok(),
+                "{ok}: {:?}",
+                Networks::parse(ok).err()
+            );
+        }
+        for (bad, want) in [
+            (
+                r#"[{"name": "a", "mac": "02:00:00:00:00"}]"#,
+                "JSON element 1: \"mac\" \"02:00:00:00:00\" is not a MAC address",
+            ),
+            (
+                r#"[{"name": "a", "mac": "02:00:00-00:00:01"}]"#,
+                "JSON element 1: \"mac\" \"02:00:00-00:00:01\" is not a MAC address",
+            ),
+            (
+                r#"[{"name": "a", "mac": 2}]"#,
+                "JSON element 1: \"mac\" is not a string",
+            ),
+            (
+                r#"[{"name": "a", "infiniband-guid": "zz:00:00:00:00:01"}]"#,
+                "JSON element 1: \"infiniband-guid\" \"zz:00:00:00:00:01\" is not a MAC address",
+            ),
+            (
+                r#"[{"name": "a", "ips": "10.1.1.7/24"}]"#,
+                "JSON element 1: \"ips\" is not a list of strings",
+            ),
+            (
+                r#"[{"name": "a", "ips": ["10.1.1.7/33"]}]"#,
+                "JSON element 1: \"ips\" \"10.1.1.7/33\" is not an IP address or CIDR",
+            ),
+            (
+                r#"[{"name": "a"}, {"name": "b", "ips": ["10.1.1"]}]"#,
+                "JSON element 2: \"ips\" \"10.1.1\" is not an IP address or CIDR",
+            ),
+            (
+                r#"[{"name": "a", "default-route": ["10.1.1.0/24"]}]"#,
+                "JSON element 1: \"default-route\" \"10.1.1.0/24\" is not an IP address",
+            ),
+            (
+                r#"[{"name": "a", "deviceID": 3}]"#,
+                "JSON element 1: \"deviceID\" is not a string",
+            ),
+            (
+                r#"[{"name": "a", "portMappings": {"hostPort": 80}}]"#,
+                "JSON element 1: \"portMappings\" is not a list",
+            ),
+            (
+                r#"[{"name": "a", "cni-args": "x=1"}]"#,
+                "JSON element 1: \"cni-args\" is not an object",
+            ),
+        ] {
+            let err = Networks::parse(bad).unwrap_err().to_string();
+            assert!(err.starts_with(want), "{bad}:\n  got  {err}\n  want {want}");
+        }
+    }
 
     type Triple = (&'static str, Option<&'static str>, Option<&'static str>);
 
@@ -976,8 +1185,8 @@ mod tests {
                 Some(r#"[{"name": "a"}]"#),
             ),
             (
-                r#"[{"name":"a"},{"name":"linkerd-cni"},{"name":"b","mac":"x"}]"#,
-                Some(r#"[{"name":"a"},{"name":"b","mac":"x"}]"#),
+                r#"[{"name":"a"},{"name":"linkerd-cni"},{"name":"b","mac":"02:00:00:00:00:01"}]"#,
+                Some(r#"[{"name":"a"},{"name":"b","mac":"02:00:00:00:00:01"}]"#),
             ),
             (
                 "[\n  {\"name\": \"linkerd-cni\"},\n  {\"name\": \"a\"}\n]",

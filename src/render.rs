@@ -151,6 +151,7 @@ pub fn render_with(
         FunctionConfig::NetworkResources(settings) => {
             crate::network_resources::render::render(items, settings)
         }
+        FunctionConfig::Validation(settings) => crate::validate::validate(items, settings),
     }
 }
 

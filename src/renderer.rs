@@ -237,6 +237,12 @@ fn settings(
             }
             return Ok(FunctionConfig::NetworkResources(settings));
         }
+        FunctionConfig::Validation(_) => {
+            return Err(Failure(format!(
+                "{source} is a {}: it configures linkerd-multus validate, which checks files without rendering them",
+                crate::validate::KIND
+            )));
+        }
     };
     let argo_env = format!("{ARGOCD_ENV_PREFIX}{PREFIX}");
     let mut values = environment::prefixed(env, PREFIX);

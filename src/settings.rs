@@ -84,8 +84,9 @@ impl Default for Settings {
 pub enum SettingsError {
     /// The functionConfig is of a kind this function does not read.
     #[error(
-        "functionConfig must be a {KIND} or {} ({API_VERSION}) or a ConfigMap, not {kind} ({api_version})",
-        crate::network_resources::settings::KIND
+        "functionConfig must be a {KIND}, {} or {} ({API_VERSION}) or a ConfigMap, not {kind} ({api_version})",
+        crate::network_resources::settings::KIND,
+        crate::validate::KIND
     )]
     WrongKind {
         /// Its kind.
@@ -128,20 +129,25 @@ pub enum FunctionConfig {
     LinkerdMultus(Settings),
     /// Apply the network-resources rules (a `NetworkResources`).
     NetworkResources(network_resources::settings::Settings),
+    /// Check the package and change nothing (a `Validation`).
+    Validation(crate::validate::Settings),
 }
 
 impl FunctionConfig {
     /// Reads a functionConfig: its kind says which rules run.
     pub fn read(config: Option<&Node>) -> Result<Self, SettingsError> {
-        let network_resources = |node: &Node| {
+        let typed = |node: &Node, kind: &str| {
             node.as_map().is_some_and(|map| {
                 map.get_text("apiVersion") == Some(API_VERSION)
-                    && map.get_text("kind") == Some(network_resources::settings::KIND)
+                    && map.get_text("kind") == Some(kind)
             })
         };
         match config {
-            Some(node) if network_resources(node) => {
+            Some(node) if typed(node, network_resources::settings::KIND) => {
                 read_network_resources(node).map(FunctionConfig::NetworkResources)
+            }
+            Some(node) if typed(node, crate::validate::KIND) => {
+                crate::validate::Settings::from_config(node).map(FunctionConfig::Validation)
             }
             _ => Settings::from_function_config(config).map(FunctionConfig::LinkerdMultus),
         }
@@ -181,7 +187,7 @@ pub fn read_network_resources(
 }
 
 /// The settings mapping under `key` (`spec` or `data`); `None` when absent or null.
-fn section<'a>(map: &'a Map, key: &str) -> Result<Option<&'a Map>, SettingsError> {
+pub(crate) fn section<'a>(map: &'a Map, key: &str) -> Result<Option<&'a Map>, SettingsError> {
     match map.get(key) {
         None => Ok(None),
         Some(section) if section.is_null() => Ok(None),
@@ -194,7 +200,7 @@ fn section<'a>(map: &'a Map, key: &str) -> Result<Option<&'a Map>, SettingsError
 }
 
 /// Checks that a typed settings object has only the top-level fields it may have.
-fn typed_fields(map: &Map) -> Result<(), SettingsError> {
+pub(crate) fn typed_fields(map: &Map) -> Result<(), SettingsError> {
     for (key, _) in &map.entries {
         let key = key.as_str().unwrap_or_default();
         if !matches!(key, "apiVersion" | "kind" | "metadata" | "spec") {
@@ -645,7 +651,7 @@ mod tests {
         let err = read("apiVersion: v1\nkind: Secret\nmetadata: {name: s}\n").unwrap_err();
         assert_eq!(
             err.to_string(),
-            "functionConfig must be a LinkerdMultus or NetworkResources (multus.linkerd.io/v1alpha1) or a ConfigMap, not Secret (v1)"
+            "functionConfig must be a LinkerdMultus, NetworkResources or Validation (multus.linkerd.io/v1alpha1) or a ConfigMap, not Secret (v1)"
         );
         let err = read("apiVersion: multus.linkerd.io/v1alpha1\nkind: LinkerdMultus\nnadName: x\n")
             .unwrap_err();

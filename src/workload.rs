@@ -99,6 +99,33 @@ impl WorkloadKind {
     }
 }
 
+impl WorkloadKind {
+    /// The pod template of a resource of this kind, read only (see
+    /// [`WorkloadKind::pod_template_mut`]).
+    pub fn pod_template<'a>(&self, item: &'a Node) -> Result<Option<&'a Map>, String> {
+        let mut node = item;
+        for segment in &self.segments {
+            let next = match node {
+                Node::Map(map) => map.get(segment),
+                Node::Seq(seq) => segment.parse::<usize>().ok().and_then(|i| seq.items.get(i)),
+                Node::Scalar(_) => None,
+            };
+            match next {
+                Some(n) if !n.is_null() => node = n,
+                _ => return Ok(None),
+            }
+        }
+        match node {
+            Node::Map(map) => Ok(Some(map)),
+            other => Err(format!(
+                "pod template {} is {}, not a mapping",
+                self.pointer,
+                other.kind_name()
+            )),
+        }
+    }
+}
+
 impl fmt::Display for WorkloadKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}/{}", self.group, self.kind)

@@ -94,6 +94,23 @@ impl Package {
         self.write("Kptfile", &kptfile);
     }
 
+    /// Adds validators to the Kptfile pipeline (after any mutators): each an
+    /// exec and its optional `configPath`.
+    fn add_validators(&self, validators: &[(&str, Option<&str>)]) {
+        let mut kptfile = self.read("Kptfile");
+        if !kptfile.contains("\npipeline:\n") {
+            kptfile.push_str("pipeline:\n");
+        }
+        kptfile.push_str("  validators:\n");
+        for (exec, config) in validators {
+            kptfile.push_str(&format!("    - exec: \"{exec}\"\n"));
+            if let Some(config) = config {
+                kptfile.push_str(&format!("      configPath: {config}\n"));
+            }
+        }
+        self.write("Kptfile", &kptfile);
+    }
+
     fn eval(&self, extra: &[&str]) -> KptRun {
         let dir = self.dir.to_string_lossy().into_owned();
         let mut args = vec!["fn", "eval", "--exec", bin(), dir.as_str()];
@@ -838,4 +855,92 @@ fn config_rollout_rolls_exactly_the_attached_workloads() {
             "{rel} changed"
         );
     }
+}
+
+/// The binary as a kpt validator (`pipeline.validators`, `configPath` to a Validation): a
+/// package with an invalid NAD, a malformed networks annotation and a selection across
+/// namespaces under isolation fails the render with each problem reported and no file
+/// written; fixed, it passes, also after the binary as a mutator (whose generated NAD is valid).
+#[test]
+fn render_pipeline_with_a_validator() {
+    let pkg = Package::demo();
+    pkg.write(
+        "validation.yaml",
+        "apiVersion: multus.linkerd.io/v1alpha1\nkind: Validation\nmetadata:\n  name: validation\n  annotations:\n    config.kubernetes.io/local-config: \"true\"\nspec:\n  namespaceIsolation: true\n",
+    );
+    let bad_nad = "# A bridge network without a plugin type.\napiVersion: k8s.cni.cncf.io/v1\nkind: NetworkAttachmentDefinition\nmetadata:\n  name: bridge\n  namespace: demo\nspec:\n  config: '{\"cniVersion\": \"0.4.0\", \"name\": \"bridge\", \"plugins\": [{\"bridge\": \"br0\"}]}'\n";
+    let good_nad = bad_nad.replace("[{", "[{\"type\": \"bridge\", ");
+    pkg.write("apps/bridge.yaml", bad_nad);
+    let api = "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: api\n  namespace: demo\nspec:\n  selector:\n    matchLabels:\n      app: api\n  template:\n    metadata:\n      labels:\n        app: api\n      annotations:\n        k8s.v1.cni.cncf.io/networks: bridge, storage/backend, Bad@net1\n    spec:\n      containers:\n        - name: api\n          image: registry.example/api:1\n";
+    pkg.write("apps/api.yaml", api);
+    pkg.add_validators(&[(bin(), Some("validation.yaml"))]);
+    let dir = pkg.dir.to_string_lossy().into_owned();
+    let render = || {
+        kpt_run(
+            &[
+                "fn",
+                "render",
+                "--allow-exec",
+                "--truncate-output=false",
+                dir.as_str(),
+            ],
+            &pkg.dir,
+        )
+    };
+
+    let before = pkg.snapshot();
+    let run = render();
+    assert!(!run.ok, "the validator passed:\n{}", run.output);
+    for message in [
+        "CNI configuration has no \"plugins[0].type\"",
+        "Multus rejects it: item 3 \"Bad@net1\": network name \"Bad\" is not a DNS-1123 label",
+    ] {
+        assert!(
+            run.output.contains(message),
+            "{message} not in:\n{}",
+            run.output
+        );
+    }
+    assert_same_files(&before, &pkg.snapshot(), "a render the validator failed");
+
+    // The annotation fixed, the selection across namespaces is still refused.
+    pkg.edit("apps/api.yaml", ", Bad@net1", "");
+    pkg.write("apps/bridge.yaml", &good_nad);
+    let run = render();
+    assert!(!run.ok, "the validator passed:\n{}", run.output);
+    assert!(
+        run.output.contains("selects storage/backend, but with namespace isolation a pod in namespace demo may select only NADs in demo or in a global namespace"),
+        "{}",
+        run.output
+    );
+
+    // Global, it passes and changes nothing.
+    pkg.edit(
+        "validation.yaml",
+        "namespaceIsolation: true\n",
+        "namespaceIsolation: true\n  globalNamespaces: [default, storage]\n",
+    );
+    let before = pkg.snapshot();
+    let run = render();
+    assert!(run.ok, "{}", run.output);
+    assert_same_files(&before, &pkg.snapshot(), "a render with only a validator");
+
+    // After the mutator: its output (a generated NAD) is written and valid.
+    pkg.write("Kptfile", DEMO_KPTFILE);
+    pkg.add_mutators(&[(bin(), None)]);
+    pkg.add_validators(&[(bin(), Some("validation.yaml"))]);
+    let run = render();
+    assert!(run.ok, "{}", run.output);
+    assert!(pkg.path(NAD_FILE).is_file(), "{}", run.output);
+    assert_eq!(
+        pkg.read("apps/bridge.yaml"),
+        good_nad,
+        "the validator changed a file"
+    );
+
+    // A malformed Validation fails the render, naming the setting.
+    pkg.edit("validation.yaml", "globalNamespaces:", "globalNamespace:");
+    let run = render();
+    assert!(!run.ok, "{}", run.output);
+    assert!(run.output.contains("unknown setting \"globalNamespace\"; valid settings are namespaceIsolation, globalNamespaces"), "{}", run.output);
 }

@@ -1,0 +1,134 @@
+//! The `validate` command: manifest files in, one line per problem out, for
+//! CI. The checks are [`crate::validate`]'s, as in the kpt validator.
+
+use std::io;
+use std::path::PathBuf;
+
+use crate::krm::Outcome;
+use crate::manifests::{Input, Manifests};
+use crate::renderer::read_config;
+use crate::resource;
+use crate::results::{FnResult, Severity};
+use crate::settings::API_VERSION;
+use crate::validate::{self, KIND, Settings};
+use crate::yaml::Node;
+
+/// A run of `validate`.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Files, directories or stdin holding the resources.
+    pub inputs: Vec<Input>,
+    /// A file holding a `Validation` object (or a ConfigMap).
+    pub config: Option<PathBuf>,
+    /// Settings from flags, applied last: flag as typed, settings key, value.
+    pub flags: Vec<(&'static str, &'static str, String)>,
+}
+
+/// Validates the inputs; `stdin` supplies the text of `-`. Exits 1 when
+/// there is an error, or when the inputs or settings cannot be read.
+pub fn run(options: &Options, stdin: impl FnMut() -> io::Result<String>) -> Outcome {
+    run_inner(options, stdin).unwrap_or_else(|message| Outcome {
+        stdout: String::new(),
+        stderr: format!("error: {message}\n"),
+        code: 1,
+    })
+}
+
+fn run_inner(
+    options: &Options,
+    stdin: impl FnMut() -> io::Result<String>,
+) -> Result<Outcome, String> {
+    let manifests = Manifests::read(&options.inputs, false, stdin).map_err(|e| e.to_string())?;
+    let settings = settings(options, &manifests)?;
+    let results = validate::validate(&manifests.items, &settings)
+        .map_err(|e| format!("the input is malformed: {e}"))?;
+    let mut stdout = String::new();
+    let (summary, problems) = results.split_first().expect("a summary comes first");
+    for result in problems {
+        stdout.push_str(&line(result, &manifests));
+        stdout.push('\n');
+    }
+    stdout.push_str(&summary.message);
+    stdout.push('\n');
+    let errors = problems.iter().any(|r| r.severity == Severity::Error);
+    Ok(Outcome {
+        stdout,
+        stderr: String::new(),
+        code: i32::from(errors),
+    })
+}
+
+/// The settings: `--config` or a `Validation` among the inputs, then the flags.
+fn settings(options: &Options, manifests: &Manifests) -> Result<Settings, String> {
+    let objects: Vec<&Node> = manifests
+        .items
+        .iter()
+        .filter(|item| {
+            resource::resource_ref(item)
+                .is_ok_and(|r| r.api_version == API_VERSION && r.kind == KIND)
+        })
+        .collect();
+    let where_is = |item: &Node| {
+        resource::file_ref(item).map_or_else(
+            || "the input".to_string(),
+            |f| manifests.display_path(&f.path),
+        )
+    };
+    let mut settings = match (&options.config, objects.as_slice()) {
+        (None, []) => Settings::default(),
+        (Some(path), []) => {
+            let config = read_config(path)?;
+            Settings::from_config(&config)
+                .map_err(|e| format!("--config {}: {e}", path.display()))?
+        }
+        (None, [one]) => {
+            Settings::from_config(one).map_err(|e| format!("{}: {e}", where_is(one)))?
+        }
+        (Some(path), [one, ..]) => {
+            return Err(format!(
+                "settings are given twice: --config {} and the {KIND} in {}; keep one",
+                path.display(),
+                where_is(one)
+            ));
+        }
+        (None, [first, second, ..]) => {
+            return Err(format!(
+                "settings are given twice: a {KIND} in {} and another in {}; keep one",
+                where_is(first),
+                where_is(second)
+            ));
+        }
+    };
+    for (flag, key, value) in &options.flags {
+        settings
+            .override_with([(*key, value.as_str())])
+            .map_err(|e| format!("--{flag}: {e}"))?;
+    }
+    Ok(settings)
+}
+
+/// One problem as a line: `file: severity: resource: field: message`.
+fn line(result: &FnResult, manifests: &Manifests) -> String {
+    let mut parts = Vec::with_capacity(5);
+    if let Some(file) = &result.file {
+        let mut file = file.clone();
+        file.path = manifests.display_path(&file.path);
+        parts.push(file.to_string());
+    }
+    parts.push(
+        match result.severity {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+            Severity::Info => "info",
+        }
+        .to_string(),
+    );
+    if let Some(r) = &result.resource {
+        parts.push(r.to_string());
+    }
+    if let Some(field) = &result.field {
+        parts.push(field.clone());
+    }
+    parts.push(result.message.clone());
+    parts.join(": ")
+}
