@@ -265,10 +265,15 @@ fn settings(
 
 /// The settings object of `--config FILE`; the error names the file.
 pub fn read_config(path: &Path) -> Result<Node, String> {
-    let text =
-        std::fs::read_to_string(path).map_err(|e| format!("--config {}: {e}", path.display()))?;
-    yaml::parse_document(&text)
-        .map_err(|e| format!("--config {}: not valid YAML: {e}", path.display()))
+    read_settings_file("--config", path)
+}
+
+/// Reads the YAML settings file `path` given as `source` (a flag, or an
+/// environment variable); errors start with both.
+pub fn read_settings_file(source: &str, path: &Path) -> Result<Node, String> {
+    let at = format!("{source} {}", path.display());
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{at}: {e}"))?;
+    yaml::parse_document(&text).map_err(|e| format!("{at}: not valid YAML: {e}"))
 }
 
 /// Each file before and after rendering, by the path to show.

@@ -900,6 +900,11 @@ fn network_resources_patch_pods_created_and_deny_missing_nads() {
         1.0
     );
     assert!(metric("linkerd_multus_admission_requests_total{outcome=\"denied\"}") >= 2.0);
+    // The CREATE got network resources; the UPDATE did not.
+    assert_eq!(
+        metric("linkerd_multus_admission_patches_total{change=\"network_resources\"}"),
+        1.0
+    );
     assert_eq!(metric("linkerd_multus_nad_cache_nads"), 5.0);
     assert_eq!(metric("linkerd_multus_nad_cache_synced"), 1.0);
     assert_eq!(metric("linkerd_multus_nad_watch_up"), 1.0);

@@ -67,13 +67,18 @@ impl Refusal {
     }
 }
 
-const CHANGES: [&str; 5] = [
+const CHANGES: [&str; 6] = [
     "attached",
     "detached",
     "proxy_uid_set",
     "proxy_uid_removed",
     "proxy_uid_released",
+    "network_resources",
 ];
+
+/// The position of `network_resources` in [`CHANGES`]: a pod whose patch holds
+/// network-resources changes, counted once.
+const NETWORK_RESOURCES: usize = 5;
 
 /// The position of a change's label in [`CHANGES`].
 fn change_index(change: &Change) -> usize {
@@ -255,11 +260,20 @@ impl Metrics {
     }
 
     /// Counts an answered review and its changes.
-    pub fn answered(&self, outcome: Outcome, changes: &[Change], took: Duration) {
+    pub fn answered(
+        &self,
+        outcome: Outcome,
+        changes: &[Change],
+        network_resources: bool,
+        took: Duration,
+    ) {
         self.requests[outcome as usize].inc();
         self.duration.observe(took.as_secs_f64());
         for change in changes {
             self.patches[change_index(change)].inc();
+        }
+        if network_resources {
+            self.patches[NETWORK_RESOURCES].inc();
         }
     }
 
@@ -298,6 +312,7 @@ mod tests {
         metrics.answered(
             Outcome::Patched,
             &[Change::Attached, Change::ProxyUidSet("5".into())],
+            true,
             Duration::from_micros(80),
         );
         metrics.refused(Refusal::TooLarge);
@@ -315,6 +330,8 @@ mod tests {
             "linkerd_multus_admission_requests_total{outcome=\"denied\"} 0",
             "linkerd_multus_admission_patches_total{change=\"attached\"} 1",
             "linkerd_multus_admission_patches_total{change=\"proxy_uid_set\"} 1",
+            "linkerd_multus_admission_patches_total{change=\"network_resources\"} 1",
+            "linkerd_multus_admission_patches_total{change=\"detached\"} 0",
             "linkerd_multus_http_refusals_total{reason=\"too_large\"} 1",
             "linkerd_multus_admission_request_duration_seconds_bucket{le=\"0.0001\"} 1",
             "linkerd_multus_admission_request_duration_seconds_count 1",

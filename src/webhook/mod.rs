@@ -157,10 +157,8 @@ pub fn network_resources_settings(
         ),
         (None, _) => return Ok(None),
     };
+    let node = crate::renderer::read_settings_file(&source, &path).map_err(|e| anyhow!(e))?;
     let at = format!("{source} {}", path.display());
-    let text = std::fs::read_to_string(&path).with_context(|| at.clone())?;
-    let node =
-        crate::yaml::parse_document(&text).map_err(|e| anyhow!("{at}: not valid YAML: {e}"))?;
     if node.as_map().and_then(|m| m.get_text("kind")) == Some(core_settings::KIND) {
         return Err(anyhow!(
             "{at}: is a {}: give it as --config; {source} takes a {} ({}) or a ConfigMap",
@@ -331,7 +329,7 @@ impl Handler for Admission {
             Ok(request) => request,
             Err(e) => {
                 self.metrics
-                    .answered(Outcome::Invalid, &[], start.elapsed());
+                    .answered(Outcome::Invalid, &[], false, start.elapsed());
                 tracing::warn!(error = %e, "refused a body that is not an AdmissionReview");
                 return Reply::text(StatusCode::BAD_REQUEST, e.to_string());
             }
@@ -367,8 +365,12 @@ impl Handler for Admission {
                 self.on_error,
             )
         };
-        self.metrics
-            .answered(answer.outcome, &answer.changes, start.elapsed());
+        self.metrics.answered(
+            answer.outcome,
+            &answer.changes,
+            answer.outcome == Outcome::Patched && !answer.network_resources.is_empty(),
+            start.elapsed(),
+        );
         let changes = || {
             answer
                 .changes
