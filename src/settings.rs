@@ -161,33 +161,46 @@ impl FunctionConfig {
 pub fn read_network_resources(
     config: &Node,
 ) -> Result<network_resources::settings::Settings, SettingsError> {
+    let mut settings = network_resources::settings::Settings::default();
+    if let (Some(section), from_config_map) =
+        settings_section(config, network_resources::settings::KIND)?
+    {
+        settings.apply(section, from_config_map)?;
+    }
+    Ok(settings)
+}
+
+/// The settings of a settings object: the `spec` of a `kind`
+/// (`multus.linkerd.io/v1alpha1`, with no stray top-level field) or the `data`
+/// of a ConfigMap, and whether it is the ConfigMap form; `None` when that
+/// section is absent or null.
+pub(crate) fn settings_section<'a>(
+    config: &'a Node,
+    kind: &str,
+) -> Result<(Option<&'a Map>, bool), SettingsError> {
     let map = config
         .as_map()
         .ok_or_else(|| SettingsError::Shape(format!("is {}, not a mapping", config.kind_name())))?;
-    let mut settings = network_resources::settings::Settings::default();
-    let kind = map.get_text("kind").unwrap_or_default();
+    let found = map.get_text("kind").unwrap_or_default();
     let api_version = map.get_text("apiVersion").unwrap_or_default();
-    let (key, from_config_map) = match (api_version, kind) {
-        (API_VERSION, network_resources::settings::KIND) => {
+    let (key, from_config_map) = match (api_version, found) {
+        (API_VERSION, found) if found == kind => {
             typed_fields(map)?;
             ("spec", false)
         }
         ("v1", "ConfigMap") => ("data", true),
         _ => {
             return Err(SettingsError::WrongKind {
-                kind: kind.to_string(),
+                kind: found.to_string(),
                 api_version: api_version.to_string(),
             });
         }
     };
-    if let Some(section) = section(map, key)? {
-        settings.apply(section, from_config_map)?;
-    }
-    Ok(settings)
+    Ok((section(map, key)?, from_config_map))
 }
 
 /// The settings mapping under `key` (`spec` or `data`); `None` when absent or null.
-pub(crate) fn section<'a>(map: &'a Map, key: &str) -> Result<Option<&'a Map>, SettingsError> {
+fn section<'a>(map: &'a Map, key: &str) -> Result<Option<&'a Map>, SettingsError> {
     match map.get(key) {
         None => Ok(None),
         Some(section) if section.is_null() => Ok(None),
@@ -200,7 +213,7 @@ pub(crate) fn section<'a>(map: &'a Map, key: &str) -> Result<Option<&'a Map>, Se
 }
 
 /// Checks that a typed settings object has only the top-level fields it may have.
-pub(crate) fn typed_fields(map: &Map) -> Result<(), SettingsError> {
+fn typed_fields(map: &Map) -> Result<(), SettingsError> {
     for (key, _) in &map.entries {
         let key = key.as_str().unwrap_or_default();
         if !matches!(key, "apiVersion" | "kind" | "metadata" | "spec") {
@@ -219,23 +232,8 @@ impl Settings {
         let Some(config) = config.filter(|c| !c.is_null()) else {
             return Ok(settings);
         };
-        let map = config.as_map().ok_or_else(|| {
-            SettingsError::Shape(format!("is {}, not a mapping", config.kind_name()))
-        })?;
-        let kind = map.get_text("kind").unwrap_or_default();
-        let api_version = map.get_text("apiVersion").unwrap_or_default();
-        match (api_version, kind) {
-            (API_VERSION, KIND) => {
-                typed_fields(map)?;
-                settings.apply_section(map, "spec", false)?;
-            }
-            ("v1", "ConfigMap") => settings.apply_section(map, "data", true)?,
-            _ => {
-                return Err(SettingsError::WrongKind {
-                    kind: kind.to_string(),
-                    api_version: api_version.to_string(),
-                });
-            }
+        if let (Some(section), from_config_map) = settings_section(config, KIND)? {
+            settings.apply(section, from_config_map)?;
         }
         Ok(settings)
     }
@@ -255,18 +253,6 @@ impl Settings {
     }
 
     /// Applies the settings under `key` (`spec` or `data`), if any.
-    fn apply_section(
-        &mut self,
-        map: &Map,
-        key: &str,
-        from_config_map: bool,
-    ) -> Result<(), SettingsError> {
-        match section(map, key)? {
-            Some(section) => self.apply(section, from_config_map),
-            None => Ok(()),
-        }
-    }
-
     fn apply(&mut self, spec: &Map, from_config_map: bool) -> Result<(), SettingsError> {
         for (key, value) in &spec.entries {
             let key = key.as_str().unwrap_or_default();

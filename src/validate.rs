@@ -31,7 +31,7 @@ use crate::render::{InputError, identify};
 use crate::resource::{self, ResourceRef};
 use crate::results::{self, FnResult, Severity, plural};
 use crate::settings::{
-    API_VERSION, CNI_VERSIONS, SettingsError, bad, label, section, structured, text, typed_fields,
+    API_VERSION, CNI_VERSIONS, SettingsError, bad, label, settings_section, structured, text,
     workload_kinds,
 };
 use crate::workload::{WorkloadKind, WorkloadKinds};
@@ -130,24 +130,14 @@ impl Settings {
         if config.is_null() {
             return Ok(settings);
         }
-        let map = config.as_map().ok_or_else(|| {
-            SettingsError::Shape(format!("is {}, not a mapping", config.kind_name()))
+        let section = settings_section(config, KIND).map_err(|e| match e {
+            // Only this kind (or a ConfigMap) configures validation.
+            SettingsError::WrongKind { kind, api_version } => SettingsError::Shape(format!(
+                "must be a {KIND} ({API_VERSION}) or a ConfigMap, not {kind} ({api_version})"
+            )),
+            e => e,
         })?;
-        let kind = map.get_text("kind").unwrap_or_default();
-        let api_version = map.get_text("apiVersion").unwrap_or_default();
-        let (key, from_config_map) = match (api_version, kind) {
-            (API_VERSION, KIND) => {
-                typed_fields(map)?;
-                ("spec", false)
-            }
-            ("v1", "ConfigMap") => ("data", true),
-            _ => {
-                return Err(SettingsError::Shape(format!(
-                    "must be a {KIND} ({API_VERSION}) or a ConfigMap, not {kind} ({api_version})"
-                )));
-            }
-        };
-        if let Some(section) = section(map, key)? {
+        if let (Some(section), from_config_map) = section {
             settings.apply(section, from_config_map)?;
         }
         Ok(settings)
