@@ -8,7 +8,7 @@
 use serde_json::{Map as JsonMap, Value};
 
 use crate::settings::Settings;
-use crate::yaml::Map;
+use crate::yaml::{Map, describe_json};
 
 /// Name of the Linkerd-CNI ConfigMap.
 pub const CONFIG_MAP_NAME: &str = "linkerd-cni-config";
@@ -57,7 +57,7 @@ pub fn nad_config(data: Option<&Map>, settings: &Settings) -> Result<Value, CniC
         .ok_or(CniConfigError::Missing)?;
     let mut config: JsonMap<String, Value> = match serde_json::from_str(text) {
         Ok(Value::Object(map)) => map,
-        Ok(other) => return Err(CniConfigError::NotObject(json_kind(&other))),
+        Ok(other) => return Err(CniConfigError::NotObject(describe_json(&other))),
         Err(e) => return Err(CniConfigError::InvalidJson(e.to_string())),
     };
     let kubeconfig = match &settings.cni_kubeconfig {
@@ -147,17 +147,6 @@ fn placeholder_in(s: &str) -> Option<&str> {
     None
 }
 
-fn json_kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -245,7 +234,7 @@ mod tests {
             ),
             (
                 "{cni_network_config: '[1]'}",
-                "data.cni_network_config must be a JSON object, not an array",
+                "data.cni_network_config must be a JSON object, not a list",
             ),
             (
                 "{cni_network_config: '{\"linkerd\": {\"token\": \"Bearer __SERVICEACCOUNT_TOKEN__\"}}'}",

@@ -13,6 +13,8 @@ use serde_json::Value;
 use serde_json::error::Category;
 use serde_json::value::RawValue;
 
+use crate::yaml::describe_json;
+
 /// The Multus networks annotation key.
 pub const NETWORKS_ANNOTATION: &str = "k8s.v1.cni.cncf.io/networks";
 
@@ -490,7 +492,7 @@ fn json_selection(text: &str, index: usize, element: &str) -> Result<Selection, 
         let value: Value = serde_json::from_str(element).map_err(syntax)?;
         return Err(NetworksError::NotList(format!(
             "element {index} is {}",
-            kind(&value)
+            describe_json(&value)
         )));
     }
     let Members(members) = serde_json::from_str(element).map_err(syntax)?;
@@ -694,18 +696,6 @@ fn optional_string(value: Option<Value>, key: &'static str) -> Result<Option<Str
         Some(Value::String(s)) if s.is_empty() => Ok(None),
         Some(Value::String(s)) => Ok(Some(s)),
         Some(_) => Err(ItemProblem::NotString(key)),
-    }
-}
-
-/// How a JSON value is described in error messages.
-fn kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "a list",
-        Value::Object(_) => "an object",
     }
 }
 

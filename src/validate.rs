@@ -35,7 +35,7 @@ use crate::settings::{
     workload_kinds,
 };
 use crate::workload::{WorkloadKind, WorkloadKinds};
-use crate::yaml::{Map, Node};
+use crate::yaml::{Map, Node, describe_json};
 
 /// The kind of the typed configuration object (API version [`API_VERSION`]).
 pub const KIND: &str = "Validation";
@@ -231,7 +231,7 @@ pub fn check_cni_config(config: &str) -> Vec<CniConfigError> {
         Err(e) => return vec![CniConfigError::Json(e.to_string())],
     };
     let Value::Object(object) = value else {
-        return vec![CniConfigError::NotObject(json_kind(&value))];
+        return vec![CniConfigError::NotObject(describe_json(&value))];
     };
     let mut errors = Vec::new();
     if object.contains_key("plugins") {
@@ -266,7 +266,7 @@ pub fn check_cni_config(config: &str) -> Vec<CniConfigError> {
                         }
                         other => errors.push(CniConfigError::WrongType {
                             field: at,
-                            found: json_kind(other),
+                            found: describe_json(other),
                             expected: "an object",
                         }),
                     }
@@ -274,7 +274,7 @@ pub fn check_cni_config(config: &str) -> Vec<CniConfigError> {
             }
             Some(other) => errors.push(CniConfigError::WrongType {
                 field: "plugins".into(),
-                found: json_kind(other),
+                found: describe_json(other),
                 expected: "a list",
             }),
             None => unreachable!("checked above"),
@@ -393,23 +393,11 @@ fn expect(errors: &mut Vec<CniConfigError>, field: &str, value: &Value, kind: Ki
     if !ok && !value.is_null() {
         errors.push(CniConfigError::WrongType {
             field: field.to_string(),
-            found: json_kind(value),
+            found: describe_json(value),
             expected,
         });
     }
     ok
-}
-
-/// How a JSON value is described in messages.
-fn json_kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "a list",
-        Value::Object(_) => "an object",
-    }
 }
 
 /// Counts for the summary.

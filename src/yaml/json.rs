@@ -10,6 +10,18 @@ use serde_json::{Map as JsonMap, Number, Value};
 
 use super::{Map, Node, Scalar, Seq, Style};
 
+/// How a JSON value is named in error messages: `a string`, `a list`, `null`.
+pub(crate) fn describe_json(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "an object",
+    }
+}
+
 impl Node {
     /// The tree of a JSON value.
     pub fn from_json(value: &Value) -> Node {

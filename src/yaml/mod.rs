@@ -12,6 +12,7 @@ mod parse;
 mod scalar;
 
 pub use emit::{emit_document, emit_stream};
+pub(crate) use json::describe_json;
 pub use parse::{ParseError, parse_document, parse_stream};
 pub use scalar::is_plain_safe;
 
