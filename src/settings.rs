@@ -199,6 +199,16 @@ pub(crate) fn settings_section<'a>(
     Ok((section(map, key)?, from_config_map))
 }
 
+/// Settings given as text (flags, environment variables) as the `data` of a
+/// ConfigMap holds them, for a kind's `apply`.
+pub(crate) fn text_settings<'a>(values: impl IntoIterator<Item = (&'a str, &'a str)>) -> Map {
+    let mut map = Map::default();
+    for (key, value) in values {
+        map.insert(key, Node::string(value));
+    }
+    map
+}
+
 /// The settings mapping under `key` (`spec` or `data`); `None` when absent or null.
 fn section<'a>(map: &'a Map, key: &str) -> Result<Option<&'a Map>, SettingsError> {
     match map.get(key) {
@@ -245,14 +255,10 @@ impl Settings {
         &mut self,
         values: impl IntoIterator<Item = (&'a str, &'a str)>,
     ) -> Result<(), SettingsError> {
-        let mut map = Map::default();
-        for (key, value) in values {
-            map.insert(key, Node::string(value));
-        }
-        self.apply(&map, true)
+        self.apply(&text_settings(values), true)
     }
 
-    /// Applies the settings under `key` (`spec` or `data`), if any.
+    /// Applies the settings of a `spec`, or of a ConfigMap's `data` (values as text).
     fn apply(&mut self, spec: &Map, from_config_map: bool) -> Result<(), SettingsError> {
         for (key, value) in &spec.entries {
             let key = key.as_str().unwrap_or_default();

@@ -32,7 +32,7 @@ use crate::resource::{self, ResourceRef};
 use crate::results::{self, FnResult, Severity, plural};
 use crate::settings::{
     API_VERSION, CNI_VERSIONS, SettingsError, bad, label, settings_section, structured, text,
-    workload_kinds,
+    text_settings, workload_kinds,
 };
 use crate::workload::{WorkloadKind, WorkloadKinds};
 use crate::yaml::{Map, Node, describe_json};
@@ -149,11 +149,7 @@ impl Settings {
         &mut self,
         values: impl IntoIterator<Item = (&'a str, &'a str)>,
     ) -> Result<(), SettingsError> {
-        let mut map = Map::default();
-        for (key, value) in values {
-            map.insert(key, Node::string(value));
-        }
-        self.apply(&map, true)
+        self.apply(&text_settings(values), true)
     }
 }
 
