@@ -359,6 +359,15 @@ pub(crate) fn label(key: &str, value: &Node) -> Result<String, SettingsError> {
     }
 }
 
+/// A boolean setting: `true` or `false` (in a ConfigMap, the text).
+pub(crate) fn boolean(key: &str, value: &Node) -> Result<bool, SettingsError> {
+    match value.as_text() {
+        Some("true") => Ok(true),
+        Some("false") => Ok(false),
+        _ => Err(bad(key, "must be true or false")),
+    }
+}
+
 /// A structured setting: as is in the typed object, YAML or JSON text in a ConfigMap.
 pub(crate) fn structured(
     key: &str,
@@ -377,17 +386,30 @@ fn namespaces(
     key: &str,
     value: &Node,
 ) -> Result<BTreeMap<String, BTreeMap<String, String>>, SettingsError> {
+    annotation_sets(key, value, "namespace names", |name| {
+        (!is_dns1123_label(name)).then(|| format!("{name:?} is not a namespace name"))
+    })
+}
+
+/// A `name: {annotations: {key: value}}` setting (`namespaces`, `injections`),
+/// each name checked by `name_problem`; `names` says what the names are.
+pub(crate) fn annotation_sets(
+    key: &str,
+    value: &Node,
+    names: &str,
+    name_problem: impl Fn(&str) -> Option<String>,
+) -> Result<BTreeMap<String, BTreeMap<String, String>>, SettingsError> {
     let mut out = BTreeMap::new();
     if value.is_null() {
         return Ok(out);
     }
     let map = value
         .as_map()
-        .ok_or_else(|| bad(key, "must map namespace names to {annotations: {...}}"))?;
+        .ok_or_else(|| bad(key, format!("must map {names} to {{annotations: {{...}}}}")))?;
     for (name, entry) in &map.entries {
         let name = name.as_text().unwrap_or_default();
-        if !is_dns1123_label(name) {
-            return Err(bad(key, format!("{name:?} is not a namespace name")));
+        if let Some(problem) = name_problem(name) {
+            return Err(bad(key, problem));
         }
         let entry = entry
             .as_map()
@@ -400,7 +422,7 @@ fn namespaces(
                         return Err(bad(key, format!("{name}.annotations: must be a mapping")));
                     };
                     for (k, v) in &a.entries {
-                        let (Some(k), Some(v)) = (k.as_str(), v.as_str()) else {
+                        let (Some(k), Some(v)) = (k.as_text(), v.as_str()) else {
                             return Err(bad(
                                 key,
                                 format!("{name}.annotations: keys and values must be strings"),

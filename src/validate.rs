@@ -31,8 +31,8 @@ use crate::render::{InputError, identify};
 use crate::resource::{self, ResourceRef};
 use crate::results::{self, FnResult, Severity, plural};
 use crate::settings::{
-    API_VERSION, CNI_VERSIONS, SettingsError, bad, label, settings_section, structured, text,
-    text_settings, workload_kinds,
+    API_VERSION, CNI_VERSIONS, SettingsError, bad, boolean, label, settings_section, structured,
+    text, text_settings, workload_kinds,
 };
 use crate::workload::{WorkloadKind, WorkloadKinds};
 use crate::yaml::{Map, Node, describe_json};
@@ -96,13 +96,7 @@ impl Settings {
         for (key, value) in &spec.entries {
             let key = key.as_str().unwrap_or_default();
             match key {
-                "namespaceIsolation" => {
-                    self.namespace_isolation = match value.as_text() {
-                        Some("true") => true,
-                        Some("false") => false,
-                        _ => return Err(bad(key, "must be true or false")),
-                    }
-                }
+                "namespaceIsolation" => self.namespace_isolation = boolean(key, value)?,
                 "globalNamespaces" => {
                     let parsed = structured(key, value, from_config_map)?;
                     self.global_namespaces = global_namespaces(key, &parsed)?;

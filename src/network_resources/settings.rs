@@ -5,7 +5,8 @@ use std::collections::BTreeMap;
 
 use crate::networks::{NETWORKS_ANNOTATION, Networks};
 use crate::settings::{
-    SettingsError, bad, is_qualified_name, label, structured, text, workload_kinds,
+    SettingsError, annotation_sets, bad, boolean, is_qualified_name, label, structured, text,
+    workload_kinds,
 };
 use crate::workload::WorkloadKind;
 use crate::yaml::{Map, Node};
@@ -118,14 +119,6 @@ impl Settings {
     }
 }
 
-fn boolean(key: &str, value: &Node) -> Result<bool, SettingsError> {
-    match value.as_text() {
-        Some("true") => Ok(true),
-        Some("false") => Ok(false),
-        _ => Err(bad(key, "must be true or false")),
-    }
-}
-
 fn resource_name_keys(key: &str, value: &Node) -> Result<Vec<String>, SettingsError> {
     let items = value
         .as_seq()
@@ -153,63 +146,29 @@ fn injections(
     key: &str,
     value: &Node,
 ) -> Result<BTreeMap<String, BTreeMap<String, String>>, SettingsError> {
-    let mut out = BTreeMap::new();
-    if value.is_null() {
-        return Ok(out);
-    }
-    let shape = "must map pod label keys to {annotations: {key: value}}";
-    let map = value.as_map().ok_or_else(|| bad(key, shape))?;
-    for (label_key, entry) in &map.entries {
-        let label_key = label_key.as_text().unwrap_or_default();
-        if !is_qualified_name(label_key) {
-            return Err(bad(key, format!("{label_key:?} is not a valid label key")));
-        }
-        let entry = entry.as_map().ok_or_else(|| bad(key, shape))?;
-        let mut annotations = BTreeMap::new();
-        for (field, v) in &entry.entries {
-            if field.as_str() != Some("annotations") {
+    let sets = annotation_sets(key, value, "pod label keys", |label| {
+        (!is_qualified_name(label)).then(|| format!("{label:?} is not a valid label key"))
+    })?;
+    for (label, annotations) in &sets {
+        for (k, v) in annotations {
+            if !is_qualified_name(k) {
+                return Err(bad(
+                    key,
+                    format!("{label}.annotations: {k:?} is not a valid annotation key"),
+                ));
+            }
+            let plain = || Networks::parse(v).map(|n| n.selections().iter().all(|s| s.is_plain()));
+            if k == NETWORKS_ANNOTATION && plain() != Ok(true) {
                 return Err(bad(
                     key,
                     format!(
-                        "{label_key}: unknown field {:?}; valid: annotations",
-                        field.as_str().unwrap_or_default()
+                        "{label}.annotations: {NETWORKS_ANNOTATION} {v:?} must be a comma list of network names: its networks are added to the pod's own"
                     ),
                 ));
             }
-            let a = v
-                .as_map()
-                .ok_or_else(|| bad(key, format!("{label_key}.annotations: must be a mapping")))?;
-            for (k, v) in &a.entries {
-                let (Some(k), Some(v)) = (k.as_text(), v.as_str()) else {
-                    return Err(bad(
-                        key,
-                        format!("{label_key}.annotations: keys and values must be strings"),
-                    ));
-                };
-                if !is_qualified_name(k) {
-                    return Err(bad(
-                        key,
-                        format!("{label_key}.annotations: {k:?} is not a valid annotation key"),
-                    ));
-                }
-                if k == NETWORKS_ANNOTATION {
-                    let plain =
-                        Networks::parse(v).map(|n| n.selections().iter().all(|s| s.is_plain()));
-                    if plain != Ok(true) {
-                        return Err(bad(
-                            key,
-                            format!(
-                                "{label_key}.annotations: {NETWORKS_ANNOTATION} {v:?} must be a comma list of network names: its networks are added to the pod's own"
-                            ),
-                        ));
-                    }
-                }
-                annotations.insert(k.to_string(), v.to_string());
-            }
         }
-        out.insert(label_key.to_string(), annotations);
     }
-    Ok(out)
+    Ok(sets)
 }
 
 #[cfg(test)]
