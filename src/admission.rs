@@ -852,17 +852,8 @@ mod tests {
     }
 
     fn sriov_nads() -> BTreeMap<(String, String), BTreeMap<String, String>> {
-        let nad = |ns: &str, name: &str, annotations: &[(&str, &str)]| {
+        network_resources::nad_table(&[
             (
-                (ns.to_string(), name.to_string()),
-                annotations
-                    .iter()
-                    .map(|(k, v)| (k.to_string(), v.to_string()))
-                    .collect(),
-            )
-        };
-        [
-            nad(
                 "demo",
                 "sriov",
                 &[
@@ -870,15 +861,13 @@ mod tests {
                     ("k8s.v1.cni.cncf.io/nodeSelector", "sriov=true"),
                 ],
             ),
-            nad("demo", "linkerd-cni", &[]),
-            nad(
+            ("demo", "linkerd-cni", &[]),
+            (
                 "demo",
                 "elsewhere",
                 &[("k8s.v1.cni.cncf.io/nodeSelector", "sriov=false")],
             ),
-        ]
-        .into_iter()
-        .collect()
+        ])
     }
 
     /// A pod review read as the webhook reads it with the network-resources rules on.

@@ -67,6 +67,27 @@ impl Nads for BTreeMap<(String, String), BTreeMap<String, String>> {
     }
 }
 
+/// A test NAD: namespace, name and annotations.
+#[cfg(test)]
+pub(crate) type TestNad<'a> = (&'a str, &'a str, &'a [(&'a str, &'a str)]);
+
+/// A NAD table for tests.
+#[cfg(test)]
+pub(crate) fn nad_table(
+    entries: &[TestNad],
+) -> BTreeMap<(String, String), BTreeMap<String, String>> {
+    entries
+        .iter()
+        .map(|(ns, name, annotations)| {
+            let annotations = annotations
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect();
+            ((ns.to_string(), name.to_string()), annotations)
+        })
+        .collect()
+}
+
 /// Why a pod template cannot get its network resources. Nothing changes then.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Error {
@@ -1074,19 +1095,10 @@ mod tests {
     use crate::yaml::parse_document;
 
     fn nads() -> BTreeMap<(String, String), BTreeMap<String, String>> {
-        let nad = |ns: &str, name: &str, annotations: &[(&str, &str)]| {
-            (
-                (ns.to_string(), name.to_string()),
-                annotations
-                    .iter()
-                    .map(|(k, v)| (k.to_string(), v.to_string()))
-                    .collect(),
-            )
-        };
-        BTreeMap::from([
-            nad("ns", "a", &[(settings::RESOURCE_NAME_ANNOTATION, "r/a")]),
-            nad("ns", "rack1", &[(NODE_SELECTOR_ANNOTATION, "rack=1")]),
-            nad("ns", "rack2", &[(NODE_SELECTOR_ANNOTATION, "rack = 2")]),
+        nad_table(&[
+            ("ns", "a", &[(settings::RESOURCE_NAME_ANNOTATION, "r/a")]),
+            ("ns", "rack1", &[(NODE_SELECTOR_ANNOTATION, "rack=1")]),
+            ("ns", "rack2", &[(NODE_SELECTOR_ANNOTATION, "rack = 2")]),
         ])
     }
 
