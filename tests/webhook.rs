@@ -108,6 +108,15 @@ impl Webhook {
         }
     }
 
+    /// Waits until metric `line_start` reads `value`; `what` names it in the failure.
+    fn wait_for_metric(&self, line_start: &str, value: f64, what: &str) {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while self.metric(line_start) != value {
+            assert!(Instant::now() < deadline, "{what}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
     fn metric(&self, line_start: &str) -> f64 {
         let (_, text) = self.ops_get("/metrics").expect("metrics");
         text.lines()
@@ -961,14 +970,11 @@ fn not_ready_until_the_nad_cache_has_synced() {
     let body = webhook.wait_for("/readyz", 503);
     assert!(body.contains("the NAD cache has not synced yet"), "{body}");
     // The namespace cache is synced meanwhile: only the NADs hold it back.
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while webhook.metric("linkerd_multus_namespace_cache_synced") != 1.0 {
-        assert!(
-            Instant::now() < deadline,
-            "the namespace cache never synced"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    webhook.wait_for_metric(
+        "linkerd_multus_namespace_cache_synced",
+        1.0,
+        "the namespace cache never synced",
+    );
     assert_eq!(webhook.ops_get("/readyz").unwrap().0, 503);
     assert_eq!(webhook.metric("linkerd_multus_nad_cache_synced"), 0.0);
     api.set_resource_down(NADS, false);
@@ -992,14 +998,11 @@ fn not_ready_until_the_nad_cache_has_synced() {
     );
     // The NAD watch breaking: still serving from the last known NADs, and said so.
     api.set_resource_down(NADS, true);
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while webhook.metric("linkerd_multus_nad_watch_up") != 0.0 {
-        assert!(
-            Instant::now() < deadline,
-            "the broken NAD watch never showed"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    webhook.wait_for_metric(
+        "linkerd_multus_nad_watch_up",
+        0.0,
+        "the broken NAD watch never showed",
+    );
     assert_eq!(webhook.ops_get("/readyz").unwrap().0, 200);
     webhook.signal(nix::sys::signal::Signal::SIGTERM);
     let (_, stderr) = webhook.stop();
