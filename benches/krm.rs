@@ -13,6 +13,8 @@
 //!
 //! `cargo bench --bench krm -- --quick` (or `BENCH_QUICK=1`) runs only the
 //! 1,000 size once for each rule set, as a smoke test. `BENCH_KEEP=1` keeps the temp directory.
+//! `BENCH_ONLY=linkerd` or `BENCH_ONLY=net-res` runs only that rule set's
+//! rows and skips the render and kpt rows, for profiling one of them.
 //!
 //! Peak RSS is exact: each measurement re-executes this binary, which spawns
 //! the one program, waits for it and reports `getrusage(RUSAGE_CHILDREN)`,
@@ -261,10 +263,14 @@ fn run_in(dir: &Path, progs: &Programs, quick: bool) -> Result<usize> {
             (NetworkResources, 10_000, 5),
         ]
     };
+    let only = std::env::var("BENCH_ONLY").ok();
     let mut failures = 0;
     let mut rows = Vec::new();
     for &(rules, size, runs) in plan {
         let tag = rules.tag();
+        if only.as_deref().is_some_and(|o| o != tag) {
+            continue;
+        }
         let input = dir.join(format!("input-{tag}-{size}.yaml"));
         let text = resource_list(size, &progs.function, rules);
         fs::write(&input, &text)?;
@@ -307,6 +313,9 @@ fn run_in(dir: &Path, progs: &Programs, quick: bool) -> Result<usize> {
     }
     print_table(&rows, progs);
 
+    if only.is_some() {
+        return Ok(failures);
+    }
     if quick {
         failures += render_row(dir, progs, 1_000, 1)?;
     } else {

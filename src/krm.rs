@@ -64,7 +64,7 @@ pub fn run(input: &str) -> Outcome {
     };
     let code = i32::from(!errors.is_empty());
     Outcome {
-        stdout: list.to_yaml(&results),
+        stdout: list.to_yaml(results),
         stderr,
         code,
     }

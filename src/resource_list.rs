@@ -84,7 +84,7 @@ impl ResourceList {
     }
 
     /// Writes the ResourceList with results as block YAML.
-    pub fn to_yaml(self, results: &[FnResult]) -> String {
+    pub fn to_yaml(self, results: Vec<FnResult>) -> String {
         let mut map = Map::default();
         map.insert("apiVersion", Node::string(self.api_version));
         map.insert("kind", Node::string(KIND));
@@ -102,7 +102,7 @@ impl ResourceList {
             map.insert(
                 "results",
                 Node::Seq(yaml::Seq {
-                    items: results.iter().map(FnResult::to_node).collect(),
+                    items: results.into_iter().map(FnResult::into_node).collect(),
                     ..Default::default()
                 }),
             );

@@ -86,28 +86,28 @@ impl FnResult {
     }
 
     /// The result as a KRM `results` entry.
-    pub fn to_node(&self) -> Node {
+    pub fn into_node(self) -> Node {
         let mut map = Map::default();
-        map.insert("message", Node::string(self.message.as_str()));
+        map.insert("message", Node::string(self.message));
         map.insert("severity", Node::string(self.severity.as_str()));
-        if let Some(r) = &self.resource {
+        if let Some(r) = self.resource {
             let mut rr = Map::default();
-            rr.insert("apiVersion", Node::string(r.api_version.as_str()));
-            rr.insert("kind", Node::string(r.kind.as_str()));
-            rr.insert("name", Node::string(r.name.as_str()));
-            if let Some(ns) = &r.namespace {
-                rr.insert("namespace", Node::string(ns.as_str()));
+            rr.insert("apiVersion", Node::string(r.api_version));
+            rr.insert("kind", Node::string(r.kind));
+            rr.insert("name", Node::string(r.name));
+            if let Some(ns) = r.namespace {
+                rr.insert("namespace", Node::string(ns));
             }
             map.insert("resourceRef", rr.into());
         }
-        if let Some(field) = &self.field {
+        if let Some(field) = self.field {
             let mut f = Map::default();
-            f.insert("path", Node::string(field.as_str()));
+            f.insert("path", Node::string(field));
             map.insert("field", f.into());
         }
-        if let Some(file) = &self.file {
+        if let Some(file) = self.file {
             let mut f = Map::default();
-            f.insert("path", Node::string(file.path.as_str()));
+            f.insert("path", Node::string(file.path));
             if let Some(i) = file.index {
                 f.insert("index", Node::plain(i.to_string()));
             }
@@ -153,7 +153,7 @@ mod tests {
             .on(&r, Some(&file))
             .field("metadata.annotations");
         assert_eq!(
-            emit_document(&result.to_node()),
+            emit_document(&result.clone().into_node()),
             "message: bad\nseverity: error\nresourceRef:\n  apiVersion: apps/v1\n  kind: Deployment\n  name: web\n  namespace: demo\nfield:\n  path: metadata.annotations\nfile:\n  path: apps/web.yaml\n  index: 0\n"
         );
         assert_eq!(

@@ -241,26 +241,102 @@ pub fn apply(
     if before.is_empty() && !asks_for_anything(template, settings) {
         return Ok(Applied::default());
     }
-    // Changes are made on a copy, so an error leaves the template as it was.
-    let mut t = template.clone();
-    let mut out = Applied::default();
-    inject(&mut t, settings, pod_namespace, before, &mut out)?;
-    if settings.interface_names == InterfaceNames::Deterministic {
-        name_interfaces(&mut t, &mut out)?;
+    // The metadata rules work on a copy of the metadata (a few annotations and
+    // labels); the spec is edited in place, but only after `check_spec` and the
+    // node-selector conflicts have passed, so an error leaves the template as it
+    // was without copying the whole template.
+    let mut head = Map::default();
+    if let Some(metadata) = template.get("metadata") {
+        head.insert("metadata", metadata.clone());
     }
-    let selected = selections(&t, pod_namespace)?;
+    let mut out = Applied::default();
+    inject(&mut head, settings, pod_namespace, before, &mut out)?;
+    if settings.interface_names == InterfaceNames::Deterministic {
+        name_interfaces(&mut head, &mut out)?;
+    }
+    let selected = selections(&head, pod_namespace)?;
     let wanted = wanted(&selected, settings, nads)?;
-    let spec = spec_of(&mut t)?;
-    resources(spec, settings, &wanted.counts, before, &mut out)?;
+    let downward = settings.downward_api && !wanted.counts.is_empty();
+    let resources_needed =
+        !(wanted.counts.is_empty() && before.requests.is_empty() && before.limits.is_empty());
+    check_spec(template, &wanted.counts, resources_needed, downward)?;
+    let spec = spec_of(template)?;
+    // First, as its conflicts are found before it edits anything.
     node_selector(spec, &wanted.node_selector, before, &mut out)?;
-    downward_api(
-        spec,
-        settings.downward_api && !wanted.counts.is_empty(),
-        before,
-        &mut out,
-    )?;
-    *template = t;
+    if resources_needed {
+        resources(spec, settings, &wanted.counts, before, &mut out)?;
+    }
+    downward_api(spec, downward, before, &mut out)?;
+    if let Some(metadata) = head.remove("metadata") {
+        template.insert("metadata", metadata);
+    }
     Ok(out)
+}
+
+/// Checks every shape the spec edits rely on before any is made, so that once
+/// it passes they cannot fail half-way.
+fn check_spec(
+    template: &Map,
+    counts: &BTreeMap<String, u64>,
+    resources: bool,
+    downward: bool,
+) -> Result<(), Error> {
+    let shape = |path: String, what: &str, node: &Node| {
+        Error::Shape(format!("{path} is {}, not {what}", node.kind_name()))
+    };
+    let empty = Map::default();
+    let spec = match present(template.get("spec")) {
+        None => &empty,
+        Some(Node::Map(spec)) => spec,
+        Some(other) => return Err(shape("spec".into(), "a mapping", other)),
+    };
+    let all = containers(spec);
+    if resources {
+        match all.first() {
+            None if counts.is_empty() => {}
+            None => {
+                return Err(Error::Shape(
+                    "spec.containers is empty or missing: the network resources have no container to go in"
+                        .into(),
+                ));
+            }
+            Some(first) => {
+                let first = first
+                    .as_map()
+                    .ok_or_else(|| shape("spec.containers[0]".into(), "a mapping", first))?;
+                if let Some(r) = present(first.get("resources")) {
+                    let r = r.as_map().ok_or_else(|| {
+                        shape("spec.containers[0].resources".into(), "a mapping", r)
+                    })?;
+                    for field in ["requests", "limits"] {
+                        if let Some(f) = present(r.get(field)).filter(|f| f.as_map().is_none()) {
+                            let path = format!("spec.containers[0].resources.{field}");
+                            return Err(shape(path, "a mapping", f));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    if downward {
+        if let Some(v) = present(spec.get("volumes")).filter(|v| v.as_seq().is_none()) {
+            return Err(shape("spec.volumes".into(), "a list", v));
+        }
+        for (i, c) in all.iter().enumerate() {
+            let Some(c) = c.as_map() else { continue };
+            for key in ["volumeMounts", "env"] {
+                if let Some(v) = present(c.get(key)).filter(|v| v.as_seq().is_none()) {
+                    return Err(shape(format!("spec.containers[{i}].{key}"), "a list", v));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A field that is there and not null.
+fn present(node: Option<&Node>) -> Option<&Node> {
+    node.filter(|n| !n.is_null())
 }
 
 /// Whether a template the rules own nothing on selects a network or has an
@@ -612,7 +688,8 @@ fn resource_value<'a>(container: &'a Node, field: &str, resource: &str) -> Optio
         .get(resource)
 }
 
-/// Sets or removes the first container's requests and limits.
+/// Sets or removes the first container's requests and limits; `check_spec`
+/// has checked their shapes.
 fn resources(
     spec: &mut Map,
     settings: &Settings,
@@ -620,29 +697,18 @@ fn resources(
     before: &Record,
     out: &mut Applied,
 ) -> Result<(), Error> {
-    if counts.is_empty() && before.requests.is_empty() && before.limits.is_empty() {
-        return Ok(());
-    }
     let all = containers(spec);
-    let Some(first) = all.first() else {
-        if counts.is_empty() {
-            return Ok(());
-        }
-        return Err(Error::Shape(
-            "spec.containers is empty or missing: the network resources have no container to go in"
-                .into(),
-        ));
+    // `check_spec` has made sure there is a first container when counts ask for one.
+    let Some(first) = all.first().filter(|c| c.as_map().is_some()) else {
+        return Ok(());
     };
-    if first.as_map().is_none() {
-        return Err(Error::Shape("spec.containers[0] is not a mapping".into()));
-    }
     let first_name = container_name(first);
     let names: BTreeSet<&String> = counts
         .keys()
         .chain(before.requests.keys())
         .chain(before.limits.keys())
         .collect();
-    let mut writes: Vec<(&'static str, String, Option<u64>)> = Vec::new();
+    let mut writes: Vec<Write> = Vec::new();
     for name in names {
         let count = counts.get(name).copied().unwrap_or(0);
         let mut bases = Vec::with_capacity(2);
@@ -698,26 +764,89 @@ fn resources(
                     Some(Quantity::Other(_)) => unreachable!("a text value is never written"),
                     None => None,
                 };
-                writes.push((field, name.clone(), value));
-                out.changes.push(match (&current, value) {
-                    (_, None) => format!("removed {field} {name} from container {first_name}"),
-                    (None, Some(n)) => {
-                        format!("set {field} {name} to {n} in container {first_name}")
-                    }
-                    (Some(_), Some(n)) => {
-                        format!("changed {field} {name} to {n} in container {first_name}")
-                    }
+                let verb = match (&current, value) {
+                    (_, None) => Verb::Removed,
+                    (None, Some(_)) => Verb::Set,
+                    (Some(_), Some(_)) => Verb::Changed,
+                };
+                writes.push(Write {
+                    field,
+                    name: name.clone(),
+                    value,
+                    verb,
                 });
             }
         }
     }
+    out.changes.extend(write_messages(&writes, &first_name));
     let Some(first) = containers_mut(spec).first_mut().and_then(Node::as_map_mut) else {
         return Ok(());
     };
-    for (field, name, value) in writes {
-        write_quantity(first, field, &name, value)?;
+    for w in writes {
+        write_quantity(first, w.field, &w.name, w.value)?;
     }
     Ok(())
+}
+
+/// What an edit of a quantity does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Verb {
+    Set,
+    Changed,
+    Removed,
+}
+
+/// One edit of `resources.<field>.<name>` of the first container.
+struct Write {
+    field: &'static str,
+    name: String,
+    value: Option<u64>,
+    verb: Verb,
+}
+
+/// The change messages for the edits of one container, short for the common
+/// case: a resource whose requests and limits get the same edit is named once,
+/// and resources with the same edit share one message, e.g. "set requests and
+/// limits r/a, r/b to 1 in container app".
+fn write_messages(writes: &[Write], container: &str) -> Vec<String> {
+    // (verb, value, fields) -> names, in the order first seen.
+    let mut groups: Vec<(Verb, Option<u64>, &str, Vec<&str>)> = Vec::new();
+    let mut i = 0;
+    while i < writes.len() {
+        let w = &writes[i];
+        let both = writes.get(i + 1).filter(|n| {
+            n.name == w.name && n.field != w.field && n.verb == w.verb && n.value == w.value
+        });
+        let fields = match both {
+            Some(_) => "requests and limits",
+            None => w.field,
+        };
+        i += if both.is_some() { 2 } else { 1 };
+        match groups
+            .iter_mut()
+            .find(|(verb, value, f, _)| (*verb, *value, *f) == (w.verb, w.value, fields))
+        {
+            Some(group) => group.3.push(&w.name),
+            None => groups.push((w.verb, w.value, fields, vec![&w.name])),
+        }
+    }
+    groups
+        .into_iter()
+        .map(|(verb, value, fields, names)| {
+            let names = names.join(", ");
+            match (verb, value) {
+                (Verb::Removed, _) | (_, None) => {
+                    format!("removed {fields} {names} from container {container}")
+                }
+                (Verb::Set, Some(n)) => {
+                    format!("set {fields} {names} to {n} in container {container}")
+                }
+                (Verb::Changed, Some(n)) => {
+                    format!("changed {fields} {names} to {n} in container {container}")
+                }
+            }
+        })
+        .collect()
 }
 
 /// Sets `resources.<field>.<name>` of a container, keeping the style of an
@@ -1189,6 +1318,166 @@ mod tests {
                 "{case}"
             );
             assert_eq!(applied.record.requests, applied.record.limits, "{case}");
+        }
+    }
+
+    #[test]
+    fn write_messages_group_like_edits() {
+        let w = |field, name: &str, value, verb| Write {
+            field,
+            name: name.into(),
+            value,
+            verb,
+        };
+        let cases: [(Vec<Write>, &[&str]); 4] = [
+            (
+                vec![
+                    w("requests", "r/a", Some(1), Verb::Set),
+                    w("limits", "r/a", Some(1), Verb::Set),
+                    w("requests", "r/b", Some(1), Verb::Set),
+                    w("limits", "r/b", Some(1), Verb::Set),
+                ],
+                &["set requests and limits r/a, r/b to 1 in container app"],
+            ),
+            (
+                vec![
+                    w("requests", "r/a", Some(2), Verb::Changed),
+                    w("limits", "r/a", Some(3), Verb::Changed),
+                ],
+                &[
+                    "changed requests r/a to 2 in container app",
+                    "changed limits r/a to 3 in container app",
+                ],
+            ),
+            (
+                vec![
+                    w("requests", "r/a", None, Verb::Removed),
+                    w("limits", "r/a", None, Verb::Removed),
+                    w("limits", "r/b", Some(1), Verb::Set),
+                ],
+                &[
+                    "removed requests and limits r/a from container app",
+                    "set limits r/b to 1 in container app",
+                ],
+            ),
+            (vec![], &[]),
+        ];
+        for (writes, want) in cases {
+            assert_eq!(write_messages(&writes, "app"), want);
+        }
+    }
+
+    /// Every error, including those found after edits have begun in the
+    /// order of the rules (here, an owned node label to remove first),
+    /// leaves the template as it was.
+    #[test]
+    fn errors_leave_the_template_as_it_was() {
+        let cases: [(&str, &str, &str); 14] = [
+            (
+                "labels: {blue: 'true', green: 'true'}",
+                "containers: [{name: c}]",
+                "injections blue and green set annotation team to different values",
+            ),
+            (
+                "annotations: {k8s.v1.cni.cncf.io/networks: 'a/b/c'}",
+                "containers: [{name: c}]",
+                "more than one \"/\"",
+            ),
+            (
+                "annotations: {k8s.v1.cni.cncf.io/networks: 'ns/a, other/a'}",
+                "containers: [{name: c}]",
+                "give one of them an explicit interface",
+            ),
+            (
+                "annotations: {k8s.v1.cni.cncf.io/networks: 'absent'}",
+                "containers: [{name: c}]",
+                "selects NetworkAttachmentDefinition ns/absent, which does not exist",
+            ),
+            (
+                "annotations: {k8s.v1.cni.cncf.io/networks: 'rack1, rack2'}",
+                "containers: [{name: c}]",
+                "ns/rack1 asks for \"1\" but NetworkAttachmentDefinition ns/rack2 for \"2\"",
+            ),
+            (
+                "annotations: {k8s.v1.cni.cncf.io/networks: 'rack1'}",
+                "nodeSelector: {old: x, rack: '9'}, containers: [{name: c}]",
+                "but the workload's own spec.nodeSelector for \"9\"",
+            ),
+            (
+                "annotations: {k8s.v1.cni.cncf.io/networks: 'a'}",
+                "nodeSelector: {old: x}, containers: []",
+                "spec.containers is empty or missing",
+            ),
+            (
+                "annotations: {k8s.v1.cni.cncf.io/networks: 'a'}",
+                "nodeSelector: {old: x}, containers: [c]",
+                "spec.containers[0] is a scalar, not a mapping",
+            ),
+            (
+                "annotations: {k8s.v1.cni.cncf.io/networks: 'a'}",
+                "nodeSelector: {old: x}, containers: [{name: c, resources: x}]",
+                "spec.containers[0].resources is a scalar, not a mapping",
+            ),
+            (
+                "annotations: {k8s.v1.cni.cncf.io/networks: 'a'}",
+                "nodeSelector: {old: x}, containers: [{name: c, resources: {limits: [1]}}]",
+                "spec.containers[0].resources.limits is a sequence, not a mapping",
+            ),
+            (
+                "annotations: {k8s.v1.cni.cncf.io/networks: 'a'}",
+                "nodeSelector: {old: x}, volumes: {}, containers: [{name: c}]",
+                "spec.volumes is a mapping, not a list",
+            ),
+            (
+                "annotations: {k8s.v1.cni.cncf.io/networks: 'a'}",
+                "nodeSelector: {old: x}, containers: [{name: c}, {name: d, volumeMounts: x}]",
+                "spec.containers[1].volumeMounts is a scalar, not a list",
+            ),
+            (
+                "annotations: {k8s.v1.cni.cncf.io/networks: 'a'}",
+                "nodeSelector: {old: x}, containers: [{name: c, env: {}}]",
+                "spec.containers[0].env is a mapping, not a list",
+            ),
+            (
+                "annotations: {k8s.v1.cni.cncf.io/networks: 'a'}",
+                "",
+                "spec is a scalar, not a mapping",
+            ),
+        ];
+        let nads = nad_table(&[
+            ("ns", "a", &[(settings::RESOURCE_NAME_ANNOTATION, "r/a")]),
+            ("other", "a", &[]),
+            ("ns", "rack1", &[(NODE_SELECTOR_ANNOTATION, "rack=1")]),
+            ("ns", "rack2", &[(NODE_SELECTOR_ANNOTATION, "rack=2")]),
+        ]);
+        let injection = |team: &str| BTreeMap::from([("team".to_string(), team.to_string())]);
+        let settings = Settings {
+            downward_api: true,
+            interface_names: InterfaceNames::Deterministic,
+            injections: BTreeMap::from([
+                ("blue".to_string(), injection("b")),
+                ("green".to_string(), injection("g")),
+            ]),
+            ..Settings::default()
+        };
+        let before = Record {
+            node_selector: BTreeMap::from([("old".to_string(), "x".to_string())]),
+            ..Record::default()
+        };
+        for (metadata, spec, want) in cases {
+            let spec = if spec.is_empty() {
+                "x".to_string()
+            } else {
+                format!("{{{spec}}}")
+            };
+            let src = format!("metadata: {{{metadata}}}\nspec: {spec}");
+            let mut template = parse_document(&src).unwrap().as_map().unwrap().clone();
+            let original = template.clone();
+            let err = apply(&mut template, &settings, "ns", &nads, &before)
+                .expect_err(&src)
+                .to_string();
+            assert!(err.contains(want), "{src}: {err}");
+            assert_eq!(template, original, "{src}: an error changes nothing");
         }
     }
 
