@@ -851,7 +851,7 @@ mod tests {
         );
     }
 
-    fn sriov_nads() -> BTreeMap<(String, String), BTreeMap<String, String>> {
+    fn sriov_nads() -> network_resources::NadTable {
         network_resources::nad_table(&[
             (
                 "demo",

@@ -116,7 +116,8 @@ struct Summary {
 
 /// Renders the package in place and returns the results, the summary first.
 pub fn render(items: &mut Vec<Node>, settings: &Settings) -> Result<Vec<FnResult>, InputError> {
-    let (refs, files) = identify(items)?;
+    let refs = identify(items)?;
+    let files = files(items);
     let mut r = Renderer {
         settings,
         refs: &refs,
@@ -155,11 +156,9 @@ pub fn render_with(
     }
 }
 
-/// The identity and file of every item; an item that is not a resource fails the input.
-pub(crate) fn identify(
-    items: &[Node],
-) -> Result<(Vec<ResourceRef>, Vec<Option<FileRef>>), InputError> {
-    let refs = items
+/// The identity of every item; an item that is not a resource fails the input.
+pub(crate) fn identify(items: &[Node]) -> Result<Vec<ResourceRef>, InputError> {
+    items
         .iter()
         .enumerate()
         .map(|(index, item)| {
@@ -169,8 +168,12 @@ pub(crate) fn identify(
                 problem,
             })
         })
-        .collect::<Result<Vec<_>, _>>()?;
-    Ok((refs, items.iter().map(resource::file_ref).collect()))
+        .collect()
+}
+
+/// The file of every item.
+pub(crate) fn files(items: &[Node]) -> Vec<Option<FileRef>> {
+    items.iter().map(resource::file_ref).collect()
 }
 
 /// The namespace a resource is in: its own, else the default namespace the

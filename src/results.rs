@@ -3,7 +3,7 @@
 use std::fmt;
 
 use crate::resource::{FileRef, ResourceRef};
-use crate::yaml::{Map, Node};
+use crate::yaml::Node;
 
 /// How serious a result is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -87,33 +87,30 @@ impl FnResult {
 
     /// The result as a KRM `results` entry.
     pub fn into_node(self) -> Node {
-        let mut map = Map::default();
-        map.insert("message", Node::string(self.message));
-        map.insert("severity", Node::string(self.severity.as_str()));
+        let mut entries = Vec::with_capacity(5);
+        entries.push(("message", Node::string(self.message)));
+        entries.push(("severity", Node::plain(self.severity.as_str())));
         if let Some(r) = self.resource {
-            let mut rr = Map::default();
-            rr.insert("apiVersion", Node::string(r.api_version));
-            rr.insert("kind", Node::string(r.kind));
-            rr.insert("name", Node::string(r.name));
+            let mut rr = Vec::with_capacity(4);
+            rr.push(("apiVersion", Node::string(r.api_version)));
+            rr.push(("kind", Node::string(r.kind)));
+            rr.push(("name", Node::string(r.name)));
             if let Some(ns) = r.namespace {
-                rr.insert("namespace", Node::string(ns));
+                rr.push(("namespace", Node::string(ns)));
             }
-            map.insert("resourceRef", rr.into());
+            entries.push(("resourceRef", Node::mapping(rr)));
         }
         if let Some(field) = self.field {
-            let mut f = Map::default();
-            f.insert("path", Node::string(field));
-            map.insert("field", f.into());
+            entries.push(("field", Node::mapping([("path", Node::string(field))])));
         }
         if let Some(file) = self.file {
-            let mut f = Map::default();
-            f.insert("path", Node::string(file.path));
+            let mut f = vec![("path", Node::string(file.path))];
             if let Some(i) = file.index {
-                f.insert("index", Node::plain(i.to_string()));
+                f.push(("index", Node::plain(i.to_string())));
             }
-            map.insert("file", f.into());
+            entries.push(("file", Node::mapping(f)));
         }
-        map.into()
+        Node::mapping(entries)
     }
 }
 

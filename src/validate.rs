@@ -27,7 +27,7 @@ use serde_json::{Map as JsonMap, Value};
 use crate::nad;
 use crate::network_resources::DEFAULT_NETWORK_ANNOTATION;
 use crate::networks::{NETWORKS_ANNOTATION, Networks, is_dns1123_label};
-use crate::render::{InputError, identify};
+use crate::render::{InputError, files, identify};
 use crate::resource::{self, ResourceRef};
 use crate::results::{self, FnResult, Severity, plural};
 use crate::settings::{
@@ -400,7 +400,8 @@ struct Checked {
 /// Checks every NAD and workload of the input; the results are in input
 /// order, after a summary. Nothing is changed.
 pub fn validate(items: &[Node], settings: &Settings) -> Result<Vec<FnResult>, InputError> {
-    let (refs, files) = identify(items)?;
+    let refs = identify(items)?;
+    let files = files(items);
     let kinds = WorkloadKinds::new(&settings.workload_kinds);
     let mut results = Vec::new();
     let mut checked = Checked::default();

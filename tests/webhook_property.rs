@@ -5,8 +5,6 @@
 //! network-resources rules on, the same holds against the function pipeline
 //! LinkerdMultus then NetworkResources, over generated NADs and settings too.
 
-use std::collections::BTreeMap;
-
 use linkerd_multus::admission::{
     self, NadState, NamespaceState, NetworkResources, OnError, Outcome,
 };
@@ -264,7 +262,7 @@ fn the_generator_reaches_every_outcome() {
 // With the network-resources rules.
 
 /// NADs by (namespace, name): their annotations.
-type Nads = BTreeMap<(String, String), BTreeMap<String, String>>;
+type Nads = linkerd_multus::network_resources::NadTable;
 
 const RESOURCE_NAME: &str = "k8s.v1.cni.cncf.io/resourceName";
 const NODE_SELECTOR: &str = "k8s.v1.cni.cncf.io/nodeSelector";

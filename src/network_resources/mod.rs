@@ -60,10 +60,50 @@ pub trait Nads {
     fn annotations(&self, namespace: &str, name: &str) -> Option<&dyn Lookup>;
 }
 
-impl Nads for BTreeMap<(String, String), BTreeMap<String, String>> {
+/// The NAD annotations the rules read: the resource-name keys and the node
+/// selector. The function and the webhook's cache keep only these.
+pub fn nad_annotation_keys(resource_name_keys: &[String]) -> Vec<String> {
+    let mut keys = resource_name_keys.to_vec();
+    keys.push(NODE_SELECTOR_ANNOTATION.to_string());
+    keys
+}
+
+/// NADs by namespace and name, with their annotations: what the function
+/// finds in its input. Looked up without building a key.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct NadTable(BTreeMap<String, BTreeMap<String, BTreeMap<String, String>>>);
+
+impl NadTable {
+    /// Adds a NAD; false when one of that namespace and name was there already.
+    pub fn insert(
+        &mut self,
+        namespace: String,
+        name: String,
+        annotations: BTreeMap<String, String>,
+    ) -> bool {
+        self.0
+            .entry(namespace)
+            .or_default()
+            .insert(name, annotations)
+            .is_none()
+    }
+}
+
+impl FromIterator<((String, String), BTreeMap<String, String>)> for NadTable {
+    fn from_iter<I: IntoIterator<Item = ((String, String), BTreeMap<String, String>)>>(
+        iter: I,
+    ) -> Self {
+        let mut table = NadTable::default();
+        for ((namespace, name), annotations) in iter {
+            table.insert(namespace, name, annotations);
+        }
+        table
+    }
+}
+
+impl Nads for NadTable {
     fn annotations(&self, namespace: &str, name: &str) -> Option<&dyn Lookup> {
-        self.get(&(namespace.to_string(), name.to_string()))
-            .map(|a| a as &dyn Lookup)
+        self.0.get(namespace)?.get(name).map(|a| a as &dyn Lookup)
     }
 }
 
@@ -73,9 +113,7 @@ pub(crate) type TestNad<'a> = (&'a str, &'a str, &'a [(&'a str, &'a str)]);
 
 /// A NAD table for tests.
 #[cfg(test)]
-pub(crate) fn nad_table(
-    entries: &[TestNad],
-) -> BTreeMap<(String, String), BTreeMap<String, String>> {
+pub(crate) fn nad_table(entries: &[TestNad]) -> NadTable {
     entries
         .iter()
         .map(|(ns, name, annotations)| {
@@ -241,20 +279,26 @@ pub fn apply(
     if before.is_empty() && !asks_for_anything(template, settings) {
         return Ok(Applied::default());
     }
-    // The metadata rules work on a copy of the metadata (a few annotations and
-    // labels); the spec is edited in place, but only after `check_spec` and the
-    // node-selector conflicts have passed, so an error leaves the template as it
-    // was without copying the whole template.
+    // The metadata rules, when any can apply, work on a copy of the metadata
+    // (a few annotations and labels); the spec is edited in place, but only
+    // after `check_spec` and the node-selector conflicts have passed, so an
+    // error leaves the template as it was without copying the whole template.
+    let metadata_rules = !settings.injections.is_empty()
+        || !before.annotations.is_empty()
+        || !before.networks.is_empty()
+        || settings.interface_names == InterfaceNames::Deterministic;
     let mut head = Map::default();
-    if let Some(metadata) = template.get("metadata") {
-        head.insert("metadata", metadata.clone());
-    }
     let mut out = Applied::default();
-    inject(&mut head, settings, pod_namespace, before, &mut out)?;
-    if settings.interface_names == InterfaceNames::Deterministic {
-        name_interfaces(&mut head, &mut out)?;
+    if metadata_rules {
+        if let Some(metadata) = template.get("metadata") {
+            head.insert("metadata", metadata.clone());
+        }
+        inject(&mut head, settings, pod_namespace, before, &mut out)?;
+        if settings.interface_names == InterfaceNames::Deterministic {
+            name_interfaces(&mut head, &mut out)?;
+        }
     }
-    let selected = selections(&head, pod_namespace)?;
+    let selected = selections(if metadata_rules { &head } else { template }, pod_namespace)?;
     let wanted = wanted(&selected, settings, nads)?;
     let downward = settings.downward_api && !wanted.counts.is_empty();
     let resources_needed =
@@ -588,10 +632,10 @@ fn wanted(
     let mut wanted = Wanted::default();
     let mut missing: Vec<String> = Vec::new();
     for (namespace, name) in selected {
-        let id = format!("{namespace}/{name}");
+        let id = || format!("{namespace}/{name}");
         let Some(annotations) = nads.annotations(namespace, name) else {
-            if !missing.contains(&id) {
-                missing.push(id);
+            if !missing.contains(&id()) {
+                missing.push(id());
             }
             continue;
         };
@@ -611,12 +655,12 @@ fn wanted(
                 [key, label] => (key.trim(), label.trim()),
                 _ => {
                     return Err(Error::NodeSelector {
-                        nad: id,
+                        nad: id(),
                         value: value.to_string(),
                     });
                 }
             };
-            let source = format!("NetworkAttachmentDefinition {id}");
+            let source = format!("NetworkAttachmentDefinition {}", id());
             match wanted.node_selector.get(key) {
                 Some((v, first)) if v != label => {
                     return Err(Error::NodeSelectorConflict {
@@ -986,22 +1030,12 @@ fn node_selector(
     Ok(())
 }
 
-fn mapping(entries: Vec<(&str, Node)>) -> Node {
-    Node::Map(Map {
-        entries: entries
-            .into_iter()
-            .map(|(k, v)| (Node::string(k), v))
-            .collect(),
-        ..Map::default()
-    })
-}
-
 fn field_ref(path: &str, field: &str) -> Node {
-    mapping(vec![
+    Node::mapping([
         ("path", Node::string(path)),
         (
             "fieldRef",
-            mapping(vec![("fieldPath", Node::string(field))]),
+            Node::mapping([("fieldPath", Node::string(field))]),
         ),
     ])
 }
@@ -1037,11 +1071,11 @@ fn podnetinfo_volume(containers: &[Node]) -> Node {
     ];
     for container in containers {
         for (file, resource) in hugepage_files(container) {
-            items.push(mapping(vec![
+            items.push(Node::mapping([
                 ("path", Node::string(file)),
                 (
                     "resourceFieldRef",
-                    mapping(vec![
+                    Node::mapping([
                         ("containerName", Node::string(container_name(container))),
                         ("resource", Node::string(resource)),
                         ("divisor", Node::string("1Mi")),
@@ -1050,11 +1084,11 @@ fn podnetinfo_volume(containers: &[Node]) -> Node {
             ]));
         }
     }
-    mapping(vec![
+    Node::mapping([
         ("name", Node::string(PODNETINFO)),
         (
             "downwardAPI",
-            mapping(vec![(
+            Node::mapping([(
                 "items",
                 Node::Seq(Seq {
                     items,
@@ -1173,7 +1207,7 @@ fn downward_api(
             }
             (true, true, false) => {}
             (true, false, _) => {
-                list_entry(c, "volumeMounts")?.push(mapping(vec![
+                list_entry(c, "volumeMounts")?.push(Node::mapping([
                     ("name", Node::string(PODNETINFO)),
                     ("mountPath", Node::string(PODNETINFO_PATH)),
                     ("readOnly", Node::plain("true")),
@@ -1198,7 +1232,7 @@ fn downward_api(
             }
             (true, true, false) => {}
             (true, false, _) => {
-                list_entry(c, "env")?.push(mapping(vec![
+                list_entry(c, "env")?.push(Node::mapping([
                     ("name", Node::string(CONTAINER_NAME_ENV)),
                     ("value", Node::string(name.clone())),
                 ]));
@@ -1223,7 +1257,7 @@ mod tests {
     use super::*;
     use crate::yaml::parse_document;
 
-    fn nads() -> BTreeMap<(String, String), BTreeMap<String, String>> {
+    fn nads() -> NadTable {
         nad_table(&[
             ("ns", "a", &[(settings::RESOURCE_NAME_ANNOTATION, "r/a")]),
             ("ns", "rack1", &[(NODE_SELECTOR_ANNOTATION, "rack=1")]),

@@ -1,10 +1,8 @@
 //! The network-resources rules over a whole package: the NADs of the input,
 //! every workload that selects networks. Pure code: resources in, results out.
 
-use std::collections::BTreeMap;
-
 use super::settings::Settings;
-use super::{Error, workload};
+use super::{Error, NadTable, nad_annotation_keys, workload};
 use crate::nad;
 use crate::render::{InputError, identify};
 use crate::resource::{self, ResourceRef};
@@ -15,28 +13,39 @@ use crate::yaml::Node;
 /// Applies the rules to every workload of the package, in place, and returns
 /// the results, the summary first.
 pub fn render(items: &mut [Node], settings: &Settings) -> Result<Vec<FnResult>, InputError> {
-    let (refs, files) = identify(items)?;
+    // Files are read only for the items that get a result, while they are at hand.
+    let refs = identify(items)?;
     let namespace_of = |r: &ResourceRef| {
         r.namespace
             .clone()
             .or_else(|| settings.default_namespace.clone())
     };
     let mut results = Vec::new();
-    let mut nads: BTreeMap<(String, String), BTreeMap<String, String>> = BTreeMap::new();
+    let mut nads = NadTable::default();
+    let keys = nad_annotation_keys(&settings.resource_name_keys);
     for (i, item) in items.iter().enumerate() {
         let r = &refs[i];
         if !nad::is_nad(r) {
             continue;
         }
-        let annotations = resource::string_annotations(item);
-        let id = (namespace_of(r).unwrap_or_default(), r.name.clone());
-        if nads.insert(id, annotations).is_some() {
+        let annotations = resource::annotations(item)
+            .map(|a| {
+                keys.iter()
+                    .filter_map(|k| Some((k.clone(), a.get_text(k)?.to_string())))
+                    .collect()
+            })
+            .unwrap_or_default();
+        if !nads.insert(
+            namespace_of(r).unwrap_or_default(),
+            r.name.clone(),
+            annotations,
+        ) {
             results.push(
                 FnResult::new(
                     Severity::Error,
                     "the NetworkAttachmentDefinition is in the input twice",
                 )
-                .on(r, files[i].as_ref()),
+                .on(r, resource::file_ref(item).as_ref()),
             );
         }
     }
@@ -48,15 +57,17 @@ pub fn render(items: &mut [Node], settings: &Settings) -> Result<Vec<FnResult>, 
             continue;
         };
         let namespace = namespace_of(r);
-        let report =
-            |severity, message: String| FnResult::new(severity, message).on(r, files[i].as_ref());
-        match workload(
+        let applied = workload(
             item,
             kind,
             settings,
             namespace.as_deref().unwrap_or(""),
             &nads,
-        ) {
+        );
+        let report = |severity, message: String| {
+            FnResult::new(severity, message).on(r, resource::file_ref(item).as_ref())
+        };
+        match applied {
             Ok(None) => {}
             Ok(Some(applied)) => {
                 if !applied.changes.is_empty() {

@@ -16,7 +16,7 @@ use kube::runtime::watcher::{self, Event};
 use serde::de::DeserializeOwned;
 
 use crate::namespace::{INJECT_ANNOTATION, Lookup, MULTUS_ANNOTATION};
-use crate::network_resources::{NODE_SELECTOR_ANNOTATION, Nads};
+use crate::network_resources::{Nads, nad_annotation_keys};
 
 /// The annotations of one object that the rules read; the others are not kept.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -111,15 +111,13 @@ impl WatchCache {
     /// `resource_name_keys` and the node selector: all the network-resources
     /// rules read of a NAD.
     pub fn nads(resource_name_keys: &[String]) -> Self {
-        let mut keys = resource_name_keys.to_vec();
-        keys.push(NODE_SELECTOR_ANNOTATION.to_string());
         Self::new(
             Kind {
                 what: "NAD",
                 plural: "NADs",
                 key: |meta| Some(nad_key(meta.namespace.as_deref()?, meta.name.as_deref()?)),
             },
-            keys,
+            nad_annotation_keys(resource_name_keys),
         )
     }
 
@@ -338,6 +336,7 @@ mod tests {
     use kube::core::PartialObjectMetaExt;
 
     use super::*;
+    use crate::network_resources::NODE_SELECTOR_ANNOTATION;
 
     fn object<K>(
         namespace: Option<&str>,

@@ -220,7 +220,11 @@ impl Emitter<'_> {
             Style::Plain if plain_ok => self.out.push_str(value),
             Style::SingleQuoted if one_line && is_printable_line(value) => {
                 self.out.push('\'');
-                self.out.push_str(&value.replace('\'', "''"));
+                if value.contains('\'') {
+                    self.out.push_str(&value.replace('\'', "''"));
+                } else {
+                    self.out.push_str(value);
+                }
                 self.out.push('\'');
             }
             Style::Folded

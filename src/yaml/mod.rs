@@ -128,6 +128,22 @@ impl Node {
         Node::Map(Map::default())
     }
 
+    /// A block mapping built by this crate, in the order given. The keys are
+    /// names written plain as they are (no quoting check), so they must be
+    /// plain-safe; the values keep their own styles.
+    pub fn mapping(entries: impl IntoIterator<Item = (&'static str, Node)>) -> Self {
+        Node::Map(Map {
+            entries: entries
+                .into_iter()
+                .map(|(k, v)| {
+                    debug_assert!(scalar::is_plain_safe(k), "{k:?} is not plain-safe");
+                    (Node::plain(k), v)
+                })
+                .collect(),
+            ..Map::default()
+        })
+    }
+
     /// The scalar text, whatever its style.
     pub fn as_str(&self) -> Option<&str> {
         match self {
