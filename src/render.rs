@@ -224,12 +224,12 @@ impl Renderer<'_> {
                 );
                 self.report(i, Severity::Warning, message);
             }
-            if known.contains_key(&r.name) {
+            if known.contains_key(r.name.as_str()) {
                 self.report(i, Severity::Error, "the Namespace is in the input twice");
                 continue;
             }
             known.insert(
-                r.name.clone(),
+                r.name.to_string(),
                 Namespace {
                     annotations,
                     source: Source::Input(i),
@@ -700,7 +700,7 @@ impl NadConfig {
                         api_version: "v1".into(),
                         kind: "ConfigMap".into(),
                         name: CONFIG_MAP_NAME.into(),
-                        namespace: Some(r.settings.cni_namespace.clone()),
+                        namespace: Some(r.settings.cni_namespace.as_str().into()),
                     };
                     r.results.push(
                         FnResult::new(

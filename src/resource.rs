@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
-use crate::yaml::{Map, Node};
+use crate::yaml::{Map, Node, Text};
 
 /// The path annotations kpt and kustomize set; both are kept and both are written.
 pub const PATH_ANNOTATIONS: [&str; 2] = [
@@ -22,13 +22,13 @@ pub const LOCAL_CONFIG_ANNOTATION: &str = "config.kubernetes.io/local-config";
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub struct ResourceRef {
     /// `group/version` or `version`.
-    pub api_version: String,
+    pub api_version: Text,
     /// The kind.
-    pub kind: String,
+    pub kind: Text,
     /// `metadata.name`.
-    pub name: String,
+    pub name: Text,
     /// `metadata.namespace`, if any.
-    pub namespace: Option<String>,
+    pub namespace: Option<Text>,
 }
 
 impl ResourceRef {
@@ -89,7 +89,7 @@ pub fn resource_ref(item: &Node) -> Result<ResourceRef, NotAResource> {
     let text = |field: &'static str| {
         map.get_text(field)
             .filter(|s| !s.is_empty())
-            .map(str::to_string)
+            .map(Text::from)
             .ok_or(NotAResource {
                 field,
                 problem: "is missing or not a string",
@@ -111,7 +111,7 @@ pub fn resource_ref(item: &Node) -> Result<ResourceRef, NotAResource> {
             field: "metadata.name",
             problem: "is missing or not a string",
         })?
-        .to_string();
+        .into();
     let namespace = match meta.get("namespace") {
         None => None,
         Some(n) if n.is_null() => None,
@@ -121,14 +121,14 @@ pub fn resource_ref(item: &Node) -> Result<ResourceRef, NotAResource> {
                     field: "metadata.namespace",
                     problem: "is not a string",
                 })?
-                .to_string(),
+                .into(),
         ),
     };
     Ok(ResourceRef {
         api_version,
         kind,
         name,
-        namespace: namespace.filter(|n| !n.is_empty()),
+        namespace: namespace.filter(|n: &Text| !n.is_empty()),
     })
 }
 

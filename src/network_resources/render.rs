@@ -17,8 +17,9 @@ pub fn render(items: &mut [Node], settings: &Settings) -> Result<Vec<FnResult>, 
     let refs = identify(items)?;
     let namespace_of = |r: &ResourceRef| {
         r.namespace
-            .clone()
-            .or_else(|| settings.default_namespace.clone())
+            .as_deref()
+            .or(settings.default_namespace.as_deref())
+            .map(str::to_string)
     };
     let mut results = Vec::new();
     let mut nads = NadTable::default();
@@ -37,7 +38,7 @@ pub fn render(items: &mut [Node], settings: &Settings) -> Result<Vec<FnResult>, 
             .unwrap_or_default();
         if !nads.insert(
             namespace_of(r).unwrap_or_default(),
-            r.name.clone(),
+            r.name.to_string(),
             annotations,
         ) {
             results.push(
