@@ -30,7 +30,7 @@ use crate::namespace::Lookup;
 use crate::networks::{NETWORKS_ANNOTATION, Networks, NetworksError, Selection};
 use crate::resource;
 use crate::workload::WorkloadKind;
-use crate::yaml::{Map, Node, Seq, Style};
+use crate::yaml::{Map, Node, Scalar, Seq, Style};
 
 use record::{RECORD_ANNOTATION, Record, Share};
 use settings::{InterfaceNames, Settings};
@@ -236,6 +236,18 @@ pub fn workload(
             object.kind_name()
         )));
     }
+    // The record goes in metadata.annotations, so its shape is checked before
+    // the template changes.
+    let meta = object.as_map().and_then(|o| o.get("metadata"));
+    if let Some(meta) = present(meta) {
+        let shape = |path: &str, node: &Node| {
+            Error::Shape(format!("{path} is {}, not a mapping", node.kind_name()))
+        };
+        let meta = meta.as_map().ok_or_else(|| shape("metadata", meta))?;
+        if let Some(a) = present(meta.get("annotations")).filter(|a| a.as_map().is_none()) {
+            return Err(shape("metadata.annotations", a));
+        }
+    }
     let before = match resource::annotation(object, RECORD_ANNOTATION) {
         Some(text) => Record::parse(text)
             .map_err(|e| Error::Shape(format!("annotation {RECORD_ANNOTATION}: {e}")))?,
@@ -250,18 +262,19 @@ pub fn workload(
         if applied.record.is_empty() {
             remove_annotation(object, RECORD_ANNOTATION);
         } else {
-            set_annotation(object, RECORD_ANNOTATION, applied.record.to_text())
-                .map_err(|e| Error::Shape(e.to_string()))?;
+            let annotations = object
+                .map_entry("metadata")
+                .and_then(|m| m.map_entry("annotations"))
+                .ok_or_else(|| Error::Shape("metadata.annotations is not a mapping".into()))?;
             // JSON reads best single-quoted: no escaped double quotes.
-            if let Some(Node::Scalar(s)) = object
-                .get_mut("metadata")
-                .and_then(Node::as_map_mut)
-                .and_then(|m| m.get_mut("annotations"))
-                .and_then(Node::as_map_mut)
-                .and_then(|a| a.get_mut(RECORD_ANNOTATION))
-            {
-                s.style = Style::SingleQuoted;
-            }
+            annotations.insert(
+                RECORD_ANNOTATION,
+                Node::Scalar(Scalar {
+                    value: applied.record.to_text().into(),
+                    style: Style::SingleQuoted,
+                    tag: None,
+                }),
+            );
         }
     }
     Ok(Some(applied))
@@ -1512,6 +1525,31 @@ mod tests {
                 .to_string();
             assert!(err.contains(want), "{src}: {err}");
             assert_eq!(template, original, "{src}: an error changes nothing");
+        }
+    }
+
+    /// The record needs `metadata.annotations` of the workload itself: a bad
+    /// one is found before the template changes.
+    #[test]
+    fn a_workload_without_room_for_its_record_is_left_as_it_was() {
+        let kinds = crate::workload::WorkloadKinds::new(&[]);
+        let deployment = kinds.find("apps", "Deployment").unwrap();
+        for (metadata, want) in [
+            (
+                "{name: web, annotations: [x]}",
+                "metadata.annotations is a sequence, not a mapping",
+            ),
+            ("web", "metadata is a scalar, not a mapping"),
+        ] {
+            let src = format!(
+                "apiVersion: apps/v1\nkind: Deployment\nmetadata: {metadata}\nspec:\n  template:\n    metadata: {{annotations: {{k8s.v1.cni.cncf.io/networks: a}}}}\n    spec: {{containers: [{{name: c}}]}}\n"
+            );
+            let mut object = parse_document(&src).unwrap();
+            let original = object.clone();
+            let err =
+                workload(&mut object, deployment, &Settings::default(), "ns", &nads()).unwrap_err();
+            assert_eq!(err.to_string(), want, "{metadata}");
+            assert_eq!(object, original, "{metadata}: an error changes nothing");
         }
     }
 

@@ -29,7 +29,17 @@ pub fn is_plain_safe(s: &str) -> bool {
     if s.contains(": ") || s.contains(" #") {
         return false;
     }
+    if s.is_ascii() {
+        return s
+            .bytes()
+            .all(|b| is_printable_ascii(b) && !matches!(b, b'[' | b']' | b'{' | b'}'));
+    }
     s.chars().all(is_plain_char)
+}
+
+/// The ASCII case of [`is_printable`], byte by byte.
+fn is_printable_ascii(b: u8) -> bool {
+    (0x20..0x7f).contains(&b)
 }
 
 /// Characters a block plain scalar can hold without escaping. Brackets are
@@ -45,6 +55,9 @@ fn is_plain_char(c: char) -> bool {
 /// Whether `s` can be written as a YAML double-quoted scalar without escapes
 /// other than for `"` and `\`: printable text on one line.
 pub(super) fn is_printable_line(s: &str) -> bool {
+    if s.is_ascii() {
+        return s.bytes().all(is_printable_ascii);
+    }
     s.chars().all(is_printable)
 }
 
