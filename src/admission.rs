@@ -83,9 +83,17 @@ struct MetadataView;
 /// That and the pod's `spec`, for the network-resources rules.
 struct SpecView;
 
+/// Keeps the object's name (so that a patch removing its last annotation
+/// leaves `metadata` in place as it would on the whole pod), labels and
+/// annotations.
 impl View for MetadataView {
     fn read<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
-        rules_view(d)
+        let Some(object) = Option::<ObjectIn>::deserialize(d)? else {
+            return Ok(None);
+        };
+        let mut view = serde_json::Map::new();
+        view.insert("metadata".into(), metadata_view(object.metadata));
+        Ok(Some(Value::Object(view)))
     }
 }
 
@@ -168,18 +176,7 @@ struct MetadataIn {
     annotations: Option<Value>,
 }
 
-/// Reads an object keeping only the metadata the rules read (labels,
-/// annotations) and its name, so that a patch removing its last annotation
-/// leaves `metadata` in place as it would on the whole pod.
-fn rules_view<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
-    let Some(object) = Option::<ObjectIn>::deserialize(d)? else {
-        return Ok(None);
-    };
-    let mut view = serde_json::Map::new();
-    view.insert("metadata".into(), metadata_view(object.metadata));
-    Ok(Some(Value::Object(view)))
-}
-
+/// The metadata the rules read: name, generateName, labels and annotations.
 fn metadata_view(metadata: Option<MetadataIn>) -> Value {
     let mut out = serde_json::Map::new();
     if let Some(m) = metadata {

@@ -315,7 +315,7 @@ impl Renderer<'_> {
                 };
                 self.report(at, Severity::Warning, problem.clone());
             }
-            let field = annotations_field(kind.pointer());
+            let field = kind.field("metadata.annotations");
             let applied = match applied {
                 Ok(applied) => applied,
                 Err(e) => {
@@ -408,7 +408,7 @@ impl Renderer<'_> {
             let hash = hashes.get(&namespace_of(r, settings)).map(String::as_str);
             let wanted =
                 rollout::wanted(mode, d.attached, &attach::template_labels(template), hash);
-            let field = || annotations_field(kind.pointer());
+            let field = || kind.field("metadata.annotations");
             let change = match rollout::stamp(template, wanted) {
                 Ok(Some(change)) => change,
                 Ok(None) => continue,
@@ -755,14 +755,4 @@ fn same_json(have: Option<&str>, want: &str) -> bool {
         (Some(a), Some(b)) => a == b,
         _ => false,
     }
-}
-
-/// The dotted path of a pod template's annotations (`spec.template.metadata.annotations`).
-fn annotations_field(pointer: &str) -> String {
-    let mut path = pointer.trim_start_matches('/').replace('/', ".");
-    if !path.is_empty() {
-        path.push('.');
-    }
-    path.push_str("metadata.annotations");
-    path
 }

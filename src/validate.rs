@@ -515,16 +515,11 @@ fn check_workload(
     settings: &Settings,
     problems: &mut Vec<Problem>,
 ) {
-    let template_field = kind.pointer().trim_start_matches('/').replace('/', ".");
-    let under = |field: &str| match template_field.as_str() {
-        "" => field.to_string(),
-        t => format!("{t}.{field}"),
-    };
     let template = match kind.pod_template(item) {
         Ok(Some(template)) => template,
         Ok(None) => return,
         Err(problem) => {
-            problems.push(Problem::error(template_field.clone(), problem));
+            problems.push(Problem::error(kind.field(""), problem));
             return;
         }
     };
@@ -537,7 +532,7 @@ fn check_workload(
         Some(Node::Map(a)) => a,
         Some(other) => {
             problems.push(Problem::error(
-                under("metadata.annotations"),
+                kind.field("metadata.annotations"),
                 format!(
                     "metadata.annotations is {}, not a mapping",
                     other.kind_name()
@@ -551,7 +546,7 @@ fn check_workload(
         .as_deref()
         .or(settings.default_namespace.as_deref());
     for annotation in [DEFAULT_NETWORK_ANNOTATION, NETWORKS_ANNOTATION] {
-        let field = under(&format!("metadata.annotations.{annotation}"));
+        let field = kind.field(&format!("metadata.annotations.{annotation}"));
         let text = match annotations.get(annotation) {
             None => continue,
             // An empty value: no networks, or a default network Multus cannot find.

@@ -65,6 +65,18 @@ impl WorkloadKind {
         &self.pointer
     }
 
+    /// The dotted path of `field` of the pod template from the resource, as
+    /// results name fields (`spec.template.metadata.annotations`); the
+    /// template's own path when `field` is empty.
+    pub fn field(&self, field: &str) -> String {
+        let template = self.pointer.trim_start_matches('/').replace('/', ".");
+        match (template.as_str(), field) {
+            ("", field) => field.to_string(),
+            (_, "") => template,
+            (template, field) => format!("{template}.{field}"),
+        }
+    }
+
     /// Whether the resource is a Pod itself, not a holder of a template.
     pub fn is_pod(&self) -> bool {
         self.segments.is_empty()
@@ -203,6 +215,34 @@ mod tests {
         ] {
             let want = want.map(|v: Vec<&str>| v.into_iter().map(String::from).collect::<Vec<_>>());
             assert_eq!(parse_pointer(p), want, "{p}");
+        }
+    }
+
+    #[test]
+    fn fields_under_the_template() {
+        let kinds = WorkloadKinds::new(&[]);
+        for (group, kind, field, want) in [
+            (
+                "apps",
+                "Deployment",
+                "metadata.annotations",
+                "spec.template.metadata.annotations",
+            ),
+            (
+                "batch",
+                "CronJob",
+                "spec.nodeSelector",
+                "spec.jobTemplate.spec.template.spec.nodeSelector",
+            ),
+            ("apps", "Deployment", "", "spec.template"),
+            ("", "Pod", "metadata.annotations", "metadata.annotations"),
+            ("", "Pod", "", ""),
+        ] {
+            assert_eq!(
+                kinds.find(group, kind).unwrap().field(field),
+                want,
+                "{kind} {field}"
+            );
         }
     }
 

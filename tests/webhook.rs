@@ -176,6 +176,20 @@ fn runtime() -> tokio::runtime::Runtime {
         .unwrap()
 }
 
+/// Posts one review to /mutate on a new connection that trusts `ca`, and
+/// returns the AdmissionReview's response.
+fn post_once(webhook: &Webhook, ca: &Ca, review: Bytes) -> Value {
+    let (_, body) = runtime()
+        .block_on(async {
+            let mut conn = Connection::open(&webhook.addr, &connector(&ca.pem, None, &[]))
+                .await
+                .unwrap();
+            conn.post("/mutate", review).await
+        })
+        .unwrap();
+    response_of(&body)
+}
+
 fn response_of(body: &[u8]) -> Value {
     let review: Value = serde_json::from_slice(body).expect("a JSON review");
     assert_eq!(review["apiVersion"], "admission.k8s.io/v1");
@@ -927,17 +941,11 @@ fn without_network_resources_there_is_no_nad_watch_and_no_spec_change() {
     // The NADs cannot be listed: the webhook must not need them.
     api.set_resource_down(NADS, true);
     let webhook = Webhook::start(&api, &ca.leaf(&["127.0.0.1"]), &[]);
-    let rt = runtime();
-    let (_, body) = rt
-        .block_on(async {
-            let mut conn = Connection::open(&webhook.addr, &connector(&ca.pem, None, &[]))
-                .await
-                .unwrap();
-            conn.post("/mutate", selecting("CREATE", "sriov-a, gone", json!({})))
-                .await
-        })
-        .unwrap();
-    let response = response_of(&body);
+    let response = post_once(
+        &webhook,
+        &ca,
+        selecting("CREATE", "sriov-a, gone", json!({})),
+    );
     assert_eq!(
         patch_of(&response),
         json!([
@@ -980,16 +988,11 @@ fn not_ready_until_the_nad_cache_has_synced() {
     api.set_resource_down(NADS, false);
     webhook.wait_for("/readyz", 200);
     assert_eq!(webhook.metric("linkerd_multus_nad_cache_nads"), 3.0);
-    let (_, body) = runtime()
-        .block_on(async {
-            let mut conn = Connection::open(&webhook.addr, &connector(&ca.pem, None, &[]))
-                .await
-                .unwrap();
-            conn.post("/mutate", selecting("CREATE", "sriov-b", json!({})))
-                .await
-        })
-        .unwrap();
-    let patch = patch_of(&response_of(&body));
+    let patch = patch_of(&post_once(
+        &webhook,
+        &ca,
+        selecting("CREATE", "sriov-b", json!({})),
+    ));
     assert!(
         patch.as_array().unwrap().contains(&json!(
             {"op": "add", "path": "/spec/containers/0/resources/requests", "value": {"intel.com/sriov_b": "1"}}

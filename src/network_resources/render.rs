@@ -7,7 +7,7 @@ use crate::nad;
 use crate::render::{InputError, identify};
 use crate::resource::{self, ResourceRef};
 use crate::results::{self, FnResult, Severity, plural};
-use crate::workload::WorkloadKinds;
+use crate::workload::{WorkloadKind, WorkloadKinds};
 use crate::yaml::Node;
 
 /// Applies the rules to every workload of the package, in place, and returns
@@ -90,7 +90,7 @@ pub fn render(items: &mut [Node], settings: &Settings) -> Result<Vec<FnResult>, 
                     _ => e.to_string(),
                 };
                 let mut result = report(Severity::Error, message);
-                result.field = field_of(&e, kind.pointer());
+                result.field = field_of(&e, kind);
                 results.push(result);
             }
         }
@@ -108,21 +108,16 @@ pub fn render(items: &mut [Node], settings: &Settings) -> Result<Vec<FnResult>, 
 }
 
 /// The field an error is about, as a dotted path from the resource.
-fn field_of(error: &Error, pointer: &str) -> Option<String> {
-    let template = pointer.trim_start_matches('/').replace('/', ".");
-    let under = |field: &str| match template.as_str() {
-        "" => field.to_string(),
-        t => format!("{t}.{field}"),
-    };
+fn field_of(error: &Error, kind: &WorkloadKind) -> Option<String> {
     match error {
         Error::Networks { annotation, .. } => {
-            Some(under(&format!("metadata.annotations.{annotation}")))
+            Some(kind.field(&format!("metadata.annotations.{annotation}")))
         }
-        Error::DefaultNetworkCount(_) => Some(under(&format!(
+        Error::DefaultNetworkCount(_) => Some(kind.field(&format!(
             "metadata.annotations.{}",
             super::DEFAULT_NETWORK_ANNOTATION
         ))),
-        Error::NodeSelectorConflict { .. } => Some(under("spec.nodeSelector")),
+        Error::NodeSelectorConflict { .. } => Some(kind.field("spec.nodeSelector")),
         _ => None,
     }
 }
