@@ -83,32 +83,30 @@ struct MetadataView;
 /// That and the pod's `spec`, for the network-resources rules.
 struct SpecView;
 
-/// Keeps the object's name (so that a patch removing its last annotation
-/// leaves `metadata` in place as it would on the whole pod), labels and
-/// annotations.
 impl View for MetadataView {
     fn read<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
-        let Some(object) = Option::<ObjectIn>::deserialize(d)? else {
-            return Ok(None);
-        };
-        let mut view = serde_json::Map::new();
-        view.insert("metadata".into(), metadata_view(object.metadata));
-        Ok(Some(Value::Object(view)))
+        let object = Option::<ObjectIn>::deserialize(d)?;
+        Ok(object.map(|o| object_view(o.metadata, None)))
     }
 }
 
 impl View for SpecView {
     fn read<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
-        let Some(object) = Option::<ObjectWithSpecIn>::deserialize(d)? else {
-            return Ok(None);
-        };
-        let mut view = serde_json::Map::new();
-        view.insert("metadata".into(), metadata_view(object.metadata));
-        if let Some(spec) = object.spec {
-            view.insert("spec".into(), spec);
-        }
-        Ok(Some(Value::Object(view)))
+        let object = Option::<ObjectWithSpecIn>::deserialize(d)?;
+        Ok(object.map(|o| object_view(o.metadata, o.spec)))
     }
+}
+
+/// The object as the rules see it: the metadata they read, with the object's
+/// name (so that a patch removing its last annotation leaves `metadata` in
+/// place as it would on the whole pod), and the `spec` when it was read.
+fn object_view(metadata: Option<MetadataIn>, spec: Option<Value>) -> Value {
+    let mut view = serde_json::Map::new();
+    view.insert("metadata".into(), metadata_view(metadata));
+    if let Some(spec) = spec {
+        view.insert("spec".into(), spec);
+    }
+    Value::Object(view)
 }
 
 /// A request as read, with the object read as `V` says.
