@@ -145,16 +145,19 @@ impl Owned {
 
 impl fmt::Display for Owned {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let mut parts = Vec::new();
-        match self.network {
-            Some(NetworkOwnership::Created) => parts.push("network=created".to_string()),
-            Some(NetworkOwnership::Appended) => parts.push("network=appended".to_string()),
-            None => {}
+        let network = match self.network {
+            Some(NetworkOwnership::Created) => Some("network=created"),
+            Some(NetworkOwnership::Appended) => Some("network=appended"),
+            None => None,
+        };
+        if let Some(network) = network {
+            f.write_str(network)?;
         }
         if let Some(uid) = &self.proxy_uid {
-            parts.push(format!("proxy-uid={uid}"));
+            let comma = if network.is_some() { "," } else { "" };
+            write!(f, "{comma}proxy-uid={uid}")?;
         }
-        f.write_str(&parts.join(","))
+        Ok(())
     }
 }
 
@@ -224,8 +227,14 @@ pub struct NadReference {
 /// Whether a selection is the entry the function adds for `nad`: plain, or exactly
 /// `nad@<its deterministic interface name>` as interface naming leaves it.
 fn own_entry(nad: &str) -> impl Fn(&Selection) -> bool + '_ {
-    let named = interface_name::deterministic(nad);
-    move |s| (s.is_plain() && s.name == nad) || s.is_exactly(nad, &named)
+    // The name is a hash: made only for a selection that could be it.
+    let named = std::cell::OnceCell::new();
+    move |s| {
+        s.name == nad
+            && (s.is_plain()
+                || s.interface.is_some()
+                    && s.is_exactly(nad, named.get_or_init(|| interface_name::deterministic(nad))))
+    }
 }
 
 /// The annotations of a pod template (`metadata.annotations`), if any.
@@ -242,6 +251,10 @@ pub fn template_labels(template: &Map) -> Option<&Map> {
     template.get("metadata")?.as_map()?.get("labels")?.as_map()
 }
 
+/// One annotation the rules change: its key, and its new value (`None`
+/// removes it).
+pub type Edit = (&'static str, Option<String>);
+
 /// Brings a pod template to what `decision` wants, given what the function owned
 /// before. Nothing changes when an error is returned.
 pub fn apply(
@@ -251,21 +264,57 @@ pub fn apply(
     decision: &Decision,
     before: &Owned,
 ) -> Result<Applied, AttachError> {
-    let nad = settings.nad_name.as_str();
     let annotations = template_annotations(template);
     metadata_is_a_map(template).map_err(AttachError::Shape)?;
-    let text = match annotations.and_then(|a| a.get(NETWORKS_ANNOTATION)) {
+    let networks = match annotations.and_then(|a| a.get(NETWORKS_ANNOTATION)) {
         None => None,
         Some(n) if n.is_null() => None,
-        Some(n) => Some(n.as_str().ok_or_else(|| {
-            AttachError::Shape(format!(
-                "annotation {NETWORKS_ANNOTATION} is {}, not a string",
-                n.kind_name()
-            ))
-        })?),
+        Some(n) => Some(n.as_str().ok_or_else(|| not_a_string(n.kind_name()))?),
     };
+    let current = Current {
+        networks,
+        proxy_uid: annotations.and_then(|a| a.get_text(PROXY_UID_ANNOTATION)),
+    };
+    let (applied, edits) = plan(current, settings, pod_namespace, decision, before)?;
+    for (key, value) in edits {
+        match value {
+            Some(v) => set_annotation(template, key, v)?,
+            None => remove_annotation(template, key),
+        }
+    }
+    Ok(applied)
+}
+
+/// The error of a networks annotation that is not a string.
+pub fn not_a_string(kind: &str) -> AttachError {
+    AttachError::Shape(format!(
+        "annotation {NETWORKS_ANNOTATION} is {kind}, not a string"
+    ))
+}
+
+/// The annotations of a pod template the rules change, as they are.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Current<'a> {
+    /// The networks annotation.
+    pub networks: Option<&'a str>,
+    /// The proxy UID annotation.
+    pub proxy_uid: Option<&'a str>,
+}
+
+/// What `decision` changes on a pod template whose annotations are `current`,
+/// given what the function owned before: the outcome, and the annotation
+/// edits in the order they are written (networks, then proxy UID).
+pub fn plan(
+    current: Current<'_>,
+    settings: &Settings,
+    pod_namespace: &str,
+    decision: &Decision,
+    before: &Owned,
+) -> Result<(Applied, Vec<Edit>), AttachError> {
+    let nad = settings.nad_name.as_str();
+    let text = current.networks;
     let networks = text.map(Networks::parse).transpose()?;
-    let current_uid = annotations.and_then(|a| a.get_text(PROXY_UID_ANNOTATION));
+    let current_uid = current.proxy_uid;
 
     let own = own_entry(nad);
     let mut out = Applied::default();
@@ -351,17 +400,22 @@ pub fn apply(
             }
         })
         .collect();
-    for (key, value) in [
+    let edits = [
         (NETWORKS_ANNOTATION, new_networks),
         (PROXY_UID_ANNOTATION, new_uid),
-    ] {
-        match value {
-            Some(Some(v)) => set_annotation(template, key, v)?,
-            Some(None) => remove_annotation(template, key),
-            None => {}
-        }
-    }
-    Ok(out)
+    ]
+    .into_iter()
+    .filter_map(|(key, value)| Some((key, value?)))
+    .collect();
+    Ok((out, edits))
+}
+
+/// The edit of the record of what the function owns, when it changes.
+fn record_edit(before: &Owned, after: &Owned) -> Option<Edit> {
+    (after != before).then(|| {
+        let value = (!after.is_empty()).then(|| after.to_string());
+        (OWNED_ANNOTATION, value)
+    })
 }
 
 /// What [`workload`] did with one workload object.
@@ -436,17 +490,71 @@ pub fn workload(
     }
     let applied = apply(template, settings, pod_namespace, &decision, &before);
     if let Ok(applied) = &applied
-        && applied.owned != before
+        && let Some((key, value)) = record_edit(&before, &applied.owned)
     {
         let object = object.as_map_mut().expect("checked above");
-        if applied.owned.is_empty() {
-            remove_annotation(object, OWNED_ANNOTATION);
-        } else {
-            set_annotation(object, OWNED_ANNOTATION, applied.owned.to_string())
-                .expect("metadata is a mapping or absent: checked above");
+        match value {
+            Some(v) => set_annotation(object, key, v)
+                .expect("metadata is a mapping or absent: checked above"),
+            None => remove_annotation(object, key),
         }
     }
     Ok(WorkloadOutcome::Decided { decision, applied })
+}
+
+/// What the rules change on a pod read by [`pod`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PodChange {
+    /// What the rules want.
+    pub decision: Decision,
+    /// What changed.
+    pub applied: Applied,
+    /// The annotation edits, in the order [`workload`] writes them on a Pod
+    /// object: networks, proxy UID, then the record.
+    pub edits: Vec<Edit>,
+}
+
+/// Why the rules cannot act on a pod read by [`pod`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PodError {
+    /// The record does not parse.
+    #[error(transparent)]
+    Workload(#[from] WorkloadError),
+    /// The annotations cannot be changed.
+    #[error(transparent)]
+    Attach(#[from] AttachError),
+}
+
+/// [`workload`] on a Pod read as lookups of its annotations and labels rather
+/// than as a tree: the webhook's way, which writes the edits as a JSONPatch.
+/// `networks` is the networks annotation, `Err` with its kind when it is not a
+/// string; `annotations` holds the string values only.
+pub fn pod(
+    annotations: &dyn Lookup,
+    networks: Result<Option<&str>, &str>,
+    labels: &dyn Lookup,
+    settings: &Settings,
+    pod_namespace: &str,
+    namespace: &dyn Lookup,
+) -> Result<PodChange, PodError> {
+    let before = annotations
+        .lookup(OWNED_ANNOTATION)
+        .map(Owned::parse)
+        .transpose()
+        .map_err(WorkloadError::Owned)?
+        .unwrap_or_default();
+    let decision = decide(settings, pod_namespace, annotations, labels, namespace);
+    let current = Current {
+        networks: networks.map_err(not_a_string)?,
+        proxy_uid: annotations.lookup(PROXY_UID_ANNOTATION),
+    };
+    let (applied, mut edits) = plan(current, settings, pod_namespace, &decision, &before)?;
+    edits.extend(record_edit(&before, &applied.owned));
+    Ok(PodChange {
+        decision,
+        applied,
+        edits,
+    })
 }
 
 /// Checks that `metadata`, when present, is a mapping.

@@ -1,8 +1,6 @@
 //! JSONPatch (RFC 6902) from one JSON document to another: only the operations
 //! needed, with RFC 6901 escaping of path segments.
 
-use std::borrow::Cow;
-
 use serde::Serialize;
 use serde_json::Value;
 
@@ -54,8 +52,7 @@ fn diff_into(path: &mut String, before: &Value, after: &Value, ops: &mut Vec<Ope
                 match b.get(key) {
                     Some(old) => {
                         let len = path.len();
-                        path.push('/');
-                        path.push_str(&escape(key));
+                        push_segment(path, key);
                         diff_into(path, old, new, ops);
                         path.truncate(len);
                     }
@@ -92,16 +89,28 @@ fn diff_into(path: &mut String, before: &Value, after: &Value, ops: &mut Vec<Ope
     }
 }
 
-fn child(path: &str, key: &str) -> String {
-    format!("{path}/{}", escape(key))
+/// The pointer to member `key` of the value at `path`.
+pub fn child(path: &str, key: &str) -> String {
+    let mut out = String::with_capacity(path.len() + key.len() + 4);
+    out.push_str(path);
+    push_segment(&mut out, key);
+    out
 }
 
-/// A member name as a JSON-pointer segment: `~` is `~0`, `/` is `~1`.
-pub fn escape(segment: &str) -> Cow<'_, str> {
-    if segment.contains(['~', '/']) {
-        Cow::Owned(segment.replace('~', "~0").replace('/', "~1"))
-    } else {
-        Cow::Borrowed(segment)
+/// Appends `/` and a member name as a JSON-pointer segment: `~` is `~0`,
+/// `/` is `~1`.
+fn push_segment(path: &mut String, key: &str) {
+    path.push('/');
+    for (i, part) in key.split('/').enumerate() {
+        if i > 0 {
+            path.push_str("~1");
+        }
+        for (j, piece) in part.split('~').enumerate() {
+            if j > 0 {
+                path.push_str("~0");
+            }
+            path.push_str(piece);
+        }
     }
 }
 
@@ -127,6 +136,12 @@ mod tests {
                     {"op": "add", "path": "/metadata/annotations/k8s.v1.cni.cncf.io~1networks", "value": "x"},
                     {"op": "add", "path": "/metadata/annotations/a~0b", "value": "y"}
                 ]),
+            ),
+            (
+                "escapes in nested paths",
+                json!({"x/y": {"a~/b/~": 1}}),
+                json!({"x/y": {"a~/b/~": 2}}),
+                json!([{"op": "replace", "path": "/x~1y/a~0~1b~1~0", "value": 2}]),
             ),
             (
                 "missing parent map added whole",

@@ -136,10 +136,7 @@ fn webhook_answer(case: &Case, network_resources: Option<(&Value, &Nads)>) -> Op
         }
     });
     let body = review.to_string();
-    let request = match network_resources {
-        Some(_) => admission::parse_with_spec(body.as_bytes()).unwrap(),
-        None => admission::parse(body.as_bytes()).unwrap(),
-    };
+    let request = admission::parse(body.as_bytes()).unwrap();
     let nr_settings = network_resources.map(|(config, _)| {
         settings::read_network_resources(&yaml::parse_document(&config.to_string()).unwrap())
             .unwrap()

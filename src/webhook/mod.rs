@@ -320,12 +320,7 @@ struct Admission {
 impl Handler for Admission {
     fn handle(&self, body: Bytes) -> Reply {
         let start = Instant::now();
-        // The pod's spec is read only for the rules that change it.
-        let parse = match self.network_resources {
-            Some(_) => admission::parse_with_spec,
-            None => admission::parse,
-        };
-        let request = match parse(&body) {
+        let request = match admission::parse(&body) {
             Ok(request) => request,
             Err(e) => {
                 self.metrics
@@ -371,25 +366,16 @@ impl Handler for Admission {
             answer.outcome == Outcome::Patched && !answer.network_resources.is_empty(),
             start.elapsed(),
         );
-        let changes = || {
-            answer
-                .changes
-                .iter()
-                .map(ToString::to_string)
-                .chain(answer.network_resources.iter().cloned())
-                .collect::<Vec<_>>()
-                .join("; ")
-        };
         let (uid, namespace, name, operation, dry_run) = (
-            request.uid.as_str(),
-            request.namespace.as_str(),
-            request.name.as_str(),
-            request.operation.as_str(),
+            &*request.uid,
+            &*request.namespace,
+            &*request.name,
+            &*request.operation,
             request.dry_run,
         );
         match answer.outcome {
             Outcome::Patched => tracing::info!(
-                uid, namespace, name, operation, dry_run, changes = %changes(),
+                uid, namespace, name, operation, dry_run, changes = %Changes(&answer),
                 "patched"
             ),
             Outcome::Unchanged if answer.warnings.is_empty() => {
@@ -407,5 +393,22 @@ impl Handler for Admission {
             ),
         }
         Reply::json(answer.body)
+    }
+}
+
+/// What a patch changes, for the log: `; `-separated.
+struct Changes<'a>(&'a admission::Answer);
+
+impl std::fmt::Display for Changes<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let rules = self.0.changes.iter().map(|c| c as &dyn std::fmt::Display);
+        let network_resources = self.0.network_resources.iter().map(|c| c as &dyn std::fmt::Display);
+        for (i, change) in rules.chain(network_resources).enumerate() {
+            if i > 0 {
+                f.write_str("; ")?;
+            }
+            write!(f, "{change}")?;
+        }
+        Ok(())
     }
 }

@@ -2,275 +2,27 @@
 //! the core's pod rules and a minimal JSONPatch. Pure code; the webhook server
 //! does the I/O.
 
+mod review;
+
 use std::fmt;
 use std::sync::LazyLock;
 
 use base64::Engine;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::Value;
 
-use crate::attach::{self, Change, WorkloadOutcome};
-use crate::json_patch;
+use crate::attach::{self, Change, Edit, WorkloadOutcome};
+use crate::json_patch::{self, Op, Operation};
 use crate::namespace::Lookup;
+use crate::networks::NETWORKS_ANNOTATION;
 use crate::network_resources::{self, Nads};
 use crate::settings::Settings;
 use crate::workload::WorkloadKind;
 use crate::yaml::Node;
 
-/// The API version of the reviews this webhook reads and writes.
-pub const API_VERSION: &str = "admission.k8s.io/v1";
-/// The kind of review objects.
-pub const KIND: &str = "AdmissionReview";
-
-/// A body that is not an AdmissionReview the webhook can read: answered with 400.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct BadReview(String);
-
-/// A group, version and kind or resource, as the API server names them.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
-pub struct GroupVersion {
-    /// The API group; empty for the core group.
-    #[serde(default)]
-    pub group: String,
-    /// The version.
-    #[serde(default)]
-    pub version: String,
-    /// The resource (`pods`) of a `resource`.
-    #[serde(default)]
-    pub resource: String,
-}
-
-/// The part of an AdmissionRequest the webhook reads.
-#[derive(Debug, Clone)]
-pub struct Request {
-    /// Echoed in the response.
-    pub uid: String,
-    /// The resource acted on.
-    pub resource: GroupVersion,
-    /// A subresource (`status`), if any.
-    pub sub_resource: String,
-    /// The object's name; empty for `generateName` creations.
-    pub name: String,
-    /// The object's namespace.
-    pub namespace: String,
-    /// CREATE, UPDATE, DELETE or CONNECT.
-    pub operation: String,
-    /// What the rules read of the object as it will be stored: its
-    /// `metadata` name, labels and annotations, and, read with
-    /// [`parse_with_spec`], its `spec`. The rest (status, managed fields:
-    /// most of the bytes) is skipped unparsed.
-    pub object: Option<Value>,
-    /// Whether the request only simulates the change.
-    pub dry_run: bool,
-}
-
-/// Reads the request as [`parse`] does: the object's metadata only.
-impl<'de> Deserialize<'de> for Request {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        RequestIn::<MetadataView>::deserialize(d).map(Request::from)
-    }
-}
-
-/// How much of the object a request is read with.
-trait View {
-    fn read<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error>;
-}
-
-/// The metadata the pod rules read.
-struct MetadataView;
-
-/// That and the pod's `spec`, for the network-resources rules.
-struct SpecView;
-
-impl View for MetadataView {
-    fn read<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
-        let object = Option::<ObjectIn>::deserialize(d)?;
-        Ok(object.map(|o| object_view(o.metadata, None)))
-    }
-}
-
-impl View for SpecView {
-    fn read<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
-        let object = Option::<ObjectWithSpecIn>::deserialize(d)?;
-        Ok(object.map(|o| object_view(o.metadata, o.spec)))
-    }
-}
-
-/// The object as the rules see it: the metadata they read, with the object's
-/// name (so that a patch removing its last annotation leaves `metadata` in
-/// place as it would on the whole pod), and the `spec` when it was read.
-fn object_view(metadata: Option<MetadataIn>, spec: Option<Value>) -> Value {
-    let mut view = serde_json::Map::new();
-    view.insert("metadata".into(), metadata_view(metadata));
-    if let Some(spec) = spec {
-        view.insert("spec".into(), spec);
-    }
-    Value::Object(view)
-}
-
-/// A request as read, with the object read as `V` says.
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase", bound = "")]
-struct RequestIn<V: View> {
-    uid: String,
-    #[serde(default)]
-    resource: GroupVersion,
-    #[serde(default)]
-    sub_resource: String,
-    #[serde(default)]
-    name: String,
-    #[serde(default)]
-    namespace: String,
-    #[serde(default)]
-    operation: String,
-    #[serde(default, deserialize_with = "V::read")]
-    object: Option<Value>,
-    #[serde(default)]
-    dry_run: bool,
-    #[serde(skip)]
-    view: std::marker::PhantomData<V>,
-}
-
-impl<V: View> From<RequestIn<V>> for Request {
-    fn from(r: RequestIn<V>) -> Self {
-        Request {
-            uid: r.uid,
-            resource: r.resource,
-            sub_resource: r.sub_resource,
-            name: r.name,
-            namespace: r.namespace,
-            operation: r.operation,
-            object: r.object,
-            dry_run: r.dry_run,
-        }
-    }
-}
-
-#[derive(Deserialize)]
-struct ObjectIn {
-    #[serde(default)]
-    metadata: Option<MetadataIn>,
-}
-
-#[derive(Deserialize)]
-struct ObjectWithSpecIn {
-    #[serde(default)]
-    metadata: Option<MetadataIn>,
-    #[serde(default)]
-    spec: Option<Value>,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct MetadataIn {
-    #[serde(default)]
-    name: Option<Value>,
-    #[serde(default)]
-    generate_name: Option<Value>,
-    #[serde(default)]
-    labels: Option<Value>,
-    #[serde(default)]
-    annotations: Option<Value>,
-}
-
-/// The metadata the rules read: name, generateName, labels and annotations.
-fn metadata_view(metadata: Option<MetadataIn>) -> Value {
-    let mut out = serde_json::Map::new();
-    if let Some(m) = metadata {
-        let kept = [
-            ("name", m.name),
-            ("generateName", m.generate_name),
-            ("labels", m.labels),
-            ("annotations", m.annotations),
-        ];
-        for (key, value) in kept {
-            if let Some(value) = value {
-                out.insert(key.into(), value);
-            }
-        }
-    }
-    Value::Object(out)
-}
-
-/// A review read in one pass: the common case.
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase", bound = "")]
-struct Review<'a, V: View> {
-    #[serde(default, borrow)]
-    api_version: std::borrow::Cow<'a, str>,
-    #[serde(default, borrow)]
-    kind: std::borrow::Cow<'a, str>,
-    request: Option<RequestIn<V>>,
-}
-
-/// A review read with its request left unparsed, to say what is wrong with
-/// one that does not read in one pass.
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct RawReview<'a> {
-    #[serde(default)]
-    api_version: String,
-    #[serde(default)]
-    kind: String,
-    #[serde(borrow)]
-    request: Option<&'a serde_json::value::RawValue>,
-}
-
-/// Reads an AdmissionReview body, the object's metadata only: all the
-/// Linkerd-CNI rules read.
-pub fn parse(body: &[u8]) -> Result<Request, BadReview> {
-    parse_as::<MetadataView>(body)
-}
-
-/// Reads an AdmissionReview body with the object's `spec` too, which the
-/// network-resources rules change.
-pub fn parse_with_spec(body: &[u8]) -> Result<Request, BadReview> {
-    parse_as::<SpecView>(body)
-}
-
-fn parse_as<V: View>(body: &[u8]) -> Result<Request, BadReview> {
-    // One pass over the body; the request's bytes are mostly the pod, which
-    // costs as much to skip as to scan, so a second pass would double the cost.
-    let request = match serde_json::from_slice::<Review<V>>(body) {
-        Ok(review) => {
-            check_type(&review.api_version, &review.kind)?;
-            review.request.ok_or_else(no_request)?
-        }
-        Err(_) => explain::<V>(body)?,
-    };
-    if request.uid.is_empty() {
-        return Err(BadReview(format!("the {KIND}'s request has no uid")));
-    }
-    Ok(request.into())
-}
-
-/// Reads a body that did not read in one pass again, in two, to name the part
-/// that is wrong: the body, its type or its request.
-fn explain<V: View>(body: &[u8]) -> Result<RequestIn<V>, BadReview> {
-    let review: RawReview = serde_json::from_slice(body).map_err(|e| {
-        BadReview(format!(
-            "the body is not an {API_VERSION} {KIND}: not a JSON object: {e}"
-        ))
-    })?;
-    check_type(&review.api_version, &review.kind)?;
-    let request = review.request.ok_or_else(no_request)?;
-    serde_json::from_str(request.get())
-        .map_err(|e| BadReview(format!("the {KIND}'s request does not parse: {e}")))
-}
-
-fn check_type(api_version: &str, kind: &str) -> Result<(), BadReview> {
-    if api_version != API_VERSION || kind != KIND {
-        return Err(BadReview(format!(
-            "the body is a {api_version:?} {kind:?}, not an {API_VERSION} {KIND} (the MutatingWebhookConfiguration must list admissionReviewVersions: [v1])"
-        )));
-    }
-    Ok(())
-}
-
-fn no_request() -> BadReview {
-    BadReview(format!("the {KIND} has no request"))
-}
+pub use review::{
+    API_VERSION, BadReview, GroupVersion, KIND, Member, Metadata, Object, Request, Strings, parse,
+};
 
 /// What to answer for a pod the webhook cannot act on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
@@ -417,7 +169,7 @@ pub fn answer(
     let resource = &request.resource;
     if !resource.group.is_empty() || resource.resource != "pods" || !request.sub_resource.is_empty()
     {
-        let what = match request.sub_resource.as_str() {
+        let what = match &*request.sub_resource {
             "" => format!("{}/{}", resource.group, resource.resource),
             sub => format!("{}/{}/{sub}", resource.group, resource.resource),
         };
@@ -428,7 +180,7 @@ pub fn answer(
             ),
         );
     }
-    if !matches!(request.operation.as_str(), "CREATE" | "UPDATE") {
+    if !matches!(&*request.operation, "CREATE" | "UPDATE") {
         return refuse(
             Outcome::Warned,
             format!(
@@ -461,7 +213,14 @@ pub fn answer(
         },
         _ => None,
     };
-    match verdict(request, object, namespace, settings, network_resources) {
+    let verdict = match network_resources {
+        None => pod_verdict(request, object, namespace, settings),
+        Some(network_resources) => match object.to_value() {
+            Ok(object) => verdict(request, &object, namespace, settings, network_resources),
+            Err(e) => Err(Refusal::Problem(format!("the pod's spec does not read: {e}"))),
+        },
+    };
+    match verdict {
         Ok(v) if v.patch.is_empty() => respond(request, Outcome::Unchanged, None, v),
         Ok(mut v) => {
             let patch = std::mem::take(&mut v.patch);
@@ -472,16 +231,13 @@ pub fn answer(
     }
 }
 
-fn verdict(
-    request: &Request,
-    object: &Value,
-    namespace: NamespaceState<'_>,
-    settings: &Settings,
-    network_resources: Option<(&network_resources::settings::Settings, &dyn Nads)>,
-) -> Result<Verdict, Refusal> {
-    let pod_namespace = request.namespace.as_str();
-    let mut warnings = Vec::new();
-    let lookup = match namespace {
+/// The namespace's annotations, when the cache knows it; else a warning.
+fn namespace_lookup<'a>(
+    namespace: NamespaceState<'a>,
+    pod_namespace: &str,
+    warnings: &mut Vec<String>,
+) -> Option<&'a dyn Lookup> {
+    match namespace {
         NamespaceState::Known(lookup) => Some(lookup),
         _ => {
             warnings.push(format!(
@@ -489,7 +245,122 @@ fn verdict(
             ));
             None
         }
+    }
+}
+
+/// The Linkerd-CNI rules alone ([`attach::pod`]), on the metadata as read:
+/// the patch is written from the annotation edits, with no tree of the pod.
+fn pod_verdict(
+    request: &Request,
+    object: &Object,
+    namespace: NamespaceState<'_>,
+    settings: &Settings,
+) -> Result<Verdict, Refusal> {
+    let mut warnings = Vec::new();
+    let lookup = namespace_lookup(namespace, &request.namespace, &mut warnings);
+    let metadata = object.metadata.as_ref();
+    let annotations = metadata.and_then(|m| m.annotations.as_ref());
+    let labels = metadata.and_then(|m| m.labels.as_ref());
+    let networks = match annotations.and_then(|a| a.get(NETWORKS_ANNOTATION)) {
+        None => Ok(None),
+        Some(n) if n.is_null() => Ok(None),
+        Some(n) => n.text().map(Some).ok_or(n.kind_name()),
     };
+    let change = attach::pod(
+        &annotations,
+        networks,
+        &labels,
+        settings,
+        &request.namespace,
+        &lookup,
+    )
+    .map_err(|e| Refusal::Problem(e.to_string()))?;
+    let patch = annotation_patch(metadata, &change.edits).map_err(Refusal::Problem)?;
+    warnings.extend(change.decision.range_problem);
+    warnings.extend(change.applied.warnings);
+    Ok(Verdict {
+        patch,
+        changes: change.applied.changes,
+        network_resources: Vec::new(),
+        warnings,
+    })
+}
+
+/// The JSONPatch of annotation edits on the object's `metadata`: what
+/// [`json_patch::diff`] gives between the object before and after
+/// [`attach::workload`] writes them, without the trees. Removals come first,
+/// then replacements in the annotations' order, then additions in the edits'
+/// order; removing the last annotation removes the map, and a missing map is
+/// added whole.
+fn annotation_patch(metadata: Option<&Metadata>, edits: &[Edit]) -> Result<Vec<Operation>, String> {
+    const ANNOTATIONS: &str = "/metadata/annotations";
+    let op = |op, path: String, value: Option<&String>| Operation {
+        op,
+        path,
+        value: value.map(|v| Value::String(v.clone())),
+    };
+    let path = |key: &str| json_patch::child(ANNOTATIONS, key);
+    let sets = || edits.iter().filter_map(|(k, v)| Some((*k, v.as_ref()?)));
+    let members = match metadata.and_then(|m| m.annotations.as_ref()) {
+        Some(annotations) if !annotations.is_null() => match annotations.members() {
+            Some(members) => members,
+            None if sets().next().is_none() => return Ok(Vec::new()),
+            None => return Err("metadata.annotations is not a mapping".into()),
+        },
+        _ => {
+            let added: serde_json::Map<String, Value> = sets()
+                .map(|(k, v)| (k.to_string(), Value::String(v.clone())))
+                .collect();
+            if added.is_empty() {
+                return Ok(Vec::new());
+            }
+            let (path, value) = match metadata {
+                Some(_) => (ANNOTATIONS, Value::Object(added)),
+                None => ("/metadata", serde_json::json!({ "annotations": added })),
+            };
+            return Ok(vec![Operation {
+                op: Op::Add,
+                path: path.into(),
+                value: Some(value),
+            }]);
+        }
+    };
+    let edit_of = |key: &str| edits.iter().find(|(k, _)| *k == key).map(|(_, v)| v);
+    let kept = members
+        .iter()
+        .filter(|m| !matches!(edit_of(&m.name), Some(None)))
+        .count();
+    let added = sets().filter(|(k, _)| !members.iter().any(|m| m.name == *k));
+    if kept == 0 && added.clone().next().is_none() {
+        return Ok(vec![op(Op::Remove, ANNOTATIONS.into(), None)]);
+    }
+    let mut ops = Vec::new();
+    for member in members {
+        match edit_of(&member.name) {
+            Some(None) => ops.push(op(Op::Remove, path(&member.name), None)),
+            Some(Some(new)) if member.text() != Some(new) => {
+                ops.push(op(Op::Replace, path(&member.name), Some(new)))
+            }
+            _ => {}
+        }
+    }
+    ops.sort_by_key(|o| o.op != Op::Remove);
+    ops.extend(added.map(|(k, v)| op(Op::Add, path(k), Some(v))));
+    Ok(ops)
+}
+
+/// The Linkerd-CNI rules then the network-resources rules, on a tree of the
+/// pod's metadata and spec, answered with the diff of the two trees.
+fn verdict(
+    request: &Request,
+    object: &Value,
+    namespace: NamespaceState<'_>,
+    settings: &Settings,
+    (nr_settings, nads): (&network_resources::settings::Settings, &dyn Nads),
+) -> Result<Verdict, Refusal> {
+    let pod_namespace = &*request.namespace;
+    let mut warnings = Vec::new();
+    let lookup = namespace_lookup(namespace, pod_namespace, &mut warnings);
     let problem = |e: &dyn fmt::Display| Refusal::Problem(e.to_string());
     let mut pod = Node::from_json(object);
     let outcome = attach::workload(&mut pod, &POD, settings, pod_namespace, &lookup, || true)
@@ -503,14 +374,13 @@ fn verdict(
     let applied = applied.map_err(|e| problem(&e))?;
     warnings.extend(decision.range_problem);
     warnings.extend(applied.warnings);
-    let mut network_resources_changes = Vec::new();
-    if let Some((nr_settings, nads)) = network_resources {
-        use network_resources::Error;
+    use network_resources::Error;
+    let network_resources_changes =
         match network_resources::workload(&mut pod, &POD, nr_settings, pod_namespace, nads) {
             Ok(applied) => {
                 let applied = applied.unwrap_or_default();
-                network_resources_changes = applied.changes;
                 warnings.extend(applied.warnings);
+                applied.changes
             }
             Err(
                 e @ (Error::MissingNads(_)
@@ -520,8 +390,7 @@ fn verdict(
                 return Err(Refusal::Deny(format!("{}: {e}", pod_name(request, object))));
             }
             Err(e) => return Err(problem(&e)),
-        }
-    }
+        };
     Ok(Verdict {
         patch: json_patch::diff(object, &pod.to_json()),
         changes: applied.changes,
@@ -592,7 +461,8 @@ fn respond(
         allowed: !denied,
         patch_type: patch.map(|_| "JSONPatch"),
         patch: patch.map(|ops| {
-            let json = serde_json::to_vec(ops).expect("a patch serializes");
+            let mut json = Vec::with_capacity(128 * ops.len());
+            serde_json::to_writer(&mut json, ops).expect("a patch serializes");
             base64::engine::general_purpose::STANDARD.encode(json)
         }),
         status: denied.then(|| Status {
@@ -602,12 +472,17 @@ fn respond(
         }),
         warnings: if denied { Vec::new() } else { warnings.clone() },
     };
-    let body = serde_json::to_vec(&ReviewOut {
+    let size = response.patch.as_ref().map_or(0, String::len)
+        + warnings.iter().map(String::len).sum::<usize>()
+        + request.uid.len()
+        + 160;
+    let mut body = Vec::with_capacity(size);
+    let review = ReviewOut {
         api_version: API_VERSION,
         kind: KIND,
         response,
-    })
-    .expect("a review serializes");
+    };
+    serde_json::to_writer(&mut body, &review).expect("a review serializes");
     Answer {
         outcome,
         body,
@@ -625,8 +500,8 @@ mod tests {
 
     use super::*;
 
-    const CREATE: &str = include_str!("../../shared/fixtures/admission/pod-create.json");
-    const DRY_RUN: &str = include_str!("../../shared/fixtures/admission/pod-create-dryrun.json");
+    const CREATE: &str = include_str!("../../../shared/fixtures/admission/pod-create.json");
+    const DRY_RUN: &str = include_str!("../../../shared/fixtures/admission/pod-create-dryrun.json");
 
     fn enabled() -> BTreeMap<String, String> {
         [
@@ -669,7 +544,7 @@ mod tests {
             );
             assert_eq!(answer.outcome, Outcome::Patched);
             let response = response(&answer);
-            assert_eq!(response["uid"], request.uid);
+            assert_eq!(response["uid"], *request.uid);
             assert_eq!(response["allowed"], true);
             assert_eq!(response["patchType"], "JSONPatch");
             assert_eq!(
@@ -695,7 +570,7 @@ mod tests {
         );
         assert_eq!(answer.outcome, Outcome::Unchanged);
         let response = response(&answer);
-        assert_eq!(response, json!({"uid": request.uid, "allowed": true}));
+        assert_eq!(response, json!({"uid": *request.uid, "allowed": true}));
     }
 
     #[test]
@@ -729,15 +604,20 @@ mod tests {
         }
     }
 
-    fn request(operation: &str, resource: &str, object: Value) -> Request {
-        serde_json::from_value(json!({
-            "uid": "u1",
-            "resource": {"group": "", "version": "v1", "resource": resource},
-            "namespace": "demo",
-            "operation": operation,
-            "object": object,
-        }))
-        .unwrap()
+    /// The body of a review of `object`.
+    fn review(operation: &str, resource: &str, object: Value) -> String {
+        json!({
+            "apiVersion": API_VERSION,
+            "kind": KIND,
+            "request": {
+                "uid": "u1",
+                "resource": {"group": "", "version": "v1", "resource": resource},
+                "namespace": "demo",
+                "operation": operation,
+                "object": object,
+            }
+        })
+        .to_string()
     }
 
     #[test]
@@ -745,10 +625,10 @@ mod tests {
         let ns = enabled();
         let bad_networks =
             json!({"metadata": {"annotations": {"k8s.v1.cni.cncf.io/networks": "a,,b"}}});
-        let cases: Vec<(&str, Request, NamespaceState<'_>, OnError, Outcome, &str)> = vec![
+        let cases: Vec<(&str, String, NamespaceState<'_>, OnError, Outcome, &str)> = vec![
             (
                 "not pods",
-                request("CREATE", "services", json!({})),
+                review("CREATE", "services", json!({})),
                 NamespaceState::Known(&ns),
                 OnError::Deny,
                 Outcome::Warned,
@@ -756,7 +636,7 @@ mod tests {
             ),
             (
                 "delete",
-                request("DELETE", "pods", json!({})),
+                review("DELETE", "pods", json!({})),
                 NamespaceState::Known(&ns),
                 OnError::Deny,
                 Outcome::Warned,
@@ -764,7 +644,7 @@ mod tests {
             ),
             (
                 "bad annotation, allow",
-                request("CREATE", "pods", bad_networks.clone()),
+                review("CREATE", "pods", bad_networks.clone()),
                 NamespaceState::Known(&ns),
                 OnError::Allow,
                 Outcome::Warned,
@@ -772,7 +652,7 @@ mod tests {
             ),
             (
                 "bad annotation, deny",
-                request("CREATE", "pods", bad_networks),
+                review("CREATE", "pods", bad_networks),
                 NamespaceState::Known(&ns),
                 OnError::Deny,
                 Outcome::Denied,
@@ -780,7 +660,7 @@ mod tests {
             ),
             (
                 "not synced",
-                request("CREATE", "pods", json!({})),
+                review("CREATE", "pods", json!({})),
                 NamespaceState::NotSynced,
                 OnError::Deny,
                 Outcome::Denied,
@@ -788,7 +668,7 @@ mod tests {
             ),
             (
                 "annotations not a map",
-                request("UPDATE", "pods", json!({"metadata": {"annotations": "x"}})),
+                review("UPDATE", "pods", json!({"metadata": {"annotations": "x"}})),
                 NamespaceState::Known(&ns),
                 OnError::Allow,
                 Outcome::Warned,
@@ -796,14 +676,15 @@ mod tests {
             ),
             (
                 "unknown namespace",
-                request("CREATE", "pods", json!({"metadata": {"name": "p"}})),
+                review("CREATE", "pods", json!({"metadata": {"name": "p"}})),
                 NamespaceState::Unknown,
                 OnError::Deny,
                 Outcome::Unchanged,
                 "is not in the webhook's namespace cache",
             ),
         ];
-        for (name, request, ns, on_error, outcome, message) in cases {
+        for (name, body, ns, on_error, outcome, message) in cases {
+            let request = parse(body.as_bytes()).unwrap();
             let answer = answer(&request, ns, &Settings::default(), None, on_error);
             assert_eq!(answer.outcome, outcome, "{name}");
             let response = response(&answer);
@@ -830,7 +711,7 @@ mod tests {
         }}});
         let ns = enabled();
         let answer = answer(
-            &request("UPDATE", "pods", pod),
+            &parse(review("UPDATE", "pods", pod).as_bytes()).unwrap(),
             NamespaceState::Known(&ns),
             &Settings::default(),
             None,
@@ -865,22 +746,6 @@ mod tests {
         ])
     }
 
-    /// A pod review read as the webhook reads it with the network-resources rules on.
-    fn with_spec(operation: &str, object: Value) -> Request {
-        let review = json!({
-            "apiVersion": API_VERSION,
-            "kind": KIND,
-            "request": {
-                "uid": "u1",
-                "resource": {"group": "", "version": "v1", "resource": "pods"},
-                "namespace": "demo",
-                "operation": operation,
-                "object": object,
-            }
-        });
-        parse_with_spec(review.to_string().as_bytes()).unwrap()
-    }
-
     fn selecting(networks: &str) -> Value {
         json!({
             "metadata": {"name": "web", "annotations": {"k8s.v1.cni.cncf.io/networks": networks}},
@@ -898,7 +763,7 @@ mod tests {
             nads: NadState::Known(&nads),
         };
         let create = answer(
-            &with_spec("CREATE", selecting("sriov, sriov")),
+            &parse(review("CREATE", "pods", selecting("sriov, sriov")).as_bytes()).unwrap(),
             NamespaceState::Known(&ns),
             &Settings::default(),
             Some(&nr),
@@ -917,7 +782,7 @@ mod tests {
             ])
         );
         let update = answer(
-            &with_spec("UPDATE", selecting("sriov, sriov")),
+            &parse(review("UPDATE", "pods", selecting("sriov, sriov")).as_bytes()).unwrap(),
             NamespaceState::Known(&ns),
             &Settings::default(),
             Some(&nr),
@@ -976,7 +841,7 @@ mod tests {
         ];
         for (name, pod, nr, outcome, message) in cases {
             let answer = answer(
-                &with_spec("CREATE", pod),
+                &parse(review("CREATE", "pods", pod).as_bytes()).unwrap(),
                 NamespaceState::Known(&ns),
                 &Settings::default(),
                 Some(nr),
@@ -994,18 +859,152 @@ mod tests {
     }
 
     #[test]
-    fn the_spec_is_read_only_when_asked_for() {
-        let with_spec = parse_with_spec(CREATE.as_bytes()).unwrap();
-        let without = parse(CREATE.as_bytes()).unwrap();
+    fn the_object_is_read_as_far_as_the_rules_go() {
+        let request = parse(CREATE.as_bytes()).unwrap();
         let full: Value = serde_json::from_str(CREATE).unwrap();
-        let object = with_spec.object.unwrap();
-        assert_eq!(object["spec"], full["request"]["object"]["spec"]);
-        assert!(object.get("status").is_none());
+        let object = request.object.as_ref().unwrap();
+        let metadata = object.metadata.as_ref().unwrap();
+        let annotations = metadata.annotations.as_ref().unwrap();
         assert_eq!(
-            object["metadata"],
-            without.object.as_ref().unwrap()["metadata"]
+            annotations.to_value().unwrap(),
+            full["request"]["object"]["metadata"]["annotations"]
         );
-        assert!(without.object.unwrap().get("spec").is_none());
-        assert_eq!(with_spec.uid, without.uid);
+        let applied = "kubectl.kubernetes.io/last-applied-configuration";
+        assert_eq!(
+            annotations.lookup(applied),
+            full["request"]["object"]["metadata"]["annotations"][applied].as_str()
+        );
+        assert_eq!(metadata.labels.as_ref().unwrap().lookup("app"), Some("pod2"));
+        let view = object.to_value().unwrap();
+        assert_eq!(view["spec"], full["request"]["object"]["spec"]);
+        assert_eq!(view["metadata"]["name"], "pod2");
+        assert!(view.get("status").is_none());
+        assert!(view["metadata"].get("managedFields").is_none());
+    }
+
+    #[test]
+    fn strings_with_escapes_are_read_too() {
+        let body = r#"{"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {"uid": "u\u0031", "object": {"metadata": {"annotations": {"a\"b": "c\nd", "n": 5, "m": {}, "z": null}}}}}"#;
+        let request = parse(body.as_bytes()).unwrap();
+        assert_eq!(request.uid, "u1");
+        let metadata = request.object.as_ref().unwrap().metadata.as_ref().unwrap();
+        let annotations = metadata.annotations.as_ref().unwrap();
+        assert_eq!(annotations.lookup("a\"b"), Some("c\nd"));
+        for (name, kind) in [("n", "a scalar"), ("m", "a mapping"), ("z", "null")] {
+            assert_eq!(annotations.lookup(name), None, "{name}");
+            assert_eq!(annotations.get(name).unwrap().kind_name(), kind, "{name}");
+        }
+    }
+
+    #[test]
+    fn labels_and_annotations_that_are_not_objects() {
+        for (value, want) in [
+            (json!("x"), Strings::Other(json!("x"))),
+            (json!([1]), Strings::Other(json!([1]))),
+            (json!(7), Strings::Other(json!(7))),
+        ] {
+            let body = review("UPDATE", "pods", json!({"metadata": {"labels": value}}));
+            let request = parse(body.as_bytes()).unwrap();
+            let metadata = request.object.unwrap().metadata.unwrap();
+            assert_eq!(metadata.labels, Some(want));
+        }
+    }
+
+    /// The patch the tree path gives: the pod as a tree, [`attach::workload`],
+    /// and the diff of the two trees.
+    fn tree_patch(object: &Value, namespace: &dyn Lookup) -> Vec<Operation> {
+        let mut pod = Node::from_json(object);
+        let outcome =
+            attach::workload(&mut pod, &POD, &Settings::default(), "demo", namespace, || true)
+                .unwrap();
+        assert!(matches!(outcome, WorkloadOutcome::Decided { applied: Ok(_), .. }));
+        json_patch::diff(object, &pod.to_json())
+    }
+
+    #[test]
+    fn annotation_patches_are_the_tree_diffs() {
+        let on = enabled();
+        let mut range = enabled();
+        range.insert("openshift.io/sa.scc.uid-range".into(), "1000680000/10000".into());
+        let off = BTreeMap::new();
+        let owned = "multus.linkerd.io/owned";
+        let networks = "k8s.v1.cni.cncf.io/networks";
+        let uid = "config.linkerd.io/proxy-uid";
+        let cases: Vec<(&str, Value, &BTreeMap<String, String>)> = vec![
+            ("no annotations", json!({"name": "p"}), &on),
+            ("no annotations, a UID range", json!({"name": "p"}), &range),
+            ("empty annotations", json!({"name": "p", "annotations": {}}), &range),
+            ("other annotations", json!({"name": "p", "annotations": {"a": "b"}}), &range),
+            ("the user's networks", json!({"annotations": {networks: "x, y@eth1", "a/b~c": "d"}}), &on),
+            ("a user's proxy UID", json!({"annotations": {uid: "7"}}), &range),
+            (
+                "detach the last annotations",
+                json!({"name": "p", "annotations": {owned: "network=created", networks: "linkerd-cni"}}),
+                &off,
+            ),
+            (
+                "detach among others",
+                json!({"annotations": {"a": "b", owned: "network=appended,proxy-uid=1000682102", networks: "x, linkerd-cni", uid: "1000682102"}}),
+                &off,
+            ),
+            (
+                "a new proxy UID over the owned one",
+                json!({"annotations": {networks: "linkerd-cni", owned: "network=created,proxy-uid=5", uid: "5"}}),
+                &range,
+            ),
+            ("nothing to do", json!({"annotations": {networks: "linkerd-cni"}}), &on),
+        ];
+        for (name, metadata, namespace) in cases {
+            let object = json!({"metadata": metadata});
+            let body = review("CREATE", "pods", object.clone());
+            let request = parse(body.as_bytes()).unwrap();
+            let answer = answer(
+                &request,
+                NamespaceState::Known(namespace),
+                &Settings::default(),
+                None,
+                OnError::Deny,
+            );
+            let want = tree_patch(&object, namespace);
+            let got = match answer.outcome {
+                Outcome::Patched => patch_of(&response(&answer)),
+                Outcome::Unchanged => json!([]),
+                other => panic!("{name}: {other}: {:?}", answer.warnings),
+            };
+            assert_eq!(got, serde_json::to_value(&want).unwrap(), "{name}");
+        }
+    }
+
+    #[test]
+    fn missing_or_null_maps_are_added_whole() {
+        let ns = enabled();
+        let added = json!({
+            "k8s.v1.cni.cncf.io/networks": "linkerd-cni",
+            "multus.linkerd.io/owned": "network=created"
+        });
+        for (object, path, value) in [
+            (json!({"spec": {}}), "/metadata", json!({"annotations": added})),
+            (json!({"metadata": null}), "/metadata", json!({"annotations": added})),
+            (
+                json!({"metadata": {"name": "p", "annotations": null}}),
+                "/metadata/annotations",
+                added.clone(),
+            ),
+        ] {
+            let body = review("CREATE", "pods", object.clone());
+            let request = parse(body.as_bytes()).unwrap();
+            let answer = answer(
+                &request,
+                NamespaceState::Known(&ns),
+                &Settings::default(),
+                None,
+                OnError::Deny,
+            );
+            let patch = patch_of(&response(&answer));
+            assert_eq!(patch, json!([{"op": "add", "path": path, "value": value}]));
+            let mut pod = object;
+            ::json_patch::patch(&mut pod, &serde_json::from_value::<::json_patch::Patch>(patch).unwrap()).unwrap();
+            assert_eq!(pod["metadata"]["annotations"], added);
+        }
     }
 }
