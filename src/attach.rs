@@ -233,7 +233,10 @@ fn own_entry(nad: &str) -> impl Fn(&Selection) -> bool + '_ {
         s.name == nad
             && (s.is_plain()
                 || s.interface.is_some()
-                    && s.is_exactly(nad, named.get_or_init(|| interface_name::deterministic(nad))))
+                    && s.is_exactly(
+                        nad,
+                        named.get_or_init(|| interface_name::deterministic(nad)),
+                    ))
     }
 }
 

@@ -114,14 +114,94 @@ fn push_segment(path: &mut String, key: &str) {
     }
 }
 
+/// A JSONPatch written as JSON text operation by operation, without
+/// [`Operation`] values: how the webhook writes the patch of its annotation
+/// edits, and the operations of a [`diff`].
+#[derive(Debug, Default)]
+pub struct Writer {
+    out: Vec<u8>,
+    path: String,
+}
+
+impl Writer {
+    /// Appends an operation on member `key` of the value at `parent`, with
+    /// `value` for `add` and `replace`.
+    pub fn push(&mut self, op: Op, parent: &str, key: &str, value: Option<&str>) {
+        self.path.clear();
+        self.path.reserve(parent.len() + key.len() + 8);
+        self.path.push_str(parent);
+        push_segment(&mut self.path, key);
+        self.write(op, value);
+    }
+
+    /// Appends an operation on the value at `path`.
+    pub fn push_at(&mut self, op: Op, path: &str, value: Option<&impl Serialize>) {
+        self.path.clear();
+        self.path.push_str(path);
+        self.write(op, value);
+    }
+
+    fn write(&mut self, op: Op, value: Option<&(impl Serialize + ?Sized)>) {
+        let op = match op {
+            Op::Add => "add",
+            Op::Remove => "remove",
+            Op::Replace => "replace",
+        };
+        if self.out.is_empty() {
+            // Room for a few annotation edits at once.
+            self.out.reserve(256);
+            self.out.push(b'[');
+        } else {
+            self.out.push(b',');
+        }
+        self.out.extend_from_slice(b"{\"op\":\"");
+        self.out.extend_from_slice(op.as_bytes());
+        self.out.extend_from_slice(b"\",\"path\":");
+        serde_json::to_writer(&mut self.out, &self.path).expect("a string serializes");
+        if let Some(value) = value {
+            self.out.extend_from_slice(b",\"value\":");
+            serde_json::to_writer(&mut self.out, value).expect("a JSON value serializes");
+        }
+        self.out.push(b'}');
+    }
+
+    /// Whether no operation was written.
+    pub fn is_empty(&self) -> bool {
+        self.out.is_empty()
+    }
+
+    /// The patch's JSON text.
+    pub fn finish(mut self) -> Vec<u8> {
+        if self.out.is_empty() {
+            self.out.push(b'[');
+        }
+        self.out.push(b']');
+        self.out
+    }
+}
+
+impl From<&[Operation]> for Writer {
+    fn from(ops: &[Operation]) -> Self {
+        let mut writer = Writer::default();
+        for op in ops {
+            writer.push_at(op.op, &op.path, op.value.as_ref());
+        }
+        writer
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
 
     use super::*;
 
+    /// The diff, checking that the writer writes it as serde does.
     fn ops(before: Value, after: Value) -> Value {
-        serde_json::to_value(diff(&before, &after)).unwrap()
+        let ops = diff(&before, &after);
+        let written = Writer::from(&ops[..]).finish();
+        assert_eq!(written, serde_json::to_vec(&ops).unwrap());
+        serde_json::to_value(ops).unwrap()
     }
 
     #[test]

@@ -7,15 +7,14 @@ mod review;
 use std::fmt;
 use std::sync::LazyLock;
 
-use base64::Engine;
 use serde::Serialize;
 use serde_json::Value;
 
 use crate::attach::{self, Change, Edit, WorkloadOutcome};
-use crate::json_patch::{self, Op, Operation};
+use crate::json_patch::{self, Op, Writer};
 use crate::namespace::Lookup;
-use crate::networks::NETWORKS_ANNOTATION;
 use crate::network_resources::{self, Nads};
+use crate::networks::NETWORKS_ANNOTATION;
 use crate::settings::Settings;
 use crate::workload::WorkloadKind;
 use crate::yaml::Node;
@@ -125,7 +124,7 @@ static POD: LazyLock<WorkloadKind> = LazyLock::new(WorkloadKind::pod);
 
 /// What the rules say about one pod.
 struct Verdict {
-    patch: Vec<json_patch::Operation>,
+    patch: Writer,
     changes: Vec<Change>,
     network_resources: Vec<String>,
     warnings: Vec<String>,
@@ -155,7 +154,7 @@ pub fn answer(
             outcome,
             None,
             Verdict {
-                patch: Vec::new(),
+                patch: Writer::default(),
                 changes: Vec::new(),
                 network_resources: Vec::new(),
                 warnings: vec![message],
@@ -217,13 +216,15 @@ pub fn answer(
         None => pod_verdict(request, object, namespace, settings),
         Some(network_resources) => match object.to_value() {
             Ok(object) => verdict(request, &object, namespace, settings, network_resources),
-            Err(e) => Err(Refusal::Problem(format!("the pod's spec does not read: {e}"))),
+            Err(e) => Err(Refusal::Problem(format!(
+                "the pod's spec does not read: {e}"
+            ))),
         },
     };
     match verdict {
         Ok(v) if v.patch.is_empty() => respond(request, Outcome::Unchanged, None, v),
         Ok(mut v) => {
-            let patch = std::mem::take(&mut v.patch);
+            let patch = std::mem::take(&mut v.patch).finish();
             respond(request, Outcome::Patched, Some(&patch), v)
         }
         Err(Refusal::Problem(message)) => problem(message),
@@ -292,61 +293,86 @@ fn pod_verdict(
 /// then replacements in the annotations' order, then additions in the edits'
 /// order; removing the last annotation removes the map, and a missing map is
 /// added whole.
-fn annotation_patch(metadata: Option<&Metadata>, edits: &[Edit]) -> Result<Vec<Operation>, String> {
+fn annotation_patch(metadata: Option<&Metadata>, edits: &[Edit]) -> Result<Writer, String> {
     const ANNOTATIONS: &str = "/metadata/annotations";
-    let op = |op, path: String, value: Option<&String>| Operation {
-        op,
-        path,
-        value: value.map(|v| Value::String(v.clone())),
-    };
-    let path = |key: &str| json_patch::child(ANNOTATIONS, key);
-    let sets = || edits.iter().filter_map(|(k, v)| Some((*k, v.as_ref()?)));
+    let mut patch = Writer::default();
+    let sets = || edits.iter().filter_map(|(k, v)| Some((*k, v.as_deref()?)));
+    if edits.is_empty() {
+        return Ok(patch);
+    }
     let members = match metadata.and_then(|m| m.annotations.as_ref()) {
         Some(annotations) if !annotations.is_null() => match annotations.members() {
             Some(members) => members,
-            None if sets().next().is_none() => return Ok(Vec::new()),
+            None if sets().next().is_none() => return Ok(patch),
             None => return Err("metadata.annotations is not a mapping".into()),
         },
+        _ if sets().next().is_none() => return Ok(patch),
         _ => {
-            let added: serde_json::Map<String, Value> = sets()
-                .map(|(k, v)| (k.to_string(), Value::String(v.clone())))
-                .collect();
-            if added.is_empty() {
-                return Ok(Vec::new());
+            let added = Added(edits);
+            match metadata {
+                Some(_) => patch.push_at(Op::Add, ANNOTATIONS, Some(&added)),
+                None => patch.push_at(
+                    Op::Add,
+                    "/metadata",
+                    Some(
+                        &[("annotations", added)]
+                            .into_iter()
+                            .collect::<std::collections::BTreeMap<_, _>>(),
+                    ),
+                ),
             }
-            let (path, value) = match metadata {
-                Some(_) => (ANNOTATIONS, Value::Object(added)),
-                None => ("/metadata", serde_json::json!({ "annotations": added })),
-            };
-            return Ok(vec![Operation {
-                op: Op::Add,
-                path: path.into(),
-                value: Some(value),
-            }]);
+            return Ok(patch);
         }
     };
-    let edit_of = |key: &str| edits.iter().find(|(k, _)| *k == key).map(|(_, v)| v);
+    let edit_of = |key: &str| {
+        edits
+            .iter()
+            .find(|(k, _)| *k == key)
+            .map(|(_, v)| v.as_deref())
+    };
     let kept = members
         .iter()
-        .filter(|m| !matches!(edit_of(&m.name), Some(None)))
+        .filter(|m| edit_of(&m.name) != Some(None))
         .count();
-    let added = sets().filter(|(k, _)| !members.iter().any(|m| m.name == *k));
-    if kept == 0 && added.clone().next().is_none() {
-        return Ok(vec![op(Op::Remove, ANNOTATIONS.into(), None)]);
+    let mut added = sets()
+        .filter(|(k, _)| !members.iter().any(|m| m.name == *k))
+        .peekable();
+    if kept == 0 && added.peek().is_none() {
+        patch.push_at(Op::Remove, ANNOTATIONS, None::<&()>);
+        return Ok(patch);
     }
-    let mut ops = Vec::new();
     for member in members {
-        match edit_of(&member.name) {
-            Some(None) => ops.push(op(Op::Remove, path(&member.name), None)),
-            Some(Some(new)) if member.text() != Some(new) => {
-                ops.push(op(Op::Replace, path(&member.name), Some(new)))
-            }
-            _ => {}
+        if edit_of(&member.name) == Some(None) {
+            patch.push(Op::Remove, ANNOTATIONS, &member.name, None);
         }
     }
-    ops.sort_by_key(|o| o.op != Op::Remove);
-    ops.extend(added.map(|(k, v)| op(Op::Add, path(k), Some(v))));
-    Ok(ops)
+    for member in members {
+        if let Some(Some(new)) = edit_of(&member.name)
+            && member.text() != Some(new)
+        {
+            patch.push(Op::Replace, ANNOTATIONS, &member.name, Some(new));
+        }
+    }
+    for (key, value) in added {
+        patch.push(Op::Add, ANNOTATIONS, key, Some(value));
+    }
+    Ok(patch)
+}
+
+/// The annotations set by edits, as a JSON object in their order.
+struct Added<'a>(&'a [Edit]);
+
+impl Serialize for Added<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = s.serialize_map(None)?;
+        for (key, value) in self.0 {
+            if let Some(value) = value {
+                map.serialize_entry(key, value)?;
+            }
+        }
+        map.end()
+    }
 }
 
 /// The Linkerd-CNI rules then the network-resources rules, on a tree of the
@@ -392,7 +418,7 @@ fn verdict(
             Err(e) => return Err(problem(&e)),
         };
     Ok(Verdict {
-        patch: json_patch::diff(object, &pod.to_json()),
+        patch: Writer::from(&json_patch::diff(object, &pod.to_json())[..]),
         changes: applied.changes,
         network_resources: network_resources_changes,
         warnings,
@@ -427,11 +453,21 @@ struct Response<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     patch_type: Option<&'static str>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    patch: Option<String>,
+    patch: Option<Base64<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     status: Option<Status>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     warnings: Vec<String>,
+}
+
+/// Bytes written as base64 text.
+struct Base64<'a>(&'a [u8]);
+
+impl Serialize for Base64<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let engine = &base64::engine::general_purpose::STANDARD;
+        s.collect_str(&base64::display::Base64Display::new(self.0, engine))
+    }
 }
 
 #[derive(Serialize)]
@@ -444,12 +480,7 @@ struct Status {
 /// Prefixes what users see in `kubectl` with where it comes from.
 const PREFIX: &str = "linkerd-multus: ";
 
-fn respond(
-    request: &Request,
-    outcome: Outcome,
-    patch: Option<&[json_patch::Operation]>,
-    verdict: Verdict,
-) -> Answer {
+fn respond(request: &Request, outcome: Outcome, patch: Option<&[u8]>, verdict: Verdict) -> Answer {
     let warnings: Vec<String> = verdict
         .warnings
         .into_iter()
@@ -460,11 +491,7 @@ fn respond(
         uid: &request.uid,
         allowed: !denied,
         patch_type: patch.map(|_| "JSONPatch"),
-        patch: patch.map(|ops| {
-            let mut json = Vec::with_capacity(128 * ops.len());
-            serde_json::to_writer(&mut json, ops).expect("a patch serializes");
-            base64::engine::general_purpose::STANDARD.encode(json)
-        }),
+        patch: patch.map(Base64),
         status: denied.then(|| Status {
             code: 403,
             reason: "Forbidden",
@@ -472,7 +499,7 @@ fn respond(
         }),
         warnings: if denied { Vec::new() } else { warnings.clone() },
     };
-    let size = response.patch.as_ref().map_or(0, String::len)
+    let size = patch.map_or(0, |p| p.len() * 4 / 3)
         + warnings.iter().map(String::len).sum::<usize>()
         + request.uid.len()
         + 160;
@@ -496,7 +523,10 @@ fn respond(
 mod tests {
     use std::collections::BTreeMap;
 
+    use base64::Engine;
     use serde_json::json;
+
+    use crate::json_patch::Operation;
 
     use super::*;
 
@@ -874,7 +904,10 @@ mod tests {
             annotations.lookup(applied),
             full["request"]["object"]["metadata"]["annotations"][applied].as_str()
         );
-        assert_eq!(metadata.labels.as_ref().unwrap().lookup("app"), Some("pod2"));
+        assert_eq!(
+            metadata.labels.as_ref().unwrap().lookup("app"),
+            Some("pod2")
+        );
         let view = object.to_value().unwrap();
         assert_eq!(view["spec"], full["request"]["object"]["spec"]);
         assert_eq!(view["metadata"]["name"], "pod2");
@@ -914,10 +947,19 @@ mod tests {
     /// and the diff of the two trees.
     fn tree_patch(object: &Value, namespace: &dyn Lookup) -> Vec<Operation> {
         let mut pod = Node::from_json(object);
-        let outcome =
-            attach::workload(&mut pod, &POD, &Settings::default(), "demo", namespace, || true)
-                .unwrap();
-        assert!(matches!(outcome, WorkloadOutcome::Decided { applied: Ok(_), .. }));
+        let outcome = attach::workload(
+            &mut pod,
+            &POD,
+            &Settings::default(),
+            "demo",
+            namespace,
+            || true,
+        )
+        .unwrap();
+        assert!(matches!(
+            outcome,
+            WorkloadOutcome::Decided { applied: Ok(_), .. }
+        ));
         json_patch::diff(object, &pod.to_json())
     }
 
@@ -925,7 +967,10 @@ mod tests {
     fn annotation_patches_are_the_tree_diffs() {
         let on = enabled();
         let mut range = enabled();
-        range.insert("openshift.io/sa.scc.uid-range".into(), "1000680000/10000".into());
+        range.insert(
+            "openshift.io/sa.scc.uid-range".into(),
+            "1000680000/10000".into(),
+        );
         let off = BTreeMap::new();
         let owned = "multus.linkerd.io/owned";
         let networks = "k8s.v1.cni.cncf.io/networks";
@@ -933,10 +978,26 @@ mod tests {
         let cases: Vec<(&str, Value, &BTreeMap<String, String>)> = vec![
             ("no annotations", json!({"name": "p"}), &on),
             ("no annotations, a UID range", json!({"name": "p"}), &range),
-            ("empty annotations", json!({"name": "p", "annotations": {}}), &range),
-            ("other annotations", json!({"name": "p", "annotations": {"a": "b"}}), &range),
-            ("the user's networks", json!({"annotations": {networks: "x, y@eth1", "a/b~c": "d"}}), &on),
-            ("a user's proxy UID", json!({"annotations": {uid: "7"}}), &range),
+            (
+                "empty annotations",
+                json!({"name": "p", "annotations": {}}),
+                &range,
+            ),
+            (
+                "other annotations",
+                json!({"name": "p", "annotations": {"a": "b"}}),
+                &range,
+            ),
+            (
+                "the user's networks",
+                json!({"annotations": {networks: "x, y@eth1", "a/b~c": "d"}}),
+                &on,
+            ),
+            (
+                "a user's proxy UID",
+                json!({"annotations": {uid: "7"}}),
+                &range,
+            ),
             (
                 "detach the last annotations",
                 json!({"name": "p", "annotations": {owned: "network=created", networks: "linkerd-cni"}}),
@@ -952,7 +1013,11 @@ mod tests {
                 json!({"annotations": {networks: "linkerd-cni", owned: "network=created,proxy-uid=5", uid: "5"}}),
                 &range,
             ),
-            ("nothing to do", json!({"annotations": {networks: "linkerd-cni"}}), &on),
+            (
+                "nothing to do",
+                json!({"annotations": {networks: "linkerd-cni"}}),
+                &on,
+            ),
         ];
         for (name, metadata, namespace) in cases {
             let object = json!({"metadata": metadata});
@@ -983,8 +1048,16 @@ mod tests {
             "multus.linkerd.io/owned": "network=created"
         });
         for (object, path, value) in [
-            (json!({"spec": {}}), "/metadata", json!({"annotations": added})),
-            (json!({"metadata": null}), "/metadata", json!({"annotations": added})),
+            (
+                json!({"spec": {}}),
+                "/metadata",
+                json!({"annotations": added}),
+            ),
+            (
+                json!({"metadata": null}),
+                "/metadata",
+                json!({"annotations": added}),
+            ),
             (
                 json!({"metadata": {"name": "p", "annotations": null}}),
                 "/metadata/annotations",
@@ -1003,7 +1076,11 @@ mod tests {
             let patch = patch_of(&response(&answer));
             assert_eq!(patch, json!([{"op": "add", "path": path, "value": value}]));
             let mut pod = object;
-            ::json_patch::patch(&mut pod, &serde_json::from_value::<::json_patch::Patch>(patch).unwrap()).unwrap();
+            ::json_patch::patch(
+                &mut pod,
+                &serde_json::from_value::<::json_patch::Patch>(patch).unwrap(),
+            )
+            .unwrap();
             assert_eq!(pod["metadata"]["annotations"], added);
         }
     }

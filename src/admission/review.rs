@@ -8,9 +8,9 @@ use std::cell::OnceCell;
 use std::fmt;
 use std::marker::PhantomData;
 
+use serde::Deserialize;
 use serde::de::value::SeqAccessDeserializer;
 use serde::de::{Deserializer, MapAccess, SeqAccess, Visitor};
-use serde::Deserialize;
 use serde_json::Value;
 use serde_json::value::RawValue;
 

@@ -5,8 +5,11 @@
 
 use std::collections::HashMap;
 use std::fmt::Debug;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock, RwLockReadGuard};
 use std::time::{Duration, Instant};
+
+use compact_str::CompactString;
 
 use futures_util::StreamExt;
 use k8s_openapi::api::core::v1::Namespace;
@@ -18,9 +21,11 @@ use serde::de::DeserializeOwned;
 use crate::namespace::{INJECT_ANNOTATION, Lookup, MULTUS_ANNOTATION};
 use crate::network_resources::{Nads, nad_annotation_keys};
 
-/// The annotations of one object that the rules read; the others are not kept.
+/// The annotations of one object that the rules read; the others are not
+/// kept. Short keys and values are held inline, so a lookup reads no other
+/// memory.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Annotations(Vec<(String, String)>);
+pub struct Annotations(Vec<(CompactString, CompactString)>);
 
 impl Lookup for Annotations {
     fn lookup(&self, key: &str) -> Option<&str> {
@@ -31,14 +36,13 @@ impl Lookup for Annotations {
     }
 }
 
-/// Whether the watch is current, and since when it is not.
+/// Since when the watch is broken, if it is.
 #[derive(Debug, Clone, Copy)]
 struct Health {
-    synced: bool,
     broken_since: Option<Instant>,
 }
 
-type Entries = HashMap<String, Arc<Annotations>>;
+type Entries = HashMap<CompactString, Annotations>;
 
 /// What a cache holds: how objects are keyed, and what logs call them.
 #[derive(Debug, Clone, Copy)]
@@ -48,7 +52,7 @@ struct Kind {
     /// `namespaces`, `NADs`.
     plural: &'static str,
     /// The key of an object: its name, or `namespace/name`.
-    key: fn(&ObjectMeta) -> Option<String>,
+    key: fn(&ObjectMeta) -> Option<CompactString>,
 }
 
 /// A cache, shared by its watch task and the request handlers.
@@ -56,6 +60,8 @@ pub struct WatchCache {
     kind: Kind,
     keys: Vec<String>,
     entries: RwLock<Entries>,
+    /// Whether a full list has completed once: read on every review.
+    synced: AtomicBool,
     health: RwLock<Health>,
 }
 
@@ -85,8 +91,8 @@ pub fn nad_resource() -> ApiResource {
     )
 }
 
-fn nad_key(namespace: &str, name: &str) -> String {
-    format!("{namespace}/{name}")
+fn nad_key(namespace: &str, name: &str) -> CompactString {
+    compact_str::format_compact!("{namespace}/{name}")
 }
 
 impl WatchCache {
@@ -97,7 +103,7 @@ impl WatchCache {
             Kind {
                 what: "namespace",
                 plural: "namespaces",
-                key: |meta| meta.name.clone(),
+                key: |meta| meta.name.as_deref().map(CompactString::from),
             },
             vec![
                 MULTUS_ANNOTATION.to_string(),
@@ -126,35 +132,29 @@ impl WatchCache {
             kind,
             keys,
             entries: RwLock::new(HashMap::new()),
-            health: RwLock::new(Health {
-                synced: false,
-                broken_since: None,
-            }),
+            synced: AtomicBool::new(false),
+            health: RwLock::new(Health { broken_since: None }),
         }
     }
 
-    /// The annotations of an object, by key (a namespace's name), if the cache holds it.
-    pub fn get(&self, key: &str) -> Option<Arc<Annotations>> {
-        self.read().get(key).cloned()
-    }
-
-    /// The NADs the cache holds, as the network-resources rules look them up;
-    /// writes from the watch wait while the view lives.
-    pub fn nads_view(&self) -> NadView<'_> {
-        NadView(self.read())
+    /// The cache at this moment, for one review; writes from the watch wait
+    /// while the view lives.
+    pub fn view(&self) -> View<'_> {
+        View(self.read())
     }
 
     /// Whether a full list has completed once.
     pub fn synced(&self) -> bool {
-        self.health().synced
+        self.synced.load(Ordering::Acquire)
     }
 
     /// The state for metrics and readiness.
     pub fn status(&self) -> CacheStatus {
         let health = self.health();
+        let synced = self.synced();
         CacheStatus {
-            synced: health.synced,
-            watch_up: health.synced && health.broken_since.is_none(),
+            synced,
+            watch_up: synced && health.broken_since.is_none(),
             age_seconds: health
                 .broken_since
                 .map_or(0.0, |since| since.elapsed().as_secs_f64()),
@@ -170,16 +170,16 @@ impl WatchCache {
         f(&mut self.health.write().unwrap_or_else(|e| e.into_inner()));
     }
 
-    fn keep(&self, meta: &ObjectMeta) -> Option<(String, Arc<Annotations>)> {
+    fn keep(&self, meta: &ObjectMeta) -> Option<(CompactString, Annotations)> {
         let key = (self.kind.key)(meta)?;
         let annotations = meta
             .annotations
             .iter()
             .flatten()
             .filter(|(k, _)| self.keys.contains(k))
-            .map(|(k, v)| (k.clone(), v.clone()))
+            .map(|(k, v)| (k.as_str().into(), v.as_str().into()))
             .collect();
-        Some((key, Arc::new(Annotations(annotations))))
+        Some((key, Annotations(annotations)))
     }
 
     fn read(&self) -> RwLockReadGuard<'_, Entries> {
@@ -255,12 +255,10 @@ impl WatchCache {
                 let count = listed.len();
                 *self.write() = listed;
                 let before = self.health();
-                self.set_health(|h| {
-                    h.synced = true;
-                    h.broken_since = None;
-                });
+                let was_synced = self.synced.swap(true, Ordering::AcqRel);
+                self.set_health(|h| h.broken_since = None);
                 backoff.reset();
-                if !before.synced {
+                if !was_synced {
                     tracing::info!(entries = count, "{what} cache synced");
                 } else if let Some(since) = before.broken_since {
                     tracing::info!(
@@ -284,14 +282,22 @@ impl WatchCache {
     }
 }
 
-/// The NADs of a [`NadCache`] at one moment, for the rules of one review.
-pub struct NadView<'a>(RwLockReadGuard<'a, Entries>);
+/// A cache at one moment, for the rules of one review.
+pub struct View<'a>(RwLockReadGuard<'a, Entries>);
 
-impl Nads for NadView<'_> {
+impl View<'_> {
+    /// The annotations of an object, by key (a namespace's name), if the cache holds it.
+    pub fn get(&self, key: &str) -> Option<&Annotations> {
+        self.0.get(key)
+    }
+}
+
+/// The NADs of a [`NadCache`].
+impl Nads for View<'_> {
     fn annotations(&self, namespace: &str, name: &str) -> Option<&dyn Lookup> {
         self.0
             .get(&nad_key(namespace, name))
-            .map(|a| &**a as &dyn Lookup)
+            .map(|a| a as &dyn Lookup)
     }
 }
 
@@ -373,21 +379,23 @@ mod tests {
             &[("linkerd.io/multus", "enabled"), ("other", "x")],
         )));
         assert!(!cache.synced(), "not synced before InitDone");
-        assert!(cache.get("demo").is_none(), "a list lands whole");
+        assert!(cache.view().get("demo").is_none(), "a list lands whole");
         feed(Event::InitDone);
-        let demo = cache.get("demo").unwrap();
+        let view = cache.view();
+        let demo = view.get("demo").unwrap();
         assert_eq!(demo.lookup("linkerd.io/multus"), Some("enabled"));
         assert_eq!(
             demo.lookup("other"),
             None,
             "only the rule annotations are kept"
         );
+        drop(view);
         feed(Event::Apply(ns(
             "web",
             &[("openshift.io/sa.scc.uid-range", "1/2")],
         )));
         feed(Event::Delete(ns("demo", &[])));
-        assert!(cache.get("demo").is_none());
+        assert!(cache.view().get("demo").is_none());
         assert_eq!(
             cache.status(),
             CacheStatus {
@@ -401,8 +409,8 @@ mod tests {
         feed(Event::Init);
         feed(Event::InitApply(ns("other", &[])));
         feed(Event::InitDone);
-        assert!(cache.get("web").is_none());
-        assert!(cache.get("other").is_some());
+        assert!(cache.view().get("web").is_none());
+        assert!(cache.view().get("other").is_some());
     }
 
     const RESOURCE: &str = "k8s.v1.cni.cncf.io/resourceName";
@@ -498,7 +506,7 @@ mod tests {
                 cache.apply(event, &mut pending, &mut backoff);
             }
             assert!(cache.synced(), "{name}");
-            let view = cache.nads_view();
+            let view = cache.view();
             for ((namespace, nad), want) in lookups {
                 let got = view.annotations(namespace, nad).map(|a| {
                     [

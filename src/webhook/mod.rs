@@ -329,10 +329,11 @@ impl Handler for Admission {
                 return Reply::text(StatusCode::BAD_REQUEST, e.to_string());
             }
         };
-        let cached = self.cache.get(&request.namespace);
-        let namespace = match &cached {
+        // The namespaces are read under the cache's read lock, for this review only.
+        let namespaces = self.cache.view();
+        let namespace = match namespaces.get(&request.namespace) {
             _ if !self.cache.synced() => NamespaceState::NotSynced,
-            Some(annotations) => NamespaceState::Known(&**annotations),
+            Some(annotations) => NamespaceState::Known(annotations),
             None => NamespaceState::Unknown,
         };
         let answer = {
@@ -341,7 +342,7 @@ impl Handler for Admission {
                 .network_resources
                 .as_ref()
                 .filter(|(_, nads)| nads.synced())
-                .map(|(_, nads)| nads.nads_view());
+                .map(|(_, nads)| nads.view());
             let network_resources =
                 self.network_resources
                     .as_ref()
@@ -360,6 +361,7 @@ impl Handler for Admission {
                 self.on_error,
             )
         };
+        drop(namespaces);
         self.metrics.answered(
             answer.outcome,
             &answer.changes,
@@ -402,7 +404,11 @@ struct Changes<'a>(&'a admission::Answer);
 impl std::fmt::Display for Changes<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let rules = self.0.changes.iter().map(|c| c as &dyn std::fmt::Display);
-        let network_resources = self.0.network_resources.iter().map(|c| c as &dyn std::fmt::Display);
+        let network_resources = self
+            .0
+            .network_resources
+            .iter()
+            .map(|c| c as &dyn std::fmt::Display);
         for (i, change) in rules.chain(network_resources).enumerate() {
             if i > 0 {
                 f.write_str("; ")?;
