@@ -632,6 +632,11 @@ mod tests {
             let err = parse(body.as_bytes()).unwrap_err().to_string();
             assert!(err.contains(want), "{body}: {err}");
         }
+        let mut bytes = CREATE.replacen("pod2", "pod\u{1}", 1).into_bytes();
+        let at = bytes.iter().position(|b| *b == 1).unwrap();
+        bytes[at] = 0xff;
+        let err = parse(&bytes).unwrap_err().to_string();
+        assert!(err.contains("not a JSON object: invalid unicode"), "{err}");
     }
 
     /// The body of a review of `object`.

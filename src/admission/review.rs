@@ -345,12 +345,13 @@ struct RawReview<'a> {
 pub fn parse(body: &[u8]) -> Result<Request<'_>, BadReview> {
     // One pass over the body; the request's bytes are mostly the pod, which
     // costs as much to skip as to scan, so a second pass would double the cost.
-    let request = match serde_json::from_slice::<Review>(body) {
-        Ok(review) => {
+    // The body is checked as UTF-8 once, so the strings read from it are not.
+    let request = match std::str::from_utf8(body).map(serde_json::from_str::<Review>) {
+        Ok(Ok(review)) => {
             check_type(&review.api_version, &review.kind)?;
             review.request.ok_or_else(no_request)?
         }
-        Err(_) => explain(body)?,
+        _ => explain(body)?,
     };
     if request.uid.is_empty() {
         return Err(BadReview(format!("the {KIND}'s request has no uid")));
