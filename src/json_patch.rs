@@ -1,5 +1,5 @@
 //! JSONPatch (RFC 6902) from one JSON document to another: only the operations
-//! needed, with RFC 6901 escaping of path segments.
+//! needed, with RFC 6901 escaping of path segments, written as JSON text.
 
 use serde::Serialize;
 use serde_json::Value;
@@ -90,7 +90,7 @@ fn diff_into(path: &mut String, before: &Value, after: &Value, ops: &mut Vec<Ope
 }
 
 /// The pointer to member `key` of the value at `path`.
-pub fn child(path: &str, key: &str) -> String {
+fn child(path: &str, key: &str) -> String {
     let mut out = String::with_capacity(path.len() + key.len() + 4);
     out.push_str(path);
     push_segment(&mut out, key);
@@ -142,11 +142,6 @@ impl Writer {
     }
 
     fn write(&mut self, op: Op, value: Option<&(impl Serialize + ?Sized)>) {
-        let op = match op {
-            Op::Add => "add",
-            Op::Remove => "remove",
-            Op::Replace => "replace",
-        };
         if self.out.is_empty() {
             // Room for a few annotation edits at once.
             self.out.reserve(256);
@@ -154,9 +149,9 @@ impl Writer {
         } else {
             self.out.push(b',');
         }
-        self.out.extend_from_slice(b"{\"op\":\"");
-        self.out.extend_from_slice(op.as_bytes());
-        self.out.extend_from_slice(b"\",\"path\":");
+        self.out.extend_from_slice(b"{\"op\":");
+        serde_json::to_writer(&mut self.out, &op).expect("an op serializes");
+        self.out.extend_from_slice(b",\"path\":");
         serde_json::to_writer(&mut self.out, &self.path).expect("a string serializes");
         if let Some(value) = value {
             self.out.extend_from_slice(b",\"value\":");

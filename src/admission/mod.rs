@@ -140,7 +140,10 @@ enum Refusal {
 
 /// Answers a review with the core's pod rules: the Linkerd-CNI rules, then,
 /// on CREATE, the network-resources rules when given (resources and node
-/// selectors of a pod cannot change after it is created).
+/// selectors of a pod cannot change after it is created). The Linkerd-CNI
+/// rules alone read the pod's metadata as the review holds it and patch its
+/// annotations; with the network-resources rules, the pod's metadata and spec
+/// are read into a tree, as the KRM function reads a workload.
 pub fn answer(
     request: &Request,
     namespace: NamespaceState<'_>,
@@ -215,7 +218,7 @@ pub fn answer(
     let verdict = match network_resources {
         None => pod_verdict(request, object, namespace, settings),
         Some(network_resources) => match object.to_value() {
-            Ok(object) => verdict(request, &object, namespace, settings, network_resources),
+            Ok(object) => tree_verdict(request, &object, namespace, settings, network_resources),
             Err(e) => Err(Refusal::Problem(format!(
                 "the pod's spec does not read: {e}"
             ))),
@@ -296,29 +299,25 @@ fn pod_verdict(
 fn annotation_patch(metadata: Option<&Metadata>, edits: &[Edit]) -> Result<Writer, String> {
     const ANNOTATIONS: &str = "/metadata/annotations";
     let mut patch = Writer::default();
-    let sets = || edits.iter().filter_map(|(k, v)| Some((*k, v.as_deref()?)));
     if edits.is_empty() {
         return Ok(patch);
     }
+    let sets = || edits.iter().filter_map(|(k, v)| Some((*k, v.as_deref()?)));
     let members = match metadata.and_then(|m| m.annotations.as_ref()) {
-        Some(annotations) if !annotations.is_null() => match annotations.members() {
+        Some(annotations) => match annotations.members() {
             Some(members) => members,
             None if sets().next().is_none() => return Ok(patch),
             None => return Err("metadata.annotations is not a mapping".into()),
         },
-        _ if sets().next().is_none() => return Ok(patch),
-        _ => {
+        None if sets().next().is_none() => return Ok(patch),
+        None => {
             let added = Added(edits);
             match metadata {
                 Some(_) => patch.push_at(Op::Add, ANNOTATIONS, Some(&added)),
                 None => patch.push_at(
                     Op::Add,
                     "/metadata",
-                    Some(
-                        &[("annotations", added)]
-                            .into_iter()
-                            .collect::<std::collections::BTreeMap<_, _>>(),
-                    ),
+                    Some(&serde_json::json!({ "annotations": added })),
                 ),
             }
             return Ok(patch);
@@ -377,7 +376,7 @@ impl Serialize for Added<'_> {
 
 /// The Linkerd-CNI rules then the network-resources rules, on a tree of the
 /// pod's metadata and spec, answered with the diff of the two trees.
-fn verdict(
+fn tree_verdict(
     request: &Request,
     object: &Value,
     namespace: NamespaceState<'_>,

@@ -211,11 +211,6 @@ impl<'a> Strings<'a> {
         self.members()?.iter().rev().find(|m| m.name == name)
     }
 
-    /// Whether this is null.
-    pub fn is_null(&self) -> bool {
-        matches!(self, Strings::Other(Value::Null))
-    }
-
     /// The value as a `serde_json::Value`.
     pub fn to_value(&self) -> Result<Value, serde_json::Error> {
         match self {
