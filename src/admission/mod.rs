@@ -523,16 +523,15 @@ mod tests {
     use std::collections::BTreeMap;
 
     use base64::Engine;
+    use proptest::prelude::*;
     use serde_json::json;
-
-    use crate::json_patch::Operation;
 
     use super::*;
 
     const CREATE: &str = include_str!("../../../shared/fixtures/admission/pod-create.json");
     const DRY_RUN: &str = include_str!("../../../shared/fixtures/admission/pod-create-dryrun.json");
 
-    fn enabled() -> BTreeMap<String, String> {
+    fn enabled_namespace() -> BTreeMap<String, String> {
         [
             ("linkerd.io/multus", "enabled"),
             ("linkerd.io/inject", "enabled"),
@@ -561,7 +560,7 @@ mod tests {
 
     #[test]
     fn the_captured_request_gets_the_minimal_patch() {
-        let ns = enabled();
+        let ns = enabled_namespace();
         for fixture in [CREATE, DRY_RUN] {
             let request = parse(fixture.as_bytes()).unwrap();
             let answer = answer(
@@ -656,7 +655,7 @@ mod tests {
 
     #[test]
     fn what_the_webhook_cannot_act_on() {
-        let ns = enabled();
+        let ns = enabled_namespace();
         let bad_networks =
             json!({"metadata": {"annotations": {"k8s.v1.cni.cncf.io/networks": "a,,b"}}});
         let cases: Vec<(&str, String, NamespaceState<'_>, OnError, Outcome, &str)> = vec![
@@ -743,7 +742,7 @@ mod tests {
             "k8s.v1.cni.cncf.io/networks": "linkerd-cni",
             "linkerd.io/multus": "disabled"
         }}});
-        let ns = enabled();
+        let ns = enabled_namespace();
         let answer = answer(
             &parse(review("UPDATE", "pods", pod).as_bytes()).unwrap(),
             NamespaceState::Known(&ns),
@@ -789,7 +788,7 @@ mod tests {
 
     #[test]
     fn network_resources_on_create_only_after_the_linkerd_rules() {
-        let ns = enabled();
+        let ns = enabled_namespace();
         let nads = sriov_nads();
         let settings = network_resources::settings::Settings::default();
         let nr = NetworkResources {
@@ -948,29 +947,111 @@ mod tests {
     }
 
     /// The patch the tree path gives: the pod as a tree, [`attach::workload`],
-    /// and the diff of the two trees.
-    fn tree_patch(object: &Value, namespace: &dyn Lookup) -> Vec<Operation> {
+    /// and the diff of the two trees; `None` when the rules cannot act on it.
+    fn tree_patch(object: &Value, pod_namespace: &str, namespace: &dyn Lookup) -> Option<Value> {
         let mut pod = Node::from_json(object);
-        let outcome = attach::workload(
-            &mut pod,
-            &POD,
+        let settings = Settings::default();
+        match attach::workload(&mut pod, &POD, &settings, pod_namespace, namespace, || true) {
+            Ok(WorkloadOutcome::Decided { applied: Ok(_), .. }) => {}
+            _ => return None,
+        }
+        Some(serde_json::to_value(json_patch::diff(object, &pod.to_json())).unwrap())
+    }
+
+    /// The webhook's patch of `metadata` (`[]` for none); `None` when it
+    /// could not act on the pod.
+    fn webhook_patch(
+        metadata: &Value,
+        pod_namespace: &str,
+        namespace: &BTreeMap<String, String>,
+    ) -> Option<Value> {
+        let body = json!({
+            "apiVersion": API_VERSION,
+            "kind": KIND,
+            "request": {
+                "uid": "u1",
+                "resource": {"group": "", "version": "v1", "resource": "pods"},
+                "namespace": pod_namespace,
+                "operation": "CREATE",
+                "object": {"metadata": metadata},
+            }
+        })
+        .to_string();
+        let request = parse(body.as_bytes()).unwrap();
+        let answer = answer(
+            &request,
+            NamespaceState::Known(namespace),
             &Settings::default(),
-            "demo",
-            namespace,
-            || true,
-        )
-        .unwrap();
-        assert!(matches!(
-            outcome,
-            WorkloadOutcome::Decided { applied: Ok(_), .. }
-        ));
-        json_patch::diff(object, &pod.to_json())
+            None,
+            OnError::Allow,
+        );
+        match answer.outcome {
+            Outcome::Patched => Some(patch_of(&response(&answer))),
+            Outcome::Unchanged => Some(json!([])),
+            _ => None,
+        }
+    }
+
+    fn pick(
+        options: &'static [Option<&'static str>],
+    ) -> impl Strategy<Value = Option<&'static str>> {
+        proptest::sample::select(options)
+    }
+
+    proptest! {
+        /// Over generated pods and namespaces, the patch written from the
+        /// annotation edits is the diff of the trees, operation for operation.
+        #[test]
+        fn annotation_patches_are_the_tree_diffs_for_any_pod(
+            pod_namespace in proptest::sample::select(&["demo", "linkerd"][..]),
+            enabled in proptest::bool::ANY,
+            range in pick(&[None, Some("1000680000/10000"), Some("x")]),
+            name in proptest::bool::weighted(0.8),
+            annotations in proptest::bool::weighted(0.8),
+            networks in pick(&[None, Some("a"), Some("linkerd-cni"), Some("x, linkerd-cni"), Some("linkerd-cni@eth9"), Some(r#"[{"name": "linkerd-cni"}]"#), Some("demo/linkerd-cni"), Some("a,,b")]),
+            owned in pick(&[None, Some("network=created"), Some("network=appended"), Some("network=created,proxy-uid=1000680002"), Some("proxy-uid=5"), Some("bogus")]),
+            uid in pick(&[None, Some("5"), Some("1000680002")]),
+            multus in pick(&[None, Some("enabled"), Some("disabled")]),
+            other in pick(&[None, Some("b")]),
+            control_plane in pick(&[None, Some("destination")]),
+        ) {
+            let mut namespace = if enabled { enabled_namespace() } else { BTreeMap::new() };
+            if let Some(range) = range {
+                namespace.insert("openshift.io/sa.scc.uid-range".into(), range.into());
+            }
+            let mut metadata = serde_json::Map::new();
+            if name {
+                metadata.insert("name".into(), json!("p"));
+            }
+            if annotations {
+                let members: serde_json::Map<String, Value> = [
+                    ("a/b~c", other),
+                    ("k8s.v1.cni.cncf.io/networks", networks),
+                    ("multus.linkerd.io/owned", owned),
+                    ("config.linkerd.io/proxy-uid", uid),
+                    ("linkerd.io/multus", multus),
+                ]
+                .into_iter()
+                .filter_map(|(k, v)| Some((k.to_string(), json!(v?))))
+                .collect();
+                metadata.insert("annotations".into(), Value::Object(members));
+            }
+            if let Some(component) = control_plane {
+                metadata.insert("labels".into(), json!({"linkerd.io/control-plane-component": component}));
+            }
+            let metadata = Value::Object(metadata);
+            let object = json!({"metadata": metadata});
+            prop_assert_eq!(
+                webhook_patch(&metadata, pod_namespace, &namespace),
+                tree_patch(&object, pod_namespace, &namespace)
+            );
+        }
     }
 
     #[test]
     fn annotation_patches_are_the_tree_diffs() {
-        let on = enabled();
-        let mut range = enabled();
+        let on = enabled_namespace();
+        let mut range = enabled_namespace();
         range.insert(
             "openshift.io/sa.scc.uid-range".into(),
             "1000680000/10000".into(),
@@ -1025,28 +1106,18 @@ mod tests {
         ];
         for (name, metadata, namespace) in cases {
             let object = json!({"metadata": metadata});
-            let body = review("CREATE", "pods", object.clone());
-            let request = parse(body.as_bytes()).unwrap();
-            let answer = answer(
-                &request,
-                NamespaceState::Known(namespace),
-                &Settings::default(),
-                None,
-                OnError::Deny,
+            let want = tree_patch(&object, "demo", namespace).expect(name);
+            assert_eq!(
+                webhook_patch(&metadata, "demo", namespace),
+                Some(want),
+                "{name}"
             );
-            let want = tree_patch(&object, namespace);
-            let got = match answer.outcome {
-                Outcome::Patched => patch_of(&response(&answer)),
-                Outcome::Unchanged => json!([]),
-                other => panic!("{name}: {other}: {:?}", answer.warnings),
-            };
-            assert_eq!(got, serde_json::to_value(&want).unwrap(), "{name}");
         }
     }
 
     #[test]
     fn missing_or_null_maps_are_added_whole() {
-        let ns = enabled();
+        let ns = enabled_namespace();
         let added = json!({
             "k8s.v1.cni.cncf.io/networks": "linkerd-cni",
             "multus.linkerd.io/owned": "network=created"
