@@ -639,13 +639,18 @@ mod tests {
 
     /// The body of a review of `object`.
     fn review(operation: &str, resource: &str, object: Value) -> String {
+        review_in("demo", operation, resource, object)
+    }
+
+    /// The body of a review of `object` in namespace `namespace`.
+    fn review_in(namespace: &str, operation: &str, resource: &str, object: Value) -> String {
         json!({
             "apiVersion": API_VERSION,
             "kind": KIND,
             "request": {
                 "uid": "u1",
                 "resource": {"group": "", "version": "v1", "resource": resource},
-                "namespace": "demo",
+                "namespace": namespace,
                 "operation": operation,
                 "object": object,
             }
@@ -965,18 +970,12 @@ mod tests {
         pod_namespace: &str,
         namespace: &BTreeMap<String, String>,
     ) -> Option<Value> {
-        let body = json!({
-            "apiVersion": API_VERSION,
-            "kind": KIND,
-            "request": {
-                "uid": "u1",
-                "resource": {"group": "", "version": "v1", "resource": "pods"},
-                "namespace": pod_namespace,
-                "operation": "CREATE",
-                "object": {"metadata": metadata},
-            }
-        })
-        .to_string();
+        let body = review_in(
+            pod_namespace,
+            "CREATE",
+            "pods",
+            json!({"metadata": metadata}),
+        );
         let request = parse(body.as_bytes()).unwrap();
         let answer = answer(
             &request,
