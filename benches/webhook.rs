@@ -5,8 +5,8 @@
 //! `linkerd-multus webhook` against it, and a baseline: this bench re-executed
 //! as a server that answers every review with one constant AdmissionReview,
 //! through the webhook's own TLS configuration, HTTP stack, limits and body
-//! reading (`webhook::server::serve`), without parsing or deciding. Both stay
-//! up for the whole run and are measured in alternating rounds.
+//! reading (`webhook::server::serve`), without parsing or deciding. The
+//! servers stay up for the whole run and are measured in alternating rounds.
 //!
 //! The load is the captured `pod-create` review, rotated over the 10,000
 //! namespaces, POSTed to /mutate over TLS 1.3 and HTTP/1.1 keep-alive:
@@ -23,6 +23,12 @@
 //! flags to the webhook, `BENCH_SECONDS` sets the length of each measurement,
 //! `BENCH_CLIENT_THREADS` the load generator's threads (default 1: the
 //! servers keep the other CPU).
+//!
+//! A third server, the reader, is the baseline reading each review with the
+//! webhook's own `admission::parse` before its constant answer: what reading
+//! the review costs by itself, a bound on any webhook that reads its request.
+//! `BENCH_BASELINE_BUSY_NS=N` makes the baseline keep the CPU busy N ns before
+//! each answer, to see what a handler of that cost does to the throughput.
 //!
 //! Server CPU per request is the process's user + system time over the run
 //! (/proc/PID/stat) divided by the answers; resident memory is VmHWM and
@@ -54,10 +60,15 @@ use tokio_rustls::TlsConnector;
 use apiserver::FakeApiServer;
 use common::median;
 use https::{Ca, Connection, connector};
+use hyper::StatusCode;
+use linkerd_multus::admission;
 use linkerd_multus::webhook::{self, metrics::Metrics, server, tls};
 
 /// Set (to the address to listen on) in the re-executed baseline server.
 const BASELINE_ENV: &str = "LINKERD_MULTUS_BENCH_BASELINE";
+/// Set too (to `1`) in the re-executed server that is the reader: the
+/// baseline reading each review before its constant answer.
+const READER_ENV: &str = "LINKERD_MULTUS_BENCH_READER";
 
 /// The captured review the load is made of.
 const FIXTURE: &str = concat!(
@@ -66,6 +77,8 @@ const FIXTURE: &str = concat!(
 );
 
 const NAMESPACES: usize = 10_000;
+/// The webhook, the baseline and the reader, in this order.
+const SERVERS: usize = 3;
 /// How long before a request's time the fixed-rate clock stops sleeping and yields.
 const PACER_SPIN: Duration = Duration::from_micros(80);
 const PATH: &str = "/mutate";
@@ -117,13 +130,41 @@ struct BaselineCli {
     args: webhook::Args,
 }
 
-/// Answers every review with the same bytes.
-struct Constant(Bytes);
+/// Answers every review with the same bytes; the reader first reads the
+/// review as the webhook does (`admission::parse`), and answers 400 to a body
+/// that does not read.
+struct Constant {
+    answer: Bytes,
+    read: bool,
+    /// How long the baseline keeps the CPU busy before each answer
+    /// (`BENCH_BASELINE_BUSY_NS`, a calibration); zero by default.
+    busy: Duration,
+}
 
 impl server::Handler for Constant {
-    fn handle(&self, _body: Bytes) -> server::Reply {
-        server::Reply::json(self.0.clone())
+    fn handle(&self, body: Bytes) -> server::Reply {
+        if self.read
+            && let Err(e) = admission::parse(&body)
+        {
+            return server::Reply::text(StatusCode::BAD_REQUEST, e.to_string());
+        }
+        if !self.busy.is_zero() {
+            let start = Instant::now();
+            while start.elapsed() < self.busy {
+                std::hint::spin_loop();
+            }
+        }
+        server::Reply::json(self.answer.clone())
     }
+}
+
+/// `BENCH_BASELINE_BUSY_NS`: how long the baseline keeps the CPU busy before
+/// each answer, to show what a handler of that cost does to the throughput.
+fn baseline_busy() -> Duration {
+    std::env::var("BENCH_BASELINE_BUSY_NS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .map_or(Duration::ZERO, Duration::from_nanos)
 }
 
 /// The constant answer: allowed, for the fixture's uid, with the attach patch.
@@ -155,7 +196,16 @@ fn baseline(addr: OsString) -> Result<()> {
         client_ca: None,
     })?);
     let limits = webhook::limits(&args);
-    let handler = Arc::new(Constant(constant_review()));
+    let read = std::env::var_os(READER_ENV).is_some();
+    let handler = Arc::new(Constant {
+        answer: constant_review(),
+        read,
+        busy: if read {
+            Duration::ZERO
+        } else {
+            baseline_busy()
+        },
+    });
     // The runtime `linkerd-multus webhook` builds.
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -277,7 +327,8 @@ fn run(plan: &Plan) -> Result<usize> {
         .map(str::to_owned)
         .collect();
     let mut webhook = Server::webhook(dir.path(), &kubeconfig, &cert, &key, &extra)?;
-    let mut baseline = Server::baseline(dir.path(), &cert, &key)?;
+    let mut baseline = Server::constant(dir.path(), &cert, &key, false)?;
+    let mut reader = Server::constant(dir.path(), &cert, &key, true)?;
     webhook.wait_ready(Duration::from_secs(30))?;
     let cached = webhook.metric("linkerd_multus_namespace_cache_namespaces")?;
     if cached != NAMESPACES as f64 {
@@ -308,6 +359,12 @@ fn run(plan: &Plan) -> Result<usize> {
             pid: baseline.child.id(),
             check_patch: false,
         },
+        Target {
+            name: "reader",
+            addr: reader.addr.clone(),
+            pid: reader.child.id(),
+            check_patch: false,
+        },
     ];
 
     // Each answers right before anything is measured.
@@ -324,17 +381,22 @@ fn run(plan: &Plan) -> Result<usize> {
         next: Arc::new(AtomicUsize::new(0)),
         runtime: &runtime,
     };
-    let mut sent = [0u64; 2];
+    let mut sent = [0u64; SERVERS];
     let mut measure =
-        |shape: Shape, secs: Duration, failures: &mut usize| -> Result<[Figures; 2]> {
-            let mut per: [Vec<Run>; 2] = [vec![], vec![]];
+        |shape: Shape, secs: Duration, failures: &mut usize| -> Result<[Figures; SERVERS]> {
+            let mut per: [Vec<Run>; SERVERS] = Default::default();
             let rounds = if matches!(shape, Shape::Warmup(_)) {
                 1
             } else {
                 plan.rounds
             };
             for r in 0..rounds {
-                let order = if r % 2 == 0 { [0, 1] } else { [1, 0] };
+                // Forwards, then backwards: each server is measured early and late.
+                let order: Vec<usize> = if r % 2 == 0 {
+                    (0..SERVERS).collect()
+                } else {
+                    (0..SERVERS).rev().collect()
+                };
                 for i in order {
                     let result = load.run(&targets[i], shape, secs)?;
                     sent[i] += result.tally.answered + result.tally.wrong;
@@ -403,8 +465,12 @@ fn run(plan: &Plan) -> Result<usize> {
     }
     let handler = webhook.metric("linkerd_multus_admission_request_duration_seconds_sum")?
         / webhook.metric("linkerd_multus_admission_request_duration_seconds_count")?;
-    let memory = [&webhook, &baseline].map(|s| Memory::of(s.child.id()));
-    for (server, name) in [(&mut webhook, "webhook"), (&mut baseline, "baseline")] {
+    let memory = [&webhook, &baseline, &reader].map(|s| Memory::of(s.child.id()));
+    for (server, name) in [
+        (&mut webhook, "webhook"),
+        (&mut baseline, "baseline"),
+        (&mut reader, "reader"),
+    ] {
         if !server.running() {
             eprintln!("  FAIL the {name} exited during the run");
             failures += 1;
@@ -420,14 +486,14 @@ fn run(plan: &Plan) -> Result<usize> {
         &memory,
         handler,
         &bodies,
-        [webhook.child.id(), baseline.child.id()],
+        [webhook.child.id(), baseline.child.id(), reader.child.id()],
     );
     eprintln!(
         "webhook bench: {:.0} s in all",
         started.elapsed().as_secs_f64()
     );
     drop(runtime);
-    drop((webhook, baseline));
+    drop((webhook, baseline, reader));
     drop(api);
     Ok(failures)
 }
@@ -551,9 +617,9 @@ fn judge(
 
 /// Before measuring: the webhook patches exactly the enabled namespaces
 /// (with the proxy UID under a UID range) and echoes the uid; the baseline
-/// answers 200.
+/// and the reader answer 200.
 async fn verify(
-    targets: &[Target; 2],
+    targets: &[Target; SERVERS],
     tls: &TlsConnector,
     bodies: &Bodies,
     classes: &[Class],
@@ -614,15 +680,17 @@ async fn verify(
             fail(format!("{class:?} namespace: patch {patch}, want {want}"));
         }
     }
-    let mut conn = Connection::open(&targets[1].addr, tls).await?;
-    let (status, body) = conn.post(PATH, bodies.bodies[0].clone()).await?;
-    if let Err(e) = judge(&targets[1], bodies, 0, status, &body) {
-        eprintln!("  FAIL baseline: {e}");
-        failures += 1;
+    for target in &targets[1..] {
+        let mut conn = Connection::open(&target.addr, tls).await?;
+        let (status, body) = conn.post(PATH, bodies.bodies[0].clone()).await?;
+        if let Err(e) = judge(target, bodies, 0, status, &body) {
+            eprintln!("  FAIL {}: {e}", target.name);
+            failures += 1;
+        }
     }
     if failures == 0 {
         eprintln!(
-            "checked: the webhook patches exactly the enabled namespaces; the baseline answers"
+            "checked: the webhook patches exactly the enabled namespaces; the baseline and the reader answer"
         );
     }
     Ok(failures)
@@ -685,10 +753,16 @@ impl Server {
         })
     }
 
-    fn baseline(dir: &Path, cert: &Path, key: &Path) -> Result<Server> {
+    /// The baseline, or with `read` the reader.
+    fn constant(dir: &Path, cert: &Path, key: &Path, read: bool) -> Result<Server> {
+        let name = if read { "reader" } else { "baseline" };
         let addr = format!("127.0.0.1:{}", free_port()?);
-        let log = dir.join("baseline.log");
-        let mut child = Command::new(std::env::current_exe()?)
+        let log = dir.join(format!("{name}.log"));
+        let mut command = Command::new(std::env::current_exe()?);
+        if read {
+            command.env(READER_ENV, "1");
+        }
+        let mut child = command
             .env(BASELINE_ENV, &addr)
             .arg("--tls-cert")
             .arg(cert)
@@ -698,7 +772,7 @@ impl Server {
             .stdout(Stdio::piped())
             .stderr(fs::File::create(&log)?)
             .spawn()
-            .context("starting the baseline server")?;
+            .with_context(|| format!("starting the {name} server"))?;
         let mut ready = [0u8; 6];
         let read = child.stdout.take().expect("piped").read_exact(&mut ready);
         let server = Server {
@@ -708,7 +782,7 @@ impl Server {
             log,
         };
         if read.is_err() || &ready != b"ready\n" {
-            bail!("the baseline server did not start: {}", server.log_tail(10));
+            bail!("the {name} server did not start: {}", server.log_tail(10));
         }
         Ok(server)
     }
@@ -1118,11 +1192,11 @@ async fn exchange(
 
 fn print_table(
     plan: &Plan,
-    rows: &[(Shape, [Figures; 2])],
-    memory: &[Memory; 2],
+    rows: &[(Shape, [Figures; SERVERS])],
+    memory: &[Memory; SERVERS],
     handler_s: f64,
     bodies: &Bodies,
-    pids: [u32; 2],
+    pids: [u32; SERVERS],
 ) {
     println!();
     println!(
@@ -1130,9 +1204,22 @@ fn print_table(
         env!("CARGO_BIN_EXE_linkerd-multus"),
         pids[0]
     );
+    let busy = baseline_busy();
     println!(
-        "baseline: a constant AdmissionReview through webhook::server::serve: same TLS, HTTP, limits, runtime (pid {})",
+        "baseline: a constant AdmissionReview through webhook::server::serve: same TLS, HTTP, limits, runtime{} (pid {})",
+        if busy.is_zero() {
+            String::new()
+        } else {
+            format!(
+                "; busy {} ns before each answer (BENCH_BASELINE_BUSY_NS)",
+                busy.as_nanos()
+            )
+        },
         pids[1]
+    );
+    println!(
+        "reader:   the baseline reading each review first, with the webhook's admission::parse (pid {})",
+        pids[2]
     );
     println!(
         "load:     POST {PATH}, the captured pod-create review ({} bytes) rotated over the namespaces,",
@@ -1144,33 +1231,34 @@ fn print_table(
         std::thread::available_parallelism().map_or(0, |n| n.get())
     );
     println!(
-        "{:<22} {:<16} {:>9} {:>9} {:>6}",
-        "load", "figure", "webhook", "baseline", "x"
+        "{:<22} {:<16} {:>9} {:>9} {:>6} {:>9} {:>6}",
+        "load", "figure", "webhook", "baseline", "x", "reader", "xr"
     );
-    let line = |load: &str, figure: &str, w: f64, b: f64, decimals: usize| {
+    let line = |load: &str, figure: &str, [w, b, r]: [f64; SERVERS], decimals: usize| {
         println!(
-            "{load:<22} {figure:<16} {w:>9.decimals$} {b:>9.decimals$} {:>6.2}",
-            w / b
+            "{load:<22} {figure:<16} {w:>9.decimals$} {b:>9.decimals$} {:>6.2} {r:>9.decimals$} {:>6.2}",
+            w / b,
+            w / r
         );
     };
-    for (shape, [w, b]) in rows {
-        line(&shape.label(), "p50 ms", w.latency[0], b.latency[0], 3);
-        line("", "p99 ms", w.latency[1], b.latency[1], 3);
-        line("", "p99.9 ms", w.latency[2], b.latency[2], 3);
-        line("", "req/s", w.rate, b.rate, 0);
-        line("", "server CPU µs/req", w.cpu_us, b.cpu_us, 1);
-        line("", "load CPU µs/req", w.client_cpu_us, b.client_cpu_us, 1);
+    for (shape, f) in rows {
+        let of = |figure: fn(&Figures) -> f64| f.each_ref().map(figure);
+        line(&shape.label(), "p50 ms", of(|f| f.latency[0]), 3);
+        line("", "p99 ms", of(|f| f.latency[1]), 3);
+        line("", "p99.9 ms", of(|f| f.latency[2]), 3);
+        line("", "req/s", of(|f| f.rate), 0);
+        line("", "server CPU µs/req", of(|f| f.cpu_us), 1);
+        line("", "load CPU µs/req", of(|f| f.client_cpu_us), 1);
     }
-    let [w, b] = memory;
-    line("after the load", "VmHWM MiB", w.hwm, b.hwm, 1);
-    line("", "VmRSS MiB", w.rss, b.rss, 1);
+    line("after the load", "VmHWM MiB", memory.map(|m| m.hwm), 1);
+    line("", "VmRSS MiB", memory.map(|m| m.rss), 1);
     let late = rows
         .iter()
         .filter(|(s, _)| matches!(s, Shape::Rate(..)))
-        .map(|(_, r)| r[0].pacer_p99_us.max(r[1].pacer_p99_us))
+        .flat_map(|(_, r)| r.iter().map(|f| f.pacer_p99_us))
         .fold(0.0, f64::max);
     println!(
-        "(medians of {} round(s) of {:.0} s, webhook and baseline alternating; x = webhook / baseline;",
+        "(medians of {} round(s) of {:.0} s, the three servers alternating; x = webhook / baseline, xr = webhook / reader;",
         plan.rounds,
         plan.duration.as_secs_f64()
     );
@@ -1188,7 +1276,7 @@ fn print_table(
         (false, true) => "met",
         (false, false) => "NOT met",
     };
-    if let Some((_, [w, b])) = rows.iter().find(|(s, _)| matches!(s, Shape::Closed(_))) {
+    if let Some((_, [w, b, r])) = rows.iter().find(|(s, _)| matches!(s, Shape::Closed(_))) {
         let share = w.rate / b.rate;
         println!(
             "target: saturated throughput >= {:.0}% of the baseline's: {:.0}% ({:.0} / {:.0} req/s): {}",
@@ -1198,12 +1286,19 @@ fn print_table(
             b.rate,
             judged(share >= TARGET_THROUGHPUT)
         );
+        // Not a target: what reading the review costs by itself on this machine.
+        println!(
+            "reading alone: the reader at {:.0}% of the baseline's saturated throughput ({:.0} req/s), the webhook at {:.0}% of the reader's",
+            r.rate / b.rate * 100.0,
+            r.rate,
+            w.rate / r.rate * 100.0
+        );
     }
     match rows
         .iter()
         .find(|(s, _)| matches!(s, Shape::Rate(r, _) if *r == TARGET_RATE))
     {
-        Some((_, [w, b])) => println!(
+        Some((_, [w, b, _])) => println!(
             "target: p99 < {TARGET_P99_MS} ms at {TARGET_RATE:.0} req/s: {:.3} ms (baseline {:.3} ms): {}",
             w.latency[1],
             b.latency[1],
@@ -1211,6 +1306,7 @@ fn print_table(
         ),
         None => println!("target: p99 at {TARGET_RATE:.0} req/s: not measured"),
     }
+    let w = &memory[0];
     println!(
         "target: resident memory < {TARGET_RSS_MIB} MiB: peak {:.1} MiB, {:.1} MiB after the load: {}",
         w.hwm,
