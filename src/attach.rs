@@ -315,9 +315,11 @@ pub fn plan(
     before: &Owned,
 ) -> Result<(Applied, Vec<Edit>), AttachError> {
     let nad = settings.nad_name.as_str();
-    let text = current.networks;
+    let Current {
+        networks: text,
+        proxy_uid: current_uid,
+    } = current;
     let networks = text.map(Networks::parse).transpose()?;
-    let current_uid = current.proxy_uid;
 
     let own = own_entry(nad);
     let mut out = Applied::default();

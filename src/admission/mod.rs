@@ -455,8 +455,8 @@ struct Response<'a> {
     patch: Option<Base64<'a>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     status: Option<Status>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    warnings: Vec<String>,
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    warnings: &'a [String],
 }
 
 /// Bytes written as base64 text.
@@ -496,7 +496,7 @@ fn respond(request: &Request, outcome: Outcome, patch: Option<&[u8]>, verdict: V
             reason: "Forbidden",
             message: warnings.join("; "),
         }),
-        warnings: if denied { Vec::new() } else { warnings.clone() },
+        warnings: if denied { &[] } else { &warnings },
     };
     let size = patch.map_or(0, |p| p.len() * 4 / 3)
         + warnings.iter().map(String::len).sum::<usize>()
