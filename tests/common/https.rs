@@ -62,9 +62,14 @@ impl Ca {
 
     /// A leaf for `names` (DNS names or IP addresses).
     pub fn leaf(&self, names: &[&str]) -> Leaf {
-        let params =
+        self.sign(
             CertificateParams::new(names.iter().map(|n| n.to_string()).collect::<Vec<_>>())
-                .unwrap();
+                .unwrap(),
+        )
+    }
+
+    /// A leaf made from `params`, with a new key, signed by this CA.
+    pub fn sign(&self, params: CertificateParams) -> Leaf {
         let key = KeyPair::generate().unwrap();
         let cert = params.signed_by(&key, &self.issuer).unwrap();
         Leaf {

@@ -6,6 +6,7 @@
 pub mod apiserver;
 pub mod golden;
 pub mod https;
+pub mod kube_apiserver;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

@@ -1,0 +1,609 @@
+//! A real kube-apiserver and etcd for the tests, started the way envtest starts
+//! them: the binaries come from the folder named by `KUBEBUILDER_ASSETS`
+//! (`kube-apiserver`, `etcd`, `kubectl`), so anyone with their own assets
+//! (`setup-envtest use 1.32 -p path`) runs the same tests.
+//!
+//! [`ControlPlane::shared`] starts one etcd and one API server per test binary,
+//! on free loopback ports, in a temporary folder, with certificates made here.
+//! Each test works in namespaces of its own ([`ControlPlane::namespace`]): a
+//! lone API server has no namespace controller, so a deleted namespace never
+//! goes away. A watchdog process stops every process by its PID and removes the
+//! folder when the test binary ends, however it ends. A start-up failure fails
+//! the test with the tail of the log of the process that failed.
+#![allow(dead_code)]
+
+use std::fmt::Write as _;
+use std::io::{Read, Write};
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use base64::Engine;
+use rcgen::{CertificateParams, DnType, ExtendedKeyUsagePurpose, KeyPair};
+
+use super::https::{Ca, Leaf};
+
+/// The environment variable naming the folder of the binaries.
+pub const ASSETS: &str = "KUBEBUILDER_ASSETS";
+
+/// What to do when the assets are missing, in one line.
+pub const HOW_TO_GET_ASSETS: &str = "set KUBEBUILDER_ASSETS to a folder holding kube-apiserver, etcd and kubectl: `eval \"$(scripts/kube-assets.sh)\"` makes one from ../shared/kube and Debian's etcd-server (or use `setup-envtest use 1.32 -p path`)";
+
+/// How long the API server may take to answer /readyz.
+const START_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// An etcd and the API servers in front of it.
+pub struct ControlPlane {
+    /// The temporary folder holding certificates, data and logs.
+    pub dir: PathBuf,
+    assets: PathBuf,
+    etcd_url: String,
+    ca: Ca,
+    service_account_key: KeyPair,
+    /// The first API server: what [`ControlPlane::kubectl`] talks to.
+    api: ApiServer,
+    /// The admin's kubeconfig (a client certificate in `system:masters`).
+    pub admin_kubeconfig: PathBuf,
+    /// The admin's client certificate, for clients of the tests' own.
+    pub admin: Leaf,
+    names: AtomicUsize,
+    _etcd: Mutex<Child>,
+    _dir: tempfile::TempDir,
+}
+
+/// One kube-apiserver process, which a test may stop and start again on the
+/// same port (and so the same URL).
+pub struct ApiServer {
+    /// `https://127.0.0.1:PORT`.
+    pub url: String,
+    port: u16,
+    args: Vec<String>,
+    binary: PathBuf,
+    log: PathBuf,
+    pids: PathBuf,
+    child: Mutex<Option<Child>>,
+}
+
+static SHARED: OnceLock<Result<ControlPlane, String>> = OnceLock::new();
+
+/// A free TCP port on 127.0.0.1.
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free loopback port")
+}
+
+/// The assets folder, or the one-line message saying how to get one.
+pub fn assets() -> Result<PathBuf, String> {
+    let dir = std::env::var_os(ASSETS)
+        .filter(|d| !d.is_empty())
+        .ok_or_else(|| format!("{ASSETS} is not set: {HOW_TO_GET_ASSETS}"))?;
+    let dir = PathBuf::from(dir);
+    for binary in ["kube-apiserver", "etcd", "kubectl"] {
+        let path = dir.join(binary);
+        if !path.is_file() {
+            return Err(format!(
+                "{ASSETS}={} has no {binary}: {HOW_TO_GET_ASSETS}",
+                dir.display()
+            ));
+        }
+    }
+    Ok(dir)
+}
+
+fn tail(path: &Path, lines: usize) -> String {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let all: Vec<&str> = text.lines().collect();
+    all[all.len().saturating_sub(lines)..].join("\n")
+}
+
+/// Appends a PID to the watchdog's list.
+fn record_pid(pids: &Path, pid: u32) {
+    let mut file = std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(pids)
+        .expect("the PID list");
+    writeln!(file, "{pid}").expect("writing the PID list");
+}
+
+/// Starts a shell that waits for this process to end, then kills every PID
+/// listed in `pids` and removes `dir`. It ignores SIGINT and SIGHUP, so a
+/// Ctrl-C that ends the tests does not end it before it has cleaned up.
+fn start_watchdog(dir: &Path, pids: &Path) {
+    let script = r#"trap '' INT HUP
+while kill -0 "$1" 2>/dev/null; do sleep 0.5; done
+while read -r pid; do kill -9 "$pid" 2>/dev/null; done < "$2"
+rm -rf "$3""#;
+    Command::new("sh")
+        .args(["-c", script, "watchdog"])
+        .arg(std::process::id().to_string())
+        .arg(pids)
+        .arg(dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("starting the watchdog shell");
+}
+
+fn pem_base64(text: &str) -> String {
+    base64::engine::general_purpose::STANDARD.encode(text)
+}
+
+/// A kubeconfig for `server`, trusting `ca`, authenticating with `user` (the
+/// YAML of the user entry).
+fn kubeconfig(server: &str, ca: &str, user: &str) -> String {
+    format!(
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: test\n  cluster:\n    server: {server}\n    certificate-authority-data: {}\ncontexts:\n- name: test\n  context:\n    cluster: test\n    user: test\ncurrent-context: test\nusers:\n- name: test\n  user:\n{user}",
+        pem_base64(ca)
+    )
+}
+
+impl ControlPlane {
+    /// The control plane of this test binary, started on first use. Panics
+    /// with a one-line message when `KUBEBUILDER_ASSETS` is missing, and with
+    /// the log's tail when a process fails to start.
+    pub fn shared() -> &'static ControlPlane {
+        match SHARED.get_or_init(Self::start) {
+            Ok(plane) => plane,
+            Err(message) => panic!("{message}"),
+        }
+    }
+
+    fn start() -> Result<ControlPlane, String> {
+        let assets = assets()?;
+        let base = Path::new("/dev/shm");
+        let dir = if base.is_dir() {
+            tempfile::Builder::new()
+                .prefix("kube-apiserver-")
+                .tempdir_in(base)
+        } else {
+            tempfile::Builder::new().prefix("kube-apiserver-").tempdir()
+        }
+        .map_err(|e| format!("making a temporary folder: {e}"))?;
+        let path = dir.path().to_path_buf();
+        let pids = path.join("pids");
+        std::fs::write(&pids, "").map_err(|e| e.to_string())?;
+        start_watchdog(&path, &pids);
+
+        // etcd on two free ports, its data in the temporary folder.
+        let (client, peer) = (free_port(), free_port());
+        let etcd_url = format!("http://127.0.0.1:{client}");
+        let peer_url = format!("http://127.0.0.1:{peer}");
+        let etcd_log = path.join("etcd.log");
+        let etcd = Command::new(assets.join("etcd"))
+            .arg("--data-dir")
+            .arg(path.join("etcd"))
+            .args(["--listen-client-urls", &etcd_url])
+            .args(["--advertise-client-urls", &etcd_url])
+            .args(["--listen-peer-urls", &peer_url])
+            .args(["--initial-advertise-peer-urls", &peer_url])
+            .args(["--initial-cluster", &format!("default={peer_url}")])
+            .args(["--name", "default"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log_file(&etcd_log)?)
+            .spawn()
+            .map_err(|e| format!("starting {}: {e}", assets.join("etcd").display()))?;
+        record_pid(&pids, etcd.id());
+        wait_for_etcd(&etcd_url, &etcd_log)?;
+
+        // Certificates: a CA, the serving certificate, an admin client
+        // certificate in system:masters, and a key for service-account tokens.
+        let ca = Ca::new("linkerd-multus test CA");
+        let serving = ca.leaf(&["127.0.0.1", "localhost"]);
+        serving.write(&path);
+        std::fs::write(path.join("ca.crt"), &ca.pem).map_err(|e| e.to_string())?;
+        let service_account_key = KeyPair::generate().map_err(|e| e.to_string())?;
+        std::fs::write(path.join("sa.key"), service_account_key.serialize_pem())
+            .map_err(|e| e.to_string())?;
+        std::fs::write(path.join("sa.pub"), service_account_key.public_key_pem())
+            .map_err(|e| e.to_string())?;
+        let admin = client_certificate(&ca, "admin", &["system:masters"]);
+        let api = ApiServer::new(&assets, &path, &etcd_url, &[]);
+        let admin_kubeconfig = path.join("admin.kubeconfig");
+        std::fs::write(
+            &admin_kubeconfig,
+            kubeconfig(&api.url, &ca.pem, &user_entry(&admin)),
+        )
+        .map_err(|e| e.to_string())?;
+        let plane = ControlPlane {
+            dir: path,
+            assets,
+            etcd_url,
+            ca,
+            service_account_key,
+            api,
+            admin_kubeconfig,
+            admin,
+            names: AtomicUsize::new(0),
+            _etcd: Mutex::new(etcd),
+            _dir: dir,
+        };
+        plane.api.start_and_wait(&plane.admin_kubeconfig, &plane.assets)?;
+        Ok(plane)
+    }
+
+    /// The first API server's URL.
+    pub fn url(&self) -> &str {
+        &self.api.url
+    }
+
+    /// The CA of the API server's serving certificate, PEM.
+    pub fn ca_pem(&self) -> &str {
+        &self.ca.pem
+    }
+
+    /// A leaf certificate signed by the control plane's CA (for webhooks the
+    /// API server calls: it is also the `caBundle` to register).
+    pub fn leaf(&self, names: &[&str]) -> Leaf {
+        self.ca.leaf(names)
+    }
+
+    /// The `kubectl` of the assets.
+    pub fn kubectl_path(&self) -> PathBuf {
+        self.assets.join("kubectl")
+    }
+
+    /// A `kubectl` command with the admin's kubeconfig.
+    pub fn kubectl_command(&self) -> Command {
+        let mut command = Command::new(self.kubectl_path());
+        command
+            .env("KUBECONFIG", &self.admin_kubeconfig)
+            .env_remove("KUBECTL_EXTERNAL_DIFF");
+        command
+    }
+
+    /// Runs kubectl as the admin with `stdin` as input.
+    pub fn kubectl_input(&self, args: &[&str], stdin: &str) -> Output {
+        let mut child = self
+            .kubectl_command()
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("starting kubectl");
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(stdin.as_bytes())
+            .expect("writing to kubectl");
+        child.wait_with_output().expect("waiting for kubectl")
+    }
+
+    /// Runs kubectl as the admin; panics with its stderr when it fails.
+    pub fn kubectl(&self, args: &[&str]) -> String {
+        self.kubectl_ok(args, "")
+    }
+
+    /// Runs kubectl as the admin with `stdin`; panics with its stderr when it fails.
+    pub fn kubectl_ok(&self, args: &[&str], stdin: &str) -> String {
+        let out = self.kubectl_input(args, stdin);
+        assert!(
+            out.status.success(),
+            "kubectl {}: {}{}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr),
+            String::from_utf8_lossy(&out.stdout)
+        );
+        String::from_utf8(out.stdout).expect("kubectl prints UTF-8")
+    }
+
+    /// `kubectl apply --server-side -f -` of `yaml` as the admin.
+    pub fn apply(&self, yaml: &str) -> String {
+        self.kubectl_ok(
+            &["apply", "--server-side", "--field-manager=tests", "-f", "-"],
+            yaml,
+        )
+    }
+
+    /// A name no other test of this binary uses: `prefix-N`.
+    pub fn unique_name(&self, prefix: &str) -> String {
+        format!("{prefix}-{}", self.names.fetch_add(1, Ordering::Relaxed))
+    }
+
+    /// Creates a namespace of its own for a test, with `annotations`, and
+    /// returns its name.
+    pub fn namespace(&self, prefix: &str, annotations: &[(&str, &str)]) -> String {
+        let name = self.unique_name(prefix);
+        let mut yaml = format!("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {name}\n");
+        if !annotations.is_empty() {
+            yaml.push_str("  annotations:\n");
+            for (k, v) in annotations {
+                writeln!(yaml, "    {k}: {}", serde_json::to_string(v).unwrap()).unwrap();
+            }
+        }
+        self.apply(&yaml);
+        name
+    }
+
+    /// Installs the NetworkAttachmentDefinition CRD (testdata/crds) and waits
+    /// until it is served.
+    pub fn install_nad_crd(&self) {
+        let crd = std::fs::read_to_string(
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("testdata/crds/network-attachment-definitions.yaml"),
+        )
+        .expect("testdata/crds/network-attachment-definitions.yaml");
+        self.apply(&crd);
+        self.kubectl(&[
+            "wait",
+            "--for=condition=Established",
+            "--timeout=60s",
+            "crd/network-attachment-definitions.k8s.cni.cncf.io",
+        ]);
+    }
+
+    /// Creates ServiceAccount `namespace/name` when missing, and writes a
+    /// kubeconfig into `dir` that authenticates as it with a token from the
+    /// TokenRequest API (`kubectl create token`). Its rights are whatever RBAC
+    /// grants the account: nothing until a binding says otherwise.
+    pub fn service_account_kubeconfig(&self, namespace: &str, name: &str, dir: &Path) -> PathBuf {
+        self.service_account_kubeconfig_for(&self.api, namespace, name, dir)
+    }
+
+    /// The same as [`ControlPlane::service_account_kubeconfig`], for `server`.
+    pub fn service_account_kubeconfig_for(
+        &self,
+        server: &ApiServer,
+        namespace: &str,
+        name: &str,
+        dir: &Path,
+    ) -> PathBuf {
+        self.apply(&format!(
+            "apiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: {name}\n  namespace: {namespace}\n"
+        ));
+        let token = self.kubectl(&["create", "token", name, "-n", namespace, "--duration=2h"]);
+        let path = dir.join(format!("{namespace}-{name}.kubeconfig"));
+        std::fs::write(
+            &path,
+            kubeconfig(
+                &server.url,
+                &self.ca.pem,
+                &format!("    token: {}\n", token.trim()),
+            ),
+        )
+        .expect("writing a kubeconfig");
+        path
+    }
+
+    /// An admin kubeconfig for `server`, written into `dir`.
+    pub fn admin_kubeconfig_for(&self, server: &ApiServer, dir: &Path) -> PathBuf {
+        let admin = std::fs::read_to_string(&self.admin_kubeconfig).expect("admin kubeconfig");
+        let path = dir.join("admin.kubeconfig");
+        std::fs::write(&path, admin.replace(&self.api.url, &server.url))
+            .expect("writing a kubeconfig");
+        path
+    }
+
+    /// Starts another API server on the same etcd, with `extra` flags: a test
+    /// may stop it and start it again without disturbing the others.
+    pub fn another_api_server(&self, extra: &[&str]) -> ApiServer {
+        let server = ApiServer::new(&self.assets, &self.dir, &self.etcd_url, extra);
+        let dir = self.dir.join(format!("api-{}", server.port));
+        std::fs::create_dir_all(&dir).expect("a folder for the API server");
+        let kubeconfig = self.admin_kubeconfig_for(&server, &dir);
+        server
+            .start_and_wait(&kubeconfig, &self.assets)
+            .unwrap_or_else(|e| panic!("{e}"));
+        server
+    }
+
+    /// Compacts etcd's history up to its current revision: watches that resume
+    /// from an older resourceVersion get `410 Gone`. Returns the revision.
+    pub fn compact_etcd(&self) -> u64 {
+        let range = etcd_post(&self.etcd_url, "/v3/kv/range", r#"{"key":"AA=="}"#);
+        let range: serde_json::Value = serde_json::from_str(&range).expect("etcd's answer");
+        let revision: u64 = range["header"]["revision"]
+            .as_str()
+            .and_then(|r| r.parse().ok())
+            .unwrap_or_else(|| panic!("no revision in {range}"));
+        etcd_post(
+            &self.etcd_url,
+            "/v3/kv/compaction",
+            &format!(r#"{{"revision":"{revision}","physical":true}}"#),
+        );
+        revision
+    }
+}
+
+/// A kubeconfig user entry authenticating with `leaf`.
+fn user_entry(leaf: &Leaf) -> String {
+    format!(
+        "    client-certificate-data: {}\n    client-key-data: {}\n",
+        pem_base64(&leaf.cert),
+        pem_base64(&leaf.key)
+    )
+}
+
+/// A client certificate for `name` in `groups`.
+fn client_certificate(ca: &Ca, name: &str, groups: &[&str]) -> Leaf {
+    let mut params = CertificateParams::new(Vec::<String>::new()).expect("certificate params");
+    params.distinguished_name.push(DnType::CommonName, name);
+    for group in groups {
+        params
+            .distinguished_name
+            .push(DnType::OrganizationName, *group);
+    }
+    params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+    ca.sign(params)
+}
+
+fn log_file(path: &Path) -> Result<Stdio, String> {
+    std::fs::File::create(path)
+        .map(Stdio::from)
+        .map_err(|e| format!("creating {}: {e}", path.display()))
+}
+
+/// POSTs `body` to etcd's JSON gateway; returns the answer's body.
+fn etcd_post(url: &str, path: &str, body: &str) -> String {
+    let addr = url.trim_start_matches("http://");
+    let mut tcp = std::net::TcpStream::connect(addr).expect("connecting to etcd");
+    tcp.set_read_timeout(Some(Duration::from_secs(10))).ok();
+    write!(
+        tcp,
+        "POST {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .expect("writing to etcd");
+    let mut text = String::new();
+    tcp.read_to_string(&mut text).expect("reading etcd's answer");
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    assert!(head.starts_with("HTTP/1.1 200"), "etcd {path}: {text}");
+    // A chunked answer: the JSON is the one line that starts with `{`.
+    body.lines()
+        .find(|l| l.starts_with('{'))
+        .unwrap_or(body)
+        .to_string()
+}
+
+fn wait_for_etcd(url: &str, log: &Path) -> Result<(), String> {
+    let addr = url.trim_start_matches("http://");
+    let deadline = Instant::now() + START_TIMEOUT;
+    loop {
+        if let Ok(mut tcp) = std::net::TcpStream::connect(addr) {
+            let _ = write!(
+                tcp,
+                "GET /health HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+            );
+            let mut text = String::new();
+            let _ = tcp.read_to_string(&mut text);
+            if text.contains("\"health\":\"true\"") {
+                return Ok(());
+            }
+        }
+        if Instant::now() > deadline {
+            return Err(format!(
+                "etcd did not become healthy in {START_TIMEOUT:?}; the end of its log:\n{}",
+                tail(log, 30)
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+impl ApiServer {
+    fn new(assets: &Path, dir: &Path, etcd_url: &str, extra: &[&str]) -> ApiServer {
+        let port = free_port();
+        let file = |name: &str| dir.join(name).display().to_string();
+        let mut args = vec![
+            format!("--etcd-servers={etcd_url}"),
+            "--bind-address=127.0.0.1".into(),
+            "--advertise-address=127.0.0.1".into(),
+            format!("--secure-port={port}"),
+            format!("--client-ca-file={}", file("ca.crt")),
+            format!("--tls-cert-file={}", file("tls.crt")),
+            format!("--tls-private-key-file={}", file("tls.key")),
+            format!("--service-account-key-file={}", file("sa.pub")),
+            format!("--service-account-signing-key-file={}", file("sa.key")),
+            "--service-account-issuer=https://kubernetes.default.svc.cluster.local".into(),
+            "--authorization-mode=Node,RBAC".into(),
+            "--service-cluster-ip-range=10.96.0.0/16".into(),
+            "--allow-privileged=true".into(),
+            "--endpoint-reconciler-type=none".into(),
+            "--enable-admission-plugins=NamespaceLifecycle,MutatingAdmissionWebhook,ValidatingAdmissionWebhook".into(),
+            "--disable-admission-plugins=ServiceAccount".into(),
+        ];
+        args.extend(extra.iter().map(|a| a.to_string()));
+        ApiServer {
+            url: format!("https://127.0.0.1:{port}"),
+            port,
+            args,
+            binary: assets.join("kube-apiserver"),
+            log: dir.join(format!("kube-apiserver-{port}.log")),
+            pids: dir.join("pids"),
+            child: Mutex::new(None),
+        }
+    }
+
+    /// The port it listens on.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// Starts the process (again, on the same port) without waiting.
+    pub fn start(&self) {
+        let mut child = self.child.lock().unwrap();
+        assert!(child.is_none(), "the API server on {} runs already", self.url);
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.log)
+            .expect("the API server's log");
+        let process = Command::new(&self.binary)
+            .args(&self.args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .unwrap_or_else(|e| panic!("starting {}: {e}", self.binary.display()));
+        record_pid(&self.pids, process.id());
+        *child = Some(process);
+    }
+
+    /// Stops the process (SIGKILL, as a crash would) and waits for it.
+    pub fn stop(&self) {
+        if let Some(mut process) = self.child.lock().unwrap().take() {
+            process.kill().ok();
+            process.wait().ok();
+        }
+    }
+
+    /// Waits until `kubectl get --raw /readyz` answers `ok` with `kubeconfig`.
+    pub fn wait_ready(&self, kubeconfig: &Path, assets: &Path) -> Result<(), String> {
+        let deadline = Instant::now() + START_TIMEOUT;
+        loop {
+            let out = Command::new(assets.join("kubectl"))
+                .env("KUBECONFIG", kubeconfig)
+                .args(["get", "--raw", "/readyz", "--request-timeout=5s"])
+                .output()
+                .map_err(|e| format!("running kubectl: {e}"))?;
+            if out.status.success() && out.stdout.starts_with(b"ok") {
+                return Ok(());
+            }
+            if let Some(status) = self
+                .child
+                .lock()
+                .unwrap()
+                .as_mut()
+                .and_then(|c| c.try_wait().ok().flatten())
+            {
+                return Err(format!(
+                    "kube-apiserver exited ({status}); the end of its log ({}):\n{}",
+                    self.log.display(),
+                    tail(&self.log, 30)
+                ));
+            }
+            if Instant::now() > deadline {
+                return Err(format!(
+                    "kube-apiserver was not ready in {START_TIMEOUT:?}; the end of its log:\n{}",
+                    tail(&self.log, 30)
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+
+    fn start_and_wait(&self, kubeconfig: &Path, assets: &Path) -> Result<(), String> {
+        self.start();
+        self.wait_ready(kubeconfig, assets)
+    }
+
+    /// The end of its log.
+    pub fn log_tail(&self, lines: usize) -> String {
+        tail(&self.log, lines)
+    }
+}
+
+impl Drop for ApiServer {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
