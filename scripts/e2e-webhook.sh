@@ -24,13 +24,18 @@ Scenarios (those of the Go operator, plus its known defects):
   namespace without annotations -> pod unchanged
   pod annotations alone (plain namespace) -> attached
   linkerd.io/multus: disabled, or linkerd.io/inject: disabled, on the pod -> not attached
-  networks annotation `a, other/b@net2`, and the same as a JSON list -> linkerd-cni
+  networks annotation `a, <run>-other/b@net2`, and the same as a JSON list -> linkerd-cni
     appended once, in the same form; `a, linkerd-cni` -> unchanged
   control-plane pod (label linkerd.io/control-plane-component in the control-plane
     namespace) -> attached, no proxy UID; the same pod without the label -> not attached
   namespace with openshift.io/sa.scc.uid-range: 1000680000/10000 -> proxy-uid 1000682102;
     a pod that sets config.linkerd.io/proxy-uid keeps it
   idempotence: the mutated pods applied again come back unchanged
+With --network-resources, also those of network-resources-injector (the NAD CRD must be
+installed; the script creates its NADs in a namespace of its own):
+  a pod selecting resource-backed NADs -> requests and limits of the first container and the
+    NADs' node selector
+  a pod selecting a NAD that does not exist -> denied, with the webhook's message
 
 Options:
   --url URL          the webhook URL the API server calls (required), e.g.
@@ -47,6 +52,10 @@ Options:
                      with --ca-file: the --linkerd-namespace of that webhook. The
                      control-plane scenarios run only when NS does not exist yet (the script
                      creates it, and never touches a namespace it did not create)
+  --network-resources
+                     run the network-resources scenarios too; the local webhook is started
+                     with --network-resources (with --ca-file: the webhook under test must
+                     run with it, with the default resourceNameKeys)
   --timeout SECONDS  how long to wait for the webhook to see the test namespaces [90]
   --keep             leave the namespaces, the configuration and the webhook's log
   -h, --help         this help
@@ -100,6 +109,7 @@ ca_file=""
 cp_ns_given=""
 timeout=90
 keep=false
+network_resources=false
 
 need_value() { if [ "$#" -lt 2 ] || [ -z "$2" ]; then die "$1 needs a value (see --help)"; fi; }
 
@@ -115,6 +125,7 @@ while [ "$#" -gt 0 ]; do
     --control-plane-namespace) need_value "$@"; cp_ns_given=$2; shift 2 ;;
     --timeout) need_value "$@"; timeout=$2; shift 2 ;;
     --keep) keep=true; shift ;;
+    --network-resources) network_resources=true; shift ;;
     -h|--help) usage; exit 0 ;;
     *) die "unknown argument '$1' (see --help)" ;;
   esac
@@ -197,6 +208,10 @@ export KUBECONFIG=$work/kubeconfig
 kc() { kubectl "$@"; }
 kc get --raw /readyz >/dev/null 2>&1 || kc version >/dev/null \
   || die "the cluster does not answer (kubectl version failed)"
+if [ "$network_resources" = true ]; then
+  kc get crd network-attachment-definitions.k8s.cni.cncf.io >/dev/null 2>&1 \
+    || die "--network-resources needs the NetworkAttachmentDefinition CRD (Multus installs it)"
+fi
 
 # The pod builder and the checks, in Python (no jq).
 cat > "$work/e2e.py" <<'PY'
@@ -268,6 +283,17 @@ def check(out_path, in_path, expectations):
                 problems.append(f"{NETWORKS} is not a JSON list ({e}): {got.get(NETWORKS)!r}")
             continue
         key, _, want = exp.partition("=")
+        if key in ("request", "limit", "node-selector"):
+            name, _, value = want.rpartition("=")
+            pod = load(out_path)
+            if key == "node-selector":
+                have = (pod["spec"].get("nodeSelector") or {}).get(name)
+            else:
+                resources = pod["spec"]["containers"][0].get("resources") or {}
+                have = (resources.get(key + "s") or {}).get(name)
+            if have != value:
+                problems.append(f"{key} {name}: want {value!r}, got {have!r}")
+            continue
         key = {"networks": NETWORKS, "proxy-uid": PROXY_UID}[key]
         have = got.get(key)
         if want == "-":
@@ -344,6 +370,11 @@ else
     --tls-cert "$work/certs/tls.crt" --tls-key "$work/certs/tls.key"
     --linkerd-namespace "$cp_ns"
     --shutdown-delay 0s --log-level info)
+  if [ "$network_resources" = true ]; then
+    printf '%s\n' 'apiVersion: multus.linkerd.io/v1alpha1' 'kind: NetworkResources' \
+      'metadata:' '  name: e2e' 'spec: {}' > "$work/network-resources.yaml"
+    webhook_args+=(--network-resources "$work/network-resources.yaml")
+  fi
   # The webhook answers its --path (default /mutate) and the Go operator's path.
   case "$url_path" in
     /mutate|/annotate-multus-v1-pod) ;;
@@ -408,9 +439,45 @@ create_namespace "$ns_uid" "    linkerd.io/multus: enabled" "    linkerd.io/inje
 if [ "$cp_scenarios" = true ]; then
   create_namespace "$cp_ns" "$(scc_annotations 1000690000)"
 fi
+# The namespace the networks annotations of the scenarios name beside the pod's own.
+ns_other=$prefix-other
+create_namespace "$ns_other"
+ns_nr=$prefix-nr
+if [ "$network_resources" = true ]; then
+  create_namespace "$ns_nr"
+  cat > "$work/nads.yaml" <<EOF
+apiVersion: k8s.cni.cncf.io/v1
+kind: NetworkAttachmentDefinition
+metadata:
+  name: sriov
+  namespace: $ns_nr
+  annotations:
+    k8s.v1.cni.cncf.io/resourceName: intel.com/sriov_e2e
+    k8s.v1.cni.cncf.io/nodeSelector: feature.node.kubernetes.io/sriov=true
+spec:
+  config: '{"cniVersion": "0.3.1", "name": "sriov", "type": "sriov"}'
+EOF
+  kc create -f "$work/nads.yaml" >/dev/null
+fi
 # Created last: once the webhook attaches a pod here, it has seen every namespace above.
 create_namespace "$ns_enabled" "    linkerd.io/multus: enabled" "    linkerd.io/inject: enabled"
 echo "created namespaces ${created_namespaces[*]}"
+if [ "$network_resources" = true ]; then
+  # With the network-resources rules a pod selecting a NAD that does not exist is denied: give
+  # every namespace the linkerd-cni NAD, as rendering its package does, and make the NADs the
+  # scenarios' networks annotations select.
+  nad() { # namespace name
+    printf '%s\n' 'apiVersion: k8s.cni.cncf.io/v1' 'kind: NetworkAttachmentDefinition' \
+      'metadata:' "  name: $2" "  namespace: $1" 'spec:' \
+      "  config: '{\"cniVersion\": \"0.3.0\", \"name\": \"$2\", \"type\": \"$2\"}'" ---
+  }
+  {
+    for ns in "${created_namespaces[@]}"; do nad "$ns" linkerd-cni; done
+    nad "$ns_enabled" a
+    nad "$ns_other" b
+  } > "$work/linkerd-cni-nads.yaml"
+  kc create -f "$work/linkerd-cni-nads.yaml" >/dev/null
+fi
 
 cat > "$work/mwc.yaml" <<EOF
 apiVersion: admissionregistration.k8s.io/v1
@@ -457,7 +524,9 @@ until dry_run "$work/ready-check.in.json" "$work/ready-check.out.json" \
   if [ "$SECONDS" -ge "$deadline" ]; then
     echo "error: after ${timeout}s a pod in $ns_enabled is still not attached:" >&2
     cat "$work/ready-check.out.json.err" >&2
-    py check "$work/ready-check.out.json" "$work/ready-check.in.json" networks=linkerd-cni >&2 || true
+    if [ -s "$work/ready-check.out.json" ]; then
+      py check "$work/ready-check.out.json" "$work/ready-check.in.json" networks=linkerd-cni >&2 || true
+    fi
     if [ -n "$webhook_pid" ]; then tail -n 30 "$work/webhook.log" >&2; fi
     exit 1
   fi
@@ -488,6 +557,20 @@ scenario() {
   fi
 }
 
+# denied TITLE NAMESPACE POD ANNOTATIONS-JSON MESSAGE: the API server refuses the pod with the
+# webhook's MESSAGE.
+denied() {
+  local title=$1 ns=$2 name=$3 anns=$4 message=$5
+  py pod "$name" "$ns" "$anns" '{}' > "$work/$name.in.json"
+  if dry_run "$work/$name.in.json" "$work/$name.out.json"; then
+    fail "$title" "the pod was admitted"
+  elif grep -qF "denied the request: $message" "$work/$name.out.json.err"; then
+    pass "$title"
+  else
+    fail "$title" "not the expected message: $(tr '\n' ' ' < "$work/$name.out.json.err")"
+  fi
+}
+
 # idempotent TITLE POD: the mutated pod applied again comes back with the same annotations.
 idempotent() {
   local title=$1 name=$2 reason
@@ -507,9 +590,9 @@ idempotent() {
   fi
 }
 
-comma='a, other/b@net2'
-json_list='[{"name": "a"}, {"name": "b", "namespace": "other", "interface": "net2"}]'
-json_list_attached='[{"name": "a"}, {"name": "b", "namespace": "other", "interface": "net2"}, {"name": "linkerd-cni"}]'
+comma="a, $ns_other/b@net2"
+json_list='[{"name": "a"}, {"name": "b", "namespace": "'$ns_other'", "interface": "net2"}]'
+json_list_attached='[{"name": "a"}, {"name": "b", "namespace": "'$ns_other'", "interface": "net2"}, {"name": "linkerd-cni"}]'
 as_json() { python3 -c 'import json, sys; print(json.dumps(dict(zip(sys.argv[1::2], sys.argv[2::2]))))' "$@"; }
 
 scenario "enabled namespace: pod attached" "$ns_enabled" enabled '{}' '{}' \
@@ -541,6 +624,21 @@ scenario "OpenShift UID range: proxy-uid 1000682102" "$ns_uid" uid-range '{}' '{
   networks=linkerd-cni proxy-uid=1000682102
 scenario "OpenShift UID range, pod sets proxy-uid: kept" "$ns_uid" uid-kept \
   "$(as_json config.linkerd.io/proxy-uid 2102)" '{}' networks=linkerd-cni proxy-uid=2102
+if [ "$network_resources" = true ]; then
+  # The NAD cache follows a watch: wait until it has the NAD (until then the pod is denied).
+  deadline=$((SECONDS + timeout))
+  py pod nr-ready "$ns_nr" "$(as_json k8s.v1.cni.cncf.io/networks sriov)" '{}' > "$work/nr-ready.in.json"
+  until dry_run "$work/nr-ready.in.json" "$work/nr-ready.out.json" || [ "$SECONDS" -ge "$deadline" ]; do
+    sleep 1
+  done
+  scenario "network resources: requests, limits and node selector from the selected NADs" \
+    "$ns_nr" nr-resources "$(as_json k8s.v1.cni.cncf.io/networks 'sriov, sriov@net2')" '{}' \
+    request=intel.com/sriov_e2e=2 limit=intel.com/sriov_e2e=2 \
+    node-selector=feature.node.kubernetes.io/sriov=true
+  denied "network resources: a pod selecting a missing NAD is denied" "$ns_nr" nr-missing \
+    "$(as_json k8s.v1.cni.cncf.io/networks 'sriov, gone')" \
+    "linkerd-multus: pod $ns_nr/nr-missing: selects NetworkAttachmentDefinition $ns_nr/gone, which does not exist"
+fi
 idempotent "idempotence: attached pod applied again" enabled
 idempotent "idempotence: comma form applied again" comma
 idempotent "idempotence: JSON list applied again" json-list

@@ -80,9 +80,7 @@ fn walkdir(dir: &Path) -> Vec<std::path::PathBuf> {
 }
 
 fn output(what: &str, command: &mut Command) -> String {
-    let out = command
-        .output()
-        .unwrap_or_else(|e| panic!("{what}: {e}"));
+    let out = command.output().unwrap_or_else(|e| panic!("{what}: {e}"));
     assert!(
         out.status.success(),
         "{what}: {}",
@@ -199,7 +197,11 @@ fn shipped_manifests_apply_server_side_and_again_without_change() {
     let mut sources = vec![package("deploy"), package("deploy-network-resources")];
     sources.extend(rendered_examples());
     for source in &sources {
-        assert!(!source.documents.is_empty(), "{}: no manifests", source.name);
+        assert!(
+            !source.documents.is_empty(),
+            "{}: no manifests",
+            source.name
+        );
         let stream = source.documents.join("---\n");
         let first = plane.kubectl_input(
             &[

@@ -1,18 +1,243 @@
-//! The project against a real kube-apiserver (tests/common/kube_apiserver.rs).
+//! The webhook in a cluster, through a real kube-apiserver
+//! (tests/common/kube_apiserver.rs): `scripts/e2e-webhook.sh` as users run it,
+//! and the webhook running with exactly the rights its packages grant.
 
 mod common;
 
-use common::kube_apiserver::ControlPlane;
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::https::{Connection, connector, http_get};
+use common::kube_apiserver::{ControlPlane, free_port};
+use common::{bin, repo_path};
+
+/// Runs scripts/e2e-webhook.sh against the binary's API server with `extra`
+/// flags; returns its output after checking that it passed.
+fn e2e(extra: &[&str]) -> String {
+    let plane = ControlPlane::shared();
+    let (port, ops) = (free_port(), free_port());
+    let out = Command::new("bash")
+        .arg(repo_path("scripts/e2e-webhook.sh"))
+        .args(["--url", &format!("https://127.0.0.1:{port}/mutate")])
+        .arg("--kubeconfig")
+        .arg(&plane.admin_kubeconfig)
+        .args(["--binary", bin()])
+        .args(["--listen", &format!("127.0.0.1:{port}")])
+        .args(["--ops-listen", &format!("127.0.0.1:{ops}")])
+        .args(extra)
+        .env("PATH", path_with_kubectl(plane))
+        .output()
+        .expect("running scripts/e2e-webhook.sh");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.status.success(),
+        "scripts/e2e-webhook.sh failed:\n{text}"
+    );
+    assert!(!text.contains("FAIL"), "{text}");
+    text
+}
+
+/// PATH with the assets' kubectl first, so the script runs the kubectl of the
+/// API server's assets.
+fn path_with_kubectl(plane: &ControlPlane) -> String {
+    format!(
+        "{}:{}",
+        plane.kubectl_path().parent().unwrap().display(),
+        std::env::var("PATH").unwrap_or_default()
+    )
+}
 
 #[test]
-fn smoke() {
+fn e2e_script_passes_the_operators_scenarios() {
+    let text = e2e(&[]);
+    assert!(text.contains("16 passed, 0 failed"), "{text}");
+}
+
+#[test]
+fn e2e_script_passes_the_network_resources_scenarios() {
+    ControlPlane::shared().install_nad_crd();
+    let text = e2e(&["--network-resources"]);
+    for scenario in [
+        "PASS  network resources: requests, limits and node selector from the selected NADs",
+        "PASS  network resources: a pod selecting a missing NAD is denied",
+    ] {
+        assert!(text.contains(scenario), "{scenario} not in\n{text}");
+    }
+    assert!(text.contains("18 passed, 0 failed"), "{text}");
+}
+
+/// The rules `kubectl auth can-i --list` shows for a kubeconfig in `namespace`,
+/// one line each, whitespace folded.
+fn rules(plane: &ControlPlane, kubeconfig: &Path, namespace: &str) -> BTreeSet<String> {
+    let out = Command::new(plane.kubectl_path())
+        .env("KUBECONFIG", kubeconfig)
+        .args(["auth", "can-i", "--list", "-n", namespace, "--no-headers"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "kubectl auth can-i --list: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+        .collect()
+}
+
+/// What a package grants the webhook's ServiceAccount beyond what every
+/// authenticated user has, as `kubectl auth can-i --list` shows it.
+fn granted(plane: &ControlPlane, account: &Path, namespace: &str) -> BTreeSet<String> {
+    let dir = tempfile::tempdir().unwrap();
+    let nobody_namespace = plane.namespace("nobody", &[]);
+    let nobody = plane.service_account_kubeconfig(&nobody_namespace, "nobody", dir.path());
+    let everyone = rules(plane, &nobody, namespace);
+    rules(plane, account, namespace)
+        .difference(&everyone)
+        .cloned()
+        .collect()
+}
+
+/// A webhook process, killed when dropped.
+struct Webhook {
+    child: std::process::Child,
+    ops: String,
+    addr: String,
+}
+
+impl Drop for Webhook {
+    fn drop(&mut self) {
+        self.child.kill().ok();
+        self.child.wait().ok();
+    }
+}
+
+impl Webhook {
+    /// Whether it answers the captured review with a patch, over HTTPS.
+    fn patches(&self) -> bool {
+        let review = include_str!("../../shared/fixtures/admission/pod-create.json");
+        let plane = ControlPlane::shared();
+        let (status, body) = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+            .block_on(async {
+                let tls = connector(plane.ca_pem(), None, &[]);
+                let mut conn = Connection::open(&self.addr, &tls).await.unwrap();
+                conn.post("/mutate", bytes::Bytes::from(review)).await
+            })
+            .unwrap();
+        assert_eq!(status, 200);
+        let review: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        review["response"]["patch"].is_string()
+    }
+}
+
+/// Starts the webhook with `kubeconfig`; returns it once /readyz answers 200.
+fn start_webhook(kubeconfig: &Path, dir: &Path, extra: &[&str]) -> Webhook {
     let plane = ControlPlane::shared();
-    let ns = plane.namespace("smoke", &[("a", "b")]);
-    println!("{}", plane.kubectl(&["get", "ns", &ns, "-o", "yaml"]));
+    let (cert, key) = plane.leaf(&["127.0.0.1"]).write(dir);
+    let ops = format!("127.0.0.1:{}", free_port());
+    let addr = format!("127.0.0.1:{}", free_port());
+    let child = Command::new(bin())
+        .arg("webhook")
+        .args(["--listen", &addr])
+        .args(["--ops-listen", &ops])
+        .arg("--tls-cert")
+        .arg(cert)
+        .arg("--tls-key")
+        .arg(key)
+        .args(extra)
+        .env("KUBECONFIG", kubeconfig)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while http_get(&ops, "/readyz").map(|(s, _)| s) != Some(200) {
+        assert!(
+            Instant::now() < deadline,
+            "the webhook never became ready: {:?}",
+            http_get(&ops, "/readyz")
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    Webhook { child, ops, addr }
+}
+
+#[test]
+fn the_webhook_runs_with_exactly_the_rights_of_its_packages() {
+    let plane = ControlPlane::shared();
     plane.install_nad_crd();
     let dir = tempfile::tempdir().unwrap();
-    let kc = plane.service_account_kubeconfig(&ns, "sa", dir.path());
-    let out = std::process::Command::new("kubectl").env("KUBECONFIG", &kc).args(["auth","can-i","--list","-n",&ns]).output().unwrap();
-    println!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-    println!("rev {}", plane.compact_etcd());
+    let read = |file: &str| std::fs::read_to_string(repo_path(file)).unwrap();
+    // deploy/ alone: the ServiceAccount, ClusterRole and binding as shipped.
+    plane.apply(&read("deploy/namespace.yaml"));
+    plane.apply(&read("deploy/rbac.yaml"));
+    let account =
+        plane.service_account_kubeconfig("linkerd-multus", "linkerd-multus-webhook", dir.path());
+    let namespaces = "namespaces [] [] [get list watch]".to_string();
+    for namespace in ["linkerd-multus", "default"] {
+        assert_eq!(
+            granted(plane, &account, namespace),
+            BTreeSet::from([namespaces.clone()]),
+            "in namespace {namespace}"
+        );
+    }
+    // The captured review is in namespace demo, which attaches its pods.
+    plane.apply(
+        "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: demo\n  annotations:\n    linkerd.io/multus: enabled\n    linkerd.io/inject: enabled\n",
+    );
+    let webhook = start_webhook(&account, dir.path(), &[]);
+    let metrics = http_get(&webhook.ops, "/metrics").unwrap().1;
+    assert!(
+        metrics.contains("linkerd_multus_namespace_cache_synced 1"),
+        "{metrics}"
+    );
+    assert!(webhook.patches());
+    drop(webhook);
+
+    // With deploy-network-resources/: the NADs too, read only.
+    plane.apply(&read("deploy-network-resources/rbac.yaml"));
+    let nads = "network-attachment-definitions.k8s.cni.cncf.io [] [] [get list watch]";
+    let deadline = Instant::now() + Duration::from_secs(30);
+    // RBAC reaches the authorizer through its own watch: wait for the binding.
+    while granted(plane, &account, "default").len() < 2 {
+        assert!(
+            Instant::now() < deadline,
+            "the NAD binding never took effect"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert_eq!(
+        granted(plane, &account, "default"),
+        BTreeSet::from([namespaces, nads.to_string()])
+    );
+    let config = dir.path().join("network-resources.yaml");
+    std::fs::write(
+        &config,
+        "apiVersion: multus.linkerd.io/v1alpha1\nkind: NetworkResources\nspec: {}\n",
+    )
+    .unwrap();
+    let webhook = start_webhook(
+        &account,
+        dir.path(),
+        &["--network-resources", config.to_str().unwrap()],
+    );
+    let metrics = http_get(&webhook.ops, "/metrics").unwrap().1;
+    assert!(
+        metrics.contains("linkerd_multus_nad_cache_synced 1"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("linkerd_multus_namespace_cache_synced 1"),
+        "{metrics}"
+    );
 }

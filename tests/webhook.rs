@@ -1,31 +1,27 @@
-//! The webhook process for real: started with certificates made here and a
-//! kubeconfig pointing at a stand-in API server (tests/common/apiserver.rs),
-//! driven over HTTPS with the requests captured from a real kube-apiserver.
+//! The webhook process for real: started with certificates made here and the
+//! token of a ServiceAccount with the rights its packages grant, against a real
+//! kube-apiserver (tests/common/kube_apiserver.rs), driven over HTTPS with the
+//! requests captured from a real kube-apiserver. Each test works in namespaces
+//! of its own; the tests that stop an API server start one of their own on the
+//! same etcd.
 
 mod common;
 
 use std::io::Read;
-use std::net::TcpListener;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::Once;
 use std::time::{Duration, Instant};
 
 use base64::Engine;
 use bytes::Bytes;
-use common::apiserver::{FakeApiServer, NADS};
 use common::bin;
 use common::https::{Ca, Connection, Leaf, connector, http_get};
+use common::kube_apiserver::{ControlPlane, free_port};
 use serde_json::{Value, json};
 
 const CREATE: &str = include_str!("../../shared/fixtures/admission/pod-create.json");
 const DRY_RUN: &str = include_str!("../../shared/fixtures/admission/pod-create-dryrun.json");
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
 
 /// A running webhook; killed when dropped.
 struct Webhook {
@@ -37,26 +33,26 @@ struct Webhook {
 }
 
 impl Webhook {
-    fn start(api: &FakeApiServer, leaf: &Leaf, extra: &[&str]) -> Webhook {
-        Self::start_with_env(api, leaf, extra, &[])
+    /// Starts the webhook with `kubeconfig` and waits until it is ready.
+    fn start(kubeconfig: &Path, leaf: &Leaf, extra: &[&str]) -> Webhook {
+        Self::start_with_env(kubeconfig, leaf, extra, &[])
     }
 
     fn start_with_env(
-        api: &FakeApiServer,
+        kubeconfig: &Path,
         leaf: &Leaf,
         extra: &[&str],
         env: &[(&str, &str)],
     ) -> Webhook {
-        let webhook = Self::spawn(api, leaf, extra, env);
+        let webhook = Self::spawn(kubeconfig, leaf, extra, env);
         webhook.wait_for("/readyz", 200);
         webhook
     }
 
     /// Starts the webhook without waiting for it to be ready.
-    fn spawn(api: &FakeApiServer, leaf: &Leaf, extra: &[&str], env: &[(&str, &str)]) -> Webhook {
+    fn spawn(kubeconfig: &Path, leaf: &Leaf, extra: &[&str], env: &[(&str, &str)]) -> Webhook {
         let dir = tempfile::tempdir().unwrap();
         let (cert, key) = leaf.write(dir.path());
-        let kubeconfig = api.kubeconfig(dir.path());
         let (port, ops_port) = (free_port(), free_port());
         let addr = format!("127.0.0.1:{port}");
         let ops = format!("127.0.0.1:{ops_port}");
@@ -74,7 +70,7 @@ impl Webhook {
                 "300ms",
             ])
             .args(extra)
-            .env("KUBECONFIG", &kubeconfig)
+            .env("KUBECONFIG", kubeconfig)
             .envs(env.iter().copied())
             .env_remove("RUST_LOG")
             .stdout(Stdio::null())
@@ -96,7 +92,7 @@ impl Webhook {
     }
 
     fn wait_for(&self, path: &str, status: u16) -> String {
-        let deadline = Instant::now() + Duration::from_secs(20);
+        let deadline = Instant::now() + Duration::from_secs(60);
         loop {
             if let Some((s, body)) = self.ops_get(path)
                 && s == status
@@ -110,8 +106,9 @@ impl Webhook {
 
     /// Waits until metric `line_start` reads `value`; `what` names it in the failure.
     fn wait_for_metric(&self, line_start: &str, value: f64, what: &str) {
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while self.metric(line_start) != value {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        // The ops port may not listen yet.
+        while self.ops_get("/metrics").is_none() || self.metric(line_start) != value {
             assert!(Instant::now() < deadline, "{what}");
             std::thread::sleep(Duration::from_millis(50));
         }
@@ -148,25 +145,97 @@ impl Drop for Webhook {
     }
 }
 
-fn cluster() -> FakeApiServer {
-    let api = FakeApiServer::start();
-    api.put(
-        "demo",
-        &[
-            ("linkerd.io/multus", "enabled"),
-            ("linkerd.io/inject", "enabled"),
-        ],
-    );
-    api.put("plain", &[]);
-    api.put(
-        "openshift",
-        &[
-            ("linkerd.io/multus", "enabled"),
-            ("linkerd.io/inject", "enabled"),
-            ("openshift.io/sa.scc.uid-range", "1000680000/10000"),
-        ],
-    );
-    api
+const MULTUS: &str = "linkerd.io/multus";
+const INJECT: &str = "linkerd.io/inject";
+
+/// The ClusterRole of deploy/rbac.yaml: Namespaces.
+const WEBHOOK_ROLE: &str = "linkerd-multus-webhook";
+/// The ClusterRole of deploy-network-resources/rbac.yaml: NADs.
+const NAD_ROLE: &str = "linkerd-multus-webhook-network-resources";
+
+/// One test's namespaces in the binary's API server: `demo` (attached),
+/// `plain` (no annotations) and `openshift` (attached, with a UID range).
+struct Cluster {
+    plane: &'static ControlPlane,
+    demo: String,
+    plain: String,
+    openshift: String,
+    dir: tempfile::TempDir,
+}
+
+fn cluster() -> Cluster {
+    let plane = ControlPlane::shared();
+    static PACKAGES: Once = Once::new();
+    PACKAGES.call_once(|| {
+        // The ClusterRoles exactly as the packages ship them, and the NAD CRD.
+        for file in [
+            "deploy/namespace.yaml",
+            "deploy/rbac.yaml",
+            "deploy-network-resources/rbac.yaml",
+        ] {
+            plane.apply(&std::fs::read_to_string(common::repo_path(file)).unwrap());
+        }
+        plane.install_nad_crd();
+    });
+    let enabled = [(MULTUS, "enabled"), (INJECT, "enabled")];
+    Cluster {
+        demo: plane.namespace("demo", &enabled),
+        plain: plane.namespace("plain", &[]),
+        openshift: plane.namespace(
+            "openshift",
+            &[
+                enabled[0],
+                enabled[1],
+                ("openshift.io/sa.scc.uid-range", "1000680000/10000"),
+            ],
+        ),
+        plane,
+        dir: tempfile::tempdir().unwrap(),
+    }
+}
+
+impl Cluster {
+    /// The kubeconfig of a new ServiceAccount of this test bound to the
+    /// packages' ClusterRoles `roles`: the webhook's rights in a cluster.
+    fn account(&self, roles: &[&str]) -> PathBuf {
+        let name = self.plane.unique_name("webhook");
+        for role in roles {
+            self.grant(&name, role);
+        }
+        self.plane
+            .service_account_kubeconfig(&self.plain, &name, self.dir.path())
+    }
+
+    /// Binds ServiceAccount `account` of this test to ClusterRole `role`.
+    fn grant(&self, account: &str, role: &str) {
+        self.plane.apply(&format!(
+            "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\nmetadata:\n  name: {account}-{role}\nroleRef:\n  apiGroup: rbac.authorization.k8s.io\n  kind: ClusterRole\n  name: {role}\nsubjects:\n- kind: ServiceAccount\n  name: {account}\n  namespace: {}\n",
+            self.plain
+        ));
+    }
+
+    /// The webhook's account with the rights of deploy/rbac.yaml.
+    fn webhook_account(&self) -> PathBuf {
+        self.account(&[WEBHOOK_ROLE])
+    }
+
+    /// Creates or updates NAD `namespace/name` with `annotations`.
+    fn put_nad(&self, namespace: &str, name: &str, annotations: &[(&str, &str)]) {
+        let mut yaml = format!(
+            "apiVersion: k8s.cni.cncf.io/v1\nkind: NetworkAttachmentDefinition\nmetadata:\n  name: {name}\n  namespace: {namespace}\n  annotations: {}\nspec:\n  config: '{{\"cniVersion\": \"0.3.1\", \"type\": \"macvlan\"}}'\n",
+            serde_json::to_string(
+                &annotations
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .collect::<std::collections::BTreeMap<_, _>>()
+            )
+            .unwrap()
+        );
+        if annotations.is_empty() {
+            yaml = yaml.replace("  annotations: {}\n", "");
+        }
+        self.plane.apply(&yaml);
+    }
 }
 
 fn runtime() -> tokio::runtime::Runtime {
@@ -209,7 +278,13 @@ fn patch_of(response: &Value) -> Value {
 
 /// The captured review with the pod moved to `namespace`.
 fn review_in(namespace: &str, pod_annotations: Value) -> Bytes {
-    let mut review: Value = serde_json::from_str(CREATE).unwrap();
+    moved(CREATE, namespace, pod_annotations)
+}
+
+/// The captured review `fixture` with the pod moved to `namespace` and given
+/// `pod_annotations`.
+fn moved(fixture: &str, namespace: &str, pod_annotations: Value) -> Bytes {
+    let mut review: Value = serde_json::from_str(fixture).unwrap();
     review["request"]["namespace"] = json!(namespace);
     review["request"]["object"]["metadata"]["namespace"] = json!(namespace);
     let annotations = &mut review["request"]["object"]["metadata"]["annotations"];
@@ -242,9 +317,13 @@ async fn raw_exchange(addr: &str, ca: &str, text: &str) -> String {
 
 #[test]
 fn captured_requests_get_the_core_patch_over_https() {
-    let api = cluster();
+    let c = cluster();
     let ca = Ca::new("linkerd-multus test CA");
-    let webhook = Webhook::start(&api, &ca.leaf(&["127.0.0.1", "localhost"]), &[]);
+    let webhook = Webhook::start(
+        &c.webhook_account(),
+        &ca.leaf(&["127.0.0.1", "localhost"]),
+        &[],
+    );
     let rt = runtime();
     rt.block_on(async {
         let tls = connector(&ca.pem, None, &[b"http/1.1"]);
@@ -259,7 +338,10 @@ fn captured_requests_get_the_core_patch_over_https() {
             ("/annotate-multus-v1-pod", CREATE),
             ("/mutate", DRY_RUN),
         ] {
-            let (status, body) = conn.post(path, Bytes::from(fixture)).await.unwrap();
+            let (status, body) = conn
+                .post(path, moved(fixture, &c.demo, json!({})))
+                .await
+                .unwrap();
             assert_eq!(status, 200, "{path}");
             let response = response_of(&body);
             let uid = serde_json::from_str::<Value>(fixture).unwrap()["request"]["uid"].clone();
@@ -270,7 +352,7 @@ fn captured_requests_get_the_core_patch_over_https() {
         }
         // A namespace without the annotations: allowed, no patch.
         let (_, body) = conn
-            .post("/mutate", review_in("plain", json!({})))
+            .post("/mutate", review_in(&c.plain, json!({})))
             .await
             .unwrap();
         let response = response_of(&body);
@@ -278,7 +360,7 @@ fn captured_requests_get_the_core_patch_over_https() {
         assert!(response.get("patch").is_none(), "{response}");
         // The OpenShift UID range gives the proxy UID.
         let (_, body) = conn
-            .post("/mutate", review_in("openshift", json!({})))
+            .post("/mutate", review_in(&c.openshift, json!({})))
             .await
             .unwrap();
         let patch = patch_of(&response_of(&body));
@@ -292,7 +374,7 @@ fn captured_requests_get_the_core_patch_over_https() {
         let (_, body) = conn
             .post(
                 "/mutate",
-                review_in("demo", json!({"k8s.v1.cni.cncf.io/networks": "a,,b"})),
+                review_in(&c.demo, json!({"k8s.v1.cni.cncf.io/networks": "a,,b"})),
             )
             .await
             .unwrap();
@@ -341,7 +423,7 @@ fn captured_requests_get_the_core_patch_over_https() {
         .unwrap();
         tokio::spawn(connection);
         let request = hyper::Request::post(format!("https://{}/mutate", webhook.addr))
-            .body(http_body_util::Full::new(Bytes::from(CREATE)))
+            .body(http_body_util::Full::new(moved(CREATE, &c.demo, json!({}))))
             .unwrap();
         let response = sender.send_request(request).await.unwrap();
         assert_eq!(response.status(), 200);
@@ -375,7 +457,8 @@ fn captured_requests_get_the_core_patch_over_https() {
         metric("linkerd_multus_http_refusals_total{reason=\"not_found\"}"),
         1.0
     );
-    assert_eq!(metric("linkerd_multus_namespace_cache_namespaces"), 3.0);
+    // The test's own three and the API server's (default, kube-system, ...).
+    assert!(metric("linkerd_multus_namespace_cache_namespaces") >= 7.0);
     assert_eq!(metric("linkerd_multus_namespace_cache_synced"), 1.0);
     assert_eq!(
         metric("linkerd_multus_admission_request_duration_seconds_count"),
@@ -385,10 +468,10 @@ fn captured_requests_get_the_core_patch_over_https() {
 
 #[test]
 fn core_settings_come_from_flags_and_the_environment() {
-    let api = cluster();
+    let c = cluster();
     let ca = Ca::new("CA");
     let webhook = Webhook::start_with_env(
-        &api,
+        &c.webhook_account(),
         &ca.leaf(&["127.0.0.1"]),
         &["--nad-name", "mesh"],
         &[("LINKERD_MULTUS_PROXY_UID_OFFSET", "5")],
@@ -397,7 +480,7 @@ fn core_settings_come_from_flags_and_the_environment() {
         let tls = connector(&ca.pem, None, &[]);
         let mut conn = Connection::open(&webhook.addr, &tls).await.unwrap();
         let (_, body) = conn
-            .post("/mutate", review_in("openshift", json!({})))
+            .post("/mutate", review_in(&c.openshift, json!({})))
             .await
             .unwrap();
         let patch = patch_of(&response_of(&body));
@@ -414,7 +497,7 @@ fn core_settings_come_from_flags_and_the_environment() {
 
 #[test]
 fn client_certificates_are_required_with_client_ca() {
-    let api = cluster();
+    let c = cluster();
     let ca = Ca::new("serving CA");
     let clients = Ca::new("client CA");
     let strangers = Ca::new("another CA");
@@ -422,7 +505,7 @@ fn client_certificates_are_required_with_client_ca() {
     let client_ca = dir.path().join("client-ca.crt");
     std::fs::write(&client_ca, &clients.pem).unwrap();
     let webhook = Webhook::start(
-        &api,
+        &c.webhook_account(),
         &ca.leaf(&["127.0.0.1"]),
         &["--client-ca", client_ca.to_str().unwrap()],
     );
@@ -450,10 +533,10 @@ fn client_certificates_are_required_with_client_ca() {
 
 #[test]
 fn certificates_reload_without_dropping_connections() {
-    let api = cluster();
+    let c = cluster();
     let first = Ca::new("first CA");
     let second = Ca::new("second CA");
-    let webhook = Webhook::start(&api, &first.leaf(&["127.0.0.1"]), &[]);
+    let webhook = Webhook::start(&c.webhook_account(), &first.leaf(&["127.0.0.1"]), &[]);
     runtime().block_on(async {
         let mut old = Connection::open(&webhook.addr, &connector(&first.pem, None, &[]))
             .await
@@ -497,83 +580,122 @@ fn certificates_reload_without_dropping_connections() {
 }
 
 #[test]
-fn the_cache_follows_the_watch_and_outlives_a_broken_one() {
-    let api = cluster();
+fn the_cache_follows_the_watch_resumes_it_and_lists_again_when_its_version_expires() {
+    let c = cluster();
+    // The webhook's own API server, on the binary's etcd, to stop and start
+    // again. Without a watch cache, a resumed watch is answered from etcd's
+    // history, the one place where compaction shows: a watch cache would
+    // answer a restarted server's watchers from its own, younger window.
+    let server = c.plane.new_api_server(&["--watch-cache=false"]);
+    c.plane.start_ready(&server);
+    let account = c.plane.unique_name("webhook");
+    c.grant(&account, WEBHOOK_ROLE);
+    let kubeconfig =
+        c.plane
+            .service_account_kubeconfig_for(&server, &c.plain, &account, c.dir.path());
     let ca = Ca::new("CA");
-    let webhook = Webhook::start(&api, &ca.leaf(&["127.0.0.1"]), &[]);
-    let rt = runtime();
-    let mut conn = rt
-        .block_on(Connection::open(
-            &webhook.addr,
-            &connector(&ca.pem, None, &[]),
-        ))
-        .unwrap();
-    let mut patched = |namespace: &str| {
-        let (_, body) = rt
-            .block_on(conn.post("/mutate", review_in(namespace, json!({}))))
-            .unwrap();
-        response_of(&body).get("patch").is_some()
+    let webhook = Webhook::start(&kubeconfig, &ca.leaf(&["127.0.0.1"]), &[]);
+    // A connection per review: the webhook closes idle ones.
+    let patched = |namespace: &str| {
+        post_once(&webhook, &ca, review_in(namespace, json!({})))
+            .get("patch")
+            .is_some()
     };
     let eventually = |what: &str, mut check: Box<dyn FnMut() -> bool + '_>| {
-        let deadline = Instant::now() + Duration::from_secs(20);
+        let deadline = Instant::now() + Duration::from_secs(60);
         while !check() {
             assert!(Instant::now() < deadline, "{what} never happened");
             std::thread::sleep(Duration::from_millis(50));
         }
     };
-    assert!(!patched("plain"));
-    api.put(
-        "plain",
-        &[
-            ("linkerd.io/multus", "enabled"),
-            ("linkerd.io/inject", "enabled"),
-        ],
-    );
+    let annotate = |namespace: &str, value: &str| {
+        c.plane.kubectl(&[
+            "annotate",
+            "namespace",
+            namespace,
+            "--overwrite",
+            &format!("{MULTUS}={value}"),
+            &format!("{INJECT}=enabled"),
+        ]);
+    };
+    let lists = |w: &Webhook| w.metric("linkerd_multus_namespace_cache_lists_total");
+    assert_eq!(lists(&webhook), 1.0);
+    assert!(!patched(&c.plain));
+    annotate(&c.plain, "enabled");
     eventually(
         "the annotation change to reach the cache",
-        Box::new(|| patched("plain")),
+        Box::new(|| patched(&c.plain)),
     );
-    api.set_down(true);
+
+    // The API server stops: the webhook serves from its last state, and says so.
+    server.stop();
     eventually(
         "the broken watch to show in the metrics",
         Box::new(|| webhook.metric("linkerd_multus_namespace_watch_up") == 0.0),
     );
-    // Still serving from the last known state, and still ready.
-    assert!(patched("plain"));
-    assert!(patched("demo"));
+    assert!(patched(&c.plain));
+    assert!(patched(&c.demo));
     assert_eq!(webhook.ops_get("/readyz").unwrap().0, 200);
     std::thread::sleep(Duration::from_millis(1100));
     assert!(webhook.metric("linkerd_multus_namespace_cache_age_seconds") >= 1.0);
-    api.delete("demo");
-    api.set_down(false);
+    // Annotated (through the other API server) while the webhook's is down.
+    annotate(&c.demo, "disabled");
+    c.plane.start_ready(&server);
     eventually(
         "the watch to recover",
         Box::new(|| webhook.metric("linkerd_multus_namespace_watch_up") == 1.0),
+    );
+    eventually(
+        "the change made while the API server was down to reach the cache",
+        Box::new(|| !patched(&c.demo)),
     );
     assert_eq!(
         webhook.metric("linkerd_multus_namespace_cache_age_seconds"),
         0.0
     );
-    // The fresh list dropped the namespace deleted meanwhile.
-    assert!(!patched("demo"));
-    drop(conn);
-    let (_, stderr) = {
-        webhook.signal(nix::sys::signal::Signal::SIGTERM);
-        webhook.stop()
-    };
-    assert!(stderr.contains("namespace watch broken"), "{stderr}");
-    assert!(stderr.contains("namespace watch recovered"), "{stderr}");
+    assert_eq!(lists(&webhook), 1.0, "the watch resumed without a new list");
+
+    // Down again; meanwhile etcd's history is compacted past the webhook's
+    // resourceVersion: the resumed watch gets 410 Gone and the cache lists again.
+    server.stop();
+    eventually(
+        "the broken watch to show in the metrics",
+        Box::new(|| webhook.metric("linkerd_multus_namespace_watch_up") == 0.0),
+    );
+    annotate(&c.demo, "enabled");
+    c.plane.compact_etcd();
+    c.plane.start_ready(&server);
+    eventually(
+        "a new list after the expired resourceVersion",
+        Box::new(|| lists(&webhook) == 2.0),
+    );
+    assert!(patched(&c.demo));
+    assert_eq!(webhook.metric("linkerd_multus_namespace_watch_up"), 1.0);
+    webhook.signal(nix::sys::signal::Signal::SIGTERM);
+    let (_, stderr) = webhook.stop();
+    for want in [
+        "namespace watch broken; serving from the last known namespaces",
+        "namespace watch recovered",
+        "namespace watch expired (410 Gone); listing again",
+    ] {
+        assert!(stderr.contains(want), "{want} not in {stderr}");
+    }
 }
 
 #[test]
 fn not_ready_until_synced_and_sigterm_drains_requests_in_flight() {
-    let api = cluster();
-    api.set_down(true);
+    let c = cluster();
+    // An API server of this test's own, not started yet.
+    let server = c.plane.new_api_server(&[]);
+    let account = c.plane.unique_name("webhook");
+    c.grant(&account, WEBHOOK_ROLE);
+    let kubeconfig =
+        c.plane
+            .service_account_kubeconfig_for(&server, &c.plain, &account, c.dir.path());
     let ca = Ca::new("CA");
     let leaf = ca.leaf(&["127.0.0.1"]);
     let dir = tempfile::tempdir().unwrap();
     let (cert, key) = leaf.write(dir.path());
-    let kubeconfig = api.kubeconfig(dir.path());
     let (port, ops_port) = (free_port(), free_port());
     let child = Command::new(bin())
         .args([
@@ -604,7 +726,7 @@ fn not_ready_until_synced_and_sigterm_drains_requests_in_flight() {
     let body = webhook.wait_for("/readyz", 503);
     assert!(body.contains("not synced"), "{body}");
     assert_eq!(webhook.ops_get("/healthz").unwrap().0, 200);
-    api.set_down(false);
+    c.plane.start_ready(&server);
     webhook.wait_for("/readyz", 200);
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -618,21 +740,22 @@ fn not_ready_until_synced_and_sigterm_drains_requests_in_flight() {
             .await
             .unwrap();
         // Headers and half the body, then SIGTERM, then the rest.
-        let half = CREATE.len() / 2;
+        let create = moved(CREATE, &c.demo, json!({}));
+        let half = create.len() / 2;
         use tokio::io::{AsyncReadExt, AsyncWriteExt};
         let head = format!(
             "POST /mutate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-            CREATE.len()
+            create.len()
         );
         stream.write_all(head.as_bytes()).await.unwrap();
-        stream.write_all(&CREATE.as_bytes()[..half]).await.unwrap();
+        stream.write_all(&create[..half]).await.unwrap();
         stream.flush().await.unwrap();
         tokio::time::sleep(Duration::from_millis(100)).await;
         webhook.signal(nix::sys::signal::Signal::SIGTERM);
         tokio::time::sleep(Duration::from_millis(200)).await;
         let (status, _) = webhook.ops_get("/readyz").unwrap();
         assert_eq!(status, 503, "not ready while shutting down");
-        stream.write_all(&CREATE.as_bytes()[half..]).await.unwrap();
+        stream.write_all(&create[half..]).await.unwrap();
         let mut text = Vec::new();
         stream.read_to_end(&mut text).await.unwrap();
         let text = String::from_utf8(text).unwrap();
@@ -663,7 +786,7 @@ fn not_ready_until_synced_and_sigterm_drains_requests_in_flight() {
     assert!(
         lines
             .iter()
-            .any(|l| l["message"] == "patched" && l["namespace"] == "demo")
+            .any(|l| l["message"] == "patched" && l["namespace"] == c.demo.as_str())
     );
 }
 
@@ -758,10 +881,10 @@ spec:
 ";
 
 /// The cluster with resource-backed NADs in `demo`, and the Linkerd-CNI NAD.
-fn cluster_with_nads() -> FakeApiServer {
-    let api = cluster();
-    api.put_nad(
-        "demo",
+fn cluster_with_nads() -> Cluster {
+    let c = cluster();
+    c.put_nad(
+        &c.demo,
         "sriov-a",
         &[
             (RESOURCE_NAME, "intel.com/sriov_a"),
@@ -769,17 +892,21 @@ fn cluster_with_nads() -> FakeApiServer {
             ("kubectl.kubernetes.io/last-applied-configuration", "{}"),
         ],
     );
-    api.put_nad("demo", "sriov-b", &[(RESOURCE_NAME, "intel.com/sriov_b")]);
-    api.put_nad("demo", "linkerd-cni", &[]);
-    api
+    c.put_nad(&c.demo, "sriov-b", &[(RESOURCE_NAME, "intel.com/sriov_b")]);
+    c.put_nad(&c.demo, "linkerd-cni", &[]);
+    c
 }
 
-/// The captured CREATE (or UPDATE) in `demo`, selecting `networks`, labelled `labels`.
-fn selecting(operation: &str, networks: &str, labels: Value) -> Bytes {
-    let mut review: Value = serde_json::from_str(CREATE).unwrap();
+/// The captured CREATE (or UPDATE) in `namespace`, selecting `networks`, labelled `labels`.
+fn selecting(namespace: &str, operation: &str, networks: &str, labels: Value) -> Bytes {
+    let review = moved(
+        CREATE,
+        namespace,
+        json!({"k8s.v1.cni.cncf.io/networks": networks}),
+    );
+    let mut review: Value = serde_json::from_slice(&review).unwrap();
     review["request"]["operation"] = json!(operation);
     let metadata = &mut review["request"]["object"]["metadata"];
-    metadata["annotations"]["k8s.v1.cni.cncf.io/networks"] = json!(networks);
     for (k, v) in labels.as_object().unwrap() {
         metadata["labels"][k] = v.clone();
     }
@@ -794,12 +921,12 @@ fn write_config(dir: &std::path::Path, name: &str, text: &str) -> String {
 
 #[test]
 fn network_resources_patch_pods_created_and_deny_missing_nads() {
-    let api = cluster_with_nads();
+    let c = cluster_with_nads();
     let ca = Ca::new("CA");
     let dir = tempfile::tempdir().unwrap();
     let config = write_config(dir.path(), "network-resources.yaml", NETWORK_RESOURCES);
     let webhook = Webhook::start(
-        &api,
+        &c.account(&[WEBHOOK_ROLE, NAD_ROLE]),
         &ca.leaf(&["127.0.0.1"]),
         &["--network-resources", &config],
     );
@@ -818,6 +945,7 @@ fn network_resources_patch_pods_created_and_deny_missing_nads() {
     // Two selections of sriov-a and one of sriov-b, plus the linkerd-cni the
     // Linkerd-CNI rules append (it has no resource): one patch for both rule sets.
     let response = post(selecting(
+        &c.demo,
         "CREATE",
         "sriov-a, sriov-a@net2, sriov-b",
         json!({"sriov-inject": "true"}),
@@ -845,6 +973,7 @@ fn network_resources_patch_pods_created_and_deny_missing_nads() {
     );
     // UPDATE: the Linkerd-CNI rules only; resources and node selectors of a pod are immutable.
     let response = post(selecting(
+        &c.demo,
         "UPDATE",
         "sriov-a, sriov-b",
         json!({"sriov-inject": "true"}),
@@ -859,8 +988,9 @@ fn network_resources_patch_pods_created_and_deny_missing_nads() {
     // Selections of NADs that do not exist: denied (the default --on-error is allow), naming
     // the pod and each missing NAD once.
     let response = post(selecting(
+        &c.demo,
         "CREATE",
-        "sriov-a, gone, other/gone@net2, gone",
+        &format!("sriov-a, gone, {}/gone@net2, gone", c.plain),
         json!({}),
     ));
     assert_eq!(response["allowed"], false, "{response}");
@@ -868,20 +998,25 @@ fn network_resources_patch_pods_created_and_deny_missing_nads() {
     assert_eq!(response["status"]["code"], 403);
     assert_eq!(
         response["status"]["message"],
-        "linkerd-multus: pod demo/pod2: selects NetworkAttachmentDefinitions demo/gone and other/gone, which do not exist"
+        format!(
+            "linkerd-multus: pod {demo}/pod2: selects NetworkAttachmentDefinitions {demo}/gone and {}/gone, which do not exist",
+            c.plain,
+            demo = c.demo
+        )
     );
     // NADs the watch brings later are seen.
-    api.put_nad("other", "gone", &[(RESOURCE_NAME, "example.com/gone")]);
-    api.put_nad(
-        "demo",
+    c.put_nad(&c.plain, "gone", &[(RESOURCE_NAME, "example.com/gone")]);
+    c.put_nad(
+        &c.demo,
         "gone",
         &[(NODE_SELECTOR, "feature.node.kubernetes.io/sriov=false")],
     );
     let deadline = Instant::now() + Duration::from_secs(20);
     let response = loop {
         let response = post(selecting(
+            &c.demo,
             "CREATE",
-            "sriov-a, gone, other/gone@net2",
+            &format!("sriov-a, gone, {}/gone@net2", c.plain),
             json!({}),
         ));
         if !response["status"]["message"]
@@ -900,10 +1035,13 @@ fn network_resources_patch_pods_created_and_deny_missing_nads() {
     assert_eq!(response["allowed"], false, "{response}");
     assert_eq!(
         response["status"]["message"],
-        "linkerd-multus: pod demo/pod2: spec.nodeSelector feature.node.kubernetes.io/sriov: NetworkAttachmentDefinition demo/sriov-a asks for \"true\" but NetworkAttachmentDefinition demo/gone for \"false\""
+        format!(
+            "linkerd-multus: pod {demo}/pod2: spec.nodeSelector feature.node.kubernetes.io/sriov: NetworkAttachmentDefinition {demo}/sriov-a asks for \"true\" but NetworkAttachmentDefinition {demo}/gone for \"false\"",
+            demo = c.demo
+        )
     );
     // A networks annotation Multus would reject follows --on-error (allow, with a warning).
-    let response = post(selecting("CREATE", "a,,b", json!({})));
+    let response = post(selecting(&c.demo, "CREATE", "a,,b", json!({})));
     assert_eq!(response["allowed"], true);
     assert!(response.get("patch").is_none());
     assert!(
@@ -928,7 +1066,8 @@ fn network_resources_patch_pods_created_and_deny_missing_nads() {
         metric("linkerd_multus_admission_patches_total{change=\"network_resources\"}"),
         1.0
     );
-    assert_eq!(metric("linkerd_multus_nad_cache_nads"), 5.0);
+    // This test's five, and the other tests' NADs.
+    assert!(metric("linkerd_multus_nad_cache_nads") >= 5.0);
     assert_eq!(metric("linkerd_multus_nad_cache_synced"), 1.0);
     assert_eq!(metric("linkerd_multus_nad_watch_up"), 1.0);
     assert_eq!(metric("linkerd_multus_nad_cache_age_seconds"), 0.0);
@@ -936,15 +1075,15 @@ fn network_resources_patch_pods_created_and_deny_missing_nads() {
 
 #[test]
 fn without_network_resources_there_is_no_nad_watch_and_no_spec_change() {
-    let api = cluster_with_nads();
+    let c = cluster_with_nads();
     let ca = Ca::new("CA");
-    // The NADs cannot be listed: the webhook must not need them.
-    api.set_resource_down(NADS, true);
-    let webhook = Webhook::start(&api, &ca.leaf(&["127.0.0.1"]), &[]);
+    // Only the rights of deploy/rbac.yaml: the NADs cannot be listed, and the
+    // webhook must not need them.
+    let webhook = Webhook::start(&c.webhook_account(), &ca.leaf(&["127.0.0.1"]), &[]);
     let response = post_once(
         &webhook,
         &ca,
-        selecting("CREATE", "sriov-a, gone", json!({})),
+        selecting(&c.demo, "CREATE", "sriov-a, gone", json!({})),
     );
     assert_eq!(
         patch_of(&response),
@@ -959,8 +1098,18 @@ fn without_network_resources_there_is_no_nad_watch_and_no_spec_change() {
 
 #[test]
 fn not_ready_until_the_nad_cache_has_synced() {
-    let api = cluster_with_nads();
-    api.set_resource_down(NADS, true);
+    let c = cluster_with_nads();
+    // An API server of this test's own, to take down at the end.
+    let server = c.plane.new_api_server(&[]);
+    c.plane.start_ready(&server);
+    // The account has the Namespace rights but not yet the NAD rights: the NAD
+    // list is refused (403), as in a cluster where deploy-network-resources/
+    // is not applied yet.
+    let account = c.plane.unique_name("webhook");
+    c.grant(&account, WEBHOOK_ROLE);
+    let kubeconfig =
+        c.plane
+            .service_account_kubeconfig_for(&server, &c.plain, &account, c.dir.path());
     let ca = Ca::new("CA");
     let dir = tempfile::tempdir().unwrap();
     // The ConfigMap form, named by the environment variable.
@@ -970,28 +1119,30 @@ fn not_ready_until_the_nad_cache_has_synced() {
         "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: network-resources}\ndata:\n  resourceNameKeys: '[k8s.v1.cni.cncf.io/resourceName]'\n",
     );
     let webhook = Webhook::spawn(
-        &api,
+        &kubeconfig,
         &ca.leaf(&["127.0.0.1"]),
         &[],
         &[("LINKERD_MULTUS_NETWORK_RESOURCES", &config)],
     );
-    let body = webhook.wait_for("/readyz", 503);
-    assert!(body.contains("the NAD cache has not synced yet"), "{body}");
-    // The namespace cache is synced meanwhile: only the NADs hold it back.
+    // The namespace cache syncs; only the NADs hold readiness back.
     webhook.wait_for_metric(
         "linkerd_multus_namespace_cache_synced",
         1.0,
         "the namespace cache never synced",
     );
-    assert_eq!(webhook.ops_get("/readyz").unwrap().0, 503);
+    let (status, body) = webhook.ops_get("/readyz").unwrap();
+    assert_eq!(status, 503, "{body}");
+    assert!(body.contains("the NAD cache has not synced yet"), "{body}");
+    assert!(!body.contains("namespace"), "{body}");
     assert_eq!(webhook.metric("linkerd_multus_nad_cache_synced"), 0.0);
-    api.set_resource_down(NADS, false);
+    // deploy-network-resources/ applied: the retried list succeeds.
+    c.grant(&account, NAD_ROLE);
     webhook.wait_for("/readyz", 200);
-    assert_eq!(webhook.metric("linkerd_multus_nad_cache_nads"), 3.0);
+    assert!(webhook.metric("linkerd_multus_nad_cache_nads") >= 3.0);
     let patch = patch_of(&post_once(
         &webhook,
         &ca,
-        selecting("CREATE", "sriov-b", json!({})),
+        selecting(&c.demo, "CREATE", "sriov-b", json!({})),
     ));
     assert!(
         patch.as_array().unwrap().contains(&json!(
@@ -999,14 +1150,23 @@ fn not_ready_until_the_nad_cache_has_synced() {
         )),
         "{patch}"
     );
-    // The NAD watch breaking: still serving from the last known NADs, and said so.
-    api.set_resource_down(NADS, true);
+    // The API server going away: still serving from the last known NADs, and said so.
+    server.stop();
     webhook.wait_for_metric(
         "linkerd_multus_nad_watch_up",
         0.0,
         "the broken NAD watch never showed",
     );
     assert_eq!(webhook.ops_get("/readyz").unwrap().0, 200);
+    assert!(
+        post_once(
+            &webhook,
+            &ca,
+            selecting(&c.demo, "CREATE", "sriov-b", json!({}))
+        )
+        .get("patch")
+        .is_some()
+    );
     webhook.signal(nix::sys::signal::Signal::SIGTERM);
     let (_, stderr) = webhook.stop();
     assert!(stderr.contains("NAD cache synced"), "{stderr}");

@@ -1,11 +1,18 @@
 //! The watch-fed caches: for every Namespace, and for every
 //! NetworkAttachmentDefinition when the network-resources rules are on, the
-//! annotations the rules read, fed by a kube-rs watch of their metadata so a
+//! annotations the rules read, fed by a list and watch of their metadata so a
 //! review costs no API call.
+//!
+//! The list-and-watch loop is written here over kube-rs's `list_metadata` and
+//! `watch_metadata` rather than taken from kube-runtime's watcher, because the
+//! caches must say exactly when they are current: the watcher resumes a broken
+//! watch from its resourceVersion (as this loop does) but does not tell when
+//! the resumed watch is established, so a cache fed by it could not report its
+//! watch up again until the next change.
 
 use std::collections::HashMap;
 use std::fmt::Debug;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, RwLock, RwLockReadGuard};
 use std::time::{Duration, Instant};
 
@@ -13,9 +20,10 @@ use compact_str::CompactString;
 
 use futures_util::StreamExt;
 use k8s_openapi::api::core::v1::Namespace;
-use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind};
+use kube::api::{
+    Api, ApiResource, DynamicObject, GroupVersionKind, ListParams, WatchEvent, WatchParams,
+};
 use kube::core::{ObjectMeta, PartialObjectMeta};
-use kube::runtime::watcher::{self, Event};
 use serde::de::DeserializeOwned;
 
 use crate::namespace::{INJECT_ANNOTATION, Lookup, MULTUS_ANNOTATION};
@@ -62,6 +70,8 @@ pub struct WatchCache {
     entries: RwLock<Entries>,
     /// Whether a full list has completed once: read on every review.
     synced: AtomicBool,
+    /// How many full lists have completed.
+    lists: AtomicU64,
     health: RwLock<Health>,
 }
 
@@ -81,6 +91,9 @@ pub struct CacheStatus {
     pub age_seconds: f64,
     /// How many objects it holds.
     pub entries: usize,
+    /// How many full lists it has made: one at the start, and one each time
+    /// its resourceVersion expired (410 Gone).
+    pub lists: u64,
 }
 
 /// The NetworkAttachmentDefinition resource, for a metadata-only watch.
@@ -133,6 +146,7 @@ impl WatchCache {
             keys,
             entries: RwLock::new(HashMap::new()),
             synced: AtomicBool::new(false),
+            lists: AtomicU64::new(0),
             health: RwLock::new(Health { broken_since: None }),
         }
     }
@@ -159,6 +173,7 @@ impl WatchCache {
                 .broken_since
                 .map_or(0.0, |since| since.elapsed().as_secs_f64()),
             entries: self.read().len(),
+            lists: self.lists.load(Ordering::Relaxed),
         }
     }
 
@@ -190,96 +205,188 @@ impl WatchCache {
         self.entries.write().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Lists and watches the objects for ever. A watch that fails is started
-    /// again with a fresh list after a back-off; meanwhile the cache keeps
-    /// serving the last state it had, and says so in its status and the log.
+    /// Lists and watches the objects for ever. A watch that ends or fails is
+    /// resumed from the last resourceVersion seen, after a back-off when it
+    /// failed; only when that version has expired (410 Gone) does the cache
+    /// list again. Meanwhile it keeps serving the last state it had, and says
+    /// so in its status and the log.
     pub async fn run<K>(self: Arc<Self>, api: Api<PartialObjectMeta<K>>)
     where
         K: kube::Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
-        K::DynamicType: Clone + Send + Sync,
     {
-        let Kind { what, plural, .. } = self.kind;
         let mut backoff = Backoff::new();
         loop {
-            let mut pending: Option<Entries> = None;
-            let stream = watcher::watcher(api.clone(), watcher::Config::default());
-            futures_util::pin_mut!(stream);
-            let error = loop {
-                match stream.next().await {
-                    Some(Ok(event)) => self.apply(event, &mut pending, &mut backoff),
-                    Some(Err(e)) => break e,
-                    None => unreachable!("a watcher stream never ends"),
+            match self.list(&api).await {
+                Ok(version) => {
+                    self.watch(&api, version, &mut backoff).await;
+                    tracing::info!("{} watch expired (410 Gone); listing again", self.kind.what);
                 }
-            };
-            // 410 Gone is the API server asking for a new list: routine.
-            let gone = matches!(&error, watcher::Error::WatchError(s) if s.code == 410);
-            if gone {
-                tracing::debug!("{what} watch expired; listing again");
-                continue;
+                Err(error) if is_gone(&error) => {}
+                Err(error) => self.broken(&error, backoff.next()).await,
             }
-            let delay = backoff.next();
-            let first = self.health().broken_since.is_none();
-            self.set_health(|h| {
-                h.broken_since.get_or_insert_with(Instant::now);
-            });
-            if first {
-                tracing::warn!(
-                    error = %error,
-                    retry_in = ?delay,
-                    "{what} watch broken; serving from the last known {plural}"
-                );
-            } else {
-                tracing::debug!(error = %error, retry_in = ?delay, "{what} watch still broken");
-            }
-            tokio::time::sleep(delay).await;
         }
     }
 
-    fn apply<K: kube::Resource>(
-        &self,
-        event: Event<PartialObjectMeta<K>>,
-        pending: &mut Option<Entries>,
-        backoff: &mut Backoff,
-    ) {
-        let what = self.kind.what;
-        match event {
-            Event::Init => *pending = Some(HashMap::new()),
-            Event::InitApply(object) => {
-                if let (Some(map), Some((key, a))) = (pending.as_mut(), self.keep(&object.metadata))
-                {
-                    map.insert(key, a);
+    /// Lists every object, page by page, and replaces the cache with them at
+    /// once. Returns the list's resourceVersion.
+    async fn list<K>(&self, api: &Api<PartialObjectMeta<K>>) -> kube::Result<String>
+    where
+        K: kube::Resource + Clone + DeserializeOwned + Debug,
+    {
+        let mut listed = Entries::new();
+        let mut params = ListParams::default().limit(LIST_PAGE);
+        loop {
+            let page = api.list_metadata(&params).await?;
+            listed.extend(page.items.iter().filter_map(|o| self.keep(&o.metadata)));
+            match page.metadata.continue_.filter(|c| !c.is_empty()) {
+                Some(token) => params = params.continue_token(&token),
+                None => {
+                    self.apply(Change::Listed(listed));
+                    return Ok(page.metadata.resource_version.unwrap_or_default());
                 }
             }
-            Event::InitDone => {
-                let listed = pending.take().unwrap_or_default();
+        }
+    }
+
+    /// Watches from `version`, resuming after every end or failure, until the
+    /// version expires.
+    async fn watch<K>(
+        &self,
+        api: &Api<PartialObjectMeta<K>>,
+        mut version: String,
+        backoff: &mut Backoff,
+    ) where
+        K: kube::Resource + Clone + DeserializeOwned + Debug + Send + 'static,
+    {
+        let params = WatchParams::default().timeout(WATCH_SECONDS);
+        loop {
+            let stream = match api.watch_metadata(&params, &version).await {
+                Ok(stream) => stream,
+                Err(error) if is_gone(&error) => return,
+                Err(error) => {
+                    self.broken(&error, backoff.next()).await;
+                    continue;
+                }
+            };
+            self.up();
+            backoff.reset();
+            futures_util::pin_mut!(stream);
+            let failure = loop {
+                // The server ends the watch after WATCH_SECONDS; silence past that
+                // is a connection that died without a word.
+                let next = tokio::time::timeout(WATCH_DEAD_AFTER, stream.next()).await;
+                match next {
+                    Ok(Some(Ok(WatchEvent::Added(o) | WatchEvent::Modified(o)))) => {
+                        version = o.metadata.resource_version.clone().unwrap_or(version);
+                        self.apply(Change::Applied(o.metadata));
+                    }
+                    Ok(Some(Ok(WatchEvent::Deleted(o)))) => {
+                        version = o.metadata.resource_version.clone().unwrap_or(version);
+                        self.apply(Change::Deleted(o.metadata));
+                    }
+                    Ok(Some(Ok(WatchEvent::Bookmark(b)))) => {
+                        version = b.metadata.resource_version;
+                    }
+                    Ok(Some(Ok(WatchEvent::Error(status)))) if status.code == 410 => return,
+                    Ok(Some(Ok(WatchEvent::Error(status)))) => {
+                        break Some(kube::Error::Api(status));
+                    }
+                    Ok(Some(Err(error))) => break Some(error),
+                    // The server ended the watch: resume at once.
+                    Ok(None) => break None,
+                    Err(_) => {
+                        break Some(kube::Error::Service(
+                            format!("no word from the watch in {WATCH_DEAD_AFTER:?}").into(),
+                        ));
+                    }
+                }
+            };
+            if let Some(error) = failure {
+                self.broken(&error, backoff.next()).await;
+            }
+        }
+    }
+
+    /// Marks the watch broken (logging it the first time), then waits `delay`.
+    async fn broken(&self, error: &kube::Error, delay: Duration) {
+        let Kind { what, plural, .. } = self.kind;
+        let first = self.health().broken_since.is_none();
+        self.set_health(|h| {
+            h.broken_since.get_or_insert_with(Instant::now);
+        });
+        if first {
+            tracing::warn!(
+                error = %error,
+                retry_in = ?delay,
+                "{what} watch broken; serving from the last known {plural}"
+            );
+        } else {
+            tracing::debug!(error = %error, retry_in = ?delay, "{what} watch still broken");
+        }
+        tokio::time::sleep(delay).await;
+    }
+
+    /// Marks the cache current: a list completed or a watch is established.
+    fn up(&self) {
+        let before = self.health();
+        self.set_health(|h| h.broken_since = None);
+        if let Some(since) = before.broken_since {
+            tracing::info!(
+                entries = self.read().len(),
+                broken_for = ?since.elapsed(),
+                "{} watch recovered",
+                self.kind.what
+            );
+        }
+    }
+
+    fn apply(&self, change: Change) {
+        match change {
+            Change::Listed(listed) => {
                 let count = listed.len();
                 *self.write() = listed;
-                let before = self.health();
+                self.lists.fetch_add(1, Ordering::Relaxed);
                 let was_synced = self.synced.swap(true, Ordering::AcqRel);
-                self.set_health(|h| h.broken_since = None);
-                backoff.reset();
                 if !was_synced {
-                    tracing::info!(entries = count, "{what} cache synced");
-                } else if let Some(since) = before.broken_since {
-                    tracing::info!(
-                        entries = count,
-                        broken_for = ?since.elapsed(),
-                        "{what} watch recovered"
-                    );
+                    tracing::info!(entries = count, "{} cache synced", self.kind.what);
                 }
+                self.up();
             }
-            Event::Apply(object) => {
-                if let Some((key, a)) = self.keep(&object.metadata) {
+            Change::Applied(meta) => {
+                if let Some((key, a)) = self.keep(&meta) {
                     self.write().insert(key, a);
                 }
             }
-            Event::Delete(object) => {
-                if let Some(key) = (self.kind.key)(&object.metadata) {
+            Change::Deleted(meta) => {
+                if let Some(key) = (self.kind.key)(&meta) {
                     self.write().remove(&key);
                 }
             }
         }
     }
+}
+
+/// What a list or a watch event does to a cache.
+enum Change {
+    /// A full list: the cache becomes exactly this.
+    Listed(Entries),
+    /// An object added or changed.
+    Applied(ObjectMeta),
+    /// An object deleted.
+    Deleted(ObjectMeta),
+}
+
+/// Objects per page of a list.
+const LIST_PAGE: u32 = 500;
+/// How long the API server keeps one watch request open (kube-rs's default).
+const WATCH_SECONDS: u32 = 290;
+/// A watch silent for this long is a dead connection.
+const WATCH_DEAD_AFTER: Duration = Duration::from_secs(WATCH_SECONDS as u64 + 5);
+
+/// Whether the API server answered 410 Gone: the resourceVersion (or list
+/// continuation) expired.
+fn is_gone(error: &kube::Error) -> bool {
+    matches!(error, kube::Error::Api(status) if status.code == 410)
 }
 
 /// A cache at one moment, for the rules of one review.
@@ -363,24 +470,26 @@ mod tests {
         .into_response_partial()
     }
 
-    fn ns(name: &str, annotations: &[(&str, &str)]) -> PartialObjectMeta<Namespace> {
-        object(None, name, annotations)
+    fn ns(name: &str, annotations: &[(&str, &str)]) -> ObjectMeta {
+        object::<Namespace>(None, name, annotations).metadata
+    }
+
+    /// A full list of `objects`, as the cache keeps it.
+    fn listed(cache: &WatchCache, objects: &[ObjectMeta]) -> Change {
+        Change::Listed(objects.iter().filter_map(|o| cache.keep(o)).collect())
     }
 
     #[test]
     fn events_build_the_cache() {
         let cache = WatchCache::namespaces("openshift.io/sa.scc.uid-range");
-        let mut pending = None;
-        let mut backoff = Backoff::new();
-        let mut feed = |e| cache.apply(e, &mut pending, &mut backoff);
-        feed(Event::Init);
-        feed(Event::InitApply(ns(
-            "demo",
-            &[("linkerd.io/multus", "enabled"), ("other", "x")],
-        )));
-        assert!(!cache.synced(), "not synced before InitDone");
-        assert!(cache.view().get("demo").is_none(), "a list lands whole");
-        feed(Event::InitDone);
+        assert!(!cache.synced(), "not synced before a list");
+        cache.apply(listed(
+            &cache,
+            &[ns(
+                "demo",
+                &[("linkerd.io/multus", "enabled"), ("other", "x")],
+            )],
+        ));
         let view = cache.view();
         let demo = view.get("demo").unwrap();
         assert_eq!(demo.lookup("linkerd.io/multus"), Some("enabled"));
@@ -390,11 +499,11 @@ mod tests {
             "only the rule annotations are kept"
         );
         drop(view);
-        feed(Event::Apply(ns(
+        cache.apply(Change::Applied(ns(
             "web",
             &[("openshift.io/sa.scc.uid-range", "1/2")],
         )));
-        feed(Event::Delete(ns("demo", &[])));
+        cache.apply(Change::Deleted(ns("demo", &[])));
         assert!(cache.view().get("demo").is_none());
         assert_eq!(
             cache.status(),
@@ -402,18 +511,29 @@ mod tests {
                 synced: true,
                 watch_up: true,
                 age_seconds: 0.0,
-                entries: 1
+                entries: 1,
+                lists: 1,
             }
         );
         // A new list replaces the whole cache.
-        feed(Event::Init);
-        feed(Event::InitApply(ns("other", &[])));
-        feed(Event::InitDone);
+        cache.apply(listed(&cache, &[ns("other", &[])]));
+        assert_eq!(cache.status().lists, 2);
         assert!(cache.view().get("web").is_none());
         assert!(cache.view().get("other").is_some());
     }
 
     const RESOURCE: &str = "k8s.v1.cni.cncf.io/resourceName";
+
+    /// One step of a NAD cache's life.
+    enum Step {
+        List(Vec<ObjectMeta>),
+        Apply(ObjectMeta),
+        Delete(ObjectMeta),
+    }
+
+    fn nad(namespace: Option<&str>, name: &str, annotations: &[(&str, &str)]) -> ObjectMeta {
+        object::<DynamicObject>(namespace, name, annotations).metadata
+    }
 
     /// What a NAD cache answers after a list and some watch events: each
     /// lookup `(namespace, name)` and the annotations it should find (`None`:
@@ -425,22 +545,20 @@ mod tests {
             Option<&'static [(&'static str, &'static str)]>,
         )];
         const SRIOV: &[(&str, &str)] = &[(RESOURCE, "intel.com/sriov")];
-        type Events = Vec<Event<PartialObjectMeta<DynamicObject>>>;
+        /// A list, then watch events: `Applied` (true) or `Deleted` (false).
+        type Events = Vec<Step>;
         let cases: Vec<(&str, Events, Lookups)> = vec![
             (
                 "only the resource name and the node selector are kept",
-                vec![
-                    Event::InitApply(object(
-                        Some("demo"),
-                        "sriov",
-                        &[
-                            (RESOURCE, "intel.com/sriov"),
-                            (NODE_SELECTOR_ANNOTATION, "sriov=true"),
-                            ("kubectl.kubernetes.io/last-applied-configuration", "{...}"),
-                        ],
-                    )),
-                    Event::InitDone,
-                ],
+                vec![Step::List(vec![nad(
+                    Some("demo"),
+                    "sriov",
+                    &[
+                        (RESOURCE, "intel.com/sriov"),
+                        (NODE_SELECTOR_ANNOTATION, "sriov=true"),
+                        ("kubectl.kubernetes.io/last-applied-configuration", "{...}"),
+                    ],
+                )])],
                 &[(
                     ("demo", "sriov"),
                     Some(&[
@@ -451,11 +569,10 @@ mod tests {
             ),
             (
                 "the same name in two namespaces is two NADs",
-                vec![
-                    Event::InitApply(object(Some("demo"), "sriov", SRIOV)),
-                    Event::InitApply(object(Some("other"), "sriov", &[])),
-                    Event::InitDone,
-                ],
+                vec![Step::List(vec![
+                    nad(Some("demo"), "sriov", SRIOV),
+                    nad(Some("other"), "sriov", &[]),
+                ])],
                 &[
                     (("demo", "sriov"), Some(SRIOV)),
                     (("other", "sriov"), Some(&[])),
@@ -465,15 +582,10 @@ mod tests {
             (
                 "a watch event adds, changes and deletes",
                 vec![
-                    Event::InitApply(object(Some("demo"), "a", &[])),
-                    Event::InitDone,
-                    Event::Apply(object(Some("demo"), "b", SRIOV)),
-                    Event::Apply(object(
-                        Some("demo"),
-                        "a",
-                        &[(NODE_SELECTOR_ANNOTATION, "k")],
-                    )),
-                    Event::Delete(object(Some("demo"), "b", &[])),
+                    Step::List(vec![nad(Some("demo"), "a", &[])]),
+                    Step::Apply(nad(Some("demo"), "b", SRIOV)),
+                    Step::Apply(nad(Some("demo"), "a", &[(NODE_SELECTOR_ANNOTATION, "k")])),
+                    Step::Delete(nad(Some("demo"), "b", &[])),
                 ],
                 &[
                     (("demo", "a"), Some(&[(NODE_SELECTOR_ANNOTATION, "k")])),
@@ -483,27 +595,25 @@ mod tests {
             (
                 "a new list replaces the whole cache",
                 vec![
-                    Event::InitApply(object(Some("demo"), "a", &[])),
-                    Event::InitDone,
-                    Event::Init,
-                    Event::InitApply(object(Some("demo"), "c", &[])),
-                    Event::InitDone,
+                    Step::List(vec![nad(Some("demo"), "a", &[])]),
+                    Step::List(vec![nad(Some("demo"), "c", &[])]),
                 ],
                 &[(("demo", "a"), None), (("demo", "c"), Some(&[]))],
             ),
             (
                 "an object without a namespace is not a NAD anyone selects",
-                vec![Event::InitApply(object(None, "a", SRIOV)), Event::InitDone],
+                vec![Step::List(vec![nad(None, "a", SRIOV)])],
                 &[(("", "a"), None)],
             ),
         ];
         for (name, events, lookups) in cases {
             let cache = WatchCache::nads(&[RESOURCE.to_string()]);
-            let mut pending = None;
-            let mut backoff = Backoff::new();
-            cache.apply::<DynamicObject>(Event::Init, &mut pending, &mut backoff);
-            for event in events {
-                cache.apply(event, &mut pending, &mut backoff);
+            for step in events {
+                cache.apply(match step {
+                    Step::List(objects) => listed(&cache, &objects),
+                    Step::Apply(object) => Change::Applied(object),
+                    Step::Delete(object) => Change::Deleted(object),
+                });
             }
             assert!(cache.synced(), "{name}");
             let view = cache.view();

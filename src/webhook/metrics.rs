@@ -110,11 +110,13 @@ struct CacheGauges {
     synced: Gauge,
     watch_up: Gauge,
     age: Gauge<f64, std::sync::atomic::AtomicU64>,
+    lists: Counter,
 }
 
 impl CacheGauges {
     /// Registers `linkerd_multus_<what>_cache_<plural>`, `…_cache_synced`,
-    /// `linkerd_multus_<what>_watch_up` and `…_cache_age_seconds`.
+    /// `linkerd_multus_<what>_watch_up`, `…_cache_age_seconds` and
+    /// `…_cache_lists_total`.
     fn register(registry: &mut Registry, what: &str, plural: &str) -> Self {
         let entries = Gauge::default();
         registry.register(
@@ -144,11 +146,20 @@ impl CacheGauges {
             ),
             age.clone(),
         );
+        let lists = Counter::default();
+        registry.register(
+            format!("linkerd_multus_{what}_cache_lists"),
+            format!(
+                "Full lists of every {what}: one at the start, one each time the watch's resourceVersion expired"
+            ),
+            lists.clone(),
+        );
         CacheGauges {
             entries,
             synced,
             watch_up,
             age,
+            lists,
         }
     }
 
@@ -158,6 +169,8 @@ impl CacheGauges {
         self.synced.set(i64::from(status.synced));
         self.watch_up.set(i64::from(status.watch_up));
         self.age.set(status.age_seconds);
+        self.lists
+            .inc_by(status.lists.saturating_sub(self.lists.get()));
     }
 }
 
@@ -322,6 +335,7 @@ mod tests {
                 watch_up: false,
                 age_seconds: 12.5,
                 entries: 3,
+                lists: 2,
             }),
             None,
         );
@@ -339,6 +353,7 @@ mod tests {
             "linkerd_multus_namespace_cache_synced 1",
             "linkerd_multus_namespace_watch_up 0",
             "linkerd_multus_namespace_cache_age_seconds 12.5",
+            "linkerd_multus_namespace_cache_lists_total 2",
             "linkerd_multus_tls_reloads_total{result=\"error\"} 0",
         ] {
             assert!(
@@ -361,6 +376,7 @@ mod tests {
             watch_up: synced,
             age_seconds: 0.0,
             entries,
+            lists: u64::from(synced),
         };
         let text = metrics.encode(Some(status(true, 7)), Some(status(false, 0)));
         for line in [

@@ -51,6 +51,8 @@ pub struct ControlPlane {
     pub admin: Leaf,
     names: AtomicUsize,
     _etcd: Mutex<Child>,
+    /// Outlives this process on purpose: it cleans up after it.
+    _watchdog: Mutex<Child>,
     _dir: tempfile::TempDir,
 }
 
@@ -114,7 +116,7 @@ fn record_pid(pids: &Path, pid: u32) {
 /// Starts a shell that waits for this process to end, then kills every PID
 /// listed in `pids` and removes `dir`. It ignores SIGINT and SIGHUP, so a
 /// Ctrl-C that ends the tests does not end it before it has cleaned up.
-fn start_watchdog(dir: &Path, pids: &Path) {
+fn start_watchdog(dir: &Path, pids: &Path) -> Child {
     let script = r#"trap '' INT HUP
 while kill -0 "$1" 2>/dev/null; do sleep 0.5; done
 while read -r pid; do kill -9 "$pid" 2>/dev/null; done < "$2"
@@ -128,7 +130,7 @@ rm -rf "$3""#;
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
-        .expect("starting the watchdog shell");
+        .expect("starting the watchdog shell")
 }
 
 fn pem_base64(text: &str) -> String {
@@ -155,6 +157,8 @@ impl ControlPlane {
         }
     }
 
+    // The watchdog is never waited for: it outlives this process to clean up after it.
+    #[allow(clippy::zombie_processes)]
     fn start() -> Result<ControlPlane, String> {
         let assets = assets()?;
         let base = Path::new("/dev/shm");
@@ -169,7 +173,7 @@ impl ControlPlane {
         let path = dir.path().to_path_buf();
         let pids = path.join("pids");
         std::fs::write(&pids, "").map_err(|e| e.to_string())?;
-        start_watchdog(&path, &pids);
+        let watchdog = start_watchdog(&path, &pids);
 
         // etcd on two free ports, its data in the temporary folder.
         let (client, peer) = (free_port(), free_port());
@@ -223,9 +227,12 @@ impl ControlPlane {
             admin,
             names: AtomicUsize::new(0),
             _etcd: Mutex::new(etcd),
+            _watchdog: Mutex::new(watchdog),
             _dir: dir,
         };
-        plane.api.start_and_wait(&plane.admin_kubeconfig, &plane.assets)?;
+        plane
+            .api
+            .start_and_wait(&plane.admin_kubeconfig, &plane.assets)?;
         Ok(plane)
     }
 
@@ -383,17 +390,21 @@ impl ControlPlane {
         path
     }
 
-    /// Starts another API server on the same etcd, with `extra` flags: a test
-    /// may stop it and start it again without disturbing the others.
-    pub fn another_api_server(&self, extra: &[&str]) -> ApiServer {
-        let server = ApiServer::new(&self.assets, &self.dir, &self.etcd_url, extra);
+    /// A new API server on the same etcd, with `extra` flags, not started yet:
+    /// a test may start it, stop it and start it again on the same port
+    /// without disturbing the other tests.
+    pub fn new_api_server(&self, extra: &[&str]) -> ApiServer {
+        ApiServer::new(&self.assets, &self.dir, &self.etcd_url, extra)
+    }
+
+    /// Starts `server` (again) and waits until it is ready.
+    pub fn start_ready(&self, server: &ApiServer) {
         let dir = self.dir.join(format!("api-{}", server.port));
         std::fs::create_dir_all(&dir).expect("a folder for the API server");
-        let kubeconfig = self.admin_kubeconfig_for(&server, &dir);
+        let kubeconfig = self.admin_kubeconfig_for(server, &dir);
         server
             .start_and_wait(&kubeconfig, &self.assets)
             .unwrap_or_else(|e| panic!("{e}"));
-        server
     }
 
     /// Compacts etcd's history up to its current revision: watches that resume
@@ -454,7 +465,8 @@ fn etcd_post(url: &str, path: &str, body: &str) -> String {
     )
     .expect("writing to etcd");
     let mut text = String::new();
-    tcp.read_to_string(&mut text).expect("reading etcd's answer");
+    tcp.read_to_string(&mut text)
+        .expect("reading etcd's answer");
     let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
     assert!(head.starts_with("HTTP/1.1 200"), "etcd {path}: {text}");
     // A chunked answer: the JSON is the one line that starts with `{`.
@@ -510,6 +522,9 @@ impl ApiServer {
             "--endpoint-reconciler-type=none".into(),
             "--enable-admission-plugins=NamespaceLifecycle,MutatingAdmissionWebhook,ValidatingAdmissionWebhook".into(),
             "--disable-admission-plugins=ServiceAccount".into(),
+            // etcd's history is compacted only when a test asks (compact_etcd),
+            // never by the API server's own timer (every 5 minutes by default).
+            "--etcd-compaction-interval=0".into(),
         ];
         args.extend(extra.iter().map(|a| a.to_string()));
         ApiServer {
@@ -531,7 +546,11 @@ impl ApiServer {
     /// Starts the process (again, on the same port) without waiting.
     pub fn start(&self) {
         let mut child = self.child.lock().unwrap();
-        assert!(child.is_none(), "the API server on {} runs already", self.url);
+        assert!(
+            child.is_none(),
+            "the API server on {} runs already",
+            self.url
+        );
         let log = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
