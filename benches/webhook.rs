@@ -1,7 +1,8 @@
 //! Load benchmark of the admission webhook against a constant-answer baseline.
 //!
 //! `cargo bench --bench webhook` starts a stand-in API server
-//! (tests/common/apiserver.rs) holding 10,000 namespaces, the release
+//! (tests/common/apiserver.rs; why a stand-in here: tests/common/mod.rs)
+//! holding 10,000 namespaces, the release
 //! `linkerd-multus webhook` against it, and a baseline: this bench re-executed
 //! as a server that answers every review with one constant AdmissionReview,
 //! through the webhook's own TLS configuration, HTTP stack, limits and body

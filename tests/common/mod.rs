@@ -1,6 +1,14 @@
 //! Helpers shared by the integration tests: running the binary, comparing text, and a small
 //! YAML tree (built on `saphyr-parser` events, independent of the crate's own YAML code) for
 //! checks on meaning rather than bytes.
+//!
+//! Cluster-side tests (`tests/webhook.rs`, `tests/cluster.rs`, `tests/apply.rs`) run against a
+//! real kube-apiserver and etcd: [`kube_apiserver`]. [`apiserver`] is a stand-in that serves
+//! only the Namespace and NAD list and watch; no test uses it any more. It remains for the
+//! webhook benchmark (`benches/webhook.rs`), which measures the webhook's own HTTP path and
+//! needs 10,000 namespaces: through a real API server they take about a minute to create on
+//! every run, and the API server's own work would share the two cores with the servers
+//! being measured.
 #![allow(dead_code)]
 
 pub mod apiserver;
