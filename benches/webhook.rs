@@ -37,39 +37,33 @@
 
 #[path = "../tests/common/apiserver.rs"]
 mod apiserver;
+#[path = "common/baseline.rs"]
+mod baseline;
 mod common;
 #[path = "../tests/common/https.rs"]
 mod https;
+#[path = "common/servers.rs"]
+mod servers;
 
 use std::ffi::OsString;
 use std::fs;
-use std::io::{Read, Write};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitCode, Stdio};
+use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result, anyhow, bail};
+use anyhow::{Context, Result};
 use base64::Engine;
 use bytes::Bytes;
-use clap::Parser;
 use hdrhistogram::Histogram;
 use serde_json::{Value, json};
 use tokio_rustls::TlsConnector;
 
 use apiserver::FakeApiServer;
-use common::median;
+use baseline::{ATTACH_PATCH, BASELINE_ENV, READER_ENV, baseline, baseline_busy};
+use common::{Tally, cpu_seconds, histogram, median};
 use https::{Ca, Connection, connector};
-use hyper::StatusCode;
-use linkerd_multus::admission;
-use linkerd_multus::webhook::{self, metrics::Metrics, server, tls};
-
-/// Set (to the address to listen on) in the re-executed baseline server.
-const BASELINE_ENV: &str = "LINKERD_MULTUS_BENCH_BASELINE";
-/// Set too (to `1`) in the re-executed server that is the reader: the
-/// baseline reading each review before its constant answer.
-const READER_ENV: &str = "LINKERD_MULTUS_BENCH_READER";
+use servers::Server;
 
 /// The captured review the load is made of.
 const FIXTURE: &str = concat!(
@@ -89,10 +83,6 @@ const TARGET_THROUGHPUT: f64 = 0.80;
 const TARGET_RATE: f64 = 2_000.0;
 const TARGET_P99_MS: f64 = 1.0;
 const TARGET_RSS_MIB: f64 = 40.0;
-
-/// The patch the webhook returns for a pod in an enabled namespace: the
-/// baseline answers it too, so both send answers of the same size.
-const ATTACH_PATCH: &str = r#"[{"op":"add","path":"/metadata/annotations/k8s.v1.cni.cncf.io~1networks","value":"linkerd-cni"},{"op":"add","path":"/metadata/annotations/multus.linkerd.io~1owned","value":"network=created"}]"#;
 
 fn main() -> ExitCode {
     if let Some(addr) = std::env::var_os(BASELINE_ENV) {
@@ -118,125 +108,6 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
-}
-
-// ---------------------------------------------------------------------------
-// The baseline server
-
-/// The webhook's own flags, parsed for the baseline so it gets the same
-/// defaults (limits, paths) as `linkerd-multus webhook`.
-#[derive(Parser)]
-struct BaselineCli {
-    #[command(flatten)]
-    args: webhook::Args,
-}
-
-/// Answers every review with the same bytes; the reader first reads the
-/// review as the webhook does (`admission::parse`), and answers 400 to a body
-/// that does not read.
-struct Constant {
-    answer: Bytes,
-    read: bool,
-    /// How long the baseline keeps the CPU busy before each answer
-    /// (`BENCH_BASELINE_BUSY_NS`, a calibration); zero by default.
-    busy: Duration,
-}
-
-impl server::Handler for Constant {
-    fn handle(&self, body: Bytes) -> server::Reply {
-        if self.read
-            && let Err(e) = admission::parse(&body)
-        {
-            return server::Reply::text(StatusCode::BAD_REQUEST, e.to_string());
-        }
-        if !self.busy.is_zero() {
-            let start = Instant::now();
-            while start.elapsed() < self.busy {
-                std::hint::spin_loop();
-            }
-        }
-        server::Reply::json(self.answer.clone())
-    }
-}
-
-/// `BENCH_BASELINE_BUSY_NS`: how long the baseline keeps the CPU busy before
-/// each answer, to show what a handler of that cost does to the throughput.
-fn baseline_busy() -> Duration {
-    std::env::var("BENCH_BASELINE_BUSY_NS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .map_or(Duration::ZERO, Duration::from_nanos)
-}
-
-/// The constant answer: allowed, for the fixture's uid, with the attach patch.
-fn constant_review() -> Bytes {
-    let review = json!({
-        "apiVersion": "admission.k8s.io/v1",
-        "kind": "AdmissionReview",
-        "response": {
-            "uid": "e6ccade7-b1df-410b-9f67-c7462560ec49",
-            "allowed": true,
-            "patchType": "JSONPatch",
-            "patch": base64::engine::general_purpose::STANDARD.encode(ATTACH_PATCH),
-        }
-    });
-    Bytes::from(serde_json::to_vec(&review).expect("a review serializes"))
-}
-
-/// In the re-executed process: serves the constant answer on the address in
-/// `BASELINE_ENV` with the certificate and key given as `--tls-cert` and
-/// `--tls-key`, prints `ready` once listening, and stops when stdin closes.
-fn baseline(addr: OsString) -> Result<()> {
-    let argv = [OsString::from("baseline"), "--listen".into(), addr]
-        .into_iter()
-        .chain(std::env::args_os().skip(1));
-    let args = BaselineCli::try_parse_from(argv)?.args;
-    let tls = Arc::new(tls::Tls::load(tls::TlsFiles {
-        cert: args.tls_cert.clone(),
-        key: args.tls_key.clone(),
-        client_ca: None,
-    })?);
-    let limits = webhook::limits(&args);
-    let read = std::env::var_os(READER_ENV).is_some();
-    let handler = Arc::new(Constant {
-        answer: constant_review(),
-        read,
-        busy: if read {
-            Duration::ZERO
-        } else {
-            baseline_busy()
-        },
-    });
-    // The runtime `linkerd-multus webhook` builds.
-    tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?
-        .block_on(async move {
-            let listener = tokio::net::TcpListener::bind(args.listen)
-                .await
-                .with_context(|| format!("binding {}", args.listen))?;
-            println!("ready");
-            std::io::stdout().flush()?;
-            // Stops when the bench closes stdin or dies.
-            let (closed, stdin_closed) = tokio::sync::oneshot::channel::<()>();
-            std::thread::spawn(move || {
-                std::io::copy(&mut std::io::stdin(), &mut std::io::sink()).ok();
-                closed.send(()).ok();
-            });
-            let shutdown = async {
-                stdin_closed.await.ok();
-            };
-            server::serve(
-                listener,
-                tls,
-                limits,
-                handler,
-                Arc::new(Metrics::new()),
-                shutdown,
-            )
-            .await;
-            Ok::<_, anyhow::Error>(())
-        })
 }
 
 // ---------------------------------------------------------------------------
@@ -328,8 +199,8 @@ fn run(plan: &Plan) -> Result<usize> {
         .map(str::to_owned)
         .collect();
     let mut webhook = Server::webhook(dir.path(), &kubeconfig, &cert, &key, &extra)?;
-    let mut baseline = Server::constant(dir.path(), &cert, &key, false)?;
-    let mut reader = Server::constant(dir.path(), &cert, &key, true)?;
+    let mut baseline = Server::constant(dir.path(), &cert, &key, "baseline", &[])?;
+    let mut reader = Server::constant(dir.path(), &cert, &key, "reader", &[(READER_ENV, "1")])?;
     webhook.wait_ready(Duration::from_secs(30))?;
     let cached = webhook.metric("linkerd_multus_namespace_cache_namespaces")?;
     if cached != NAMESPACES as f64 {
@@ -700,179 +571,6 @@ async fn verify(
 // ---------------------------------------------------------------------------
 // The servers
 
-struct Server {
-    child: Child,
-    addr: String,
-    ops: Option<String>,
-    log: PathBuf,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        self.child.kill().ok();
-        self.child.wait().ok();
-    }
-}
-
-fn free_port() -> Result<u16> {
-    Ok(std::net::TcpListener::bind("127.0.0.1:0")?
-        .local_addr()?
-        .port())
-}
-
-impl Server {
-    fn webhook(
-        dir: &Path,
-        kubeconfig: &Path,
-        cert: &Path,
-        key: &Path,
-        extra: &[String],
-    ) -> Result<Server> {
-        let addr = format!("127.0.0.1:{}", free_port()?);
-        let ops = format!("127.0.0.1:{}", free_port()?);
-        let log = dir.join("webhook.log");
-        let child = Command::new(env!("CARGO_BIN_EXE_linkerd-multus"))
-            .arg("webhook")
-            .args(["--listen", &addr, "--ops-listen", &ops])
-            .arg("--tls-cert")
-            .arg(cert)
-            .arg("--tls-key")
-            .arg(key)
-            .args(extra)
-            .env("KUBECONFIG", kubeconfig)
-            .env_remove("RUST_LOG")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(fs::File::create(&log)?)
-            .spawn()
-            .context("starting linkerd-multus webhook")?;
-        Ok(Server {
-            child,
-            addr,
-            ops: Some(ops),
-            log,
-        })
-    }
-
-    /// The baseline, or with `read` the reader.
-    fn constant(dir: &Path, cert: &Path, key: &Path, read: bool) -> Result<Server> {
-        let name = if read { "reader" } else { "baseline" };
-        let addr = format!("127.0.0.1:{}", free_port()?);
-        let log = dir.join(format!("{name}.log"));
-        let mut command = Command::new(std::env::current_exe()?);
-        if read {
-            command.env(READER_ENV, "1");
-        }
-        let mut child = command
-            .env(BASELINE_ENV, &addr)
-            .arg("--tls-cert")
-            .arg(cert)
-            .arg("--tls-key")
-            .arg(key)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(fs::File::create(&log)?)
-            .spawn()
-            .with_context(|| format!("starting the {name} server"))?;
-        let mut ready = [0u8; 6];
-        let read = child.stdout.take().expect("piped").read_exact(&mut ready);
-        let server = Server {
-            child,
-            addr,
-            ops: None,
-            log,
-        };
-        if read.is_err() || &ready != b"ready\n" {
-            bail!("the {name} server did not start: {}", server.log_tail(10));
-        }
-        Ok(server)
-    }
-
-    fn running(&mut self) -> bool {
-        matches!(self.child.try_wait(), Ok(None))
-    }
-
-    fn log_tail(&self, lines: usize) -> String {
-        let text = fs::read_to_string(&self.log).unwrap_or_default();
-        let all: Vec<String> = text.lines().map(without_colours).collect();
-        format!(
-            "last lines of its log:\n{}",
-            all[all.len().saturating_sub(lines)..].join("\n")
-        )
-    }
-
-    /// GETs a path of the ops port: status and body.
-    fn ops_get(&self, path: &str) -> Option<(u16, String)> {
-        https::http_get(self.ops.as_ref()?, path)
-    }
-
-    fn wait_ready(&mut self, timeout: Duration) -> Result<()> {
-        let deadline = Instant::now() + timeout;
-        loop {
-            if self.ops_get("/readyz").is_some_and(|(s, _)| s == 200) {
-                return Ok(());
-            }
-            if !self.running() || Instant::now() > deadline {
-                bail!(
-                    "the webhook did not become ready within {timeout:?}\n{}",
-                    self.log_tail(20)
-                );
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-
-    /// The value of the first metric line starting with `name` and a space or `{`.
-    fn metric(&self, name: &str) -> Result<f64> {
-        let (_, text) = self
-            .ops_get("/metrics")
-            .ok_or_else(|| anyhow!("GET /metrics failed"))?;
-        text.lines()
-            .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.trim().parse().ok())
-            .ok_or_else(|| anyhow!("{name} not in /metrics"))
-    }
-
-    fn admission_total(&self) -> Result<f64> {
-        let (_, text) = self
-            .ops_get("/metrics")
-            .ok_or_else(|| anyhow!("GET /metrics failed"))?;
-        Ok(text
-            .lines()
-            .filter(|l| l.starts_with("linkerd_multus_admission_requests_total{"))
-            .filter_map(|l| l.rsplit_once(' ')?.1.parse::<f64>().ok())
-            .sum())
-    }
-}
-
-/// A log line without its terminal colour codes (`ESC [ ... m`).
-fn without_colours(line: &str) -> String {
-    let mut out = String::with_capacity(line.len());
-    let mut rest = line;
-    while let Some(start) = rest.find('\x1b') {
-        out.push_str(&rest[..start]);
-        rest = &rest[start..];
-        rest = rest.find('m').map_or("", |end| &rest[end + 1..]);
-    }
-    out.push_str(rest);
-    out
-}
-
-/// CPU seconds (user + system, all threads) a process has used.
-fn cpu_seconds(pid: u32) -> f64 {
-    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    // Fields after the command name: state is field 3, utime 14, stime 15.
-    let rest = stat.rsplit_once(") ").map_or("", |(_, r)| r);
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    let ticks = |i: usize| {
-        fields
-            .get(i)
-            .and_then(|f| f.parse::<f64>().ok())
-            .unwrap_or(0.0)
-    };
-    // USER_HZ is 100 on Linux.
-    (ticks(11) + ticks(12)) / 100.0
-}
-
 /// Resident memory of a process, from /proc/PID/status.
 #[derive(Clone, Copy)]
 struct Memory {
@@ -934,47 +632,6 @@ impl Shape {
             Shape::Rate(r, c) => format!("{r:.0} req/s, {c} conns"),
             Shape::Closed(c) => format!("saturation, {c} conns"),
         }
-    }
-}
-
-fn histogram() -> Histogram<u64> {
-    // Microseconds, 1 µs to 60 s, 3 significant digits.
-    Histogram::new_with_bounds(1, 60_000_000, 3).expect("valid bounds")
-}
-
-/// What the connections saw.
-struct Tally {
-    /// Latencies of right answers, µs.
-    latency: Histogram<u64>,
-    answered: u64,
-    wrong: u64,
-    errors: u64,
-    first_problem: Option<String>,
-}
-
-impl Tally {
-    fn new() -> Tally {
-        Tally {
-            latency: histogram(),
-            answered: 0,
-            wrong: 0,
-            errors: 0,
-            first_problem: None,
-        }
-    }
-
-    fn merge(&mut self, other: Tally) {
-        self.latency.add(&other.latency).expect("same bounds");
-        self.answered += other.answered;
-        self.wrong += other.wrong;
-        self.errors += other.errors;
-        if self.first_problem.is_none() {
-            self.first_problem = other.first_problem;
-        }
-    }
-
-    fn problem(&mut self, what: String) {
-        self.first_problem.get_or_insert(what);
     }
 }
 

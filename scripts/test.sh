@@ -22,3 +22,4 @@ cargo clippy --locked --all-targets -- -D warnings
 cargo test --locked --no-fail-fast
 BENCH_QUICK=1 cargo bench --locked --bench krm
 BENCH_QUICK=1 cargo bench --locked --bench webhook
+BENCH_QUICK=1 cargo bench --locked --bench admission

@@ -1,4 +1,7 @@
-//! Statistics shared by the benchmarks.
+//! Statistics and measurements shared by the benchmarks.
+#![allow(dead_code)]
+
+use hdrhistogram::Histogram;
 
 /// The median; NaN for no values.
 pub fn median(xs: &[f64]) -> f64 {
@@ -12,4 +15,62 @@ pub fn median(xs: &[f64]) -> f64 {
     } else {
         (v[n / 2 - 1] + v[n / 2]) / 2.0
     }
+}
+
+/// A latency histogram in microseconds.
+pub fn histogram() -> Histogram<u64> {
+    // Microseconds, 1 µs to 60 s, 3 significant digits.
+    Histogram::new_with_bounds(1, 60_000_000, 3).expect("valid bounds")
+}
+
+/// What the connections saw.
+pub struct Tally {
+    /// Latencies of right answers, µs.
+    pub latency: Histogram<u64>,
+    pub answered: u64,
+    pub wrong: u64,
+    pub errors: u64,
+    pub first_problem: Option<String>,
+}
+
+impl Tally {
+    pub fn new() -> Tally {
+        Tally {
+            latency: histogram(),
+            answered: 0,
+            wrong: 0,
+            errors: 0,
+            first_problem: None,
+        }
+    }
+
+    pub fn merge(&mut self, other: Tally) {
+        self.latency.add(&other.latency).expect("same bounds");
+        self.answered += other.answered;
+        self.wrong += other.wrong;
+        self.errors += other.errors;
+        if self.first_problem.is_none() {
+            self.first_problem = other.first_problem;
+        }
+    }
+
+    pub fn problem(&mut self, what: String) {
+        self.first_problem.get_or_insert(what);
+    }
+}
+
+/// CPU seconds (user + system, all threads) a process has used.
+pub fn cpu_seconds(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // Fields after the command name: state is field 3, utime 14, stime 15.
+    let rest = stat.rsplit_once(") ").map_or("", |(_, r)| r);
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|f| f.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    // USER_HZ is 100 on Linux.
+    (ticks(11) + ticks(12)) / 100.0
 }

@@ -241,6 +241,11 @@ impl ControlPlane {
         &self.api.url
     }
 
+    /// The first API server's process ID.
+    pub fn api_server_pid(&self) -> Option<u32> {
+        self.api.pid()
+    }
+
     /// The CA of the API server's serving certificate, PEM.
     pub fn ca_pem(&self) -> &str {
         &self.ca.pem
@@ -541,6 +546,11 @@ impl ApiServer {
     /// The port it listens on.
     pub fn port(&self) -> u16 {
         self.port
+    }
+
+    /// Its process ID while it runs.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.lock().unwrap().as_ref().map(Child::id)
     }
 
     /// Starts the process (again, on the same port) without waiting.
