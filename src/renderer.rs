@@ -8,12 +8,13 @@ use std::path::{Path, PathBuf};
 
 use crate::diff;
 use crate::environment::{self, ARGOCD_ENV_PREFIX, PREFIX};
+use crate::k8s::resource::{self, FileRef};
+use crate::k8s::results::{FnResult, Severity};
+use crate::k8s::settings_object;
 use crate::krm::Outcome;
 use crate::manifests::{self, Input, Manifests, STDIN};
 use crate::network_resources;
 use crate::render::render_with;
-use crate::resource::{self, FileRef};
-use crate::results::{FnResult, Severity};
 use crate::settings::{self, FunctionConfig};
 use crate::yaml::{self, Node};
 
@@ -177,7 +178,7 @@ fn take_settings_objects(items: &mut Vec<Node>) -> Vec<Node> {
     let (settings, rest): (Vec<Node>, Vec<Node>) =
         std::mem::take(items).into_iter().partition(|item| {
             resource::resource_ref(item).is_ok_and(|r| {
-                r.api_version == settings::API_VERSION
+                r.api_version == settings_object::API_VERSION
                     && [settings::KIND, network_resources::settings::KIND]
                         .contains(&r.kind.as_str())
             })

@@ -8,8 +8,9 @@ use std::fmt;
 
 use sha2::{Digest, Sha256};
 
-use crate::attach::{self, AttachError};
-use crate::namespace::Lookup;
+use crate::attach::AttachError;
+use crate::k8s::namespace::Lookup;
+use crate::k8s::workload;
 use crate::yaml::Map;
 
 /// The pod template annotation holding the hash; the function's own key.
@@ -150,7 +151,7 @@ pub fn stamp(
     template: &mut Map,
     wanted: Result<String, Unstamped>,
 ) -> Result<Option<Change>, AttachError> {
-    let current = attach::template_annotations(template).and_then(|a| a.get(HASH_ANNOTATION));
+    let current = workload::template_annotations(template).and_then(|a| a.get(HASH_ANNOTATION));
     match (wanted, current) {
         (Ok(hash), Some(node)) if node.as_text() == Some(hash.as_str()) => Ok(None),
         (Ok(hash), current) => {
@@ -161,12 +162,13 @@ pub fn stamp(
                     to: hash.clone(),
                 },
             };
-            attach::set_annotation(template, HASH_ANNOTATION, hash)?;
+            workload::set_annotation(template, HASH_ANNOTATION, hash)
+                .map_err(AttachError::Shape)?;
             Ok(Some(change))
         }
         (Err(_), None) => Ok(None),
         (Err(why), Some(_)) => {
-            attach::remove_annotation(template, HASH_ANNOTATION);
+            workload::remove_annotation(template, HASH_ANNOTATION);
             Ok(Some(Change::Removed(why)))
         }
     }

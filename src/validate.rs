@@ -24,17 +24,19 @@ use std::collections::BTreeSet;
 
 use serde_json::{Map as JsonMap, Value};
 
-use crate::nad;
-use crate::network_resources::DEFAULT_NETWORK_ANNOTATION;
-use crate::networks::{NETWORKS_ANNOTATION, Networks, is_dns1123_label};
-use crate::render::{InputError, files, identify};
-use crate::resource::{self, ResourceRef};
-use crate::results::{self, FnResult, Severity, plural};
-use crate::settings::{
-    API_VERSION, CNI_VERSIONS, SettingsError, bad, boolean, label, settings_section, structured,
-    text, text_settings, workload_kinds,
+use crate::k8s::nad;
+use crate::k8s::nad::CNI_VERSIONS;
+use crate::k8s::networks::{
+    DEFAULT_NETWORK_ANNOTATION, NETWORKS_ANNOTATION, Networks, is_dns1123_label,
 };
-use crate::workload::{WorkloadKind, WorkloadKinds};
+use crate::k8s::resource::{self, ResourceRef};
+use crate::k8s::resource::{InputError, files, identify};
+use crate::k8s::results::{self, FnResult, Severity, plural};
+use crate::k8s::settings_object::{
+    API_VERSION, SettingsError, bad, boolean, label, settings_section, structured, text,
+    text_settings, workload_kinds,
+};
+use crate::k8s::workload::{WorkloadKind, WorkloadKinds};
 use crate::yaml::{Map, Node, describe_json};
 
 /// The kind of the typed configuration object (API version [`API_VERSION`]).

@@ -4,12 +4,12 @@
 use std::io;
 use std::path::PathBuf;
 
+use crate::k8s::resource;
+use crate::k8s::results::{FnResult, Severity};
+use crate::k8s::settings_object::API_VERSION;
 use crate::krm::Outcome;
 use crate::manifests::{Input, Manifests};
 use crate::renderer::read_config;
-use crate::resource;
-use crate::results::{FnResult, Severity};
-use crate::settings::API_VERSION;
 use crate::validate::{self, KIND, Settings};
 use crate::yaml::Node;
 

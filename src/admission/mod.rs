@@ -11,12 +11,12 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::attach::{self, Change, Edit, WorkloadOutcome};
-use crate::json_patch::{self, Op, Writer};
-use crate::namespace::Lookup;
+use crate::k8s::json_patch::{self, Op, Writer};
+use crate::k8s::namespace::Lookup;
+use crate::k8s::networks::NETWORKS_ANNOTATION;
+use crate::k8s::workload::WorkloadKind;
 use crate::network_resources::{self, Nads};
-use crate::networks::NETWORKS_ANNOTATION;
 use crate::settings::Settings;
-use crate::workload::WorkloadKind;
 use crate::yaml::Node;
 
 pub use review::{

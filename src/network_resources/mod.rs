@@ -12,7 +12,7 @@
 //! exposes labels, annotations and hugepages. Injections add annotations to
 //! pods labelled `<label>: "true"`. With `interfaceNames: deterministic`, every
 //! selection without an interface gets the Kaloom podagent name
-//! ([`crate::interface_name`]). What the rules add is recorded on the
+//! ([`crate::k8s::interface_name`]). What the rules add is recorded on the
 //! workload ([`record::RECORD_ANNOTATION`]), so a later render changes or
 //! removes exactly that.
 
@@ -22,14 +22,16 @@ pub mod settings;
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::attach::{
-    metadata_is_a_map, remove_annotation, set_annotation, template_annotations, template_labels,
+use crate::k8s::interface_name::{self, InterfaceNameError};
+use crate::k8s::namespace::Lookup;
+use crate::k8s::networks::{
+    DEFAULT_NETWORK_ANNOTATION, NETWORKS_ANNOTATION, Networks, NetworksError, Selection,
 };
-use crate::interface_name::{self, InterfaceNameError};
-use crate::namespace::Lookup;
-use crate::networks::{NETWORKS_ANNOTATION, Networks, NetworksError, Selection};
-use crate::resource;
-use crate::workload::WorkloadKind;
+use crate::k8s::resource;
+use crate::k8s::workload::{
+    WorkloadKind, metadata_is_a_map, remove_annotation, set_annotation, template_annotations,
+    template_labels,
+};
 use crate::yaml::{Map, Node, Scalar, Seq, Style};
 
 use record::{RECORD_ANNOTATION, Record, Share};
@@ -37,8 +39,6 @@ use settings::{InterfaceNames, Settings};
 
 /// The NAD annotation naming the node label a network needs (`key=value` or `key`).
 pub const NODE_SELECTOR_ANNOTATION: &str = "k8s.v1.cni.cncf.io/nodeSelector";
-/// The pod annotation selecting the cluster default network.
-pub const DEFAULT_NETWORK_ANNOTATION: &str = "v1.multus-cni.io/default-network";
 /// The downward-API volume (and its mounts).
 pub const PODNETINFO: &str = "podnetinfo";
 /// Where the volume is mounted.
@@ -501,7 +501,7 @@ fn inject(
 }
 
 fn set(t: &mut Map, key: &str, value: &str) -> Result<(), Error> {
-    set_annotation(t, key, value.to_string()).map_err(|e| Error::Shape(e.to_string()))
+    set_annotation(t, key, value.to_string()).map_err(Error::Shape)
 }
 
 /// Appends the injected networks to the networks annotation, each as a plain
@@ -1532,7 +1532,7 @@ mod tests {
     /// one is found before the template changes.
     #[test]
     fn a_workload_without_room_for_its_record_is_left_as_it_was() {
-        let kinds = crate::workload::WorkloadKinds::new(&[]);
+        let kinds = crate::k8s::workload::WorkloadKinds::new(&[]);
         let deployment = kinds.find("apps", "Deployment").unwrap();
         for (metadata, want) in [
             (

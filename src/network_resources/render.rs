@@ -3,11 +3,11 @@
 
 use super::settings::Settings;
 use super::{Error, NadTable, nad_annotation_keys, workload};
-use crate::nad;
-use crate::render::{InputError, identify};
-use crate::resource::{self, ResourceRef};
-use crate::results::{self, FnResult, Severity, plural};
-use crate::workload::{WorkloadKind, WorkloadKinds};
+use crate::k8s::nad;
+use crate::k8s::resource::{self, ResourceRef};
+use crate::k8s::resource::{InputError, identify};
+use crate::k8s::results::{self, FnResult, Severity, plural};
+use crate::k8s::workload::{WorkloadKind, WorkloadKinds};
 use crate::yaml::Node;
 
 /// Applies the rules to every workload of the package, in place, and returns

@@ -3,15 +3,15 @@
 
 use std::collections::BTreeMap;
 
-use crate::networks::{NETWORKS_ANNOTATION, Networks};
-use crate::settings::{
+use crate::k8s::networks::{NETWORKS_ANNOTATION, Networks};
+use crate::k8s::settings_object::{
     SettingsError, annotation_sets, bad, boolean, is_qualified_name, label, structured, text,
     workload_kinds,
 };
-use crate::workload::WorkloadKind;
+use crate::k8s::workload::WorkloadKind;
 use crate::yaml::{Map, Node};
 
-/// The kind of the typed configuration object (API version [`crate::settings::API_VERSION`]).
+/// The kind of the typed configuration object (API version [`crate::k8s::settings_object::API_VERSION`]).
 pub const KIND: &str = "NetworkResources";
 
 /// The NAD annotation naming a device-plugin resource, read by default.

@@ -24,6 +24,7 @@ use tokio::net::TcpListener;
 
 use crate::admission::{self, NadState, NamespaceState, NetworkResources, OnError, Outcome};
 use crate::environment;
+use crate::k8s::settings_object;
 use crate::network_resources;
 use crate::settings::{self as core_settings, Settings};
 use cache::{NadCache, NamespaceCache, WatchCache};
@@ -137,7 +138,7 @@ pub fn settings(
 
 fn is_network_resources(node: &crate::yaml::Node) -> bool {
     node.as_map().is_some_and(|m| {
-        m.get_text("apiVersion") == Some(core_settings::API_VERSION)
+        m.get_text("apiVersion") == Some(settings_object::API_VERSION)
             && m.get_text("kind") == Some(network_resources::settings::KIND)
     })
 }
@@ -164,7 +165,7 @@ pub fn network_resources_settings(
             "{at}: is a {}: give it as --config; {source} takes a {} ({}) or a ConfigMap",
             core_settings::KIND,
             network_resources::settings::KIND,
-            core_settings::API_VERSION,
+            settings_object::API_VERSION,
         ));
     }
     core_settings::read_network_resources(&node)

@@ -17,6 +17,8 @@ use crate::yaml::describe_json;
 
 /// The Multus networks annotation key.
 pub const NETWORKS_ANNOTATION: &str = "k8s.v1.cni.cncf.io/networks";
+/// The pod annotation selecting the cluster default network.
+pub const DEFAULT_NETWORK_ANNOTATION: &str = "v1.multus-cni.io/default-network";
 
 /// Longest DNS-1123 label.
 const MAX_LABEL_LEN: usize = 63;
