@@ -3,8 +3,7 @@
 use crate::k8s::resource::resource_ref;
 use crate::k8s::resource_list::ResourceList;
 use crate::k8s::results::{FnResult, Severity};
-use crate::render::render_with;
-use crate::settings::FunctionConfig;
+use crate::pipeline::{FunctionConfig, render_with};
 
 /// What the process prints and how it exits.
 #[derive(Debug, Clone, PartialEq, Eq)]

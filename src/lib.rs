@@ -2,18 +2,15 @@
 #![forbid(unsafe_code)]
 
 pub mod admission;
-pub mod attach;
-pub mod cni_config;
 pub mod diff;
 pub mod environment;
 pub mod k8s;
 pub mod krm;
+pub mod linkerd_cni;
 pub mod manifests;
 pub mod network_resources;
-pub mod render;
+pub mod pipeline;
 pub mod renderer;
-pub mod rollout;
-pub mod settings;
 pub mod validate;
 pub mod validator;
 pub mod webhook;

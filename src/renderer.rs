@@ -12,10 +12,10 @@ use crate::k8s::resource::{self, FileRef};
 use crate::k8s::results::{FnResult, Severity};
 use crate::k8s::settings_object;
 use crate::krm::Outcome;
+use crate::linkerd_cni::settings;
 use crate::manifests::{self, Input, Manifests, STDIN};
 use crate::network_resources;
-use crate::render::render_with;
-use crate::settings::{self, FunctionConfig};
+use crate::pipeline::{FunctionConfig, render_with};
 use crate::yaml::{self, Node};
 
 /// What to print.

@@ -29,8 +29,8 @@ use crate::k8s::nad::CNI_VERSIONS;
 use crate::k8s::networks::{
     DEFAULT_NETWORK_ANNOTATION, NETWORKS_ANNOTATION, Networks, is_dns1123_label,
 };
+use crate::k8s::resource::files;
 use crate::k8s::resource::{self, ResourceRef};
-use crate::k8s::resource::{InputError, files, identify};
 use crate::k8s::results::{self, FnResult, Severity, plural};
 use crate::k8s::settings_object::{
     API_VERSION, SettingsError, bad, boolean, label, settings_section, structured, text,
@@ -401,8 +401,7 @@ struct Checked {
 
 /// Checks every NAD and workload of the input; the results are in input
 /// order, after a summary. Nothing is changed.
-pub fn validate(items: &[Node], settings: &Settings) -> Result<Vec<FnResult>, InputError> {
-    let refs = identify(items)?;
+pub fn validate(items: &[Node], refs: &[ResourceRef], settings: &Settings) -> Vec<FnResult> {
     let files = files(items);
     let kinds = WorkloadKinds::new(&settings.workload_kinds);
     let mut results = Vec::new();
@@ -434,7 +433,7 @@ pub fn validate(items: &[Node], settings: &Settings) -> Result<Vec<FnResult>, In
         results::problems(&results)
     );
     results.insert(0, FnResult::new(Severity::Info, summary));
-    Ok(results)
+    results
 }
 
 /// One finding on a resource.
@@ -648,6 +647,7 @@ fn isolation(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::k8s::resource::identify;
     use crate::yaml::{parse_document, parse_stream};
 
     #[test]
@@ -754,8 +754,7 @@ mod tests {
 
     fn results(input: &str, settings: &Settings) -> Vec<String> {
         let items = parse_stream(input).unwrap();
-        validate(&items, settings)
-            .unwrap()
+        validate(&items, &identify(&items).unwrap(), settings)
             .iter()
             .map(|r| {
                 format!(

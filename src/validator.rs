@@ -4,7 +4,7 @@
 use std::io;
 use std::path::PathBuf;
 
-use crate::k8s::resource;
+use crate::k8s::resource::{self, identify};
 use crate::k8s::results::{FnResult, Severity};
 use crate::k8s::settings_object::API_VERSION;
 use crate::krm::Outcome;
@@ -40,8 +40,8 @@ fn run_inner(
 ) -> Result<Outcome, String> {
     let manifests = Manifests::read(&options.inputs, false, stdin).map_err(|e| e.to_string())?;
     let settings = settings(options, &manifests)?;
-    let results = validate::validate(&manifests.items, &settings)
-        .map_err(|e| format!("the input is malformed: {e}"))?;
+    let refs = identify(&manifests.items).map_err(|e| format!("the input is malformed: {e}"))?;
+    let results = validate::validate(&manifests.items, &refs, &settings);
     let mut stdout = String::new();
     let (summary, problems) = results.split_first().expect("a summary comes first");
     for result in problems {

@@ -10,13 +10,13 @@ use std::sync::LazyLock;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::attach::{self, Change, Edit, WorkloadOutcome};
 use crate::k8s::json_patch::{self, Op, Writer};
 use crate::k8s::namespace::Lookup;
 use crate::k8s::networks::NETWORKS_ANNOTATION;
 use crate::k8s::workload::WorkloadKind;
+use crate::linkerd_cni::attach::{self, Change, Edit, WorkloadOutcome};
+use crate::linkerd_cni::settings::Settings;
 use crate::network_resources::{self, Nads};
-use crate::settings::Settings;
 use crate::yaml::Node;
 
 pub use review::{

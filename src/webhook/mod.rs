@@ -1,6 +1,6 @@
 //! `linkerd-multus webhook`: the mutating admission webhook for pods created
 //! outside Git. It answers with the same core as the KRM function
-//! ([`crate::attach::workload`], and [`crate::network_resources::workload`]
+//! ([`crate::linkerd_cni::attach::workload`], and [`crate::network_resources::workload`]
 //! with `--network-resources`, through [`crate::admission`]); this module
 //! wires the I/O around it: the HTTPS server, the namespace and NAD caches,
 //! TLS reloads, probes, metrics, logs and the shutdown sequence.
@@ -25,8 +25,8 @@ use tokio::net::TcpListener;
 use crate::admission::{self, NadState, NamespaceState, NetworkResources, OnError, Outcome};
 use crate::environment;
 use crate::k8s::settings_object;
+use crate::linkerd_cni::settings::{self as core_settings, Settings};
 use crate::network_resources;
-use crate::settings::{self as core_settings, Settings};
 use cache::{NadCache, NamespaceCache, WatchCache};
 use metrics::Metrics;
 use server::{Handler, Limits, Reply};
@@ -168,7 +168,7 @@ pub fn network_resources_settings(
             settings_object::API_VERSION,
         ));
     }
-    core_settings::read_network_resources(&node)
+    network_resources::settings::read_network_resources(&node)
         .map(Some)
         .map_err(|e| anyhow!("{at}: {e}"))
 }

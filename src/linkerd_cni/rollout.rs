@@ -8,9 +8,9 @@ use std::fmt;
 
 use sha2::{Digest, Sha256};
 
-use crate::attach::AttachError;
 use crate::k8s::namespace::Lookup;
 use crate::k8s::workload;
+use crate::linkerd_cni::attach::AttachError;
 use crate::yaml::Map;
 
 /// The pod template annotation holding the hash; the function's own key.

@@ -1,16 +1,17 @@
-//! The function's settings, read from its `functionConfig`.
+//! The settings of the Linkerd-CNI rules: the `LinkerdMultus` kind (or a
+//! ConfigMap), read from a `functionConfig`, a settings file, flags or
+//! environment variables.
 
 use std::collections::BTreeMap;
 
 use crate::k8s::nad::CNI_VERSIONS;
 use crate::k8s::networks::is_dns1123_label;
 use crate::k8s::settings_object::{
-    API_VERSION, SettingsError, annotation_sets, bad, is_qualified_name, label, settings_section,
-    structured, text, text_settings, workload_kinds,
+    SettingsError, annotation_sets, bad, is_qualified_name, label, settings_section, structured,
+    text, text_settings, workload_kinds,
 };
 use crate::k8s::workload::WorkloadKind;
-use crate::network_resources;
-use crate::rollout::ConfigRollout;
+use crate::linkerd_cni::rollout::ConfigRollout;
 use crate::yaml::{Map, Node};
 
 /// The kind of the typed settings object.
@@ -75,54 +76,6 @@ impl Default for Settings {
             config_rollout: ConfigRollout::Off,
         }
     }
-}
-
-/// What a functionConfig asks the function to do.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum FunctionConfig {
-    /// Attach Linkerd-CNI (a `LinkerdMultus`, a ConfigMap, or no config).
-    LinkerdMultus(Settings),
-    /// Apply the network-resources rules (a `NetworkResources`).
-    NetworkResources(network_resources::settings::Settings),
-    /// Check the package and change nothing (a `Validation`).
-    Validation(crate::validate::Settings),
-}
-
-impl FunctionConfig {
-    /// Reads a functionConfig: its kind says which rules run.
-    pub fn read(config: Option<&Node>) -> Result<Self, SettingsError> {
-        let typed = |node: &Node, kind: &str| {
-            node.as_map().is_some_and(|map| {
-                map.get_text("apiVersion") == Some(API_VERSION)
-                    && map.get_text("kind") == Some(kind)
-            })
-        };
-        match config {
-            Some(node) if typed(node, network_resources::settings::KIND) => {
-                read_network_resources(node).map(FunctionConfig::NetworkResources)
-            }
-            Some(node) if typed(node, crate::validate::KIND) => {
-                crate::validate::Settings::from_config(node).map(FunctionConfig::Validation)
-            }
-            _ => Settings::from_function_config(config).map(FunctionConfig::LinkerdMultus),
-        }
-    }
-}
-
-/// Reads the settings of the network-resources rules from a
-/// `NetworkResources` object (its `spec`) or a ConfigMap (its `data`, where
-/// structured values are YAML text): what the webhook's
-/// `--network-resources` file holds.
-pub fn read_network_resources(
-    config: &Node,
-) -> Result<network_resources::settings::Settings, SettingsError> {
-    let mut settings = network_resources::settings::Settings::default();
-    if let (Some(section), from_config_map) =
-        settings_section(config, network_resources::settings::KIND)?
-    {
-        settings.apply(section, from_config_map)?;
-    }
-    Ok(settings)
 }
 
 impl Settings {
@@ -244,40 +197,6 @@ mod tests {
 
     fn read(src: &str) -> Result<Settings, SettingsError> {
         Settings::from_function_config(Some(&parse_document(src).unwrap()))
-    }
-
-    #[test]
-    fn network_resources_in_either_form() {
-        let read = |src: &str| read_network_resources(&parse_document(src).unwrap());
-        let typed = read(
-            "apiVersion: multus.linkerd.io/v1alpha1\nkind: NetworkResources\nmetadata: {name: x}\nspec:\n  honorResources: true\n  resourceNameKeys: [example.com/resource]\n",
-        )
-        .unwrap();
-        let cm = read(
-            "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\ndata:\n  honorResources: 'true'\n  resourceNameKeys: '[example.com/resource]'\n",
-        )
-        .unwrap();
-        assert_eq!(typed, cm);
-        assert!(typed.honor_resources);
-        assert_eq!(typed.resource_name_keys, ["example.com/resource"]);
-        for (src, want) in [
-            (
-                "apiVersion: multus.linkerd.io/v1alpha1\nkind: LinkerdMultus\n",
-                "not LinkerdMultus (multus.linkerd.io/v1alpha1)",
-            ),
-            (
-                "apiVersion: v1\nkind: ConfigMap\ndata: {downwardAPI: maybe}\n",
-                "setting downwardAPI: must be true or false",
-            ),
-            (
-                "apiVersion: multus.linkerd.io/v1alpha1\nkind: NetworkResources\ndata: {}\n",
-                "unexpected top-level field \"data\"",
-            ),
-            ("[]", "is a sequence, not a mapping"),
-        ] {
-            let err = read(src).unwrap_err().to_string();
-            assert!(err.contains(want), "{src}: {err}");
-        }
     }
 
     #[test]

@@ -3,15 +3,15 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-use crate::attach::{self, WorkloadError, WorkloadOutcome};
-use crate::cni_config::{self, CONFIG_MAP_NAME, NETWORK_CONFIG_KEY};
 use crate::k8s::nad;
 use crate::k8s::namespace::{Lookup, MULTUS_ANNOTATION, MULTUS_VALUES, Namespace, Source};
-use crate::k8s::resource::{self, FileRef, InputError, ResourceRef, files, identify};
+use crate::k8s::resource::{self, FileRef, ResourceRef, files};
 use crate::k8s::results::{self, FnResult, Severity, plural};
 use crate::k8s::workload::{self, WorkloadKinds};
-use crate::rollout::{self, ConfigRollout};
-use crate::settings::{FunctionConfig, Settings};
+use crate::linkerd_cni::attach::{self, WorkloadError, WorkloadOutcome};
+use crate::linkerd_cni::cni_config::{self, CONFIG_MAP_NAME, NETWORK_CONFIG_KEY};
+use crate::linkerd_cni::rollout::{self, ConfigRollout};
+use crate::linkerd_cni::settings::Settings;
 use crate::yaml::Node;
 
 /// Why a namespace needs the NAD.
@@ -92,13 +92,13 @@ struct Summary {
     removed: usize,
 }
 
-/// Renders the package in place and returns the results, the summary first.
-pub fn render(items: &mut Vec<Node>, settings: &Settings) -> Result<Vec<FnResult>, InputError> {
-    let refs = identify(items)?;
+/// Renders the package (its items and their identities) in place and
+/// returns the results, the summary first.
+pub fn render(items: &mut Vec<Node>, refs: &[ResourceRef], settings: &Settings) -> Vec<FnResult> {
     let files = files(items);
     let mut r = Renderer {
         settings,
-        refs: &refs,
+        refs,
         files: &files,
         results: Vec::new(),
         summary: Summary::default(),
@@ -117,21 +117,7 @@ pub fn render(items: &mut Vec<Node>, settings: &Settings) -> Result<Vec<FnResult
     let mut results = Vec::with_capacity(r.results.len() + 1);
     results.push(FnResult::new(Severity::Info, r.summary_line()));
     results.append(&mut r.results);
-    Ok(results)
-}
-
-/// Renders the package with the rules the functionConfig's kind names.
-pub fn render_with(
-    items: &mut Vec<Node>,
-    config: &FunctionConfig,
-) -> Result<Vec<FnResult>, InputError> {
-    match config {
-        FunctionConfig::LinkerdMultus(settings) => render(items, settings),
-        FunctionConfig::NetworkResources(settings) => {
-            crate::network_resources::render::render(items, settings)
-        }
-        FunctionConfig::Validation(settings) => crate::validate::validate(items, settings),
-    }
+    results
 }
 
 /// The namespace a resource is in: its own, else the default namespace the

@@ -18,7 +18,7 @@ use crate::k8s::workload::{
     WorkloadKind, metadata_is_a_map, remove_annotation, set_annotation, template_annotations,
     template_labels,
 };
-use crate::settings::Settings;
+use crate::linkerd_cni::settings::Settings;
 use crate::yaml::{Map, Node};
 
 /// Records on a workload what the function added to it.
