@@ -11,7 +11,7 @@ pub mod manifests;
 pub mod network_resources;
 pub mod pipeline;
 pub mod renderer;
-pub mod validate;
+pub mod validation;
 pub mod validator;
 pub mod webhook;
 pub mod yaml;

@@ -7,6 +7,7 @@ use crate::k8s::results::FnResult;
 use crate::k8s::settings_object::{API_VERSION, SettingsError};
 use crate::linkerd_cni::{self, settings::Settings};
 use crate::network_resources::{self, settings::read_network_resources};
+use crate::validation;
 use crate::yaml::Node;
 
 /// What a functionConfig asks the function to do.
@@ -17,7 +18,7 @@ pub enum FunctionConfig {
     /// Apply the network-resources rules (a `NetworkResources`).
     NetworkResources(network_resources::settings::Settings),
     /// Check the package and change nothing (a `Validation`).
-    Validation(crate::validate::Settings),
+    Validation(validation::settings::Settings),
 }
 
 impl FunctionConfig {
@@ -33,8 +34,8 @@ impl FunctionConfig {
             Some(node) if typed(node, network_resources::settings::KIND) => {
                 read_network_resources(node).map(FunctionConfig::NetworkResources)
             }
-            Some(node) if typed(node, crate::validate::KIND) => {
-                crate::validate::Settings::from_config(node).map(FunctionConfig::Validation)
+            Some(node) if typed(node, validation::settings::KIND) => {
+                validation::settings::Settings::from_config(node).map(FunctionConfig::Validation)
             }
             _ => Settings::from_function_config(config).map(FunctionConfig::LinkerdMultus),
         }
@@ -55,7 +56,7 @@ pub fn render_with(
         FunctionConfig::NetworkResources(settings) => {
             network_resources::render::render(items, &refs, settings)
         }
-        FunctionConfig::Validation(settings) => crate::validate::validate(items, &refs, settings),
+        FunctionConfig::Validation(settings) => validation::validate(items, &refs, settings),
     })
 }
 
@@ -71,7 +72,7 @@ mod tests {
         for kind in [
             linkerd_cni::settings::KIND,
             network_resources::settings::KIND,
-            crate::validate::KIND,
+            validation::settings::KIND,
         ] {
             assert!(err.contains(kind), "{err}");
         }

@@ -241,7 +241,7 @@ fn settings(
         FunctionConfig::Validation(_) => {
             return Err(Failure(format!(
                 "{source} is a {}: it configures linkerd-multus validate, which checks files without rendering them",
-                crate::validate::KIND
+                crate::validation::settings::KIND
             )));
         }
     };
