@@ -54,7 +54,7 @@ pub fn render_with(
             linkerd_cni::package::render(items, &refs, settings)
         }
         FunctionConfig::NetworkResources(settings) => {
-            network_resources::render::render(items, &refs, settings)
+            network_resources::package::render(items, &refs, settings)
         }
         FunctionConfig::Validation(settings) => validation::validate(items, &refs, settings),
     })

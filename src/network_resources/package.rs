@@ -4,6 +4,7 @@
 use super::settings::Settings;
 use super::{Error, NadTable, nad_annotation_keys, workload};
 use crate::k8s::nad;
+use crate::k8s::networks::DEFAULT_NETWORK_ANNOTATION;
 use crate::k8s::resource::{self, ResourceRef};
 use crate::k8s::results::{self, FnResult, Severity, plural};
 use crate::k8s::workload::{WorkloadKind, WorkloadKinds};
@@ -114,7 +115,7 @@ fn field_of(error: &Error, kind: &WorkloadKind) -> Option<String> {
         }
         Error::DefaultNetworkCount(_) => Some(kind.field(&format!(
             "metadata.annotations.{}",
-            super::DEFAULT_NETWORK_ANNOTATION
+            DEFAULT_NETWORK_ANNOTATION
         ))),
         Error::NodeSelectorConflict { .. } => Some(kind.field("spec.nodeSelector")),
         _ => None,
