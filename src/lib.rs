@@ -1,17 +1,21 @@
 //! linkerd-multus: attaches Linkerd-CNI to workloads through Multus, at render time.
+//!
+//! Layers, each importing only those before it: [`yaml`]; the Kubernetes
+//! vocabulary [`k8s`]; three rule sets side by side, none importing another
+//! ([`linkerd_cni`], [`network_resources`], [`validation`]); the function
+//! [`pipeline`], which hands a package to one rule set; and the fronts
+//! ([`krm`], [`files`], [`environment`], [`admission`], [`webhook`], and the
+//! binary's `main.rs`).
 #![forbid(unsafe_code)]
 
 pub mod admission;
-pub mod diff;
 pub mod environment;
+pub mod files;
 pub mod k8s;
 pub mod krm;
 pub mod linkerd_cni;
-pub mod manifests;
 pub mod network_resources;
 pub mod pipeline;
-pub mod renderer;
 pub mod validation;
-pub mod validator;
 pub mod webhook;
 pub mod yaml;

@@ -117,7 +117,7 @@ pub fn settings(
     let mut settings = match config {
         None => Settings::default(),
         Some(path) => {
-            let node = crate::renderer::read_config(path).map_err(|e| anyhow!(e))?;
+            let node = crate::files::read_config(path).map_err(|e| anyhow!(e))?;
             if is_network_resources(&node) {
                 return Err(anyhow!(
                     "--config {path}: is a {kind}: the webhook takes it as --network-resources {path} (--config holds the {lm} settings)",
@@ -158,7 +158,7 @@ pub fn network_resources_settings(
         ),
         (None, _) => return Ok(None),
     };
-    let node = crate::renderer::read_settings_file(&source, &path).map_err(|e| anyhow!(e))?;
+    let node = crate::files::read_settings_file(&source, &path).map_err(|e| anyhow!(e))?;
     let at = format!("{source} {}", path.display());
     if node.as_map().and_then(|m| m.get_text("kind")) == Some(core_settings::KIND) {
         return Err(anyhow!(

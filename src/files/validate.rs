@@ -4,12 +4,12 @@
 use std::io;
 use std::path::PathBuf;
 
+use crate::files::manifests::{Input, Manifests};
+use crate::files::read_config;
 use crate::k8s::resource::{self, identify};
 use crate::k8s::results::{FnResult, Severity};
 use crate::k8s::settings_object::API_VERSION;
 use crate::krm::Outcome;
-use crate::manifests::{Input, Manifests};
-use crate::renderer::read_config;
 use crate::validation::{self, settings::KIND, settings::Settings};
 use crate::yaml::Node;
 
