@@ -10,7 +10,6 @@ use sha2::{Digest, Sha256};
 
 use crate::k8s::namespace::Lookup;
 use crate::k8s::workload;
-use crate::linkerd_cni::attach::AttachError;
 use crate::yaml::Map;
 
 /// The pod template annotation holding the hash; the function's own key.
@@ -146,11 +145,12 @@ impl fmt::Display for Change {
     }
 }
 
-/// Brings a pod template's hash annotation to `wanted`; `None` when it already is.
+/// Brings a pod template's hash annotation to `wanted`; `None` when it already
+/// is. The error says which field does not have the shape it needs.
 pub fn stamp(
     template: &mut Map,
     wanted: Result<String, Unstamped>,
-) -> Result<Option<Change>, AttachError> {
+) -> Result<Option<Change>, String> {
     let current = workload::template_annotations(template).and_then(|a| a.get(HASH_ANNOTATION));
     match (wanted, current) {
         (Ok(hash), Some(node)) if node.as_text() == Some(hash.as_str()) => Ok(None),
@@ -162,8 +162,7 @@ pub fn stamp(
                     to: hash.clone(),
                 },
             };
-            workload::set_annotation(template, HASH_ANNOTATION, hash)
-                .map_err(AttachError::Shape)?;
+            workload::set_annotation(template, HASH_ANNOTATION, hash)?;
             Ok(Some(change))
         }
         (Err(_), None) => Ok(None),
