@@ -56,7 +56,9 @@ pub fn render_with(
         FunctionConfig::NetworkResources(settings) => {
             network_resources::package::render(items, &refs, settings)
         }
-        FunctionConfig::Validation(settings) => validation::validate(items, &refs, settings),
+        FunctionConfig::Validation(settings) => {
+            validation::package::validate(items, &refs, settings)
+        }
     })
 }
 

@@ -41,7 +41,7 @@ fn run_inner(
     let manifests = Manifests::read(&options.inputs, false, stdin).map_err(|e| e.to_string())?;
     let settings = settings(options, &manifests)?;
     let refs = identify(&manifests.items).map_err(|e| format!("the input is malformed: {e}"))?;
-    let results = validation::validate(&manifests.items, &refs, &settings);
+    let results = validation::package::validate(&manifests.items, &refs, &settings);
     let mut stdout = String::new();
     let (summary, problems) = results.split_first().expect("a summary comes first");
     for result in problems {
