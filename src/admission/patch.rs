@@ -7,11 +7,11 @@ use super::{Edit, Metadata};
 use crate::k8s::json_patch::{Op, Writer};
 
 /// The JSONPatch of annotation edits on the object's `metadata`: what
-/// [`json_patch::diff`] gives between the object before and after
-/// [`attach::workload`] writes them, without the trees. Removals come first,
-/// then replacements in the annotations' order, then additions in the edits'
-/// order; removing the last annotation removes the map, and a missing map is
-/// added whole.
+/// [`crate::k8s::json_patch::diff`] gives between the object before and
+/// after [`crate::linkerd_cni::attach::workload`] writes them, without the
+/// trees. Removals come first, then replacements in the annotations' order,
+/// then additions in the edits' order; removing the last annotation removes
+/// the map, and a missing map is added whole.
 pub(super) fn annotation_patch(
     metadata: Option<&Metadata>,
     edits: &[Edit],
