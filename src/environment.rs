@@ -2,7 +2,7 @@
 //! every host, and what Argo CD gives a config-management plugin (the
 //! application's `env`, prefixed `ARGOCD_ENV_`, and its `parameters`).
 
-use crate::settings::{KEYS, Settings};
+use crate::linkerd_cni::settings::{KEYS, Settings};
 
 /// Prefix of the environment variable of each setting.
 pub const PREFIX: &str = "LINKERD_MULTUS_";

@@ -1,10 +1,9 @@
 //! The KRM function front: a ResourceList in, a ResourceList out.
 
-use crate::render::render_with;
-use crate::resource::resource_ref;
-use crate::resource_list::ResourceList;
-use crate::results::{FnResult, Severity};
-use crate::settings::FunctionConfig;
+use crate::k8s::resource::resource_ref;
+use crate::k8s::resource_list::ResourceList;
+use crate::k8s::results::{FnResult, Severity};
+use crate::pipeline::{FunctionConfig, render_with};
 
 /// What the process prints and how it exits.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -1,28 +1,21 @@
 //! linkerd-multus: attaches Linkerd-CNI to workloads through Multus, at render time.
+//!
+//! Layers, each importing only those before it: [`yaml`]; the Kubernetes
+//! vocabulary [`k8s`]; three rule sets side by side, none importing another
+//! ([`linkerd_cni`], [`network_resources`], [`validation`]); the function
+//! [`pipeline`], which hands a package to one rule set; and the fronts
+//! ([`krm`], [`files`], [`environment`], [`admission`], [`webhook`], and the
+//! binary's `main.rs`).
 #![forbid(unsafe_code)]
 
 pub mod admission;
-pub mod attach;
-pub mod cni_config;
-pub mod diff;
 pub mod environment;
-pub mod interface_name;
-pub mod json_patch;
+pub mod files;
+pub mod k8s;
 pub mod krm;
-pub mod manifests;
-pub mod nad;
-pub mod namespace;
+pub mod linkerd_cni;
 pub mod network_resources;
-pub mod networks;
-pub mod render;
-pub mod renderer;
-pub mod resource;
-pub mod resource_list;
-pub mod results;
-pub mod rollout;
-pub mod settings;
-pub mod validate;
-pub mod validator;
+pub mod pipeline;
+pub mod validation;
 pub mod webhook;
-pub mod workload;
 pub mod yaml;

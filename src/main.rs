@@ -7,10 +7,10 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
+use linkerd_multus::files::manifests::Input;
+use linkerd_multus::files::render::{self, Mode, Options};
+use linkerd_multus::files::validate;
 use linkerd_multus::krm::{self, Outcome};
-use linkerd_multus::manifests::Input;
-use linkerd_multus::renderer::{self, Mode, Options};
-use linkerd_multus::validator;
 use linkerd_multus::webhook;
 
 /// Attaches Linkerd-CNI to workloads through Multus, at render time.
@@ -108,7 +108,7 @@ struct ValidateSettings {
 }
 
 impl ValidateSettings {
-    fn into_options(self, inputs: Vec<Input>) -> validator::Options {
+    fn into_options(self, inputs: Vec<Input>) -> validate::Options {
         let global = (!self.global_namespace.is_empty()).then(|| self.global_namespace.join(","));
         let flags = [
             (
@@ -127,7 +127,7 @@ impl ValidateSettings {
         .into_iter()
         .filter_map(|(flag, key, value)| Some((flag, key, value?)))
         .collect();
-        validator::Options {
+        validate::Options {
             inputs,
             config: self.config,
             flags,
@@ -269,11 +269,11 @@ fn run(command: Option<Command>) -> anyhow::Result<ExitCode> {
             // Argo CD applies resources without a namespace in the application's
             // destination namespace.
             options.namespace_variables = &["ARGOCD_APP_NAMESPACE"];
-            renderer::run(&options, &env, read_stdin)
+            render::run(&options, &env, read_stdin)
         }
         Some(Command::Check { paths, settings }) => {
             let inputs = paths.iter().map(|p| Input::from_arg(p)).collect();
-            renderer::run(
+            render::run(
                 &settings.into_options(inputs, Mode::Check),
                 &env,
                 read_stdin,
@@ -281,11 +281,11 @@ fn run(command: Option<Command>) -> anyhow::Result<ExitCode> {
         }
         Some(Command::Validate { paths, settings }) => {
             let inputs = paths.iter().map(|p| Input::from_arg(p)).collect();
-            validator::run(&settings.into_options(inputs), read_stdin)
+            validate::run(&settings.into_options(inputs), read_stdin)
         }
         Some(Command::PostRender { settings }) => {
             let options = settings.into_options(vec![Input::Stdin], Mode::Stream);
-            renderer::run(&options, &env, read_stdin)
+            render::run(&options, &env, read_stdin)
         }
         Some(Command::Webhook { args, settings }) => {
             let config = settings.config.clone();

@@ -240,7 +240,7 @@ fn announced_parameters_are_the_settings() {
         .iter()
         .map(|p| text(p, &["name"]).to_string())
         .collect();
-    assert_eq!(names, linkerd_multus::settings::KEYS);
+    assert_eq!(names, linkerd_multus::linkerd_cni::settings::KEYS);
 }
 
 #[test]

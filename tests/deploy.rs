@@ -1073,7 +1073,7 @@ fn network_resources_recipe_agrees_with_the_webhook() {
     let file = config_map
         .str_at(&["data", "network-resources.yaml"])
         .expect("data key network-resources.yaml");
-    let settings = linkerd_multus::settings::read_network_resources(
+    let settings = linkerd_multus::network_resources::settings::read_network_resources(
         &linkerd_multus::yaml::parse_document(file).expect("the settings file is YAML"),
     )
     .expect("the settings file is what --network-resources reads");

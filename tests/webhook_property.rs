@@ -9,7 +9,8 @@ use linkerd_multus::admission::{
     self, NadState, NamespaceState, NetworkResources, OnError, Outcome,
 };
 use linkerd_multus::krm;
-use linkerd_multus::settings::{self, Settings};
+use linkerd_multus::linkerd_cni::settings::Settings;
+use linkerd_multus::network_resources::settings;
 use linkerd_multus::yaml;
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;

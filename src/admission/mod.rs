@@ -2,23 +2,26 @@
 //! the core's pod rules and a minimal JSONPatch. Pure code; the webhook server
 //! does the I/O.
 
+mod patch;
+mod response;
 mod review;
 
 use std::fmt;
 use std::sync::LazyLock;
 
-use serde::Serialize;
 use serde_json::Value;
 
-use crate::attach::{self, Change, Edit, WorkloadOutcome};
-use crate::json_patch::{self, Op, Writer};
-use crate::namespace::Lookup;
+use crate::k8s::json_patch::{self, Writer};
+use crate::k8s::namespace::Lookup;
+use crate::k8s::networks::NETWORKS_ANNOTATION;
+use crate::k8s::workload::WorkloadKind;
+use crate::linkerd_cni::attach::{self, Change, Edit, WorkloadOutcome};
+use crate::linkerd_cni::settings::Settings;
 use crate::network_resources::{self, Nads};
-use crate::networks::NETWORKS_ANNOTATION;
-use crate::settings::Settings;
-use crate::workload::WorkloadKind;
 use crate::yaml::Node;
 
+use patch::annotation_patch;
+use response::respond;
 pub use review::{
     API_VERSION, BadReview, GroupVersion, KIND, Member, Metadata, Object, Request, Strings, parse,
 };
@@ -290,90 +293,6 @@ fn pod_verdict(
     })
 }
 
-/// The JSONPatch of annotation edits on the object's `metadata`: what
-/// [`json_patch::diff`] gives between the object before and after
-/// [`attach::workload`] writes them, without the trees. Removals come first,
-/// then replacements in the annotations' order, then additions in the edits'
-/// order; removing the last annotation removes the map, and a missing map is
-/// added whole.
-fn annotation_patch(metadata: Option<&Metadata>, edits: &[Edit]) -> Result<Writer, String> {
-    const ANNOTATIONS: &str = "/metadata/annotations";
-    let mut patch = Writer::default();
-    if edits.is_empty() {
-        return Ok(patch);
-    }
-    let sets = || edits.iter().filter_map(|(k, v)| Some((*k, v.as_deref()?)));
-    let members = match metadata.and_then(|m| m.annotations.as_ref()) {
-        Some(annotations) => match annotations.members() {
-            Some(members) => members,
-            None if sets().next().is_none() => return Ok(patch),
-            None => return Err("metadata.annotations is not a mapping".into()),
-        },
-        None if sets().next().is_none() => return Ok(patch),
-        None => {
-            let added = Added(edits);
-            match metadata {
-                Some(_) => patch.push_at(Op::Add, ANNOTATIONS, Some(&added)),
-                None => patch.push_at(
-                    Op::Add,
-                    "/metadata",
-                    Some(&serde_json::json!({ "annotations": added })),
-                ),
-            }
-            return Ok(patch);
-        }
-    };
-    let edit_of = |key: &str| {
-        edits
-            .iter()
-            .find(|(k, _)| *k == key)
-            .map(|(_, v)| v.as_deref())
-    };
-    let kept = members
-        .iter()
-        .filter(|m| edit_of(&m.name) != Some(None))
-        .count();
-    let mut added = sets()
-        .filter(|(k, _)| !members.iter().any(|m| m.name == *k))
-        .peekable();
-    if kept == 0 && added.peek().is_none() {
-        patch.push_at(Op::Remove, ANNOTATIONS, None::<&()>);
-        return Ok(patch);
-    }
-    for member in members {
-        if edit_of(&member.name) == Some(None) {
-            patch.push(Op::Remove, ANNOTATIONS, &member.name, None);
-        }
-    }
-    for member in members {
-        if let Some(Some(new)) = edit_of(&member.name)
-            && member.text() != Some(new)
-        {
-            patch.push(Op::Replace, ANNOTATIONS, &member.name, Some(new));
-        }
-    }
-    for (key, value) in added {
-        patch.push(Op::Add, ANNOTATIONS, key, Some(value));
-    }
-    Ok(patch)
-}
-
-/// The annotations set by edits, as a JSON object in their order.
-struct Added<'a>(&'a [Edit]);
-
-impl Serialize for Added<'_> {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeMap;
-        let mut map = s.serialize_map(None)?;
-        for (key, value) in self.0 {
-            if let Some(value) = value {
-                map.serialize_entry(key, value)?;
-            }
-        }
-        map.end()
-    }
-}
-
 /// The Linkerd-CNI rules then the network-resources rules, on a tree of the
 /// pod's metadata and spec, answered with the diff of the two trees.
 fn tree_verdict(
@@ -436,88 +355,6 @@ fn pod_name(request: &Request, object: &Value) -> String {
     format!("pod {}/{name}", request.namespace)
 }
 
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct ReviewOut<'a> {
-    api_version: &'static str,
-    kind: &'static str,
-    response: Response<'a>,
-}
-
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct Response<'a> {
-    uid: &'a str,
-    allowed: bool,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    patch_type: Option<&'static str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    patch: Option<Base64<'a>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    status: Option<Status>,
-    #[serde(skip_serializing_if = "<[String]>::is_empty")]
-    warnings: &'a [String],
-}
-
-/// Bytes written as base64 text.
-struct Base64<'a>(&'a [u8]);
-
-impl Serialize for Base64<'_> {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let engine = &base64::engine::general_purpose::STANDARD;
-        s.collect_str(&base64::display::Base64Display::new(self.0, engine))
-    }
-}
-
-#[derive(Serialize)]
-struct Status {
-    code: u16,
-    reason: &'static str,
-    message: String,
-}
-
-/// Prefixes what users see in `kubectl` with where it comes from.
-const PREFIX: &str = "linkerd-multus: ";
-
-fn respond(request: &Request, outcome: Outcome, patch: Option<&[u8]>, verdict: Verdict) -> Answer {
-    let warnings: Vec<String> = verdict
-        .warnings
-        .into_iter()
-        .map(|w| format!("{PREFIX}{w}"))
-        .collect();
-    let denied = outcome == Outcome::Denied;
-    let response = Response {
-        uid: &request.uid,
-        allowed: !denied,
-        patch_type: patch.map(|_| "JSONPatch"),
-        patch: patch.map(Base64),
-        status: denied.then(|| Status {
-            code: 403,
-            reason: "Forbidden",
-            message: warnings.join("; "),
-        }),
-        warnings: if denied { &[] } else { &warnings },
-    };
-    let size = patch.map_or(0, |p| p.len() * 4 / 3)
-        + warnings.iter().map(String::len).sum::<usize>()
-        + request.uid.len()
-        + 160;
-    let mut body = Vec::with_capacity(size);
-    let review = ReviewOut {
-        api_version: API_VERSION,
-        kind: KIND,
-        response,
-    };
-    serde_json::to_writer(&mut body, &review).expect("a review serializes");
-    Answer {
-        outcome,
-        body,
-        changes: verdict.changes,
-        network_resources: verdict.network_resources,
-        warnings,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use std::collections::BTreeMap;
@@ -526,6 +363,7 @@ mod tests {
     use proptest::prelude::*;
     use serde_json::json;
 
+    use super::response::PREFIX;
     use super::*;
 
     const CREATE: &str = include_str!("../../../shared/fixtures/admission/pod-create.json");

@@ -14,7 +14,7 @@ use serde::de::{Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-use crate::namespace::Lookup;
+use crate::k8s::namespace::Lookup;
 
 /// The API version of the reviews this webhook reads and writes.
 pub const API_VERSION: &str = "admission.k8s.io/v1";

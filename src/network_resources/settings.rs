@@ -3,15 +3,15 @@
 
 use std::collections::BTreeMap;
 
-use crate::networks::{NETWORKS_ANNOTATION, Networks};
-use crate::settings::{
-    SettingsError, annotation_sets, bad, boolean, is_qualified_name, label, structured, text,
-    workload_kinds,
+use crate::k8s::networks::{NETWORKS_ANNOTATION, Networks};
+use crate::k8s::settings_object::{
+    SettingsError, annotation_sets, bad, boolean, is_qualified_name, label, settings_section,
+    structured, text, workload_kinds,
 };
-use crate::workload::WorkloadKind;
+use crate::k8s::workload::WorkloadKind;
 use crate::yaml::{Map, Node};
 
-/// The kind of the typed configuration object (API version [`crate::settings::API_VERSION`]).
+/// The kind of the typed configuration object (API version [`crate::k8s::settings_object::API_VERSION`]).
 pub const KIND: &str = "NetworkResources";
 
 /// The NAD annotation naming a device-plugin resource, read by default.
@@ -171,10 +171,56 @@ fn injections(
     Ok(sets)
 }
 
+/// Reads the settings of the network-resources rules from a
+/// `NetworkResources` object (its `spec`) or a ConfigMap (its `data`, where
+/// structured values are YAML text): what the webhook's
+/// `--network-resources` file holds.
+pub fn read_network_resources(config: &Node) -> Result<Settings, SettingsError> {
+    let mut settings = Settings::default();
+    if let (Some(section), from_config_map) = settings_section(config, KIND)? {
+        settings.apply(section, from_config_map)?;
+    }
+    Ok(settings)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::yaml::parse_document;
+
+    #[test]
+    fn network_resources_in_either_form() {
+        let read = |src: &str| read_network_resources(&parse_document(src).unwrap());
+        let typed = read(
+            "apiVersion: multus.linkerd.io/v1alpha1\nkind: NetworkResources\nmetadata: {name: x}\nspec:\n  honorResources: true\n  resourceNameKeys: [example.com/resource]\n",
+        )
+        .unwrap();
+        let cm = read(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\ndata:\n  honorResources: 'true'\n  resourceNameKeys: '[example.com/resource]'\n",
+        )
+        .unwrap();
+        assert_eq!(typed, cm);
+        assert!(typed.honor_resources);
+        assert_eq!(typed.resource_name_keys, ["example.com/resource"]);
+        for (src, want) in [
+            (
+                "apiVersion: multus.linkerd.io/v1alpha1\nkind: LinkerdMultus\n",
+                "not LinkerdMultus (multus.linkerd.io/v1alpha1)",
+            ),
+            (
+                "apiVersion: v1\nkind: ConfigMap\ndata: {downwardAPI: maybe}\n",
+                "setting downwardAPI: must be true or false",
+            ),
+            (
+                "apiVersion: multus.linkerd.io/v1alpha1\nkind: NetworkResources\ndata: {}\n",
+                "unexpected top-level field \"data\"",
+            ),
+            ("[]", "is a sequence, not a mapping"),
+        ] {
+            let err = read(src).unwrap_err().to_string();
+            assert!(err.contains(want), "{src}: {err}");
+        }
+    }
 
     fn read(src: &str, from_config_map: bool) -> Result<Settings, SettingsError> {
         let node = parse_document(src).unwrap();

@@ -26,7 +26,7 @@ use kube::api::{
 use kube::core::{ObjectMeta, PartialObjectMeta};
 use serde::de::DeserializeOwned;
 
-use crate::namespace::{INJECT_ANNOTATION, Lookup, MULTUS_ANNOTATION};
+use crate::k8s::namespace::{INJECT_ANNOTATION, Lookup, MULTUS_ANNOTATION};
 use crate::network_resources::{Nads, nad_annotation_keys};
 
 /// The annotations of one object that the rules read; the others are not

@@ -10,7 +10,7 @@ use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 
 use crate::admission::Outcome;
-use crate::attach::Change;
+use crate::linkerd_cni::attach::Change;
 use crate::webhook::cache::CacheStatus;
 
 /// The content type of [`Metrics::encode`].

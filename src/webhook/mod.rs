@@ -1,6 +1,6 @@
 //! `linkerd-multus webhook`: the mutating admission webhook for pods created
 //! outside Git. It answers with the same core as the KRM function
-//! ([`crate::attach::workload`], and [`crate::network_resources::workload`]
+//! ([`crate::linkerd_cni::attach::workload`], and [`crate::network_resources::workload`]
 //! with `--network-resources`, through [`crate::admission`]); this module
 //! wires the I/O around it: the HTTPS server, the namespace and NAD caches,
 //! TLS reloads, probes, metrics, logs and the shutdown sequence.
@@ -24,8 +24,9 @@ use tokio::net::TcpListener;
 
 use crate::admission::{self, NadState, NamespaceState, NetworkResources, OnError, Outcome};
 use crate::environment;
+use crate::k8s::settings_object;
+use crate::linkerd_cni::settings::{self as core_settings, Settings};
 use crate::network_resources;
-use crate::settings::{self as core_settings, Settings};
 use cache::{NadCache, NamespaceCache, WatchCache};
 use metrics::Metrics;
 use server::{Handler, Limits, Reply};
@@ -116,7 +117,7 @@ pub fn settings(
     let mut settings = match config {
         None => Settings::default(),
         Some(path) => {
-            let node = crate::renderer::read_config(path).map_err(|e| anyhow!(e))?;
+            let node = crate::files::read_config(path).map_err(|e| anyhow!(e))?;
             if is_network_resources(&node) {
                 return Err(anyhow!(
                     "--config {path}: is a {kind}: the webhook takes it as --network-resources {path} (--config holds the {lm} settings)",
@@ -137,7 +138,7 @@ pub fn settings(
 
 fn is_network_resources(node: &crate::yaml::Node) -> bool {
     node.as_map().is_some_and(|m| {
-        m.get_text("apiVersion") == Some(core_settings::API_VERSION)
+        m.get_text("apiVersion") == Some(settings_object::API_VERSION)
             && m.get_text("kind") == Some(network_resources::settings::KIND)
     })
 }
@@ -157,17 +158,17 @@ pub fn network_resources_settings(
         ),
         (None, _) => return Ok(None),
     };
-    let node = crate::renderer::read_settings_file(&source, &path).map_err(|e| anyhow!(e))?;
+    let node = crate::files::read_settings_file(&source, &path).map_err(|e| anyhow!(e))?;
     let at = format!("{source} {}", path.display());
     if node.as_map().and_then(|m| m.get_text("kind")) == Some(core_settings::KIND) {
         return Err(anyhow!(
             "{at}: is a {}: give it as --config; {source} takes a {} ({}) or a ConfigMap",
             core_settings::KIND,
             network_resources::settings::KIND,
-            core_settings::API_VERSION,
+            settings_object::API_VERSION,
         ));
     }
-    core_settings::read_network_resources(&node)
+    network_resources::settings::read_network_resources(&node)
         .map(Some)
         .map_err(|e| anyhow!("{at}: {e}"))
 }

@@ -8,8 +8,8 @@ use std::fmt;
 
 use sha2::{Digest, Sha256};
 
-use crate::attach::{self, AttachError};
-use crate::namespace::Lookup;
+use crate::k8s::namespace::Lookup;
+use crate::k8s::workload;
 use crate::yaml::Map;
 
 /// The pod template annotation holding the hash; the function's own key.
@@ -145,12 +145,13 @@ impl fmt::Display for Change {
     }
 }
 
-/// Brings a pod template's hash annotation to `wanted`; `None` when it already is.
+/// Brings a pod template's hash annotation to `wanted`; `None` when it already
+/// is. The error says which field does not have the shape it needs.
 pub fn stamp(
     template: &mut Map,
     wanted: Result<String, Unstamped>,
-) -> Result<Option<Change>, AttachError> {
-    let current = attach::template_annotations(template).and_then(|a| a.get(HASH_ANNOTATION));
+) -> Result<Option<Change>, String> {
+    let current = workload::template_annotations(template).and_then(|a| a.get(HASH_ANNOTATION));
     match (wanted, current) {
         (Ok(hash), Some(node)) if node.as_text() == Some(hash.as_str()) => Ok(None),
         (Ok(hash), current) => {
@@ -161,12 +162,12 @@ pub fn stamp(
                     to: hash.clone(),
                 },
             };
-            attach::set_annotation(template, HASH_ANNOTATION, hash)?;
+            workload::set_annotation(template, HASH_ANNOTATION, hash)?;
             Ok(Some(change))
         }
         (Err(_), None) => Ok(None),
         (Err(why), Some(_)) => {
-            attach::remove_annotation(template, HASH_ANNOTATION);
+            workload::remove_annotation(template, HASH_ANNOTATION);
             Ok(Some(Change::Removed(why)))
         }
     }

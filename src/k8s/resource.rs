@@ -180,6 +180,47 @@ pub fn is_local_config(item: &Node) -> bool {
     annotation(item, LOCAL_CONFIG_ANNOTATION) == Some("true")
 }
 
+/// An item that is not a KRM resource: the input is malformed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub struct InputError {
+    /// Position of the item in the input.
+    pub index: usize,
+    /// Its file, when the host said.
+    pub file: Option<FileRef>,
+    /// What is wrong.
+    pub problem: NotAResource,
+}
+
+impl fmt::Display for InputError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "items[{}]", self.index)?;
+        if let Some(file) = &self.file {
+            write!(f, " ({file})")?;
+        }
+        write!(f, ": {}", self.problem)
+    }
+}
+
+/// The identity of every item; an item that is not a resource fails the input.
+pub fn identify(items: &[Node]) -> Result<Vec<ResourceRef>, InputError> {
+    items
+        .iter()
+        .enumerate()
+        .map(|(index, item)| {
+            resource_ref(item).map_err(|problem| InputError {
+                index,
+                file: file_ref(item),
+                problem,
+            })
+        })
+        .collect()
+}
+
+/// The file of every item.
+pub fn files(items: &[Node]) -> Vec<Option<FileRef>> {
+    items.iter().map(file_ref).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

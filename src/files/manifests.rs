@@ -11,7 +11,7 @@ use std::fmt;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use crate::resource::{self, INDEX_ANNOTATIONS, NotAResource, PATH_ANNOTATIONS};
+use crate::k8s::resource::{self, INDEX_ANNOTATIONS, NotAResource, PATH_ANNOTATIONS};
 use crate::yaml::{self, Node, ParseError};
 
 /// The file name kpt gives a package's own description; never a resource.

@@ -3,18 +3,18 @@
 
 use super::settings::Settings;
 use super::{Error, NadTable, nad_annotation_keys, workload};
-use crate::nad;
-use crate::render::{InputError, identify};
-use crate::resource::{self, ResourceRef};
-use crate::results::{self, FnResult, Severity, plural};
-use crate::workload::{WorkloadKind, WorkloadKinds};
+use crate::k8s::nad;
+use crate::k8s::networks::DEFAULT_NETWORK_ANNOTATION;
+use crate::k8s::resource::{self, ResourceRef};
+use crate::k8s::results::{self, FnResult, Severity, plural};
+use crate::k8s::workload::{WorkloadKind, WorkloadKinds};
 use crate::yaml::Node;
 
-/// Applies the rules to every workload of the package, in place, and returns
+/// Applies the rules to every workload of the package (its items and their
+/// identities), in place, and returns
 /// the results, the summary first.
-pub fn render(items: &mut [Node], settings: &Settings) -> Result<Vec<FnResult>, InputError> {
+pub fn render(items: &mut [Node], refs: &[ResourceRef], settings: &Settings) -> Vec<FnResult> {
     // Files are read only for the items that get a result, while they are at hand.
-    let refs = identify(items)?;
     let namespace_of = |r: &ResourceRef| {
         r.namespace
             .as_deref()
@@ -104,7 +104,7 @@ pub fn render(items: &mut [Node], settings: &Settings) -> Result<Vec<FnResult>, 
         results::problems(&results)
     );
     results.insert(0, FnResult::new(Severity::Info, summary));
-    Ok(results)
+    results
 }
 
 /// The field an error is about, as a dotted path from the resource.
@@ -115,7 +115,7 @@ fn field_of(error: &Error, kind: &WorkloadKind) -> Option<String> {
         }
         Error::DefaultNetworkCount(_) => Some(kind.field(&format!(
             "metadata.annotations.{}",
-            super::DEFAULT_NETWORK_ANNOTATION
+            DEFAULT_NETWORK_ANNOTATION
         ))),
         Error::NodeSelectorConflict { .. } => Some(kind.field("spec.nodeSelector")),
         _ => None,

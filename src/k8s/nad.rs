@@ -1,7 +1,7 @@
 //! The NetworkAttachmentDefinition the function generates, and how it tells
 //! its own NADs from the user's.
 
-use crate::resource::{FileRef, INDEX_ANNOTATIONS, PATH_ANNOTATIONS, ResourceRef};
+use crate::k8s::resource::{FileRef, INDEX_ANNOTATIONS, PATH_ANNOTATIONS, ResourceRef};
 use crate::yaml::{Map, Node};
 
 /// The NAD API group.
@@ -86,6 +86,11 @@ pub fn new(name: &str, namespace: Option<&str>, config: &str, file: Option<&File
     nad.insert("spec", spec.into());
     nad.into()
 }
+
+/// CNI spec versions a NAD may declare.
+pub const CNI_VERSIONS: &[&str] = &[
+    "0.1.0", "0.2.0", "0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0",
+];
 
 #[cfg(test)]
 mod tests {

@@ -1,20 +1,21 @@
-//! The plain renderer front: manifest files in, a YAML stream (or a diff) out.
+//! The file renderer: manifest files in, a YAML stream (or a diff) out.
 //! What Argo CD, Helm, kustomize's exec plugins and CI run; the KRM function's
 //! core does the work.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-use crate::diff;
 use crate::environment::{self, ARGOCD_ENV_PREFIX, PREFIX};
+use crate::files::manifests::{self, Input, Manifests, STDIN};
+use crate::files::{diff, read_config};
+use crate::k8s::resource::{self, FileRef};
+use crate::k8s::results::{FnResult, Severity};
+use crate::k8s::settings_object;
 use crate::krm::Outcome;
-use crate::manifests::{self, Input, Manifests, STDIN};
+use crate::linkerd_cni::settings;
 use crate::network_resources;
-use crate::render::render_with;
-use crate::resource::{self, FileRef};
-use crate::results::{FnResult, Severity};
-use crate::settings::{self, FunctionConfig};
+use crate::pipeline::{FunctionConfig, render_with};
 use crate::yaml::{self, Node};
 
 /// What to print.
@@ -177,7 +178,7 @@ fn take_settings_objects(items: &mut Vec<Node>) -> Vec<Node> {
     let (settings, rest): (Vec<Node>, Vec<Node>) =
         std::mem::take(items).into_iter().partition(|item| {
             resource::resource_ref(item).is_ok_and(|r| {
-                r.api_version == settings::API_VERSION
+                r.api_version == settings_object::API_VERSION
                     && [settings::KIND, network_resources::settings::KIND]
                         .contains(&r.kind.as_str())
             })
@@ -240,7 +241,7 @@ fn settings(
         FunctionConfig::Validation(_) => {
             return Err(Failure(format!(
                 "{source} is a {}: it configures linkerd-multus validate, which checks files without rendering them",
-                crate::validate::KIND
+                crate::validation::settings::KIND
             )));
         }
     };
@@ -261,19 +262,6 @@ fn settings(
             .map_err(|e| Failure(format!("environment variable {variable}: {e}")))?;
     }
     Ok(FunctionConfig::LinkerdMultus(settings))
-}
-
-/// The settings object of `--config FILE`; the error names the file.
-pub fn read_config(path: &Path) -> Result<Node, String> {
-    read_settings_file("--config", path)
-}
-
-/// Reads the YAML settings file `path` given as `source` (a flag, or an
-/// environment variable); errors start with both.
-pub fn read_settings_file(source: &str, path: &Path) -> Result<Node, String> {
-    let at = format!("{source} {}", path.display());
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{at}: {e}"))?;
-    yaml::parse_document(&text).map_err(|e| format!("{at}: not valid YAML: {e}"))
 }
 
 /// Each file before and after rendering, by the path to show.

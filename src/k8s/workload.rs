@@ -1,8 +1,9 @@
-//! Workload kinds: which resources carry a pod template, and where.
+//! Workload kinds: which resources carry a pod template, and where; the
+//! annotations and labels of a pod template or an object's metadata.
 
 use std::fmt;
 
-use crate::yaml::{Map, Node};
+use crate::yaml::{Map, Node, Style, is_plain_safe};
 
 /// A kind of resource that holds a pod template at a JSON pointer.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -48,7 +49,7 @@ impl WorkloadKind {
 
     /// A user-declared kind; `api_version` may carry a version, which is ignored.
     pub fn custom(api_version: &str, kind: &str, pointer: &str) -> Result<Self, String> {
-        let group = crate::resource::group_of(api_version);
+        let group = crate::k8s::resource::group_of(api_version);
         if BUILT_IN.iter().any(|(g, k, _)| *g == group && *k == kind) {
             return Err(format!("{group}/{kind} is built in"));
         }
@@ -195,6 +196,68 @@ fn parse_pointer(pointer: &str) -> Option<Vec<String>> {
             Some(out)
         })
         .collect()
+}
+
+// Pod templates and object metadata: read, set and remove annotations and labels.
+
+/// The annotations of a pod template (`metadata.annotations`), if any.
+pub fn template_annotations(template: &Map) -> Option<&Map> {
+    template
+        .get("metadata")?
+        .as_map()?
+        .get("annotations")?
+        .as_map()
+}
+
+/// The labels of a pod template (`metadata.labels`), if any.
+pub fn template_labels(template: &Map) -> Option<&Map> {
+    template.get("metadata")?.as_map()?.get("labels")?.as_map()
+}
+
+/// Checks that `metadata`, when present, is a mapping.
+pub(crate) fn metadata_is_a_map(object: &Map) -> Result<(), String> {
+    match object.get("metadata") {
+        Some(meta) if !meta.is_null() && meta.as_map().is_none() => {
+            Err(format!("metadata is {}, not a mapping", meta.kind_name()))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Sets `metadata.annotations[key]` on an object or template, keeping the
+/// value's style when it already exists, creating the maps when missing.
+pub fn set_annotation(object: &mut Map, key: &str, value: String) -> Result<(), String> {
+    let annotations = object
+        .map_entry("metadata")
+        .and_then(|m| m.map_entry("annotations"))
+        .ok_or_else(|| "metadata.annotations is not a mapping".to_string())?;
+    match annotations.get_mut(key) {
+        Some(Node::Scalar(s)) if s.style != Style::Plain || is_plain_safe(&value) => {
+            s.value = value.into();
+        }
+        _ => annotations.insert(key, Node::string(value)),
+    }
+    Ok(())
+}
+
+/// Removes `metadata.annotations[key]`, and the `annotations` and `metadata`
+/// maps when that leaves them empty.
+pub fn remove_annotation(object: &mut Map, key: &str) {
+    let Some(meta) = object.get_mut("metadata").and_then(Node::as_map_mut) else {
+        return;
+    };
+    let Some(annotations) = meta.get_mut("annotations").and_then(Node::as_map_mut) else {
+        return;
+    };
+    if annotations.remove(key).is_none() {
+        return;
+    }
+    if annotations.is_empty() {
+        meta.remove("annotations");
+        if meta.is_empty() {
+            object.remove("metadata");
+        }
+    }
 }
 
 #[cfg(test)]

@@ -1,16 +1,16 @@
 //! The `validate` command: manifest files in, one line per problem out, for
-//! CI. The checks are [`crate::validate`]'s, as in the kpt validator.
+//! CI. The checks are [`crate::validation`]'s, as in the kpt validator.
 
 use std::io;
 use std::path::PathBuf;
 
+use crate::files::manifests::{Input, Manifests};
+use crate::files::read_config;
+use crate::k8s::resource::{self, identify};
+use crate::k8s::results::{FnResult, Severity};
+use crate::k8s::settings_object::API_VERSION;
 use crate::krm::Outcome;
-use crate::manifests::{Input, Manifests};
-use crate::renderer::read_config;
-use crate::resource;
-use crate::results::{FnResult, Severity};
-use crate::settings::API_VERSION;
-use crate::validate::{self, KIND, Settings};
+use crate::validation::{self, settings::KIND, settings::Settings};
 use crate::yaml::Node;
 
 /// A run of `validate`.
@@ -40,8 +40,8 @@ fn run_inner(
 ) -> Result<Outcome, String> {
     let manifests = Manifests::read(&options.inputs, false, stdin).map_err(|e| e.to_string())?;
     let settings = settings(options, &manifests)?;
-    let results = validate::validate(&manifests.items, &settings)
-        .map_err(|e| format!("the input is malformed: {e}"))?;
+    let refs = identify(&manifests.items).map_err(|e| format!("the input is malformed: {e}"))?;
+    let results = validation::package::validate(&manifests.items, &refs, &settings);
     let mut stdout = String::new();
     let (summary, problems) = results.split_first().expect("a summary comes first");
     for result in problems {

@@ -2,39 +2,17 @@
 //! workloads get attached. Pure code: resources in, resources and results out.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::fmt;
 
-use crate::attach::{self, WorkloadError, WorkloadOutcome};
-use crate::cni_config::{self, CONFIG_MAP_NAME, NETWORK_CONFIG_KEY};
-use crate::nad;
-use crate::namespace::{Lookup, MULTUS_ANNOTATION, MULTUS_VALUES, Namespace, Source};
-use crate::resource::{self, FileRef, NotAResource, ResourceRef};
-use crate::results::{self, FnResult, Severity, plural};
-use crate::rollout::{self, ConfigRollout};
-use crate::settings::{FunctionConfig, Settings};
-use crate::workload::WorkloadKinds;
+use crate::k8s::nad;
+use crate::k8s::namespace::{Lookup, MULTUS_ANNOTATION, MULTUS_VALUES, Namespace, Source};
+use crate::k8s::resource::{self, FileRef, ResourceRef, files};
+use crate::k8s::results::{self, FnResult, Severity, plural};
+use crate::k8s::workload::{self, WorkloadKinds};
+use crate::linkerd_cni::attach::{self, WorkloadError, WorkloadOutcome};
+use crate::linkerd_cni::cni_config::{self, CONFIG_MAP_NAME, NETWORK_CONFIG_KEY};
+use crate::linkerd_cni::rollout::{self, ConfigRollout};
+use crate::linkerd_cni::settings::Settings;
 use crate::yaml::Node;
-
-/// An item that is not a KRM resource: the input is malformed.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub struct InputError {
-    /// Position of the item in the input.
-    pub index: usize,
-    /// Its file, when the host said.
-    pub file: Option<FileRef>,
-    /// What is wrong.
-    pub problem: NotAResource,
-}
-
-impl fmt::Display for InputError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "items[{}]", self.index)?;
-        if let Some(file) = &self.file {
-            write!(f, " ({file})")?;
-        }
-        write!(f, ": {}", self.problem)
-    }
-}
 
 /// Why a namespace needs the NAD.
 #[derive(Default)]
@@ -114,13 +92,13 @@ struct Summary {
     removed: usize,
 }
 
-/// Renders the package in place and returns the results, the summary first.
-pub fn render(items: &mut Vec<Node>, settings: &Settings) -> Result<Vec<FnResult>, InputError> {
-    let refs = identify(items)?;
+/// Renders the package (its items and their identities) in place and
+/// returns the results, the summary first.
+pub fn render(items: &mut Vec<Node>, refs: &[ResourceRef], settings: &Settings) -> Vec<FnResult> {
     let files = files(items);
     let mut r = Renderer {
         settings,
-        refs: &refs,
+        refs,
         files: &files,
         results: Vec::new(),
         summary: Summary::default(),
@@ -139,41 +117,7 @@ pub fn render(items: &mut Vec<Node>, settings: &Settings) -> Result<Vec<FnResult
     let mut results = Vec::with_capacity(r.results.len() + 1);
     results.push(FnResult::new(Severity::Info, r.summary_line()));
     results.append(&mut r.results);
-    Ok(results)
-}
-
-/// Renders the package with the rules the functionConfig's kind names.
-pub fn render_with(
-    items: &mut Vec<Node>,
-    config: &FunctionConfig,
-) -> Result<Vec<FnResult>, InputError> {
-    match config {
-        FunctionConfig::LinkerdMultus(settings) => render(items, settings),
-        FunctionConfig::NetworkResources(settings) => {
-            crate::network_resources::render::render(items, settings)
-        }
-        FunctionConfig::Validation(settings) => crate::validate::validate(items, settings),
-    }
-}
-
-/// The identity of every item; an item that is not a resource fails the input.
-pub(crate) fn identify(items: &[Node]) -> Result<Vec<ResourceRef>, InputError> {
-    items
-        .iter()
-        .enumerate()
-        .map(|(index, item)| {
-            resource::resource_ref(item).map_err(|problem| InputError {
-                index,
-                file: resource::file_ref(item),
-                problem,
-            })
-        })
-        .collect()
-}
-
-/// The file of every item.
-pub(crate) fn files(items: &[Node]) -> Vec<Option<FileRef>> {
-    items.iter().map(resource::file_ref).collect()
+    results
 }
 
 /// The namespace a resource is in: its own, else the default namespace the
@@ -407,7 +351,7 @@ impl Renderer<'_> {
             };
             let hash = hashes.get(&namespace_of(r, settings)).map(String::as_str);
             let wanted =
-                rollout::wanted(mode, d.attached, &attach::template_labels(template), hash);
+                rollout::wanted(mode, d.attached, &workload::template_labels(template), hash);
             let field = || kind.field("metadata.annotations");
             let change = match rollout::stamp(template, wanted) {
                 Ok(Some(change)) => change,
@@ -594,7 +538,7 @@ impl Renderer<'_> {
             {
                 let message = format!(
                     "NetworkAttachmentDefinition {nad_name} in namespace {ns_label} exists only because this workload references it in {}; the namespace does not enable {MULTUS_ANNOTATION}",
-                    crate::networks::NETWORKS_ANNOTATION
+                    crate::k8s::networks::NETWORKS_ANNOTATION
                 );
                 self.report(first, Severity::Warning, message);
             }

@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use crate::resource::{FileRef, ResourceRef};
+use crate::k8s::resource::{FileRef, ResourceRef};
 use crate::yaml::Node;
 
 /// How serious a result is.

@@ -10,13 +10,16 @@
 
 use std::fmt;
 
-use crate::interface_name;
-use crate::namespace::{INJECT_ANNOTATION, Lookup, MULTUS_ANNOTATION};
-use crate::networks::{NETWORKS_ANNOTATION, Networks, NetworksError, Selection};
-use crate::resource;
-use crate::settings::Settings;
-use crate::workload::WorkloadKind;
-use crate::yaml::{Map, Node, Style, is_plain_safe};
+use crate::k8s::interface_name;
+use crate::k8s::namespace::{INJECT_ANNOTATION, Lookup, MULTUS_ANNOTATION};
+use crate::k8s::networks::{NETWORKS_ANNOTATION, Networks, NetworksError, Selection};
+use crate::k8s::resource;
+use crate::k8s::workload::{
+    WorkloadKind, metadata_is_a_map, remove_annotation, set_annotation, template_annotations,
+    template_labels,
+};
+use crate::linkerd_cni::settings::Settings;
+use crate::yaml::{Map, Node};
 
 /// Records on a workload what the function added to it.
 pub const OWNED_ANNOTATION: &str = "multus.linkerd.io/owned";
@@ -240,20 +243,6 @@ fn own_entry(nad: &str) -> impl Fn(&Selection) -> bool + '_ {
     }
 }
 
-/// The annotations of a pod template (`metadata.annotations`), if any.
-pub fn template_annotations(template: &Map) -> Option<&Map> {
-    template
-        .get("metadata")?
-        .as_map()?
-        .get("annotations")?
-        .as_map()
-}
-
-/// The labels of a pod template (`metadata.labels`), if any.
-pub fn template_labels(template: &Map) -> Option<&Map> {
-    template.get("metadata")?.as_map()?.get("labels")?.as_map()
-}
-
 /// One annotation the rules change: its key, and its new value (`None`
 /// removes it).
 pub type Edit = (&'static str, Option<String>);
@@ -281,7 +270,7 @@ pub fn apply(
     let (applied, edits) = plan(current, settings, pod_namespace, decision, before)?;
     for (key, value) in edits {
         match value {
-            Some(v) => set_annotation(template, key, v)?,
+            Some(v) => set_annotation(template, key, v).map_err(AttachError::Shape)?,
             None => remove_annotation(template, key),
         }
     }
@@ -560,52 +549,6 @@ pub fn pod(
         applied,
         edits,
     })
-}
-
-/// Checks that `metadata`, when present, is a mapping.
-pub(crate) fn metadata_is_a_map(object: &Map) -> Result<(), String> {
-    match object.get("metadata") {
-        Some(meta) if !meta.is_null() && meta.as_map().is_none() => {
-            Err(format!("metadata is {}, not a mapping", meta.kind_name()))
-        }
-        _ => Ok(()),
-    }
-}
-
-/// Sets `metadata.annotations[key]` on an object or template, keeping the
-/// value's style when it already exists, creating the maps when missing.
-pub fn set_annotation(object: &mut Map, key: &str, value: String) -> Result<(), AttachError> {
-    let annotations = object
-        .map_entry("metadata")
-        .and_then(|m| m.map_entry("annotations"))
-        .ok_or_else(|| AttachError::Shape("metadata.annotations is not a mapping".into()))?;
-    match annotations.get_mut(key) {
-        Some(Node::Scalar(s)) if s.style != Style::Plain || is_plain_safe(&value) => {
-            s.value = value.into();
-        }
-        _ => annotations.insert(key, Node::string(value)),
-    }
-    Ok(())
-}
-
-/// Removes `metadata.annotations[key]`, and the `annotations` and `metadata`
-/// maps when that leaves them empty.
-pub fn remove_annotation(object: &mut Map, key: &str) {
-    let Some(meta) = object.get_mut("metadata").and_then(Node::as_map_mut) else {
-        return;
-    };
-    let Some(annotations) = meta.get_mut("annotations").and_then(Node::as_map_mut) else {
-        return;
-    };
-    if annotations.remove(key).is_none() {
-        return;
-    }
-    if annotations.is_empty() {
-        meta.remove("annotations");
-        if meta.is_empty() {
-            object.remove("metadata");
-        }
-    }
 }
 
 #[cfg(test)]

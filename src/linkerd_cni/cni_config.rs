@@ -7,7 +7,7 @@
 
 use serde_json::{Map as JsonMap, Value};
 
-use crate::settings::Settings;
+use crate::linkerd_cni::settings::Settings;
 use crate::yaml::{Map, describe_json};
 
 /// Name of the Linkerd-CNI ConfigMap.

@@ -1,0 +1,11 @@
+//! The Linkerd-CNI rules: which pods get the Linkerd-CNI NAD and how their
+//! templates change ([`attach`]), the NAD config made from the Linkerd-CNI
+//! ConfigMap ([`cni_config`]), config rollouts ([`rollout`]), and which
+//! namespaces of a package get, keep or lose the NAD ([`package`]). Settings:
+//! the `LinkerdMultus` kind ([`settings`]).
+
+pub mod attach;
+pub mod cni_config;
+pub mod package;
+pub mod rollout;
+pub mod settings;

@@ -1,0 +1,327 @@
+//! The settings of the Linkerd-CNI rules: the `LinkerdMultus` kind (or a
+//! ConfigMap), read from a `functionConfig`, a settings file, flags or
+//! environment variables.
+
+use std::collections::BTreeMap;
+
+use crate::k8s::nad::CNI_VERSIONS;
+use crate::k8s::networks::is_dns1123_label;
+use crate::k8s::settings_object::{
+    SettingsError, annotation_sets, bad, is_qualified_name, label, settings_section, structured,
+    text, text_settings, workload_kinds,
+};
+use crate::k8s::workload::WorkloadKind;
+use crate::linkerd_cni::rollout::ConfigRollout;
+use crate::yaml::{Map, Node};
+
+/// The kind of the typed settings object.
+pub const KIND: &str = "LinkerdMultus";
+
+/// Every settings key, in the order the docs list them.
+pub const KEYS: &[&str] = &[
+    "cniNamespace",
+    "linkerdNamespace",
+    "nadName",
+    "cniKubeconfig",
+    "cniVersion",
+    "uidRangeAnnotation",
+    "proxyUIDOffset",
+    "namespaces",
+    "workloadKinds",
+    "defaultNamespace",
+    "configRollout",
+];
+
+/// What the function works with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Settings {
+    /// Namespace of the Linkerd-CNI ConfigMap.
+    pub cni_namespace: String,
+    /// The Linkerd control-plane namespace.
+    pub linkerd_namespace: String,
+    /// Name of the NetworkAttachmentDefinition.
+    pub nad_name: String,
+    /// Kubeconfig path for the plugin; derived from the ConfigMap when unset.
+    pub cni_kubeconfig: Option<String>,
+    /// `cniVersion` added to NAD configs that have none.
+    pub cni_version: String,
+    /// Namespace annotation holding the OpenShift UID range.
+    pub uid_range_annotation: String,
+    /// Offset of the proxy UID in that range.
+    pub proxy_uid_offset: u64,
+    /// Annotations of namespaces whose Namespace object is not in the input.
+    pub namespaces: BTreeMap<String, BTreeMap<String, String>>,
+    /// Workload kinds beyond the built-in ones.
+    pub workload_kinds: Vec<WorkloadKind>,
+    /// The namespace of resources that have no `metadata.namespace`: the one
+    /// `helm install -n`, Argo CD's destination or `kubectl apply -n` puts them in.
+    pub default_namespace: Option<String>,
+    /// Which attached pod templates carry the hash of their NAD config.
+    pub config_rollout: ConfigRollout,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            cni_namespace: "linkerd-cni".into(),
+            linkerd_namespace: "linkerd".into(),
+            nad_name: "linkerd-cni".into(),
+            cni_kubeconfig: None,
+            cni_version: "0.3.0".into(),
+            uid_range_annotation: "openshift.io/sa.scc.uid-range".into(),
+            proxy_uid_offset: 2102,
+            namespaces: BTreeMap::new(),
+            workload_kinds: Vec::new(),
+            default_namespace: None,
+            config_rollout: ConfigRollout::Off,
+        }
+    }
+}
+
+impl Settings {
+    /// Reads settings from a functionConfig; `None` means all defaults.
+    pub fn from_function_config(config: Option<&Node>) -> Result<Self, SettingsError> {
+        let mut settings = Settings::default();
+        let Some(config) = config.filter(|c| !c.is_null()) else {
+            return Ok(settings);
+        };
+        if let (Some(section), from_config_map) = settings_section(config, KIND)? {
+            settings.apply(section, from_config_map)?;
+        }
+        Ok(settings)
+    }
+
+    /// Overrides settings with text values, as a ConfigMap's `data` holds them
+    /// (structured settings are YAML or JSON text): what flags and environment
+    /// variables give. Each is checked as in a functionConfig.
+    pub fn override_with<'a>(
+        &mut self,
+        values: impl IntoIterator<Item = (&'a str, &'a str)>,
+    ) -> Result<(), SettingsError> {
+        self.apply(&text_settings(values), true)
+    }
+
+    /// Applies the settings of a `spec`, or of a ConfigMap's `data` (values as text).
+    fn apply(&mut self, spec: &Map, from_config_map: bool) -> Result<(), SettingsError> {
+        for (key, value) in &spec.entries {
+            let key = key.as_str().unwrap_or_default();
+            match key {
+                "cniNamespace" => self.cni_namespace = label(key, value)?,
+                "linkerdNamespace" => self.linkerd_namespace = label(key, value)?,
+                "nadName" => self.nad_name = label(key, value)?,
+                "cniKubeconfig" => {
+                    let path = text(key, value)?;
+                    if !path.starts_with('/') {
+                        return Err(bad(key, format!("{path:?} is not an absolute path")));
+                    }
+                    self.cni_kubeconfig = Some(path);
+                }
+                "cniVersion" => {
+                    let v = text(key, value)?;
+                    if !CNI_VERSIONS.contains(&v.as_str()) {
+                        return Err(bad(
+                            key,
+                            format!(
+                                "{v:?} is not a CNI spec version; valid: {}",
+                                CNI_VERSIONS.join(", ")
+                            ),
+                        ));
+                    }
+                    self.cni_version = v;
+                }
+                "uidRangeAnnotation" => {
+                    let v = text(key, value)?;
+                    if !is_qualified_name(&v) {
+                        return Err(bad(key, format!("{v:?} is not a valid annotation key")));
+                    }
+                    self.uid_range_annotation = v;
+                }
+                "proxyUIDOffset" => {
+                    let v = text(key, value)?;
+                    self.proxy_uid_offset = v
+                        .parse::<u32>()
+                        .map_err(|_| {
+                            bad(
+                                key,
+                                format!("{v:?} is not a whole number from 0 to 4294967295"),
+                            )
+                        })?
+                        .into();
+                }
+                "namespaces" => {
+                    let parsed = structured(key, value, from_config_map)?;
+                    self.namespaces = namespaces(key, &parsed)?;
+                }
+                "workloadKinds" => {
+                    let parsed = structured(key, value, from_config_map)?;
+                    self.workload_kinds = workload_kinds(key, &parsed)?;
+                }
+                "defaultNamespace" => self.default_namespace = Some(label(key, value)?),
+                "configRollout" => {
+                    let v = text(key, value)?;
+                    self.config_rollout = ConfigRollout::parse(&v).ok_or_else(|| {
+                        bad(
+                            key,
+                            format!(
+                                "{v:?} is not a rollout mode; valid: {}",
+                                ConfigRollout::VALUES.join(", ")
+                            ),
+                        )
+                    })?;
+                }
+                _ => {
+                    return Err(SettingsError::UnknownKey {
+                        key: key.to_string(),
+                        valid: KEYS,
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+fn namespaces(
+    key: &str,
+    value: &Node,
+) -> Result<BTreeMap<String, BTreeMap<String, String>>, SettingsError> {
+    annotation_sets(key, value, "namespace names", |name| {
+        (!is_dns1123_label(name)).then(|| format!("{name:?} is not a namespace name"))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::yaml::parse_document;
+
+    fn read(src: &str) -> Result<Settings, SettingsError> {
+        Settings::from_function_config(Some(&parse_document(src).unwrap()))
+    }
+
+    #[test]
+    fn defaults_without_config() {
+        assert_eq!(
+            Settings::from_function_config(None).unwrap(),
+            Settings::default()
+        );
+    }
+
+    #[test]
+    fn typed_and_config_map_forms_agree() {
+        let typed = read(
+            "apiVersion: multus.linkerd.io/v1alpha1\nkind: LinkerdMultus\nmetadata: {name: x}\nspec:\n  cniNamespace: cni\n  proxyUIDOffset: 7\n  cniVersion: 1.0.0\n  configRollout: labelled\n  namespaces:\n    demo: {annotations: {linkerd.io/multus: enabled}}\n  workloadKinds:\n  - {apiVersion: argoproj.io/v1alpha1, kind: Rollout, podTemplatePath: /spec/template}\n",
+        )
+        .unwrap();
+        let cm = read(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: function-input}\ndata:\n  cniNamespace: cni\n  proxyUIDOffset: \"7\"\n  cniVersion: 1.0.0\n  configRollout: labelled\n  namespaces: '{demo: {annotations: {linkerd.io/multus: enabled}}}'\n  workloadKinds: |\n    - apiVersion: argoproj.io/v1alpha1\n      kind: Rollout\n      podTemplatePath: /spec/template\n",
+        )
+        .unwrap();
+        assert_eq!(typed, cm);
+        assert_eq!(typed.cni_namespace, "cni");
+        assert_eq!(typed.proxy_uid_offset, 7);
+        assert_eq!(typed.namespaces["demo"]["linkerd.io/multus"], "enabled");
+        assert_eq!(typed.workload_kinds.len(), 1);
+        assert_eq!(typed.config_rollout, ConfigRollout::Labelled);
+    }
+
+    #[test]
+    fn config_rollout_values() {
+        // A plain `off` is a YAML 1.1 boolean to some readers: the text is what counts.
+        for (value, want) in [
+            ("off", ConfigRollout::Off),
+            ("\"off\"", ConfigRollout::Off),
+            ("all", ConfigRollout::All),
+            ("labelled", ConfigRollout::Labelled),
+        ] {
+            let typed = read(&format!(
+                "apiVersion: multus.linkerd.io/v1alpha1\nkind: LinkerdMultus\nspec:\n  configRollout: {value}\n"
+            ))
+            .unwrap();
+            assert_eq!(typed.config_rollout, want, "{value}");
+        }
+        let mut settings = Settings::default();
+        settings.override_with([("configRollout", "all")]).unwrap();
+        assert_eq!(settings.config_rollout, ConfigRollout::All);
+    }
+
+    #[test]
+    fn errors_name_the_key_and_the_choices() {
+        let cm = |data: &str| {
+            read(&format!(
+                "apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: c}}\ndata:\n  {data}\n"
+            ))
+        };
+        let cases = [
+            (
+                "cniNamspace: x",
+                "unknown setting \"cniNamspace\"; valid settings are cniNamespace,",
+            ),
+            (
+                "proxyUIDOffset: abc",
+                "setting proxyUIDOffset: \"abc\" is not a whole number",
+            ),
+            (
+                "proxyUIDOffset: \"-1\"",
+                "setting proxyUIDOffset: \"-1\" is not a whole number",
+            ),
+            (
+                "cniVersion: 9.9.9",
+                "setting cniVersion: \"9.9.9\" is not a CNI spec version; valid: 0.1.0,",
+            ),
+            (
+                "nadName: Linkerd_CNI",
+                "setting nadName: \"Linkerd_CNI\" is not a DNS-1123 label",
+            ),
+            (
+                "cniKubeconfig: etc/kc",
+                "setting cniKubeconfig: \"etc/kc\" is not an absolute path",
+            ),
+            (
+                "uidRangeAnnotation: 'a b'",
+                "setting uidRangeAnnotation: \"a b\" is not a valid annotation key",
+            ),
+            (
+                "configRollout: labeled",
+                "setting configRollout: \"labeled\" is not a rollout mode; valid: off, all, labelled",
+            ),
+            (
+                "configRollout: ''",
+                "setting configRollout: \"\" is not a rollout mode; valid: off, all, labelled",
+            ),
+            ("namespaces: '[a'", "setting namespaces: is not valid YAML"),
+            (
+                "namespaces: '{Demo: {}}'",
+                "setting namespaces: \"Demo\" is not a namespace name",
+            ),
+            (
+                "namespaces: '{demo: {labels: {}}}'",
+                "setting namespaces: demo: unknown field \"labels\"",
+            ),
+            (
+                "workloadKinds: '[{apiVersion: apps/v1, kind: Deployment, podTemplatePath: /spec/template}]'",
+                "setting workloadKinds: item 0: apps/Deployment is built in",
+            ),
+            (
+                "workloadKinds: '[{apiVersion: x/v1, kind: K, podTemplatePath: spec}]'",
+                "setting workloadKinds: item 0: podTemplatePath \"spec\" is not a JSON pointer",
+            ),
+            (
+                "workloadKinds: '[{apiVersion: x/v1, kind: K}]'",
+                "setting workloadKinds: item 0: podTemplatePath is required",
+            ),
+        ];
+        for (data, want) in cases {
+            let err = cm(data).unwrap_err().to_string();
+            assert!(err.starts_with(want), "{data}: {err}");
+        }
+        let err = read("apiVersion: v1\nkind: Secret\nmetadata: {name: s}\n").unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "functionConfig must be a LinkerdMultus, NetworkResources or Validation (multus.linkerd.io/v1alpha1) or a ConfigMap, not Secret (v1)"
+        );
+        let err = read("apiVersion: multus.linkerd.io/v1alpha1\nkind: LinkerdMultus\nnadName: x\n")
+            .unwrap_err();
+        assert!(err.to_string().contains("settings go under spec"), "{err}");
+    }
+}

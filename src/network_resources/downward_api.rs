@@ -1,0 +1,241 @@
+//! The `podnetinfo` downward-API volume: labels, annotations and hugepages
+//! exposed to the containers, with its mounts and `CONTAINER_NAME`.
+
+use std::collections::BTreeSet;
+
+use super::record::Record;
+use super::{
+    Applied, CONTAINER_NAME_ENV, Error, PODNETINFO, PODNETINFO_PATH, container_name, containers,
+    containers_mut, resource_value,
+};
+use crate::yaml::{Map, Node, Seq};
+
+/// Hugepage quantities exposed through the downward API: field, resource, file prefix.
+const HUGEPAGES: [(&str, &str, &str); 4] = [
+    ("requests", "hugepages-1Gi", "hugepages_1G_request"),
+    ("requests", "hugepages-2Mi", "hugepages_2M_request"),
+    ("limits", "hugepages-1Gi", "hugepages_1G_limit"),
+    ("limits", "hugepages-2Mi", "hugepages_2M_limit"),
+];
+
+fn field_ref(path: &str, field: &str) -> Node {
+    Node::mapping([
+        ("path", Node::string(path)),
+        (
+            "fieldRef",
+            Node::mapping([("fieldPath", Node::string(field))]),
+        ),
+    ])
+}
+
+/// Whether a quantity is set and not zero.
+fn nonzero(node: &Node) -> bool {
+    node.as_text().is_some_and(|t| {
+        let digits: String = t
+            .chars()
+            .take_while(|c| c.is_ascii_digit() || *c == '.')
+            .collect();
+        digits.chars().any(|c| c.is_ascii_digit() && c != '0')
+    })
+}
+
+/// The hugepage files of one container: `(file, resource)`.
+fn hugepage_files(container: &Node) -> Vec<(String, String)> {
+    let name = container_name(container);
+    HUGEPAGES
+        .iter()
+        .filter(|(field, resource, _)| {
+            resource_value(container, field, resource).is_some_and(nonzero)
+        })
+        .map(|(field, resource, file)| (format!("{file}_{name}"), format!("{field}.{resource}")))
+        .collect()
+}
+
+/// The `podnetinfo` volume for these containers.
+fn podnetinfo_volume(containers: &[Node]) -> Node {
+    let mut items = vec![
+        field_ref("labels", "metadata.labels"),
+        field_ref("annotations", "metadata.annotations"),
+    ];
+    for container in containers {
+        for (file, resource) in hugepage_files(container) {
+            items.push(Node::mapping([
+                ("path", Node::string(file)),
+                (
+                    "resourceFieldRef",
+                    Node::mapping([
+                        ("containerName", Node::string(container_name(container))),
+                        ("resource", Node::string(resource)),
+                        ("divisor", Node::string("1Mi")),
+                    ]),
+                ),
+            ]));
+        }
+    }
+    Node::mapping([
+        ("name", Node::string(PODNETINFO)),
+        (
+            "downwardAPI",
+            Node::mapping([(
+                "items",
+                Node::Seq(Seq {
+                    items,
+                    ..Seq::default()
+                }),
+            )]),
+        ),
+    ])
+}
+
+fn named<'a>(list: Option<&'a Node>, name: &str) -> Option<&'a Node> {
+    list?
+        .as_seq()?
+        .items
+        .iter()
+        .find(|i| i.as_map().and_then(|m| m.get_text("name")) == Some(name))
+}
+
+/// A list field of a map (`volumes`, `volumeMounts`, `env`), created when missing.
+fn list_entry<'a>(map: &'a mut Map, key: &str) -> Result<&'a mut Vec<Node>, Error> {
+    if map.get(key).is_none_or(Node::is_null) {
+        map.insert(key, Node::Seq(Seq::default()));
+    }
+    match map.get_mut(key) {
+        Some(Node::Seq(s)) => Ok(&mut s.items),
+        _ => Err(Error::Shape(format!("{key} is not a list"))),
+    }
+}
+
+/// Removes the item named `name` from a list field, and the field when it is left empty.
+fn remove_named(map: &mut Map, key: &str, name: &str) -> bool {
+    let Some(Node::Seq(seq)) = map.get_mut(key) else {
+        return false;
+    };
+    let Some(at) = seq
+        .items
+        .iter()
+        .position(|i| i.as_map().and_then(|m| m.get_text("name")) == Some(name))
+    else {
+        return false;
+    };
+    seq.items.remove(at);
+    if seq.items.is_empty() {
+        map.remove(key);
+    }
+    true
+}
+
+/// Adds or removes the `podnetinfo` volume, its mounts and `CONTAINER_NAME`.
+pub(super) fn downward_api(
+    spec: &mut Map,
+    want: bool,
+    before: &Record,
+    out: &mut Applied,
+) -> Result<(), Error> {
+    if !want && !before.volume && before.mounts.is_empty() && before.env.is_empty() {
+        return Ok(());
+    }
+    let volume = podnetinfo_volume(containers(spec));
+    let existing = named(spec.get("volumes"), PODNETINFO).cloned();
+    match (want, existing) {
+        (true, None) => {
+            list_entry(spec, "volumes")?.push(volume);
+            out.record.volume = true;
+            out.changes.push(format!("added volume {PODNETINFO}"));
+        }
+        (true, Some(v)) if before.volume => {
+            if v != volume {
+                let list = list_entry(spec, "volumes")?;
+                if let Some(slot) = list
+                    .iter_mut()
+                    .find(|i| i.as_map().and_then(|m| m.get_text("name")) == Some(PODNETINFO))
+                {
+                    *slot = volume;
+                }
+                out.changes.push(format!("updated volume {PODNETINFO}"));
+            }
+            out.record.volume = true;
+        }
+        (true, Some(v)) => {
+            if v != volume {
+                out.warnings.push(format!(
+                    "volume {PODNETINFO} is the workload's own, so it is left as it is; the downward-API files this function would expose in it are not added"
+                ));
+            }
+        }
+        (false, Some(_)) if before.volume => {
+            remove_named(spec, "volumes", PODNETINFO);
+            out.changes.push(format!("removed volume {PODNETINFO}"));
+        }
+        (false, _) => {}
+    }
+    let hugepages: BTreeSet<String> = containers(spec)
+        .iter()
+        .filter(|c| !hugepage_files(c).is_empty())
+        .map(container_name)
+        .collect();
+    for container in containers_mut(spec) {
+        let name = container_name(container);
+        let Some(c) = container.as_map_mut() else {
+            continue;
+        };
+        let mounted = c
+            .get("volumeMounts")
+            .and_then(Node::as_seq)
+            .is_some_and(|s| {
+                s.items.iter().any(|m| {
+                    let m = m.as_map();
+                    m.and_then(|m| m.get_text("name")) == Some(PODNETINFO)
+                        || m.and_then(|m| m.get_text("mountPath")) == Some(PODNETINFO_PATH)
+                })
+            });
+        match (want, mounted, before.mounts.contains(&name)) {
+            (true, true, true) => {
+                out.record.mounts.insert(name.clone());
+            }
+            (true, true, false) => {}
+            (true, false, _) => {
+                list_entry(c, "volumeMounts")?.push(Node::mapping([
+                    ("name", Node::string(PODNETINFO)),
+                    ("mountPath", Node::string(PODNETINFO_PATH)),
+                    ("readOnly", Node::plain("true")),
+                ]));
+                out.record.mounts.insert(name.clone());
+                out.changes
+                    .push(format!("mounted {PODNETINFO} in container {name}"));
+            }
+            (false, _, true) => {
+                if remove_named(c, "volumeMounts", PODNETINFO) {
+                    out.changes
+                        .push(format!("unmounted {PODNETINFO} from container {name}"));
+                }
+            }
+            (false, _, false) => {}
+        }
+        let has_env = named(c.get("env"), CONTAINER_NAME_ENV).is_some();
+        let wants_env = want && hugepages.contains(&name);
+        match (wants_env, has_env, before.env.contains(&name)) {
+            (true, true, true) => {
+                out.record.env.insert(name.clone());
+            }
+            (true, true, false) => {}
+            (true, false, _) => {
+                list_entry(c, "env")?.push(Node::mapping([
+                    ("name", Node::string(CONTAINER_NAME_ENV)),
+                    ("value", Node::string(name.clone())),
+                ]));
+                out.record.env.insert(name.clone());
+                out.changes
+                    .push(format!("set {CONTAINER_NAME_ENV} in container {name}"));
+            }
+            (false, true, true) => {
+                remove_named(c, "env", CONTAINER_NAME_ENV);
+                out.changes.push(format!(
+                    "removed {CONTAINER_NAME_ENV} from container {name}"
+                ));
+            }
+            (false, _, _) => {}
+        }
+    }
+    Ok(())
+}

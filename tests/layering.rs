@@ -1,0 +1,404 @@
+//! The layering of `src/`, as README's code map draws it: each top-level
+//! module (a file or a folder of `src/`) is in one layer and imports only the
+//! layers below it; the rule sets do not import one another; no two modules
+//! import each other, directly or around a circle.
+//!
+//! The imports are read from the text: every `crate::` path (with `use
+//! crate::{a, b::c}` groups), every `super::` path that climbs out of its
+//! top-level module, and the binary's `linkerd_multus::` paths. Comment lines
+//! do not count.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+/// The layers, bottom first, and the top-level modules in each.
+const LAYERS: &[(&str, &[&str])] = &[
+    ("the YAML tree", &["yaml"]),
+    ("the Kubernetes vocabulary", &["k8s"]),
+    (
+        "the rule sets",
+        &["linkerd_cni", "network_resources", "validation"],
+    ),
+    ("the function pipeline", &["pipeline"]),
+    (
+        "the fronts",
+        &[
+            "krm",
+            "files",
+            "environment",
+            "admission",
+            "webhook",
+            "main",
+        ],
+    ),
+];
+
+/// The only layer whose modules may import each other (without a circle).
+const SIDEWAYS: &str = "the fronts";
+
+/// A module path below `crate`: `["k8s", "networks"]`; the crate root is empty.
+type Module = Vec<String>;
+
+/// One import: where it is, what it says, and the module it reaches.
+#[derive(Debug, Clone)]
+struct Import {
+    file: String,
+    line: usize,
+    text: String,
+    from: Module,
+    to: Module,
+}
+
+impl Import {
+    fn at(&self) -> String {
+        format!("{}:{}: `{}`", self.file, self.line, self.text)
+    }
+}
+
+#[test]
+fn src_is_layered_without_circles() {
+    let files = read_tree(Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/src")));
+    assert!(
+        files.len() > 20,
+        "src/ was not found: {} files",
+        files.len()
+    );
+    let problems = check(&files);
+    assert!(
+        problems.is_empty(),
+        "the layering of src/ is broken (see README, Code map):\n{}",
+        problems.join("\n")
+    );
+}
+
+/// The checker finds what it must, naming the file and line.
+#[test]
+fn the_check_names_each_offending_import() {
+    let files = [
+        ("src/lib.rs", "pub mod k8s;\npub mod linkerd_cni;\n"),
+        ("src/yaml/mod.rs", ""),
+        ("src/k8s/mod.rs", "pub mod resource;\n"),
+        (
+            "src/k8s/resource.rs",
+            "use crate::{\n    yaml::Node,\n    linkerd_cni::attach,\n};\n",
+        ),
+        (
+            "src/linkerd_cni/mod.rs",
+            "// use crate::validation;\nmod tests {\n    use super::super::validation::x;\n}\n",
+        ),
+        (
+            "src/linkerd_cni/attach.rs",
+            "fn f() { crate::k8s::resource::g() }\n",
+        ),
+        ("src/validation/mod.rs", "use crate::pipeline::run;\n"),
+        ("src/pipeline.rs", "use crate::krm::Outcome;\n"),
+        ("src/krm.rs", "use crate::pipeline;\n"),
+        ("src/stray.rs", ""),
+    ]
+    .map(|(path, text)| (path.to_string(), text.to_string()));
+    let problems = check(&files);
+    let expect = [
+        "src/k8s/resource.rs:3: `crate::{yaml::Node, linkerd_cni::attach}`: k8s (the Kubernetes vocabulary) imports linkerd_cni (the rule sets)",
+        "src/linkerd_cni/mod.rs:3: `super::super::validation::x`: linkerd_cni (the rule sets) imports validation (the rule sets)",
+        "src/validation/mod.rs:1: `crate::pipeline::run`: validation (the rule sets) imports pipeline (the function pipeline)",
+        "src/pipeline.rs:1: `crate::krm::Outcome`: pipeline (the function pipeline) imports krm (the fronts)",
+        "src/stray.rs: the top-level module stray is in no layer",
+        "a circle: k8s -> linkerd_cni -> k8s",
+    ];
+    for want in expect {
+        assert!(
+            problems.iter().any(|p| p.starts_with(want)),
+            "missing {want:?} in:\n{}",
+            problems.join("\n")
+        );
+    }
+    assert_eq!(problems.len(), expect.len(), "{}", problems.join("\n"));
+}
+
+/// Every `.rs` file below `src`, as `src/...` paths and their text.
+fn read_tree(src: &Path) -> Vec<(String, String)> {
+    let mut files = Vec::new();
+    let mut dirs = vec![src.to_path_buf()];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                let rel = path.strip_prefix(src).unwrap().display().to_string();
+                let text = std::fs::read_to_string(&path).unwrap();
+                files.push((format!("src/{}", rel.replace('\\', "/")), text));
+            }
+        }
+    }
+    files.sort();
+    files
+}
+
+/// Every problem of the tree, one line each.
+fn check(files: &[(String, String)]) -> Vec<String> {
+    let modules: BTreeSet<Module> = files.iter().map(|(path, _)| module_of(path)).collect();
+    let layer_of = |top: &str| LAYERS.iter().position(|(_, mods)| mods.contains(&top));
+    let mut problems = Vec::new();
+    let mut tops: BTreeSet<String> = BTreeSet::new();
+    for (path, _) in files {
+        if let Some(top) = module_of(path).into_iter().next()
+            && layer_of(&top).is_none()
+            && tops.insert(top.clone())
+        {
+            problems.push(format!(
+                "{path}: the top-level module {top} is in no layer; add it to LAYERS in tests/layering.rs and to README's code map"
+            ));
+        }
+    }
+    let imports: Vec<Import> = files
+        .iter()
+        .flat_map(|(path, text)| imports(path, text, &modules))
+        .collect();
+    let mut graph: Graph = BTreeMap::new();
+    for import in &imports {
+        let (Some(from), Some(to)) = (import.from.first(), import.to.first()) else {
+            continue;
+        };
+        if from == to {
+            continue;
+        }
+        graph
+            .entry(from.clone())
+            .or_default()
+            .entry(to.clone())
+            .or_insert_with(|| import.clone());
+        let (Some(a), Some(b)) = (layer_of(from), layer_of(to)) else {
+            continue;
+        };
+        if b > a || (b == a && LAYERS[a].0 != SIDEWAYS) {
+            problems.push(format!(
+                "{}: {from} ({}) imports {to} ({})",
+                import.at(),
+                LAYERS[a].0,
+                LAYERS[b].0
+            ));
+        }
+    }
+    problems.extend(find_circle(&graph).map(|c| describe("a circle", &c)));
+    // Within a top-level module, a file may use its ancestors' items and its
+    // descendants, but files must not import each other around a circle.
+    let mut inner: Graph = BTreeMap::new();
+    for import in &imports {
+        let related = import.to.starts_with(&import.from) || import.from.starts_with(&import.to);
+        if !related && import.to.first() == import.from.first() {
+            inner
+                .entry(import.from.join("::"))
+                .or_default()
+                .entry(import.to.join("::"))
+                .or_insert_with(|| import.clone());
+        }
+    }
+    problems.extend(find_circle(&inner).map(|c| describe("a circle between files", &c)));
+    problems
+}
+
+/// The module a file is: `src/k8s/networks/mod.rs` is `k8s::networks`.
+fn module_of(path: &str) -> Module {
+    let rel = path.trim_start_matches("src/").trim_end_matches(".rs");
+    let mut parts: Module = rel.split('/').map(str::to_string).collect();
+    if parts.last().is_some_and(|p| p == "mod") || parts == ["lib"] {
+        parts.pop();
+    }
+    parts
+}
+
+/// The imports of one file that reach another module.
+fn imports(path: &str, text: &str, modules: &BTreeSet<Module>) -> Vec<Import> {
+    let file_module = module_of(path);
+    let lines: Vec<&str> = text.lines().collect();
+    // The inline modules (`mod tests {`) open at each line, for `super::`.
+    let mut inline: Vec<Vec<String>> = Vec::with_capacity(lines.len());
+    let mut open: Vec<(usize, String)> = Vec::new();
+    for line in &lines {
+        let indent = line.len() - line.trim_start().len();
+        if open
+            .last()
+            .is_some_and(|(i, _)| *i == indent && line.trim() == "}")
+        {
+            open.pop();
+        }
+        inline.push(open.iter().map(|(_, name)| name.clone()).collect());
+        let words: Vec<&str> = line.split_whitespace().collect();
+        if let [.., "mod", name, "{"] = words.as_slice() {
+            open.push((indent, name.to_string()));
+        }
+    }
+    let starts: Vec<usize> = std::iter::once(0)
+        .chain(text.match_indices('\n').map(|(i, _)| i + 1))
+        .collect();
+    let mut found = Vec::new();
+    for prefix in ["crate::", "super::", "linkerd_multus::"] {
+        for (at, _) in text.match_indices(prefix) {
+            let before = text[..at].chars().next_back();
+            if before.is_some_and(|c| c.is_alphanumeric() || matches!(c, '_' | '$' | ':')) {
+                continue;
+            }
+            let line = starts.partition_point(|&s| s <= at) - 1;
+            if lines[line].trim_start().starts_with("//") {
+                continue;
+            }
+            let (base, rest) = match prefix {
+                "super::" => {
+                    let mut here = file_module.clone();
+                    here.extend(inline[line].iter().cloned());
+                    let mut rest = &text[at..];
+                    while let Some(r) = rest.strip_prefix("super::") {
+                        here.pop();
+                        rest = r;
+                    }
+                    (here, rest)
+                }
+                _ if prefix == "linkerd_multus::" && file_module != ["main"] => continue,
+                _ => (Vec::new(), &text[at + prefix.len()..]),
+            };
+            let (paths, len) = paths(rest);
+            let offset = text.len() - rest.len();
+            let written = text[at..offset + len]
+                .split_whitespace()
+                .collect::<Vec<_>>();
+            let written = written.join(" ").replace("{ ", "{").replace(", }", "}");
+            for (item, segments) in paths {
+                let mut full = base.clone();
+                full.extend(segments);
+                let to = (0..=full.len())
+                    .rev()
+                    .map(|n| full[..n].to_vec())
+                    .find(|m| modules.contains(m))
+                    .unwrap_or_default();
+                found.push(Import {
+                    file: path.to_string(),
+                    line: starts.partition_point(|&s| s <= offset + item),
+                    text: written.clone(),
+                    from: file_module.clone(),
+                    to,
+                });
+            }
+        }
+    }
+    found
+}
+
+/// The paths at the start of `rest` (after `crate::`): one `a::b::c`, or the
+/// first segment of each item of a `{...}` group, each with its offset in
+/// `rest`; and how many bytes they take.
+fn paths(rest: &str) -> (Vec<(usize, Vec<String>)>, usize) {
+    let ident = |s: &str| {
+        s.find(|c: char| !(c.is_alphanumeric() || c == '_'))
+            .unwrap_or(s.len())
+    };
+    if let Some(group) = rest.strip_prefix('{') {
+        let mut depth = 1;
+        let mut close = group.len();
+        for (i, c) in group.char_indices() {
+            depth += match c {
+                '{' => 1,
+                '}' => -1,
+                _ => 0,
+            };
+            if depth == 0 {
+                close = i;
+                break;
+            }
+        }
+        let mut items = Vec::new();
+        let mut depth = 0;
+        let mut start = 0;
+        for (i, c) in group[..close].char_indices().chain([(close, ',')]) {
+            match c {
+                '{' => depth += 1,
+                '}' => depth -= 1,
+                ',' if depth == 0 => {
+                    let raw = &group[start..i];
+                    let item = raw.trim_start();
+                    let first = &item[..ident(item)];
+                    if !first.is_empty() {
+                        let at = 1 + start + raw.len() - item.len();
+                        items.push((
+                            at,
+                            if first == "self" {
+                                vec![]
+                            } else {
+                                vec![first.to_string()]
+                            },
+                        ));
+                    }
+                    start = i + 1;
+                }
+                _ => {}
+            }
+        }
+        return (items, close + 2);
+    }
+    let mut segments = Vec::new();
+    let mut len = 0;
+    loop {
+        let n = ident(&rest[len..]);
+        if n == 0 {
+            break;
+        }
+        segments.push(rest[len..len + n].to_string());
+        len += n;
+        match rest[len..].strip_prefix("::") {
+            Some(next) if next.starts_with(|c: char| c.is_alphanumeric() || c == '_') => len += 2,
+            _ => break,
+        }
+    }
+    (vec![(0, segments)], len)
+}
+
+/// Modules, each with the modules it imports and the first import of each.
+type Graph = BTreeMap<String, BTreeMap<String, Import>>;
+
+/// A circle of `graph`, as each module on it and its import of the next.
+fn find_circle(graph: &Graph) -> Option<Vec<(String, Import)>> {
+    fn visit(
+        node: &str,
+        graph: &Graph,
+        path: &mut Vec<String>,
+        done: &mut BTreeSet<String>,
+    ) -> Option<Vec<(String, Import)>> {
+        if let Some(at) = path.iter().position(|n| n == node) {
+            let mut circle = path[at..].to_vec();
+            circle.push(node.to_string());
+            let steps = circle.windows(2);
+            return Some(
+                steps
+                    .map(|w| (w[0].clone(), graph[&w[0]][&w[1]].clone()))
+                    .collect(),
+            );
+        }
+        if !done.insert(node.to_string()) {
+            return None;
+        }
+        path.push(node.to_string());
+        for next in graph.get(node).into_iter().flat_map(BTreeMap::keys) {
+            if let Some(circle) = visit(next, graph, path, done) {
+                return Some(circle);
+            }
+        }
+        path.pop();
+        None
+    }
+    let mut done = BTreeSet::new();
+    graph
+        .keys()
+        .find_map(|node| visit(node, graph, &mut Vec::new(), &mut done))
+}
+
+/// A circle as one line: `a -> b -> a`, then where each import is.
+fn describe(what: &str, circle: &[(String, Import)]) -> String {
+    let names: Vec<&str> = circle.iter().map(|(name, _)| name.as_str()).collect();
+    let sites: Vec<String> = circle.iter().map(|(_, import)| import.at()).collect();
+    format!(
+        "{what}: {} -> {} ({})",
+        names.join(" -> "),
+        names[0],
+        sites.join("; ")
+    )
+}
