@@ -1,7 +1,7 @@
 //! Load benchmark of the admission webhook against a constant-answer baseline.
 //!
 //! `cargo bench --bench webhook` starts a stand-in API server
-//! (tests/common/apiserver.rs; why a stand-in here: tests/common/mod.rs)
+//! (benches/common/fake_apiserver.rs, which says why a stand-in here)
 //! holding 10,000 namespaces, the release
 //! `linkerd-multus webhook` against it, and a baseline: this bench re-executed
 //! as a server that answers every review with one constant AdmissionReview,
@@ -35,11 +35,11 @@
 //! (/proc/PID/stat) divided by the answers; resident memory is VmHWM and
 //! VmRSS from /proc/PID/status after the load.
 
-#[path = "../tests/common/apiserver.rs"]
-mod apiserver;
 #[path = "common/baseline.rs"]
 mod baseline;
 mod common;
+#[path = "common/fake_apiserver.rs"]
+mod fake_apiserver;
 #[path = "../tests/common/https.rs"]
 mod https;
 #[path = "common/servers.rs"]
@@ -59,9 +59,9 @@ use hdrhistogram::Histogram;
 use serde_json::{Value, json};
 use tokio_rustls::TlsConnector;
 
-use apiserver::FakeApiServer;
 use baseline::{ATTACH_PATCH, BASELINE_ENV, READER_ENV, baseline, baseline_busy};
 use common::{Tally, cpu_seconds, histogram, median};
+use fake_apiserver::FakeApiServer;
 use https::{Ca, Connection, connector};
 use servers::Server;
 

@@ -2,16 +2,12 @@
 //! YAML tree (built on `saphyr-parser` events, independent of the crate's own YAML code) for
 //! checks on meaning rather than bytes.
 //!
-//! Cluster-side tests (`tests/webhook.rs`, `tests/cluster.rs`, `tests/apply.rs`) run against a
-//! real kube-apiserver and etcd: [`kube_apiserver`]. [`apiserver`] is a stand-in that serves
-//! only the Namespace and NAD list and watch; no test uses it any more. It remains for the
-//! webhook benchmark (`benches/webhook.rs`), which measures the webhook's own HTTP path and
-//! needs 10,000 namespaces: through a real API server they take about a minute to create on
-//! every run, and the API server's own work would share the two cores with the servers
-//! being measured.
+//! Cluster-side tests (`tests/webhook.rs`, `tests/cluster.rs`, `tests/apply.rs`) and the
+//! admission benchmark run against a real kube-apiserver and etcd: [`kube_apiserver`]. No test
+//! uses a stand-in API server; the webhook benchmark keeps one
+//! (`benches/common/fake_apiserver.rs` says why).
 #![allow(dead_code)]
 
-pub mod apiserver;
 pub mod golden;
 pub mod https;
 pub mod kube_apiserver;

@@ -1,13 +1,18 @@
 //! A stand-in for the one part of kube-apiserver the webhook uses: list and
 //! watch of Namespaces and of NetworkAttachmentDefinitions (all namespaces) as
-//! metadata, over plain HTTP. No kube-apiserver can be
-//! installed on the build machines (no registry ships one); the real API
-//! server is exercised by `scripts/e2e-webhook.sh` against a real cluster.
-//! It answers what kube-rs's watcher asks: `GET /api/v1/namespaces` or
+//! metadata, over plain HTTP. It answers what the webhook's caches ask:
+//! `GET /api/v1/namespaces` or
 //! `GET /apis/k8s.cni.cncf.io/v1/network-attachment-definitions` (a list with a
 //! resourceVersion) and the same with `watch=true` (newline-delimited events
 //! after a resourceVersion, held open), and it can go down and come back,
 //! wholly or for one resource.
+//!
+//! Only the webhook benchmark uses it; every test runs against a real
+//! kube-apiserver (tests/common/kube_apiserver.rs). The benchmark measures the
+//! webhook's own HTTP path with 10,000 namespaces in its cache: through a real
+//! API server those take about a minute to create on every run, and the API
+//! server's own work would share the machine's two cores with the servers
+//! being measured.
 #![allow(dead_code)]
 
 use std::collections::BTreeMap;
