@@ -365,10 +365,55 @@ fn errors_name_the_source_and_print_nothing() {
     assert_eq!((out.code, out.stdout.as_str()), (1, ""));
     assert!(
         out.stderr.starts_with(
-            "error: apps/broken.yaml (document 1): not a Kubernetes object: metadata:"
+            "error: apps/broken.yaml (document 2): not a Kubernetes object: metadata:"
         ),
         "{}",
         out.stderr
+    );
+}
+
+/// Every message names a file as the user gave it (`dir/` is walked, yet
+/// `dir/sub/a.yaml` is shown, not `sub/a.yaml`), and counts documents from 1.
+#[test]
+fn errors_name_files_as_given_and_count_documents_from_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path();
+    std::fs::create_dir_all(p.join("dir/sub")).unwrap();
+    let write = |text: &str| std::fs::write(p.join("dir/sub/a.yaml"), text).unwrap();
+    let first_line = |args: &[&str]| {
+        let out = render(args, p);
+        assert_ne!(out.code, 0, "{args:?}");
+        out.stderr.lines().next().unwrap_or_default().to_string()
+    };
+
+    write("apiVersion: v1\nkind: [\n");
+    let yaml = "error: dir/sub/a.yaml: not valid YAML: line 3 column 1: while parsing a node, did not find expected node content";
+    for command in ["render", "check", "validate"] {
+        assert_eq!(first_line(&[command, "dir/"]), yaml, "{command}");
+    }
+
+    write(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: ok}\n---\napiVersion: v1\nkind: ConfigMap\n",
+    );
+    let not_a_resource = "error: dir/sub/a.yaml (document 2): not a Kubernetes object: metadata: is missing or not a mapping";
+    for command in ["render", "check", "validate"] {
+        assert_eq!(first_line(&[command, "dir/"]), not_a_resource, "{command}");
+    }
+
+    // The rules' own messages name the same file and document.
+    write(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: ok}\n---\napiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web, namespace: demo}\nspec:\n  template:\n    metadata:\n      annotations:\n        k8s.v1.cni.cncf.io/networks: a,,b\n    spec: {containers: []}\n",
+    );
+    let out = render(&["render", "dir/", "--namespaces", "{demo: {}}"], p);
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert_eq!(
+        out.stderr,
+        "error: Deployment demo/web (dir/sub/a.yaml (document 2)): annotation k8s.v1.cni.cncf.io/networks: item 2 \"\": empty item\n"
+    );
+    let out = render(&["validate", "dir/"], p);
+    assert_eq!(
+        out.stdout.lines().next().unwrap(),
+        "dir/sub/a.yaml (document 2): error: Deployment demo/web: spec.template.metadata.annotations.k8s.v1.cni.cncf.io/networks: Multus rejects the networks annotation: item 2 \"\": empty item"
     );
 }
 
@@ -441,7 +486,7 @@ fn check_reports_errors_apart_from_differences() {
     assert_eq!(out.stdout, "");
     assert!(
         out.stderr
-            .starts_with("error: apps/bad.yaml (document 0): not a Kubernetes object")
+            .starts_with("error: apps/bad.yaml (document 1): not a Kubernetes object")
     );
 }
 
