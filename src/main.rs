@@ -40,7 +40,9 @@ enum Command {
         settings: SettingsArgs,
     },
     /// Exits 1 with a unified diff when rendering would change the files, 0
-    /// when they are already rendered: a CI gate for GitOps repositories.
+    /// when they are already rendered, 2 when they cannot be checked: a CI
+    /// gate for GitOps repositories.
+    #[command(after_help = CHECK_EXIT_CODES)]
     Check {
         /// Files and directories, as for render.
         #[arg(value_name = "PATH", required = true)]
@@ -76,6 +78,13 @@ enum Command {
         settings: CoreSettings,
     },
 }
+
+/// What `check` exits with, as its help shows it.
+const CHECK_EXIT_CODES: &str = "\
+Exit codes:
+  0  every file is rendered
+  1  rendering would change a file: the diff is on stdout
+  2  the files could not be checked (an input or a setting is wrong, or the rules found an error: stderr says which), or the command line is wrong";
 
 /// The settings of `validate`; flags win over the config file.
 #[derive(Args)]

@@ -478,6 +478,21 @@ fn check_fails_with_a_diff_until_the_package_is_rendered() {
 }
 
 #[test]
+fn check_help_lists_its_exit_codes() {
+    let out = render(&["check", "--help"], Path::new("/"));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stdout.ends_with(
+            "\n\nExit codes:\n  0  every file is rendered\n  1  rendering would change a file: the diff is on stdout\n  2  the files could not be checked (an input or a setting is wrong, or the rules found an error: stderr says which), or the command line is wrong\n"
+        ),
+        "{}",
+        out.stdout
+    );
+    // The codes are the ones check returns: 2 for a command line it cannot read.
+    assert_eq!(render(&["check"], Path::new("/")).code, 2);
+}
+
+#[test]
 fn check_reports_errors_apart_from_differences() {
     let dir = example_copy();
     std::fs::write(dir.path().join("apps/bad.yaml"), "- not an object\n").unwrap();
