@@ -74,8 +74,11 @@ enum Command {
     Webhook {
         #[command(flatten)]
         args: Box<linkerd_multus::webhook::Args>,
+        /// A file holding the settings: a LinkerdMultus object (or a ConfigMap).
+        #[arg(long, value_name = "FILE")]
+        config: Option<PathBuf>,
         #[command(flatten)]
-        settings: CoreSettings,
+        settings: PodSettings,
     },
 }
 
@@ -158,7 +161,26 @@ struct SettingsArgs {
     core: CoreSettings,
 }
 
-/// The core's settings, each also read from `LINKERD_MULTUS_<NAME>` (flags win).
+/// The core's settings that decide a pod: the webhook's, and the renderer's
+/// with [`CoreSettings`]; each also read from `LINKERD_MULTUS_<NAME>` (flags win).
+#[derive(Args)]
+struct PodSettings {
+    /// The Linkerd control-plane namespace [default: linkerd].
+    #[arg(long, value_name = "NAMESPACE")]
+    linkerd_namespace: Option<String>,
+    /// Name of the NetworkAttachmentDefinition [default: linkerd-cni].
+    #[arg(long, value_name = "NAME")]
+    nad_name: Option<String>,
+    /// Namespace annotation holding the OpenShift UID range.
+    #[arg(long, value_name = "KEY")]
+    uid_range_annotation: Option<String>,
+    /// Offset of the proxy UID in that range [default: 2102].
+    #[arg(long, value_name = "N")]
+    proxy_uid_offset: Option<String>,
+}
+
+/// The core's settings for rendering files: those of a pod and those of the
+/// NADs, namespaces and workloads of a package.
 #[derive(Args)]
 struct CoreSettings {
     /// A file holding the settings: a LinkerdMultus object (or a ConfigMap).
@@ -166,27 +188,17 @@ struct CoreSettings {
     /// NetworkResources object runs the network-resources rules instead.
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
+    #[command(flatten)]
+    pod: PodSettings,
     /// Namespace of the Linkerd-CNI ConfigMap [default: linkerd-cni].
     #[arg(long, value_name = "NAMESPACE")]
     cni_namespace: Option<String>,
-    /// The Linkerd control-plane namespace [default: linkerd].
-    #[arg(long, value_name = "NAMESPACE")]
-    linkerd_namespace: Option<String>,
-    /// Name of the NetworkAttachmentDefinition [default: linkerd-cni].
-    #[arg(long, value_name = "NAME")]
-    nad_name: Option<String>,
     /// Kubeconfig path the CNI plugin uses [default: from the ConfigMap].
     #[arg(long, value_name = "PATH")]
     cni_kubeconfig: Option<String>,
     /// cniVersion added to NAD configs that have none [default: 0.3.0].
     #[arg(long, value_name = "VERSION")]
     cni_version: Option<String>,
-    /// Namespace annotation holding the OpenShift UID range.
-    #[arg(long, value_name = "KEY")]
-    uid_range_annotation: Option<String>,
-    /// Offset of the proxy UID in that range [default: 2102].
-    #[arg(long, value_name = "N")]
-    proxy_uid_offset: Option<String>,
     /// Annotations of namespaces not in the input, as YAML or JSON:
     /// '{demo: {annotations: {linkerd.io/multus: enabled}}}'.
     #[arg(long, value_name = "YAML")]
@@ -201,32 +213,48 @@ struct CoreSettings {
     default_namespace: Option<String>,
     /// Stamp the hash of their NAD config on attached pod templates, so a
     /// changed config rolls them: off, all, or labelled (only those labelled
-    /// config.linkerd.io/reconcile: auto) [default: off]. Rendering only: the
-    /// webhook leaves pods' hashes as they are.
+    /// config.linkerd.io/reconcile: auto) [default: off].
     #[arg(long, value_name = "MODE")]
     config_rollout: Option<String>,
+}
+
+impl PodSettings {
+    /// The flags given, by settings key.
+    fn flags(self) -> Vec<(&'static str, String)> {
+        given([
+            ("linkerdNamespace", self.linkerd_namespace),
+            ("nadName", self.nad_name),
+            ("uidRangeAnnotation", self.uid_range_annotation),
+            ("proxyUIDOffset", self.proxy_uid_offset),
+        ])
+    }
 }
 
 impl CoreSettings {
     /// The flags given, by settings key.
     fn flags(self) -> Vec<(&'static str, String)> {
-        [
+        let mut flags = self.pod.flags();
+        flags.extend(given([
             ("cniNamespace", self.cni_namespace),
-            ("linkerdNamespace", self.linkerd_namespace),
-            ("nadName", self.nad_name),
             ("cniKubeconfig", self.cni_kubeconfig),
             ("cniVersion", self.cni_version),
-            ("uidRangeAnnotation", self.uid_range_annotation),
-            ("proxyUIDOffset", self.proxy_uid_offset),
             ("namespaces", self.namespaces),
             ("workloadKinds", self.workload_kinds),
             ("defaultNamespace", self.default_namespace),
             ("configRollout", self.config_rollout),
-        ]
+        ]));
+        flags
+    }
+}
+
+/// The flags among `flags` that were given.
+fn given<const N: usize>(
+    flags: [(&'static str, Option<String>); N],
+) -> Vec<(&'static str, String)> {
+    flags
         .into_iter()
         .filter_map(|(key, value)| Some((key, value?)))
         .collect()
-    }
 }
 
 impl SettingsArgs {
@@ -296,8 +324,11 @@ fn run(command: Option<Command>) -> anyhow::Result<ExitCode> {
             let options = settings.into_options(vec![Input::Stdin], Mode::Stream);
             render::run(&options, &env, read_stdin)
         }
-        Some(Command::Webhook { args, settings }) => {
-            let config = settings.config.clone();
+        Some(Command::Webhook {
+            args,
+            config,
+            settings,
+        }) => {
             let settings = webhook::settings(config.as_deref(), &settings.flags(), &env)?;
             let network_resources =
                 webhook::network_resources_settings(args.network_resources.as_deref(), &env)?;

@@ -1236,3 +1236,59 @@ fn network_resources_settings_errors_are_named() {
         assert!(stderr.contains(&want), "{args:?}: {stderr}");
     }
 }
+
+/// `webhook --help` lists the webhook's own flags and the settings that decide
+/// a pod, not those only rendering uses (NAD configs, workload kinds,
+/// namespaces of files, config rollouts).
+#[test]
+fn help_lists_only_the_flags_the_webhook_uses() {
+    let out = Command::new(bin())
+        .args(["webhook", "--help"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let help = String::from_utf8(out.stdout).unwrap();
+    let flags: Vec<&str> = help
+        .lines()
+        .filter_map(|l| l.trim_start().strip_prefix("--"))
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    assert_eq!(
+        flags,
+        [
+            "listen",
+            "path",
+            "tls-cert",
+            "tls-key",
+            "client-ca",
+            "tls-reload-interval",
+            "ops-listen",
+            "max-body-bytes",
+            "header-timeout",
+            "body-timeout",
+            "on-error",
+            "shutdown-delay",
+            "drain-timeout",
+            "log-format",
+            "log-level",
+            "network-resources",
+            "config",
+            "linkerd-namespace",
+            "nad-name",
+            "uid-range-annotation",
+            "proxy-uid-offset",
+        ]
+    );
+    // A render-only flag is refused, not silently ignored.
+    let out = Command::new(bin())
+        .args(["webhook", "--cni-version", "0.4.0"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .starts_with("error: unexpected argument '--cni-version' found"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
