@@ -82,6 +82,9 @@ enum Command {
     },
 }
 
+/// What `post-render` says when workloads have no namespace and none is set.
+const POST_RENDER_NAMESPACE_HINT: &str = "Helm does not tell a post-renderer the release namespace; pass it as --post-renderer-args=--default-namespace=NAMESPACE (the namespace of helm -n), so that the namespace's linkerd.io/multus and linkerd.io/inject annotations count and the NAD is generated in it";
+
 /// What `check` exits with, as its help shows it.
 const CHECK_EXIT_CODES: &str = "\
 Exit codes:
@@ -267,6 +270,7 @@ impl SettingsArgs {
             mode,
             allow_empty: self.allow_empty,
             namespace_variables: &[],
+            namespace_hint: None,
         }
     }
 }
@@ -321,7 +325,8 @@ fn run(command: Option<Command>) -> anyhow::Result<ExitCode> {
             validate::run(&settings.into_options(inputs), read_stdin)
         }
         Some(Command::PostRender { settings }) => {
-            let options = settings.into_options(vec![Input::Stdin], Mode::Stream);
+            let mut options = settings.into_options(vec![Input::Stdin], Mode::Stream);
+            options.namespace_hint = Some(POST_RENDER_NAMESPACE_HINT);
             render::run(&options, &env, read_stdin)
         }
         Some(Command::Webhook {
