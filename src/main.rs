@@ -7,6 +7,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
+use linkerd_multus::environment;
 use linkerd_multus::files::manifests::Input;
 use linkerd_multus::files::render::{self, Mode, Options};
 use linkerd_multus::files::validate;
@@ -294,6 +295,18 @@ fn read_stdin() -> std::io::Result<String> {
 
 fn run(command: Option<Command>) -> anyhow::Result<ExitCode> {
     let env = |name: &str| std::env::var(name).ok();
+    // The renderer's fronts read LINKERD_MULTUS_*; the webhook logs its own warnings.
+    if matches!(
+        command,
+        Some(Command::Render { .. } | Command::Check { .. } | Command::PostRender { .. })
+    ) {
+        let names: Vec<String> = std::env::vars_os()
+            .map(|(name, _)| name.to_string_lossy().into_owned())
+            .collect();
+        for warning in environment::unknown_variables(names.iter().map(String::as_str)) {
+            eprintln!("warning: {warning}");
+        }
+    }
     let outcome = match command {
         None => {
             let input = read_stdin().context("reading the ResourceList from stdin")?;

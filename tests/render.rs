@@ -564,3 +564,45 @@ fn add_exec_pipeline(p: &Path) {
     )
     .unwrap();
 }
+
+#[test]
+fn a_misspelt_variable_is_named_with_the_one_probably_meant() {
+    let dir = example_copy();
+    let p = dir.path();
+    let env = [
+        ("LINKERD_MULTUS_NAD_NAMES", "mesh"),
+        ("ARGOCD_ENV_LINKERD_MULTUS_CNINAMESPACE", "cni"),
+    ];
+    let want = "\
+warning: environment variable ARGOCD_ENV_LINKERD_MULTUS_CNINAMESPACE (LINKERD_MULTUS_CNINAMESPACE in the Application's plugin env) is not one linkerd-multus reads; did you mean LINKERD_MULTUS_CNI_NAMESPACE?
+warning: environment variable LINKERD_MULTUS_NAD_NAMES is not one linkerd-multus reads; did you mean LINKERD_MULTUS_NAD_NAME?
+";
+    for args in [
+        &["render", "."][..],
+        &["check", "."],
+        &["render", "--diff", "."],
+    ] {
+        let out = linkerd_multus(args, &env, p, "");
+        let mut warnings: Vec<&str> = out
+            .stderr
+            .lines()
+            .filter(|l| l.contains("environment variable"))
+            .collect();
+        warnings.sort();
+        assert_eq!(warnings.join("\n") + "\n", want, "{args:?}: {}", out.stderr);
+    }
+    let out = linkerd_multus(&["post-render"], &env, p, "");
+    assert!(
+        out.stderr.contains(want.lines().last().unwrap()),
+        "{}",
+        out.stderr
+    );
+    // Nothing to say about the variables it reads.
+    let out = linkerd_multus(
+        &["render", "."],
+        &[("LINKERD_MULTUS_NAD_NAME", "linkerd-cni")],
+        p,
+        "",
+    );
+    assert_eq!((out.code, out.stderr.as_str()), (0, ""));
+}

@@ -1292,3 +1292,39 @@ fn help_lists_only_the_flags_the_webhook_uses() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// A misspelt variable is logged at start-up, before anything else can fail.
+#[test]
+fn a_misspelt_variable_is_logged_at_start_up() {
+    let dir = tempfile::tempdir().unwrap();
+    let ca = Ca::new("CA");
+    let (cert, key) = ca.leaf(&["x"]).write(dir.path());
+    let out = Command::new(bin())
+        .args([
+            "webhook",
+            "--listen",
+            "127.0.0.1:0",
+            "--ops-listen",
+            "127.0.0.1:0",
+        ])
+        .arg("--tls-cert")
+        .arg(&cert)
+        .arg("--tls-key")
+        .arg(&key)
+        .env_clear()
+        .env("LINKERD_MULTUS_NETWORK_RESOURCE", "nr.yaml")
+        .env("KUBECONFIG", dir.path().join("none"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    // No API server here: it stops after the warning.
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    let warning = stderr.lines().next().unwrap_or_default();
+    assert!(
+        warning.contains(" WARN ")
+            && warning.ends_with(
+                "environment variable LINKERD_MULTUS_NETWORK_RESOURCE is not one linkerd-multus reads; did you mean LINKERD_MULTUS_NETWORK_RESOURCES?"
+            ),
+        "{stderr}"
+    );
+}
