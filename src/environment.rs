@@ -105,6 +105,14 @@ pub fn unknown_variables<'a>(names: impl IntoIterator<Item = &'a str>) -> Vec<St
     warnings
 }
 
+/// [`unknown_variables`] of this process's environment.
+pub fn unknown_variables_here() -> Vec<String> {
+    let names: Vec<String> = std::env::vars_os()
+        .map(|(name, _)| name.to_string_lossy().into_owned())
+        .collect();
+    unknown_variables(names.iter().map(String::as_str))
+}
+
 /// The Levenshtein distance between two ASCII names.
 fn edit_distance(a: &str, b: &str) -> usize {
     let b = b.as_bytes();

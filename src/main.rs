@@ -300,10 +300,7 @@ fn run(command: Option<Command>) -> anyhow::Result<ExitCode> {
         command,
         Some(Command::Render { .. } | Command::Check { .. } | Command::PostRender { .. })
     ) {
-        let names: Vec<String> = std::env::vars_os()
-            .map(|(name, _)| name.to_string_lossy().into_owned())
-            .collect();
-        for warning in environment::unknown_variables(names.iter().map(String::as_str)) {
+        for warning in environment::unknown_variables_here() {
             eprintln!("warning: {warning}");
         }
     }

@@ -181,10 +181,7 @@ pub fn run(
     network_resources: Option<network_resources::settings::Settings>,
 ) -> anyhow::Result<()> {
     init_logs(&args)?;
-    let names: Vec<String> = std::env::vars_os()
-        .map(|(name, _)| name.to_string_lossy().into_owned())
-        .collect();
-    for warning in environment::unknown_variables(names.iter().map(String::as_str)) {
+    for warning in environment::unknown_variables_here() {
         tracing::warn!("{warning}");
     }
     // kube's client and this server both use rustls; ring is the one provider built in.
