@@ -8,6 +8,9 @@ use crate::linkerd_cni::settings::{KEYS, Settings};
 pub const PREFIX: &str = "LINKERD_MULTUS_";
 /// Argo CD's prefix for the variables of an Application's `plugin.env`.
 pub const ARGOCD_ENV_PREFIX: &str = "ARGOCD_ENV_";
+/// The webhook's variable of `--network-resources`: read under [`PREFIX`]
+/// beside the settings' own.
+pub const NETWORK_RESOURCES_VARIABLE: &str = "LINKERD_MULTUS_NETWORK_RESOURCES";
 /// Argo CD's JSON list of an Application's `plugin.parameters`.
 pub const ARGOCD_PARAMETERS: &str = "ARGOCD_APP_PARAMETERS";
 /// Argo CD's prefix for one variable per parameter.
@@ -49,6 +52,83 @@ pub fn variable(key: &str) -> String {
         out.push(c.to_ascii_uppercase());
     }
     out
+}
+
+/// A warning for each variable among `names` that looks meant for
+/// linkerd-multus (`LINKERD_MULTUS_*`, or Argo CD's
+/// `ARGOCD_ENV_LINKERD_MULTUS_*`, in any case) but is none it reads: it names
+/// the variable and the one probably meant, when one is close.
+pub fn unknown_variables<'a>(names: impl IntoIterator<Item = &'a str>) -> Vec<String> {
+    let known: Vec<String> = KEYS
+        .iter()
+        .map(|key| variable(key))
+        .chain([NETWORK_RESOURCES_VARIABLE[PREFIX.len()..].to_string()])
+        .collect();
+    let argo_prefix = format!("{ARGOCD_ENV_PREFIX}{PREFIX}");
+    let mut warnings = Vec::new();
+    for name in names {
+        let upper = name.to_ascii_uppercase();
+        // Argo CD passes an Application's plugin env entry NAME as ARGOCD_ENV_NAME.
+        let (suffix, argo) = if let Some(suffix) = upper.strip_prefix(&argo_prefix) {
+            (suffix, true)
+        } else if let Some(suffix) = upper.strip_prefix(PREFIX) {
+            (suffix, false)
+        } else {
+            continue;
+        };
+        if known.iter().any(|k| k == suffix) && upper == name {
+            continue;
+        }
+        let written = if argo {
+            format!(
+                "{name} ({} in the Application's plugin env)",
+                &name[ARGOCD_ENV_PREFIX.len()..]
+            )
+        } else {
+            name.to_string()
+        };
+        let closest = known
+            .iter()
+            .map(|k| (edit_distance(suffix, k), k))
+            .min()
+            .filter(|(distance, k)| *distance <= 2.max(k.len() / 4));
+        warnings.push(match closest {
+            Some((_, k)) => format!(
+                "environment variable {written} is not one linkerd-multus reads; did you mean {PREFIX}{k}?"
+            ),
+            None => format!(
+                "environment variable {written} is not one linkerd-multus reads; it reads {PREFIX}<NAME> for NAME in {}",
+                known.join(", ")
+            ),
+        });
+    }
+    warnings
+}
+
+/// [`unknown_variables`] of this process's environment.
+pub fn unknown_variables_here() -> Vec<String> {
+    let names: Vec<String> = std::env::vars_os()
+        .map(|(name, _)| name.to_string_lossy().into_owned())
+        .collect();
+    unknown_variables(names.iter().map(String::as_str))
+}
+
+/// The Levenshtein distance between two ASCII names.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b = b.as_bytes();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.bytes().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, &cb) in b.iter().enumerate() {
+            let above = row[j + 1];
+            row[j + 1] = (diagonal + usize::from(ca != cb))
+                .min(above + 1)
+                .min(row[j] + 1);
+            diagonal = above;
+        }
+    }
+    row[b.len()]
 }
 
 /// Settings from variables named `prefix` + [`variable`], in key order.
@@ -225,6 +305,31 @@ mod tests {
         );
         let argo = prefixed(&e, &format!("{ARGOCD_ENV_PREFIX}{PREFIX}"));
         assert_eq!(argo[0].key, "cniNamespace");
+    }
+
+    #[test]
+    fn warns_of_variables_it_does_not_read() {
+        let warnings = unknown_variables([
+            "LINKERD_MULTUS_NAD_NAME",
+            "LINKERD_MULTUS_NETWORK_RESOURCES",
+            "ARGOCD_ENV_LINKERD_MULTUS_CNI_NAMESPACE",
+            "PATH",
+            "LINKERD_MULTUS_NAD_NAMES",
+            "LINKERD_MULTUS_PROXY_UID_OFSET",
+            "linkerd_multus_nad_name",
+            "ARGOCD_ENV_LINKERD_MULTUS_CNINAMESPACE",
+            "LINKERD_MULTUS_COLOUR",
+        ]);
+        assert_eq!(
+            warnings,
+            [
+                "environment variable LINKERD_MULTUS_NAD_NAMES is not one linkerd-multus reads; did you mean LINKERD_MULTUS_NAD_NAME?",
+                "environment variable LINKERD_MULTUS_PROXY_UID_OFSET is not one linkerd-multus reads; did you mean LINKERD_MULTUS_PROXY_UID_OFFSET?",
+                "environment variable linkerd_multus_nad_name is not one linkerd-multus reads; did you mean LINKERD_MULTUS_NAD_NAME?",
+                "environment variable ARGOCD_ENV_LINKERD_MULTUS_CNINAMESPACE (LINKERD_MULTUS_CNINAMESPACE in the Application's plugin env) is not one linkerd-multus reads; did you mean LINKERD_MULTUS_CNI_NAMESPACE?",
+                "environment variable LINKERD_MULTUS_COLOUR is not one linkerd-multus reads; it reads LINKERD_MULTUS_<NAME> for NAME in CNI_NAMESPACE, LINKERD_NAMESPACE, NAD_NAME, CNI_KUBECONFIG, CNI_VERSION, UID_RANGE_ANNOTATION, PROXY_UID_OFFSET, NAMESPACES, WORKLOAD_KINDS, DEFAULT_NAMESPACE, CONFIG_ROLLOUT, NETWORK_RESOURCES",
+            ]
+        );
     }
 
     #[test]

@@ -7,6 +7,7 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
+use linkerd_multus::environment;
 use linkerd_multus::files::manifests::Input;
 use linkerd_multus::files::render::{self, Mode, Options};
 use linkerd_multus::files::validate;
@@ -40,7 +41,9 @@ enum Command {
         settings: SettingsArgs,
     },
     /// Exits 1 with a unified diff when rendering would change the files, 0
-    /// when they are already rendered: a CI gate for GitOps repositories.
+    /// when they are already rendered, 2 when they cannot be checked: a CI
+    /// gate for GitOps repositories.
+    #[command(after_help = CHECK_EXIT_CODES)]
     Check {
         /// Files and directories, as for render.
         #[arg(value_name = "PATH", required = true)]
@@ -72,10 +75,23 @@ enum Command {
     Webhook {
         #[command(flatten)]
         args: Box<linkerd_multus::webhook::Args>,
+        /// A file holding the settings: a LinkerdMultus object (or a ConfigMap).
+        #[arg(long, value_name = "FILE")]
+        config: Option<PathBuf>,
         #[command(flatten)]
-        settings: CoreSettings,
+        settings: PodSettings,
     },
 }
+
+/// What `post-render` says when workloads have no namespace and none is set.
+const POST_RENDER_NAMESPACE_HINT: &str = "Helm does not tell a post-renderer the release namespace; pass it as --post-renderer-args=--default-namespace=NAMESPACE (the namespace of helm -n), so that the namespace's linkerd.io/multus and linkerd.io/inject annotations count and the NAD is generated in it";
+
+/// What `check` exits with, as its help shows it.
+const CHECK_EXIT_CODES: &str = "\
+Exit codes:
+  0  every file is rendered
+  1  rendering would change a file: the diff is on stdout
+  2  the files could not be checked (an input or a setting is wrong, or the rules found an error: stderr says which), or the command line is wrong";
 
 /// The settings of `validate`; flags win over the config file.
 #[derive(Args)]
@@ -149,7 +165,26 @@ struct SettingsArgs {
     core: CoreSettings,
 }
 
-/// The core's settings, each also read from `LINKERD_MULTUS_<NAME>` (flags win).
+/// The core's settings that decide a pod: the webhook's, and the renderer's
+/// with [`CoreSettings`]; each also read from `LINKERD_MULTUS_<NAME>` (flags win).
+#[derive(Args)]
+struct PodSettings {
+    /// The Linkerd control-plane namespace [default: linkerd].
+    #[arg(long, value_name = "NAMESPACE")]
+    linkerd_namespace: Option<String>,
+    /// Name of the NetworkAttachmentDefinition [default: linkerd-cni].
+    #[arg(long, value_name = "NAME")]
+    nad_name: Option<String>,
+    /// Namespace annotation holding the OpenShift UID range.
+    #[arg(long, value_name = "KEY")]
+    uid_range_annotation: Option<String>,
+    /// Offset of the proxy UID in that range [default: 2102].
+    #[arg(long, value_name = "N")]
+    proxy_uid_offset: Option<String>,
+}
+
+/// The core's settings for rendering files: those of a pod and those of the
+/// NADs, namespaces and workloads of a package.
 #[derive(Args)]
 struct CoreSettings {
     /// A file holding the settings: a LinkerdMultus object (or a ConfigMap).
@@ -157,27 +192,17 @@ struct CoreSettings {
     /// NetworkResources object runs the network-resources rules instead.
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
+    #[command(flatten)]
+    pod: PodSettings,
     /// Namespace of the Linkerd-CNI ConfigMap [default: linkerd-cni].
     #[arg(long, value_name = "NAMESPACE")]
     cni_namespace: Option<String>,
-    /// The Linkerd control-plane namespace [default: linkerd].
-    #[arg(long, value_name = "NAMESPACE")]
-    linkerd_namespace: Option<String>,
-    /// Name of the NetworkAttachmentDefinition [default: linkerd-cni].
-    #[arg(long, value_name = "NAME")]
-    nad_name: Option<String>,
     /// Kubeconfig path the CNI plugin uses [default: from the ConfigMap].
     #[arg(long, value_name = "PATH")]
     cni_kubeconfig: Option<String>,
     /// cniVersion added to NAD configs that have none [default: 0.3.0].
     #[arg(long, value_name = "VERSION")]
     cni_version: Option<String>,
-    /// Namespace annotation holding the OpenShift UID range.
-    #[arg(long, value_name = "KEY")]
-    uid_range_annotation: Option<String>,
-    /// Offset of the proxy UID in that range [default: 2102].
-    #[arg(long, value_name = "N")]
-    proxy_uid_offset: Option<String>,
     /// Annotations of namespaces not in the input, as YAML or JSON:
     /// '{demo: {annotations: {linkerd.io/multus: enabled}}}'.
     #[arg(long, value_name = "YAML")]
@@ -192,32 +217,48 @@ struct CoreSettings {
     default_namespace: Option<String>,
     /// Stamp the hash of their NAD config on attached pod templates, so a
     /// changed config rolls them: off, all, or labelled (only those labelled
-    /// config.linkerd.io/reconcile: auto) [default: off]. Rendering only: the
-    /// webhook leaves pods' hashes as they are.
+    /// config.linkerd.io/reconcile: auto) [default: off].
     #[arg(long, value_name = "MODE")]
     config_rollout: Option<String>,
+}
+
+impl PodSettings {
+    /// The flags given, by settings key.
+    fn flags(self) -> Vec<(&'static str, String)> {
+        given([
+            ("linkerdNamespace", self.linkerd_namespace),
+            ("nadName", self.nad_name),
+            ("uidRangeAnnotation", self.uid_range_annotation),
+            ("proxyUIDOffset", self.proxy_uid_offset),
+        ])
+    }
 }
 
 impl CoreSettings {
     /// The flags given, by settings key.
     fn flags(self) -> Vec<(&'static str, String)> {
-        [
+        let mut flags = self.pod.flags();
+        flags.extend(given([
             ("cniNamespace", self.cni_namespace),
-            ("linkerdNamespace", self.linkerd_namespace),
-            ("nadName", self.nad_name),
             ("cniKubeconfig", self.cni_kubeconfig),
             ("cniVersion", self.cni_version),
-            ("uidRangeAnnotation", self.uid_range_annotation),
-            ("proxyUIDOffset", self.proxy_uid_offset),
             ("namespaces", self.namespaces),
             ("workloadKinds", self.workload_kinds),
             ("defaultNamespace", self.default_namespace),
             ("configRollout", self.config_rollout),
-        ]
+        ]));
+        flags
+    }
+}
+
+/// The flags among `flags` that were given.
+fn given<const N: usize>(
+    flags: [(&'static str, Option<String>); N],
+) -> Vec<(&'static str, String)> {
+    flags
         .into_iter()
         .filter_map(|(key, value)| Some((key, value?)))
         .collect()
-    }
 }
 
 impl SettingsArgs {
@@ -230,6 +271,7 @@ impl SettingsArgs {
             mode,
             allow_empty: self.allow_empty,
             namespace_variables: &[],
+            namespace_hint: None,
         }
     }
 }
@@ -253,6 +295,15 @@ fn read_stdin() -> std::io::Result<String> {
 
 fn run(command: Option<Command>) -> anyhow::Result<ExitCode> {
     let env = |name: &str| std::env::var(name).ok();
+    // The renderer's fronts read LINKERD_MULTUS_*; the webhook logs its own warnings.
+    if matches!(
+        command,
+        Some(Command::Render { .. } | Command::Check { .. } | Command::PostRender { .. })
+    ) {
+        for warning in environment::unknown_variables_here() {
+            eprintln!("warning: {warning}");
+        }
+    }
     let outcome = match command {
         None => {
             let input = read_stdin().context("reading the ResourceList from stdin")?;
@@ -284,11 +335,15 @@ fn run(command: Option<Command>) -> anyhow::Result<ExitCode> {
             validate::run(&settings.into_options(inputs), read_stdin)
         }
         Some(Command::PostRender { settings }) => {
-            let options = settings.into_options(vec![Input::Stdin], Mode::Stream);
+            let mut options = settings.into_options(vec![Input::Stdin], Mode::Stream);
+            options.namespace_hint = Some(POST_RENDER_NAMESPACE_HINT);
             render::run(&options, &env, read_stdin)
         }
-        Some(Command::Webhook { args, settings }) => {
-            let config = settings.config.clone();
+        Some(Command::Webhook {
+            args,
+            config,
+            settings,
+        }) => {
             let settings = webhook::settings(config.as_deref(), &settings.flags(), &env)?;
             let network_resources =
                 webhook::network_resources_settings(args.network_resources.as_deref(), &env)?;

@@ -255,3 +255,41 @@ fn helm_sees_a_failure_as_a_failure() {
             .starts_with("error: --cni-version: setting cniVersion: \"2\"")
     );
 }
+
+#[test]
+fn without_the_release_namespace_the_warning_names_the_flag() {
+    // Helm keeps working (exit 0), and a user who runs the post-renderer by
+    // hand, or whose release fails, reads what to pass.
+    let dir = tempfile::tempdir().unwrap();
+    let mut args = vec!["post-render".to_string()];
+    args.extend(
+        context_args(dir.path())
+            .into_iter()
+            .filter(|a| !a.starts_with("--default-namespace")),
+    );
+    let out = run(bin(), &args, &[], &fixture("web/template.yaml"));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let output = parse_yaml_stream(&out.stdout).unwrap();
+    assert!(
+        output
+            .iter()
+            .all(|d| pod_networks(d).is_none_or(|n| n == "macvlan-conf"))
+    );
+    assert_eq!(
+        out.stderr.lines().last(),
+        Some(
+            "warning: 3 workloads have no metadata.namespace and no default namespace is set, so only their own annotations decide them: Helm does not tell a post-renderer the release namespace; pass it as --post-renderer-args=--default-namespace=NAMESPACE (the namespace of helm -n), so that the namespace's linkerd.io/multus and linkerd.io/inject annotations count and the NAD is generated in it"
+        ),
+        "{}",
+        out.stderr
+    );
+    // With the flag, nothing to warn about.
+    let out = run(
+        bin(),
+        &[&args[..], &["--default-namespace=demo".to_string()]].concat(),
+        &[],
+        &fixture("web/template.yaml"),
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(!out.stderr.contains("metadata.namespace"), "{}", out.stderr);
+}

@@ -893,7 +893,7 @@ fn render_pipeline_with_a_validator() {
     assert!(!run.ok, "the validator passed:\n{}", run.output);
     for message in [
         "CNI configuration has no \"plugins[0].type\"",
-        "Multus rejects it: item 3 \"Bad@net1\": network name \"Bad\" is not a DNS-1123 label",
+        "Multus rejects the networks annotation: item 3 \"Bad@net1\": network name \"Bad\" is not a DNS-1123 label",
     ] {
         assert!(
             run.output.contains(message),

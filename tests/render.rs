@@ -365,10 +365,55 @@ fn errors_name_the_source_and_print_nothing() {
     assert_eq!((out.code, out.stdout.as_str()), (1, ""));
     assert!(
         out.stderr.starts_with(
-            "error: apps/broken.yaml (document 1): not a Kubernetes object: metadata:"
+            "error: apps/broken.yaml (document 2): not a Kubernetes object: metadata:"
         ),
         "{}",
         out.stderr
+    );
+}
+
+/// Every message names a file as the user gave it (`dir/` is walked, yet
+/// `dir/sub/a.yaml` is shown, not `sub/a.yaml`), and counts documents from 1.
+#[test]
+fn errors_name_files_as_given_and_count_documents_from_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path();
+    std::fs::create_dir_all(p.join("dir/sub")).unwrap();
+    let write = |text: &str| std::fs::write(p.join("dir/sub/a.yaml"), text).unwrap();
+    let first_line = |args: &[&str]| {
+        let out = render(args, p);
+        assert_ne!(out.code, 0, "{args:?}");
+        out.stderr.lines().next().unwrap_or_default().to_string()
+    };
+
+    write("apiVersion: v1\nkind: [\n");
+    let yaml = "error: dir/sub/a.yaml: not valid YAML: line 3 column 1: while parsing a node, did not find expected node content";
+    for command in ["render", "check", "validate"] {
+        assert_eq!(first_line(&[command, "dir/"]), yaml, "{command}");
+    }
+
+    write(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: ok}\n---\napiVersion: v1\nkind: ConfigMap\n",
+    );
+    let not_a_resource = "error: dir/sub/a.yaml (document 2): not a Kubernetes object: metadata: is missing or not a mapping";
+    for command in ["render", "check", "validate"] {
+        assert_eq!(first_line(&[command, "dir/"]), not_a_resource, "{command}");
+    }
+
+    // The rules' own messages name the same file and document.
+    write(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: ok}\n---\napiVersion: apps/v1\nkind: Deployment\nmetadata: {name: web, namespace: demo}\nspec:\n  template:\n    metadata:\n      annotations:\n        k8s.v1.cni.cncf.io/networks: a,,b\n    spec: {containers: []}\n",
+    );
+    let out = render(&["render", "dir/", "--namespaces", "{demo: {}}"], p);
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert_eq!(
+        out.stderr,
+        "error: Deployment demo/web (dir/sub/a.yaml (document 2)): annotation k8s.v1.cni.cncf.io/networks: item 2 \"\": empty item\n"
+    );
+    let out = render(&["validate", "dir/"], p);
+    assert_eq!(
+        out.stdout.lines().next().unwrap(),
+        "dir/sub/a.yaml (document 2): error: Deployment demo/web: spec.template.metadata.annotations.k8s.v1.cni.cncf.io/networks: Multus rejects the networks annotation: item 2 \"\": empty item"
     );
 }
 
@@ -433,6 +478,21 @@ fn check_fails_with_a_diff_until_the_package_is_rendered() {
 }
 
 #[test]
+fn check_help_lists_its_exit_codes() {
+    let out = render(&["check", "--help"], Path::new("/"));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stdout.ends_with(
+            "\n\nExit codes:\n  0  every file is rendered\n  1  rendering would change a file: the diff is on stdout\n  2  the files could not be checked (an input or a setting is wrong, or the rules found an error: stderr says which), or the command line is wrong\n"
+        ),
+        "{}",
+        out.stdout
+    );
+    // The codes are the ones check returns: 2 for a command line it cannot read.
+    assert_eq!(render(&["check"], Path::new("/")).code, 2);
+}
+
+#[test]
 fn check_reports_errors_apart_from_differences() {
     let dir = example_copy();
     std::fs::write(dir.path().join("apps/bad.yaml"), "- not an object\n").unwrap();
@@ -441,7 +501,7 @@ fn check_reports_errors_apart_from_differences() {
     assert_eq!(out.stdout, "");
     assert!(
         out.stderr
-            .starts_with("error: apps/bad.yaml (document 0): not a Kubernetes object")
+            .starts_with("error: apps/bad.yaml (document 1): not a Kubernetes object")
     );
 }
 
@@ -503,4 +563,46 @@ fn add_exec_pipeline(p: &Path) {
         ),
     )
     .unwrap();
+}
+
+#[test]
+fn a_misspelt_variable_is_named_with_the_one_probably_meant() {
+    let dir = example_copy();
+    let p = dir.path();
+    let env = [
+        ("LINKERD_MULTUS_NAD_NAMES", "mesh"),
+        ("ARGOCD_ENV_LINKERD_MULTUS_CNINAMESPACE", "cni"),
+    ];
+    let want = "\
+warning: environment variable ARGOCD_ENV_LINKERD_MULTUS_CNINAMESPACE (LINKERD_MULTUS_CNINAMESPACE in the Application's plugin env) is not one linkerd-multus reads; did you mean LINKERD_MULTUS_CNI_NAMESPACE?
+warning: environment variable LINKERD_MULTUS_NAD_NAMES is not one linkerd-multus reads; did you mean LINKERD_MULTUS_NAD_NAME?
+";
+    for args in [
+        &["render", "."][..],
+        &["check", "."],
+        &["render", "--diff", "."],
+    ] {
+        let out = linkerd_multus(args, &env, p, "");
+        let mut warnings: Vec<&str> = out
+            .stderr
+            .lines()
+            .filter(|l| l.contains("environment variable"))
+            .collect();
+        warnings.sort();
+        assert_eq!(warnings.join("\n") + "\n", want, "{args:?}: {}", out.stderr);
+    }
+    let out = linkerd_multus(&["post-render"], &env, p, "");
+    assert!(
+        out.stderr.contains(want.lines().last().unwrap()),
+        "{}",
+        out.stderr
+    );
+    // Nothing to say about the variables it reads.
+    let out = linkerd_multus(
+        &["render", "."],
+        &[("LINKERD_MULTUS_NAD_NAME", "linkerd-cni")],
+        p,
+        "",
+    );
+    assert_eq!((out.code, out.stderr.as_str()), (0, ""));
 }

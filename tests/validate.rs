@@ -118,13 +118,15 @@ fn command_prints_one_line_per_problem_and_exits_1() {
     assert_eq!(
         lines,
         [
-            "PKG/apps/nads.yaml (document 1): error: NetworkAttachmentDefinition apps/chain: spec.config: CNI configuration has no \"plugins[1].type\"",
+            "PKG/apps/nads.yaml (document 2): error: NetworkAttachmentDefinition apps/chain: spec.config: CNI configuration has no \"plugins[1].type\"",
             "PKG/apps/web.yaml: error: Deployment apps/web: spec.template.metadata.annotations.k8s.v1.cni.cncf.io/networks: selects storage/backend, but with namespace isolation a pod in namespace apps may select only NADs in apps or in a global namespace (default, openshift-multus, openshift-sriov-network-operator)",
-            "PKG/apps/worker.yaml: error: Deployment apps/worker: spec.template.metadata.annotations.k8s.v1.cni.cncf.io/networks: annotation k8s.v1.cni.cncf.io/networks: Multus rejects it: item 1 \"macvlan@eth 1\": interface name \"eth 1\" is not valid (1 to 15 bytes, no \"/\" or whitespace, not \".\" or \"..\")",
+            "PKG/apps/worker.yaml: error: Deployment apps/worker: spec.template.metadata.annotations.k8s.v1.cni.cncf.io/networks: Multus rejects the networks annotation: item 1 \"macvlan@eth 1\": interface name \"eth 1\" is not valid (1 to 15 bytes, no \"/\" or whitespace, not \".\" or \"..\")",
             "linkerd-multus validate: 2 NetworkAttachmentDefinitions and 2 workloads checked; 3 errors, 0 warnings",
         ]
     );
     assert_eq!(got.stderr, "");
+    // The field names the annotation; the message does not repeat it.
+    assert_eq!(lines[2].matches("k8s.v1.cni.cncf.io/networks").count(), 1);
 
     // The selection across namespaces is fine once its namespace is global, or without isolation.
     for args in [

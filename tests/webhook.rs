@@ -1236,3 +1236,95 @@ fn network_resources_settings_errors_are_named() {
         assert!(stderr.contains(&want), "{args:?}: {stderr}");
     }
 }
+
+/// `webhook --help` lists the webhook's own flags and the settings that decide
+/// a pod, not those only rendering uses (NAD configs, workload kinds,
+/// namespaces of files, config rollouts).
+#[test]
+fn help_lists_only_the_flags_the_webhook_uses() {
+    let out = Command::new(bin())
+        .args(["webhook", "--help"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let help = String::from_utf8(out.stdout).unwrap();
+    let flags: Vec<&str> = help
+        .lines()
+        .filter_map(|l| l.trim_start().strip_prefix("--"))
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    assert_eq!(
+        flags,
+        [
+            "listen",
+            "path",
+            "tls-cert",
+            "tls-key",
+            "client-ca",
+            "tls-reload-interval",
+            "ops-listen",
+            "max-body-bytes",
+            "header-timeout",
+            "body-timeout",
+            "on-error",
+            "shutdown-delay",
+            "drain-timeout",
+            "log-format",
+            "log-level",
+            "network-resources",
+            "config",
+            "linkerd-namespace",
+            "nad-name",
+            "uid-range-annotation",
+            "proxy-uid-offset",
+        ]
+    );
+    // A render-only flag is refused, not silently ignored.
+    let out = Command::new(bin())
+        .args(["webhook", "--cni-version", "0.4.0"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .starts_with("error: unexpected argument '--cni-version' found"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// A misspelt variable is logged at start-up, before anything else can fail.
+#[test]
+fn a_misspelt_variable_is_logged_at_start_up() {
+    let dir = tempfile::tempdir().unwrap();
+    let ca = Ca::new("CA");
+    let (cert, key) = ca.leaf(&["x"]).write(dir.path());
+    let out = Command::new(bin())
+        .args([
+            "webhook",
+            "--listen",
+            "127.0.0.1:0",
+            "--ops-listen",
+            "127.0.0.1:0",
+        ])
+        .arg("--tls-cert")
+        .arg(&cert)
+        .arg("--tls-key")
+        .arg(&key)
+        .env_clear()
+        .env("LINKERD_MULTUS_NETWORK_RESOURCE", "nr.yaml")
+        .env("KUBECONFIG", dir.path().join("none"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    // No API server here: it stops after the warning.
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    let warning = stderr.lines().next().unwrap_or_default();
+    assert!(
+        warning.contains(" WARN ")
+            && warning.ends_with(
+                "environment variable LINKERD_MULTUS_NETWORK_RESOURCE is not one linkerd-multus reads; did you mean LINKERD_MULTUS_NETWORK_RESOURCES?"
+            ),
+        "{stderr}"
+    );
+}

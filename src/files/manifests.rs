@@ -39,11 +39,11 @@ pub enum ReadError {
         source: ParseError,
     },
     /// A document is not a Kubernetes object.
-    #[error("{path} (document {index}): not a Kubernetes object: {problem}")]
+    #[error("{path} (document {}): not a Kubernetes object: {problem}", .index + 1)]
     NotAResource {
         /// The file.
         path: String,
-        /// The document's position in the file, from 0.
+        /// The document's position in the file, from 0 (shown from 1).
         index: usize,
         /// The missing or malformed field.
         problem: NotAResource,
@@ -118,7 +118,7 @@ impl Manifests {
                         path: STDIN.into(),
                         source,
                     })?;
-                    manifests.add(STDIN.into(), &text)?;
+                    manifests.add(STDIN.into(), STDIN, &text)?;
                 }
                 Input::Path(path) => {
                     for file in files_under(path)? {
@@ -131,7 +131,7 @@ impl Manifests {
                                 path: display(&file),
                                 source,
                             })?;
-                        manifests.add(display(tagged), &text)?;
+                        manifests.add(display(tagged), &display(&file), &text)?;
                     }
                 }
             }
@@ -151,10 +151,11 @@ impl Manifests {
         Ok(manifests)
     }
 
-    /// Adds the documents of one file.
-    fn add(&mut self, path: String, text: &str) -> Result<(), ReadError> {
+    /// Adds the documents of one file: `path` is how it is tagged, `shown`
+    /// how errors name it (as the user gave it).
+    fn add(&mut self, path: String, shown: &str, text: &str) -> Result<(), ReadError> {
         let docs = yaml::parse_stream(text).map_err(|source| ReadError::Yaml {
-            path: path.clone(),
+            path: shown.to_string(),
             source,
         })?;
         let mut written = Vec::new();
@@ -163,7 +164,7 @@ impl Manifests {
                 doc.into_yaml_style();
             }
             let not_a_resource = |problem| ReadError::NotAResource {
-                path: path.clone(),
+                path: shown.to_string(),
                 index,
                 problem,
             };
@@ -383,15 +384,15 @@ mod tests {
             ("a: [1", "<stdin>: not valid YAML: line 2 column 1:"),
             (
                 "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\n---\nkind: Secret\nmetadata: {name: b}\n",
-                "<stdin> (document 1): not a Kubernetes object: apiVersion:",
+                "<stdin> (document 2): not a Kubernetes object: apiVersion:",
             ),
             (
                 "apiVersion: v1\nkind: List\nitems:\n- {kind: Secret}\n",
-                "<stdin> (document 0): not a Kubernetes object: apiVersion:",
+                "<stdin> (document 1): not a Kubernetes object: apiVersion:",
             ),
             (
                 "- 1\n- 2\n",
-                "<stdin> (document 0): not a Kubernetes object: item:",
+                "<stdin> (document 1): not a Kubernetes object: item:",
             ),
         ];
         for (src, want) in cases {

@@ -10,8 +10,9 @@ use crate::environment::{self, ARGOCD_ENV_PREFIX, PREFIX};
 use crate::files::manifests::{self, Input, Manifests, STDIN};
 use crate::files::{diff, read_config};
 use crate::k8s::resource::{self, FileRef};
-use crate::k8s::results::{FnResult, Severity};
+use crate::k8s::results::{FnResult, Severity, plural};
 use crate::k8s::settings_object;
+use crate::k8s::workload::WorkloadKinds;
 use crate::krm::Outcome;
 use crate::linkerd_cni::settings;
 use crate::network_resources;
@@ -49,6 +50,9 @@ pub struct Options {
     /// in (Argo CD's `ARGOCD_APP_NAMESPACE`): the `defaultNamespace` when no
     /// setting gives one.
     pub namespace_variables: &'static [&'static str],
+    /// How to give that namespace when no setting gives one and workloads
+    /// have none: said in a warning after the count of those workloads.
+    pub namespace_hint: Option<&'static str>,
 }
 
 /// A failure before rendering: printed as one line, exit non-zero, no output.
@@ -131,6 +135,9 @@ fn run_inner(
         stderr.push_str(&show(result, &manifests));
         stderr.push('\n');
     }
+    if let Some(warning) = namespace_warning(options, &config, &items, &is_context) {
+        stderr.push_str(&warning);
+    }
     if errors > 0 {
         return Ok(Outcome {
             stdout: String::new(),
@@ -170,6 +177,39 @@ fn run_inner(
             })
         }
     }
+}
+
+/// The warning that workloads have no namespace and none is set, with
+/// [`Options::namespace_hint`]; `None` without a hint or such workloads.
+fn namespace_warning(
+    options: &Options,
+    config: &FunctionConfig,
+    items: &[Node],
+    is_context: &dyn Fn(&Node) -> bool,
+) -> Option<String> {
+    let hint = options.namespace_hint?;
+    let FunctionConfig::LinkerdMultus(settings) = config else {
+        return None;
+    };
+    if settings.default_namespace.is_some() {
+        return None;
+    }
+    let kinds = WorkloadKinds::new(&settings.workload_kinds);
+    let without = items
+        .iter()
+        .filter(|item| !is_context(item))
+        .filter_map(|item| resource::resource_ref(item).ok())
+        .filter(|r| r.namespace.is_none() && kinds.find(r.group(), &r.kind).is_some())
+        .count();
+    let (have, their, them) = match without {
+        0 => return None,
+        1 => ("has", "its", "it"),
+        _ => ("have", "their", "them"),
+    };
+    Some(format!(
+        "warning: {} {have} no metadata.namespace and no default namespace is set, so only {their} own annotations decide {them}: {hint}\n",
+        plural(without, "workload")
+    ))
 }
 
 /// Removes the `LinkerdMultus` and `NetworkResources` objects from the

@@ -52,14 +52,14 @@ impl fmt::Display for ResourceRef {
 pub struct FileRef {
     /// Path relative to the package root.
     pub path: String,
-    /// Position of the document in the file.
+    /// Position of the document in the file, from 0 as kpt counts; shown from 1.
     pub index: Option<u32>,
 }
 
 impl fmt::Display for FileRef {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.index {
-            Some(i) if i > 0 => write!(f, "{} (document {})", self.path, i),
+            Some(i) if i > 0 => write!(f, "{} (document {})", self.path, u64::from(i) + 1),
             _ => f.write_str(&self.path),
         }
     }
@@ -236,7 +236,7 @@ mod tests {
         assert_eq!(r.to_string(), "Deployment demo/web");
         assert_eq!(r.group(), "apps");
         let file = file_ref(&item).unwrap();
-        assert_eq!(file.to_string(), "apps/web.yaml (document 1)");
+        assert_eq!(file.to_string(), "apps/web.yaml (document 2)");
     }
 
     #[test]

@@ -170,7 +170,12 @@ fn check_workload(
         .namespace
         .as_deref()
         .or(settings.default_namespace.as_deref());
-    for annotation in [DEFAULT_NETWORK_ANNOTATION, NETWORKS_ANNOTATION] {
+    // The field names the annotation in full; the messages name it shortly,
+    // so a line showing both says the key once.
+    for (annotation, name) in [
+        (DEFAULT_NETWORK_ANNOTATION, "the default-network annotation"),
+        (NETWORKS_ANNOTATION, "the networks annotation"),
+    ] {
         let field = kind.field(&format!("metadata.annotations.{annotation}"));
         let text = match annotations.get(annotation) {
             None => continue,
@@ -180,10 +185,7 @@ fn check_workload(
             Some(other) => {
                 problems.push(Problem::error(
                     field,
-                    format!(
-                        "annotation {annotation} is {}, not a string",
-                        other.kind_name()
-                    ),
+                    format!("{name} is {}, not a string", other.kind_name()),
                 ));
                 continue;
             }
@@ -191,10 +193,7 @@ fn check_workload(
         let networks = match Networks::parse(text) {
             Ok(networks) => networks,
             Err(e) => {
-                problems.push(Problem::error(
-                    field,
-                    format!("annotation {annotation}: Multus rejects it: {e}"),
-                ));
+                problems.push(Problem::error(field, format!("Multus rejects {name}: {e}")));
                 continue;
             }
         };
@@ -204,7 +203,7 @@ fn check_workload(
                 problems.push(Problem::error(
                     field,
                     format!(
-                        "annotation {annotation}: selects {}; Multus takes exactly one",
+                        "{name} selects {}; Multus takes exactly one",
                         plural(n, "network")
                     ),
                 ));
@@ -396,31 +395,31 @@ mod tests {
             (
                 "        k8s.v1.cni.cncf.io/networks: a,,b\n",
                 Some(format!(
-                    "error Deployment demo/web: {field}: annotation k8s.v1.cni.cncf.io/networks: Multus rejects it: item 2 \"\": empty item"
+                    "error Deployment demo/web: {field}: Multus rejects the networks annotation: item 2 \"\": empty item"
                 )),
             ),
             (
                 "        k8s.v1.cni.cncf.io/networks: '[{\"name\": \"a\"}'\n",
                 Some(format!(
-                    "error Deployment demo/web: {field}: annotation k8s.v1.cni.cncf.io/networks: Multus rejects it: invalid JSON"
+                    "error Deployment demo/web: {field}: Multus rejects the networks annotation: invalid JSON"
                 )),
             ),
             (
                 "        k8s.v1.cni.cncf.io/networks: {name: a}\n",
                 Some(format!(
-                    "error Deployment demo/web: {field}: annotation k8s.v1.cni.cncf.io/networks is a mapping, not a string"
+                    "error Deployment demo/web: {field}: the networks annotation is a mapping, not a string"
                 )),
             ),
             (
                 "        v1.multus-cni.io/default-network: a, b\n",
                 Some(format!(
-                    "error Deployment demo/web: {default_field}: annotation v1.multus-cni.io/default-network: selects 2 networks; Multus takes exactly one"
+                    "error Deployment demo/web: {default_field}: the default-network annotation selects 2 networks; Multus takes exactly one"
                 )),
             ),
             (
                 "        v1.multus-cni.io/default-network: ''\n",
                 Some(format!(
-                    "error Deployment demo/web: {default_field}: annotation v1.multus-cni.io/default-network: selects 0 networks"
+                    "error Deployment demo/web: {default_field}: the default-network annotation selects 0 networks"
                 )),
             ),
         ];

@@ -96,7 +96,7 @@ pub struct Args {
 }
 
 /// The environment variable of `--network-resources`.
-pub const NETWORK_RESOURCES_VARIABLE: &str = "LINKERD_MULTUS_NETWORK_RESOURCES";
+pub use environment::NETWORK_RESOURCES_VARIABLE;
 
 /// How logs are written to stderr.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -181,6 +181,9 @@ pub fn run(
     network_resources: Option<network_resources::settings::Settings>,
 ) -> anyhow::Result<()> {
     init_logs(&args)?;
+    for warning in environment::unknown_variables_here() {
+        tracing::warn!("{warning}");
+    }
     // kube's client and this server both use rustls; ring is the one provider built in.
     rustls::crypto::ring::default_provider()
         .install_default()
