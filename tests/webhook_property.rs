@@ -35,8 +35,13 @@ const NETWORKS: &[Option<&str>] = &[
     Some(r#"[{"name": "a", "ips": ["10.0.0.1/24"]}]"#),
     Some(r#"[{"name": "linkerd-cni", "interface": "x"}]"#),
     Some("a,,b"),
+    // Forms Multus reads: trimmed parts, empty namespace and interface, keys in any case,
+    // the deprecated interfaceRequest.
+    Some(" / linkerd-cni @ "),
+    Some("a@, ns / b"),
+    Some(r#"[{"Name": "a", "interfaceRequest": "eth1"}]"#),
 ];
-const PROXY_UID: &[Option<&str>] = &[None, Some("7"), Some("1000682102")];
+const PROXY_UID: &[Option<&str>] = &[None, Some("7"), Some("1000682102"), Some("")];
 const OWNED: &[Option<&str>] = &[
     None,
     Some("network=created"),
@@ -303,6 +308,7 @@ const NR_NETWORKS: &[Option<&str>] = &[
     Some("plain, linkerd-cni"),
     Some("gone"),
     Some("a,,b"),
+    Some("sriov-a @ , / sriov-b"),
 ];
 const DEFAULT_NETWORK: &[Option<&str>] = &[
     None,

@@ -124,6 +124,22 @@ mod tests {
             ("ns/net@if", None),
             ("green@eth1, ns/blue@eth2", None),
             (r#"[{"name": "green", "interface": "eth1"}]"#, None),
+            // Multus reads the deprecated interfaceRequest when interface is empty, and keys
+            // in any case: these already have an interface.
+            (r#"[{"name": "green", "interfaceRequest": "eth1"}]"#, None),
+            (
+                r#"[{"name": "green", "interface": "", "interfaceRequest": "eth1"}]"#,
+                None,
+            ),
+            (r#"[{"name": "green", "Interface": "eth1"}]"#, None),
+            ("green @ eth1, ns / blue@eth2", None),
+            // An empty interface is none: the name goes after the `@`.
+            ("green@", Some("green@net9f27410725ab")),
+            (" ns / green @ ", Some(" ns / green @net9f27410725ab ")),
+            (
+                r#"[{"Name": "green", "Interface": ""}]"#,
+                Some(r#"[{"Name": "green", "Interface": "net9f27410725ab"}]"#),
+            ),
             ("green", Some("green@net9f27410725ab")),
             ("ns/green", Some("ns/green@net9f27410725ab")),
             ("linkerd-cni", Some("linkerd-cni@net6a72ae7dcd39")),

@@ -348,6 +348,9 @@ pub fn plan(
         }
     }
 
+    // As in the Go operator (and for Linkerd's injector), an empty proxy UID is none: the
+    // range's UID replaces it, and undoing that removes the annotation.
+    let current_uid = current_uid.filter(|v| !v.is_empty());
     let user_uid = current_uid.filter(|v| before.proxy_uid.as_deref() != Some(*v));
     if before.proxy_uid.is_some() && user_uid.is_some() {
         out.changes.push(Change::ProxyUidReleased);
@@ -749,6 +752,38 @@ mod tests {
             assert_eq!(undone.changes, [Change::Detached, Change::ProxyUidRemoved]);
             assert!(undone.owned.is_empty());
         }
+    }
+
+    /// An empty proxy UID counts as none, as in the Go operator: the range's UID
+    /// replaces it; a later detach removes the annotation (`""` and none mean the same).
+    #[test]
+    fn an_empty_proxy_uid_is_none() {
+        let src = "metadata:\n  annotations:\n    config.linkerd.io/proxy-uid: \"\"\n";
+        let (attached, applied) = run(src, true, Some(1_000_002_102), "");
+        assert!(
+            attached.contains("config.linkerd.io/proxy-uid: \"1000002102\""),
+            "{attached}"
+        );
+        assert_eq!(
+            applied.changes,
+            [Change::Attached, Change::ProxyUidSet("1000002102".into())]
+        );
+        let owned = applied.owned.to_string();
+        assert_eq!(owned, "network=created,proxy-uid=1000002102");
+        let (again, same) = run(&attached, true, Some(1_000_002_102), &owned);
+        assert_eq!((again.as_str(), same.changes.len()), (attached.as_str(), 0));
+        let (detached, _) = run(&attached, false, None, &owned);
+        assert!(!detached.contains("proxy-uid"), "{detached}");
+        // Not attached, or no range: an empty value stays as the user wrote it.
+        for (attach, uid) in [(false, None), (true, None)] {
+            let (out, applied) = run(src, attach, uid, "");
+            assert!(out.contains("config.linkerd.io/proxy-uid: \"\""), "{out}");
+            assert_eq!(applied.owned.proxy_uid, None);
+        }
+        // A user's UID blanked after the function set its own: the range's UID again.
+        let (out, applied) = run(src, true, Some(1_000_002_102), "proxy-uid=1000002102");
+        assert!(out.contains("\"1000002102\""), "{out}");
+        assert_eq!(applied.owned.proxy_uid.as_deref(), Some("1000002102"));
     }
 
     /// `src` after interface naming has run on its networks annotation.

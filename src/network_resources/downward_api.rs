@@ -6,17 +6,12 @@ use std::collections::BTreeSet;
 use super::record::Record;
 use super::{
     Applied, CONTAINER_NAME_ENV, Error, PODNETINFO, PODNETINFO_PATH, container_name, containers,
-    containers_mut, resource_value,
+    containers_mut,
 };
 use crate::yaml::{Map, Node, Seq};
 
-/// Hugepage quantities exposed through the downward API: field, resource, file prefix.
-const HUGEPAGES: [(&str, &str, &str); 4] = [
-    ("requests", "hugepages-1Gi", "hugepages_1G_request"),
-    ("requests", "hugepages-2Mi", "hugepages_2M_request"),
-    ("limits", "hugepages-1Gi", "hugepages_1G_limit"),
-    ("limits", "hugepages-2Mi", "hugepages_2M_limit"),
-];
+/// The prefix of hugepage resource names, `hugepages-<page size>`.
+const HUGEPAGES_PREFIX: &str = "hugepages-";
 
 fn field_ref(path: &str, field: &str) -> Node {
     Node::mapping([
@@ -39,16 +34,71 @@ fn nonzero(node: &Node) -> bool {
     })
 }
 
-/// The hugepage files of one container: `(file, resource)`.
+/// The hugepage files of one container, `(file, resource)`: for every `hugepages-<size>`
+/// request, then limit, that is set and not zero, largest pages first, the file
+/// `hugepages_<size>_<request|limit>_<container>` with the binary size written as
+/// network-resources-injector writes `1Gi` and `2Mi` (`1G`, `2M`, `64K`, `16G`).
 fn hugepage_files(container: &Node) -> Vec<(String, String)> {
     let name = container_name(container);
-    HUGEPAGES
-        .iter()
-        .filter(|(field, resource, _)| {
-            resource_value(container, field, resource).is_some_and(nonzero)
-        })
-        .map(|(field, resource, file)| (format!("{file}_{name}"), format!("{field}.{resource}")))
-        .collect()
+    let mut files = Vec::new();
+    for (field, kind) in [("requests", "request"), ("limits", "limit")] {
+        let Some(list) = container
+            .as_map()
+            .and_then(|c| c.get("resources"))
+            .and_then(Node::as_map)
+            .and_then(|r| r.get(field))
+            .and_then(Node::as_map)
+        else {
+            continue;
+        };
+        let mut sizes: Vec<(&str, &str)> = list
+            .entries
+            .iter()
+            .filter(|(_, value)| nonzero(value))
+            .filter_map(|(key, _)| {
+                let resource = key.as_text()?;
+                Some((resource, resource.strip_prefix(HUGEPAGES_PREFIX)?))
+            })
+            .filter(|(_, size)| !size.is_empty())
+            .collect();
+        sizes.sort_by(|a, b| page_bytes(b.1).cmp(&page_bytes(a.1)).then(a.0.cmp(b.0)));
+        for (resource, size) in sizes {
+            let size = match size.strip_suffix('i') {
+                Some(s) if s.ends_with(['K', 'M', 'G', 'T', 'P', 'E']) => s,
+                _ => size,
+            };
+            files.push((
+                format!("hugepages_{size}_{kind}_{name}"),
+                format!("{field}.{resource}"),
+            ));
+        }
+    }
+    files
+}
+
+/// The bytes of a page size such as `2Mi`, `1Gi` or `1048576`; 0 when it is none.
+fn page_bytes(size: &str) -> u128 {
+    let digits = size.bytes().take_while(u8::is_ascii_digit).count();
+    let Ok(number) = size[..digits].parse::<u128>() else {
+        return 0;
+    };
+    let factor: u128 = match &size[digits..] {
+        "" => 1,
+        "Ki" => 1 << 10,
+        "Mi" => 1 << 20,
+        "Gi" => 1 << 30,
+        "Ti" => 1 << 40,
+        "Pi" => 1 << 50,
+        "Ei" => 1 << 60,
+        "k" => 1_000,
+        "M" => 1_000_000,
+        "G" => 1_000_000_000,
+        "T" => 1_000_000_000_000,
+        "P" => 1_000_000_000_000_000,
+        "E" => 1_000_000_000_000_000_000,
+        _ => 0,
+    };
+    number.saturating_mul(factor)
 }
 
 /// The `podnetinfo` volume for these containers.
@@ -238,4 +288,72 @@ pub(super) fn downward_api(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::yaml::parse_document;
+
+    /// Every `hugepages-<size>` request and limit of a container gets its file, named as
+    /// network-resources-injector names the `1Gi` and `2Mi` ones.
+    #[test]
+    fn hugepages_of_every_size() {
+        let cases: &[(&str, &[(&str, &str)])] = &[
+            ("{}", &[]),
+            ("{requests: {cpu: 1, memory: 1Gi}}", &[]),
+            (
+                "{requests: {hugepages-2Mi: 512Mi, hugepages-1Gi: 2Gi}, limits: {hugepages-1Gi: 2Gi}}",
+                &[
+                    ("hugepages_1G_request_c", "requests.hugepages-1Gi"),
+                    ("hugepages_2M_request_c", "requests.hugepages-2Mi"),
+                    ("hugepages_1G_limit_c", "limits.hugepages-1Gi"),
+                ],
+            ),
+            (
+                "{requests: {hugepages-64Ki: 1Mi, hugepages-16Gi: 16Gi, hugepages-32Mi: 64Mi, hugepages-512Mi: 1Gi}}",
+                &[
+                    ("hugepages_16G_request_c", "requests.hugepages-16Gi"),
+                    ("hugepages_512M_request_c", "requests.hugepages-512Mi"),
+                    ("hugepages_32M_request_c", "requests.hugepages-32Mi"),
+                    ("hugepages_64K_request_c", "requests.hugepages-64Ki"),
+                ],
+            ),
+            // Zero quantities are not exposed, as the injector skips them.
+            (
+                "{limits: {hugepages-2Mi: 0, hugepages-1Gi: '0Gi', hugepages-16Gi: 1}}",
+                &[("hugepages_16G_limit_c", "limits.hugepages-16Gi")],
+            ),
+            // A size without a binary suffix is written as it is.
+            (
+                "{requests: {hugepages-1048576: 2Mi, hugepages-: 1}}",
+                &[("hugepages_1048576_request_c", "requests.hugepages-1048576")],
+            ),
+        ];
+        for (resources, expected) in cases {
+            let container = parse_document(&format!("{{name: c, resources: {resources}}}"))
+                .unwrap_or_else(|e| panic!("{resources}: {e}"));
+            let got = hugepage_files(&container);
+            let want: Vec<(String, String)> = expected
+                .iter()
+                .map(|(f, r)| (f.to_string(), r.to_string()))
+                .collect();
+            assert_eq!(got, want, "{resources}");
+        }
+    }
+
+    #[test]
+    fn page_sizes() {
+        for (size, bytes) in [
+            ("2Mi", 2 << 20),
+            ("1Gi", 1 << 30),
+            ("64Ki", 64 << 10),
+            ("1048576", 1 << 20),
+            ("2M", 2_000_000),
+            ("x", 0),
+            ("", 0),
+        ] {
+            assert_eq!(page_bytes(size), bytes, "{size}");
+        }
+    }
 }

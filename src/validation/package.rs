@@ -499,7 +499,7 @@ mod tests {
 
     #[test]
     fn pods_custom_kinds_and_local_config() {
-        let pod = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  namespace: demo\n  annotations:\n    k8s.v1.cni.cncf.io/networks: 'a@'\nspec: {}\n";
+        let pod = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  namespace: demo\n  annotations:\n    k8s.v1.cni.cncf.io/networks: 'a@b@c'\nspec: {}\n";
         let got = results(pod, &Settings::default());
         assert_eq!(got.len(), 2, "{got:?}");
         assert!(

@@ -86,7 +86,7 @@ impl<'a> Networks<'a> {
     /// which `name_for` gives one; `None` when nothing changes. The names should be valid
     /// interface names.
     ///
-    /// Comma form: `ns/name` becomes `ns/name@if`. JSON form: an `"interface"` that is `null` or
+    /// Comma form: `ns/name` becomes `ns/name@if` (and `name@`, `name@if`). JSON form: an `"interface"` that is `null` or
     /// `""` gets the name as its value; an element without `"interface"` gets it as a new last
     /// member, with the member separator and colon spacing the element already uses (a
     /// one-member element on several lines continues on a new line with the same indentation).
@@ -117,8 +117,10 @@ impl<'a> Networks<'a> {
         let text = self.text;
         match &selection.slot {
             Slot::Comma => {
+                // An item with an empty interface (`net1@`) ends with its `@`.
                 let end = selection.span.end;
-                (end..end, format!("@{interface}"))
+                let at = if text[..end].ends_with('@') { "" } else { "@" };
+                (end..end, format!("{at}{interface}"))
             }
             Slot::Value(value) => (value.clone(), Value::from(interface).to_string()),
             Slot::After { previous, last } => {
@@ -347,10 +349,20 @@ mod tests {
                 r#"[{"name":"a","interf\u0061ce":null}]"#,
                 Some(r#"[{"name":"a","interf\u0061ce":"if-a"}]"#),
             ),
+            // Go's decoder leaves a string as it was on `null`: the interface is `e1`.
+            (r#"[{"name":"a","interface":"e1","interface":null}]"#, None),
             (
-                r#"[{"name":"a","interface":"e1","interface":null}]"#,
-                Some(r#"[{"name":"a","interface":"e1","interface":"if-a"}]"#),
+                r#"[{"name":"a","interface":"","Interface":null}]"#,
+                Some(r#"[{"name":"a","interface":"","Interface":"if-a"}]"#),
             ),
+            (r#"[{"name":"a","interfaceRequest":"e1"}]"#, None),
+            (
+                r#"[{"name":"a","interfaceRequest":""}]"#,
+                Some(r#"[{"name":"a","interfaceRequest":"","interface":"if-a"}]"#),
+            ),
+            ("a@", Some("a@if-a")),
+            (" ns / a @ , b", Some(" ns / a @if-a , b@if-b")),
+            ("/a", Some("/a@if-a")),
             (
                 r#"[{"name": "a", "interface": "e1"}, {"name": "b", "namespace": "n"}, {"name": "skip"}]"#,
                 Some(

@@ -62,6 +62,15 @@ pub enum ItemProblem {
         "interface name {0:?} is not valid (1 to 15 bytes, no \"/\" or whitespace, not \".\" or \"..\")"
     )]
     Interface(String),
+    /// An interface name holding a character the kernel refuses there (`:`, or one
+    /// encoded with the byte 0xA0, which the kernel counts as a space).
+    #[error("interface name {name:?} is not valid: the kernel refuses {character:?} in it")]
+    InterfaceCharacter {
+        /// The interface name.
+        name: String,
+        /// The first character refused.
+        character: char,
+    },
     /// A JSON element without a `name` key.
     #[error("no \"name\" key")]
     MissingName,
@@ -108,20 +117,24 @@ pub(super) fn parse_comma(text: &str) -> Result<Vec<Selection>, NetworksError> {
                 item: item.to_owned(),
                 problem,
             })?;
+        // Exactly `name` or `name@interface`: no namespace part, no spaces, no empty part.
+        let exact = item.len() == name.len() + interface.map_or(0, |i| i.len() + 1);
         selections.push(Selection {
             name: name.to_owned(),
             namespace: namespace.map(str::to_owned),
             interface: interface.map(str::to_owned),
             span: start..start + item.len(),
-            plain: namespace.is_none() && interface.is_none(),
-            bare: namespace.is_none(),
+            plain: exact && interface.is_none(),
+            bare: exact,
             slot: Slot::Comma,
         });
     }
     Ok(selections)
 }
 
-/// Splits a trimmed comma-form item `[ns/]name[@interface]` and validates its parts.
+/// Splits a trimmed comma-form item `[ns/]name[@interface]` as Multus does
+/// (`parsePodNetworkObjectName`): spaces around each part are trimmed, and an
+/// empty namespace or interface counts as none. Then validates the parts.
 fn parse_item(item: &str) -> Result<(&str, Option<&str>, Option<&str>), ItemProblem> {
     if item.is_empty() {
         return Err(ItemProblem::Empty);
@@ -133,13 +146,15 @@ fn parse_item(item: &str) -> Result<(&str, Option<&str>, Option<&str>), ItemProb
         return Err(ItemProblem::TooManySlashes);
     }
     let (target, interface) = match item.split_once('@') {
-        Some((target, interface)) => (target, Some(interface)),
+        Some((target, interface)) => (target, Some(interface.trim())),
         None => (item, None),
     };
     let (namespace, name) = match target.split_once('/') {
-        Some((namespace, name)) => (Some(namespace), name),
-        None => (None, target),
+        Some((namespace, name)) => (Some(namespace.trim()), name.trim()),
+        None => (None, target.trim()),
     };
+    let namespace = namespace.filter(|n| !n.is_empty());
+    let interface = interface.filter(|i| !i.is_empty());
     validate(name, namespace, interface)?;
     Ok((name, namespace, interface))
 }
@@ -173,56 +188,58 @@ fn json_selection(text: &str, index: usize, element: &str) -> Result<Selection, 
         )));
     }
     let Members(members) = serde_json::from_str(element).map_err(syntax)?;
-    // As in a JSON object read by Multus, the last of duplicate keys counts.
-    let last = |key: &str| members.iter().rposition(|(k, _)| k == key);
-    let value = |key: &str| {
-        last(key)
-            .map(|i| serde_json::from_str::<Value>(members[i].1.get()).map_err(syntax))
+    let fail = move |problem| NetworksError::Element { index, problem };
+    // Go's encoding/json, which Multus reads the list with, gives a member to a field whose
+    // name matches its key exactly or ignoring case; every such member is decoded (a wrong
+    // type anywhere fails), a later one overwrites an earlier one and `null` leaves a string
+    // as it was.
+    let mut strings: [Option<&str>; STRING_FIELDS.len()] = [None; STRING_FIELDS.len()];
+    let mut typed: [Option<Value>; TYPED_FIELDS.len()] = Default::default();
+    for (key, raw) in &members {
+        let raw = raw.get();
+        if let Some(i) = STRING_FIELDS.iter().position(|f| names_field(key, f)) {
+            match raw.as_bytes().first() {
+                Some(b'"') => strings[i] = Some(raw),
+                _ if raw == "null" => {}
+                _ => return Err(fail(ItemProblem::NotString(STRING_FIELDS[i]))),
+            }
+        } else if let Some(i) = TYPED_FIELDS.iter().position(|f| names_field(key, f)) {
+            let value: Value = serde_json::from_str(raw).map_err(syntax)?;
+            check_type(TYPED_FIELDS[i], &value).map_err(fail)?;
+            typed[i] = Some(value);
+        }
+    }
+    let string = |field: &str| -> Result<Option<String>, NetworksError> {
+        let i = STRING_FIELDS.iter().position(|f| *f == field).unwrap_or(0);
+        strings[i]
+            .map(|raw| serde_json::from_str::<String>(raw).map_err(syntax))
             .transpose()
     };
-    let fail = move |problem| NetworksError::Element { index, problem };
-    let name = match value("name")? {
-        Some(Value::String(name)) => name,
-        Some(_) => return Err(fail(ItemProblem::NotString("name"))),
-        None => return Err(fail(ItemProblem::MissingName)),
+    let Some(name) = string("name")? else {
+        return Err(fail(
+            match members.iter().any(|(k, _)| names_field(k, "name")) {
+                true => ItemProblem::NotString("name"),
+                false => ItemProblem::MissingName,
+            },
+        ));
     };
-    let namespace = optional_string(value("namespace")?, "namespace").map_err(fail)?;
-    let interface = optional_string(value("interface")?, "interface").map_err(fail)?;
+    let non_empty = |s: Option<String>| s.filter(|s| !s.is_empty());
+    let namespace = non_empty(string("namespace")?);
+    // Multus reads the deprecated `interfaceRequest` when `interface` is empty.
+    let interface = match non_empty(string("interface")?) {
+        Some(interface) => Some(interface),
+        None => non_empty(string("interfaceRequest")?),
+    };
     validate(&name, namespace.as_deref(), interface.as_deref()).map_err(fail)?;
-    for key in ["interfaceRequest", "deviceID", "ipam-claim-reference"] {
-        if value(key)?.is_some_and(|v| !(v.is_null() || v.is_string())) {
-            return Err(fail(ItemProblem::NotString(key)));
-        }
-    }
     for key in ["mac", "infiniband-guid"] {
-        if let Some(v) = value(key)? {
-            hardware_address(key, &v).map_err(fail)?;
+        if let Some(address) = non_empty(string(key)?) {
+            hardware_address(key, &address).map_err(fail)?;
         }
     }
-    if let Some(v) = value("ips")? {
-        ip_list("ips", &v, true).map_err(fail)?;
+    if let [Some(ips), ..] = &typed {
+        ip_list("ips", ips, true).map_err(fail)?;
     }
-    if let Some(v) = value("default-route")? {
-        ip_list("default-route", &v, false).map_err(fail)?;
-    }
-    for (key, list) in [
-        ("portMappings", true),
-        ("bandwidth", false),
-        ("cni-args", false),
-    ] {
-        let fits = match value(key)? {
-            None | Some(Value::Null) => true,
-            Some(Value::Array(_)) => list,
-            Some(Value::Object(_)) => !list,
-            Some(_) => false,
-        };
-        if !fits {
-            return Err(fail(ItemProblem::NotOfType {
-                key,
-                expected: if list { "a list" } else { "an object" },
-            }));
-        }
-    }
+    let last = |field: &str| members.iter().rposition(|(k, _)| names_field(k, field));
     let slot = match last("interface") {
         Some(i) => Slot::Value(locate(members[i].1.get())?),
         None => {
@@ -276,19 +293,85 @@ impl<'de> Deserialize<'de> for Members<'de> {
     }
 }
 
-/// A `mac` or `infiniband-guid` member: a string that is empty or an address
-/// Go's `net.ParseMAC` reads, as Multus checks it.
-fn hardware_address(key: &'static str, value: &Value) -> Result<(), ItemProblem> {
-    match value {
-        Value::Null => Ok(()),
-        Value::String(s) if s.is_empty() || is_hardware_address(s) => Ok(()),
-        Value::String(s) => Err(ItemProblem::BadValue {
-            key,
-            value: s.clone(),
-            expected: "a MAC address (6, 8 or 20 bytes as xx:xx:..., xx-xx-... or xxxx.xxxx...)",
-        }),
-        _ => Err(ItemProblem::NotString(key)),
+/// A non-empty `mac` or `infiniband-guid`: an address Go's `net.ParseMAC` reads,
+/// as Multus checks it.
+fn hardware_address(key: &'static str, value: &str) -> Result<(), ItemProblem> {
+    if is_hardware_address(value) {
+        return Ok(());
     }
+    Err(ItemProblem::BadValue {
+        key,
+        value: value.to_owned(),
+        expected: "a MAC address (6, 8 or 20 bytes as xx:xx:..., xx-xx-... or xxxx.xxxx...)",
+    })
+}
+
+/// The string members of Multus's `NetworkSelectionElement`, by JSON name.
+const STRING_FIELDS: [&str; 8] = [
+    "name",
+    "namespace",
+    "interface",
+    "interfaceRequest",
+    "mac",
+    "infiniband-guid",
+    "deviceID",
+    "ipam-claim-reference",
+];
+
+/// Its members of other types (`ips` first), by JSON name.
+const TYPED_FIELDS: [&str; 5] = [
+    "ips",
+    "default-route",
+    "portMappings",
+    "bandwidth",
+    "cni-args",
+];
+
+/// Whether a member named `key` goes to the field `field` (ASCII) in Go's encoding/json:
+/// the same name, or the same ignoring case as Go folds it (`K` Kelvin, `ſ`, `ı` and `İ`
+/// fold to ASCII letters too).
+fn names_field(key: &str, field: &str) -> bool {
+    if key == field {
+        return true;
+    }
+    let mut expected = field.bytes();
+    key.chars().all(|c| {
+        let folded = match c {
+            '\u{212A}' => b'K',
+            '\u{17F}' => b'S',
+            '\u{131}' | '\u{130}' => b'I',
+            c if c.is_ascii() => (c as u8).to_ascii_uppercase(),
+            _ => return false,
+        };
+        expected.next().map(|b| b.to_ascii_uppercase()) == Some(folded)
+    }) && expected.next().is_none()
+}
+
+/// The JSON type Multus decodes a member of `field` (one of [`TYPED_FIELDS`]) into; the
+/// addresses of `default-route` are checked while decoding, as Go's `net.IP` does.
+fn check_type(field: &'static str, value: &Value) -> Result<(), ItemProblem> {
+    let fits = match (field, value) {
+        (_, Value::Null) => true,
+        ("ips", Value::Array(items)) => items.iter().all(Value::is_string),
+        ("ips", _) => {
+            return Err(ItemProblem::NotOfType {
+                key: field,
+                expected: "a list of strings",
+            });
+        }
+        ("default-route", _) => return ip_list("default-route", value, false),
+        ("portMappings", Value::Array(_)) => true,
+        ("bandwidth" | "cni-args", Value::Object(_)) => true,
+        _ => false,
+    };
+    if fits {
+        return Ok(());
+    }
+    let list = field == "portMappings" || field == "ips";
+    Err(ItemProblem::NotOfType {
+        key: field,
+        expected: if list { "a list" } else { "an object" },
+    })
 }
 
 /// Go's `net.ParseMAC` formats: 6, 8 or 20 octets as pairs of hex digits
@@ -366,16 +449,6 @@ fn ip_list(key: &'static str, value: &Value, cidr: bool) -> Result<(), ItemProbl
     Ok(())
 }
 
-/// The string `value` of `key`; absent, `null` and `""` all give `None`.
-fn optional_string(value: Option<Value>, key: &'static str) -> Result<Option<String>, ItemProblem> {
-    match value {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) if s.is_empty() => Ok(None),
-        Some(Value::String(s)) => Ok(Some(s)),
-        Some(_) => Err(ItemProblem::NotString(key)),
-    }
-}
-
 fn validate(
     name: &str,
     namespace: Option<&str>,
@@ -387,8 +460,16 @@ fn validate(
     if let Some(ns) = namespace.filter(|ns| !is_dns1123_label(ns)) {
         return Err(ItemProblem::Namespace(ns.to_owned()));
     }
-    if let Some(interface) = interface.filter(|i| !is_interface_name(i)) {
-        return Err(ItemProblem::Interface(interface.to_owned()));
+    if let Some(interface) = interface {
+        if !is_interface_name(interface) {
+            return Err(ItemProblem::Interface(interface.to_owned()));
+        }
+        if let Some(character) = refused_character(interface) {
+            return Err(ItemProblem::InterfaceCharacter {
+                name: interface.to_owned(),
+                character,
+            });
+        }
     }
     Ok(())
 }
@@ -403,12 +484,23 @@ pub(crate) fn is_dns1123_label(s: &str) -> bool {
         && bytes.iter().all(|b| alnum(b) || *b == b'-')
 }
 
-/// 1 to 15 bytes, no `/` or whitespace, not `.` or `..`.
+/// 1 to 15 bytes, no `/` or ASCII whitespace, not `.` or `..`: Multus's check of the comma
+/// form (at most 15 bytes, no `/` or ASCII whitespace) and the kernel's (`dev_valid_name`)
+/// but for the characters [`refused_character`] finds.
 fn is_interface_name(s: &str) -> bool {
     (1..=MAX_INTERFACE_LEN).contains(&s.len())
         && s != "."
         && s != ".."
-        && !s.contains(|c: char| c == '/' || c.is_whitespace())
+        && !s.contains(|c: char| matches!(c, '/' | ' ' | '\t'..='\r'))
+}
+
+/// The first character of an interface name the kernel refuses that [`is_interface_name`]
+/// lets through: `:`, or one whose UTF-8 holds the byte 0xA0 (a space to the kernel).
+fn refused_character(s: &str) -> Option<char> {
+    s.chars().find(|&c| {
+        let mut utf8 = [0; 4];
+        c == ':' || c.encode_utf8(&mut utf8).bytes().any(|b| b == 0xA0)
+    })
 }
 
 #[cfg(test)]
@@ -498,10 +590,6 @@ mod tests {
             ("a, ", r#"item 2 "": empty item"#),
             (",a", r#"item 1 "": empty item"#),
             (
-                "a@",
-                r#"item 1 "a@": interface name "" is not valid (1 to 15 bytes, no "/" or whitespace, not "." or "..")"#,
-            ),
-            (
                 "a@abcdefghijklmnop",
                 r#"item 1 "a@abcdefghijklmnop": interface name "abcdefghijklmnop" is not valid (1 to 15 bytes, no "/" or whitespace, not "." or "..")"#,
             ),
@@ -519,7 +607,6 @@ mod tests {
                 "Ns/a",
                 r#"item 1 "Ns/a": namespace "Ns" is not a DNS-1123 label"#,
             ),
-            ("/a", r#"item 1 "/a": namespace "" is not a DNS-1123 label"#),
             (
                 "ns/",
                 r#"item 1 "ns/": network name "" is not a DNS-1123 label"#,
@@ -609,6 +696,188 @@ mod tests {
             ("a,[b]", "invalid JSON: expected value at line 1 column 1"),
         ];
         for (text, message) in cases {
+            match Networks::parse(text) {
+                Ok(n) => panic!("{text:?} parsed as {:?}", n.selections()),
+                Err(e) => assert_eq!(e.to_string(), message, "{text:?}"),
+            }
+        }
+    }
+
+    /// What Multus's parser (`parsePodNetworkAnnotation`, `parsePodNetworkObjectName`)
+    /// accepts and this parser once refused: input, and name, namespace and interface.
+    #[test]
+    fn reads_what_multus_reads() {
+        type Case = (
+            &'static str,
+            &'static [(&'static str, Option<&'static str>, Option<&'static str>)],
+        );
+        let cases: &[Case] = &[
+            // Comma form: each part is trimmed; an empty namespace or interface is none.
+            ("ns / net @ eth0", &[("net", Some("ns"), Some("eth0"))]),
+            ("ns/ net@\teth0", &[("net", Some("ns"), Some("eth0"))]),
+            ("/net1", &[("net1", None, None)]),
+            (" / net1 , a", &[("net1", None, None), ("a", None, None)]),
+            ("net1@", &[("net1", None, None)]),
+            ("net1 @ ", &[("net1", None, None)]),
+            ("ns/net1@", &[("net1", Some("ns"), None)]),
+            ("/net1@", &[("net1", None, None)]),
+            // The kernel takes any byte but "/", ":" and its spaces in a name.
+            ("a@e\u{2003}th", &[("a", None, Some("e\u{2003}th"))]),
+            // JSON form: Go matches keys ignoring case, as it folds them.
+            (
+                r#"[{"Name": "a", "Namespace": "ns", "Interface": "eth1"}]"#,
+                &[("a", Some("ns"), Some("eth1"))],
+            ),
+            (
+                r#"[{"NAME": "a", "INTERFACE": "eth1"}]"#,
+                &[("a", None, Some("eth1"))],
+            ),
+            (
+                r#"[{"name": "a", "\u0131nterface": "eth1"}]"#,
+                &[("a", None, Some("eth1"))],
+            ),
+            (
+                r#"[{"name": "a", "interface": "eth1", "Interface": "eth2"}]"#,
+                &[("a", None, Some("eth2"))],
+            ),
+            (r#"[{"name": "a", "Name": "b"}]"#, &[("b", None, None)]),
+            // A null leaves a string as it was.
+            (
+                r#"[{"name": "a", "interface": "eth1", "interface": null}]"#,
+                &[("a", None, Some("eth1"))],
+            ),
+            (r#"[{"name": "a", "name": null}]"#, &[("a", None, None)]),
+            // The deprecated interfaceRequest names the interface when interface is empty.
+            (
+                r#"[{"name": "a", "interfaceRequest": "eth1"}]"#,
+                &[("a", None, Some("eth1"))],
+            ),
+            (
+                r#"[{"name": "a", "interface": "", "interfaceRequest": "eth1"}]"#,
+                &[("a", None, Some("eth1"))],
+            ),
+            (
+                r#"[{"name": "a", "interface": "eth2", "interfaceRequest": "eth1"}]"#,
+                &[("a", None, Some("eth2"))],
+            ),
+            (
+                r#"[{"name": "a", "InterfaceRequest": "eth1"}]"#,
+                &[("a", None, Some("eth1"))],
+            ),
+            // Only the last mac and ips are checked, as decoded.
+            (
+                r#"[{"name": "a", "mac": "x", "mac": "02:00:00:00:00:01"}]"#,
+                &[("a", None, None)],
+            ),
+            (
+                r#"[{"name": "a", "ips": ["x"], "IPS": ["10.0.0.1"]}]"#,
+                &[("a", None, None)],
+            ),
+            (
+                r#"[{"name": "a", "mac": null, "ips": null, "cni-args": null}]"#,
+                &[("a", None, None)],
+            ),
+            // Keys naming no field are ignored, whatever their case or type.
+            (
+                r#"[{"name": "a", "Interfaces": 1, "nameSpace2": []}]"#,
+                &[("a", None, None)],
+            ),
+        ];
+        for (text, expected) in cases {
+            let parsed = Networks::parse(text).unwrap_or_else(|e| panic!("{text:?}: {e}"));
+            let got: Vec<_> = parsed
+                .selections()
+                .iter()
+                .map(|s| {
+                    (
+                        s.name.as_str(),
+                        s.namespace.as_deref(),
+                        s.interface.as_deref(),
+                    )
+                })
+                .collect();
+            assert_eq!(got, *expected, "{text:?}");
+        }
+    }
+
+    /// What Multus refuses, or lets through to a pod that then fails, stays refused.
+    #[test]
+    fn refuses_what_multus_refuses() {
+        for (text, message) in [
+            // Go reports a member of the wrong type even when a later one is right.
+            (
+                r#"[{"name": 1, "name": "a"}]"#,
+                r#"JSON element 1: "name" is not a string"#,
+            ),
+            (
+                r#"[{"Name": 1}]"#,
+                r#"JSON element 1: "name" is not a string"#,
+            ),
+            (
+                r#"[{"name": "a", "Interface": 1}]"#,
+                r#"JSON element 1: "interface" is not a string"#,
+            ),
+            (
+                r#"[{"name": "a", "interfaceRequest": 1}]"#,
+                r#"JSON element 1: "interfaceRequest" is not a string"#,
+            ),
+            (
+                r#"[{"name": "a", "IPS": "10.0.0.1"}]"#,
+                r#"JSON element 1: "ips" is not a list of strings"#,
+            ),
+            (
+                r#"[{"name": "a", "Mac": "x"}]"#,
+                r#"JSON element 1: "mac" "x" is not a MAC address (6, 8 or 20 bytes as xx:xx:..., xx-xx-... or xxxx.xxxx...)"#,
+            ),
+            (
+                r#"[{"name": "a", "default-route": ["x"], "default-route": null}]"#,
+                r#"JSON element 1: "default-route" "x" is not an IP address"#,
+            ),
+            (
+                r#"[{"name": "a", "Bandwidth": []}]"#,
+                r#"JSON element 1: "bandwidth" is not an object"#,
+            ),
+            (
+                r#"[{"name": null}]"#,
+                r#"JSON element 1: "name" is not a string"#,
+            ),
+            // An interfaceRequest is an interface name like any other.
+            (
+                r#"[{"name": "a", "interfaceRequest": "eth 1"}]"#,
+                r#"JSON element 1: interface name "eth 1" is not valid (1 to 15 bytes, no "/" or whitespace, not "." or "..")"#,
+            ),
+            // Names the kernel refuses.
+            (
+                "a@eth:1",
+                r#"item 1 "a@eth:1": interface name "eth:1" is not valid: the kernel refuses ':' in it"#,
+            ),
+            (
+                "a@eth\u{a0}1",
+                "item 1 \"a@eth\\u{a0}1\": interface name \"eth\\u{a0}1\" is not valid: the kernel refuses '\\u{a0}' in it",
+            ),
+            (
+                "a@\u{e0}",
+                "item 1 \"a@\u{e0}\": interface name \"\u{e0}\" is not valid: the kernel refuses '\u{e0}' in it",
+            ),
+            (
+                "a@eth\u{b}1",
+                "item 1 \"a@eth\\u{b}1\": interface name \"eth\\u{b}1\" is not valid (1 to 15 bytes, no \"/\" or whitespace, not \".\" or \"..\")",
+            ),
+            // An empty name: Multus's parser lets it through, and then finds no such network.
+            (
+                "ns/",
+                r#"item 1 "ns/": network name "" is not a DNS-1123 label"#,
+            ),
+            (
+                " / @ ",
+                r#"item 1 "/ @": network name "" is not a DNS-1123 label"#,
+            ),
+            // Spaces inside a part are not trimmed.
+            (
+                "n s/a",
+                r#"item 1 "n s/a": namespace "n s" is not a DNS-1123 label"#,
+            ),
+        ] {
             match Networks::parse(text) {
                 Ok(n) => panic!("{text:?} parsed as {:?}", n.selections()),
                 Err(e) => assert_eq!(e.to_string(), message, "{text:?}"),
