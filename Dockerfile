@@ -9,9 +9,13 @@
 #                       docker build -t linkerd-multus .
 #   runtime-prebuilt  copies a static binary already built on the host; pulls nothing, so it
 #                     builds offline (scripts/container.sh does this with podman):
-#                       RUSTFLAGS='-C target-feature=+crt-static' cargo build --release \
+#                       RUSTFLAGS='-C target-feature=+crt-static' cargo build --profile dist \
 #                         --locked --target x86_64-unknown-linux-gnu
 #                       podman build --target runtime-prebuilt -t linkerd-multus .
+#
+# The shipped binary is built with the `dist` profile of Cargo.toml (release with thin LTO and
+# one codegen unit); scripts/container.sh builds the image the tests run with plain
+# `--release` (PROFILE=dist for the shipped settings) and passes BINARY.
 #
 # Building `runtime-prebuilt` never touches the `build` stage: BuildKit and buildah (podman
 # build; `--skip-unused-stages` is on by default, checked with podman 4.3.1 / buildah 1.28)
@@ -37,8 +41,8 @@ COPY benches ./benches
 # glibc, linked statically: the binary reads stdin and writes stdout, it does no DNS or NSS
 # lookups, so static glibc's limits there do not matter, and it runs in a FROM scratch image.
 RUN RUSTFLAGS='-C target-feature=+crt-static' \
-    cargo build --release --locked --target "${TARGET}" --bin linkerd-multus \
- && cp "target/${TARGET}/release/linkerd-multus" /linkerd-multus \
+    cargo build --profile dist --locked --target "${TARGET}" --bin linkerd-multus \
+ && cp "target/${TARGET}/dist/linkerd-multus" /linkerd-multus \
  && /linkerd-multus --help >/dev/null
 
 # ------------------------------------------------------------------------------------------
@@ -66,9 +70,9 @@ ENTRYPOINT ["/usr/local/bin/linkerd-multus"]
 
 # ------------------------------------------------------------------------------------------
 FROM runtime-base AS runtime-prebuilt
-# Path of the static binary inside the build context (the default is where a plain
-# `cargo build --release --target x86_64-unknown-linux-gnu` puts it).
-ARG BINARY=target/x86_64-unknown-linux-gnu/release/linkerd-multus
+# Path of the static binary inside the build context (the default is where
+# `cargo build --profile dist --target x86_64-unknown-linux-gnu` puts it).
+ARG BINARY=target/x86_64-unknown-linux-gnu/dist/linkerd-multus
 COPY --chmod=0755 ${BINARY} /usr/local/bin/linkerd-multus
 
 # ------------------------------------------------------------------------------------------

@@ -1,10 +1,11 @@
 //! Benchmark of the KRM function against an identity function.
 //!
 //! `cargo bench --bench krm` generates kpt-shaped ResourceLists of 1,000,
-//! 10,000 and 50,000 resources, runs the release `linkerd-multus` and
-//! `examples/identity` (same YAML code, parse and re-emit only) on each, and
-//! prints wall time, throughput and peak RSS, with the ratios the target is
-//! stated in (at most 1.2x the identity's time and memory at 10,000). The
+//! 10,000 and 50,000 resources, runs `linkerd-multus` (the bench profile: the
+//! shipped binary's settings) and `examples/identity` (same YAML code, parse
+//! and re-emit only) on each, and prints wall time, throughput and peak RSS,
+//! with the ratios the target is stated in (at most 1.2x the identity's time
+//! and memory at 10,000). The
 //! same target holds for the NetworkResources rules, on a 10,000-resource list
 //! where every workload selects two resource-backed NADs of its namespace
 //! (requests, limits, a node selector and the record on each). It then times
@@ -175,22 +176,39 @@ struct Programs {
     identity: PathBuf,
 }
 
-/// Builds the release function and the identity example with the cargo that
-/// runs this bench (cargo releases its lock before running benches) and reads
-/// their paths from cargo's JSON messages.
+/// The function is the binary cargo built beside this bench, with the same profile
+/// (`bench` for `cargo bench`, `dev` for the smoke runs' `cargo bench --profile dev`). The
+/// identity example is built with that profile too, by the cargo that runs this bench
+/// (cargo releases its lock before running benches); its path comes from cargo's JSON
+/// messages. So a smoke run compiles nothing the test build has not.
 fn build_programs() -> Result<Programs> {
+    let function = PathBuf::from(env!("CARGO_BIN_EXE_linkerd-multus"));
+    let profile = bench_profile()?;
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml");
-    eprintln!("building release linkerd-multus and examples/identity ...");
-    let out = Command::new(cargo)
-        .args([
-            "build",
-            "--release",
-            "--bin",
-            "linkerd-multus",
-            "--example",
-            "identity",
-        ])
+    eprintln!("building examples/identity (profile {profile}) ...");
+    let mut build = Command::new(cargo);
+    // The variables cargo sets for running this bench (CARGO_PKG_NAME=linkerd-multus, ...)
+    // must not reach the inner cargo: build scripts that watch them (ring's
+    // `rerun-if-env-changed=CARGO_PKG_NAME`) would see them changed and ring, rustls and kube
+    // would be compiled again, and again by the next `cargo test`.
+    for (key, _) in std::env::vars_os() {
+        let key_str = key.to_string_lossy();
+        if key_str.starts_with("CARGO_PKG_")
+            || key_str.starts_with("CARGO_MANIFEST_")
+            || [
+                "CARGO_CRATE_NAME",
+                "CARGO_BIN_NAME",
+                "CARGO_PRIMARY_PACKAGE",
+                "OUT_DIR",
+            ]
+            .contains(&key_str.as_ref())
+        {
+            build.env_remove(&key);
+        }
+    }
+    let out = build
+        .args(["build", "--profile", &profile, "--example", "identity"])
         .args([
             "--message-format",
             "json-render-diagnostics",
@@ -201,29 +219,43 @@ fn build_programs() -> Result<Programs> {
         .output()
         .context("run cargo build")?;
     if !out.status.success() {
-        bail!("cargo build --release --bin linkerd-multus --example identity failed");
+        bail!("cargo build --profile {profile} --example identity failed");
     }
-    let (mut function, mut identity) = (None, None);
+    let mut identity = None;
     for line in String::from_utf8_lossy(&out.stdout).lines() {
         let Ok(msg) = serde_json::from_str::<serde_json::Value>(line) else {
             continue;
         };
-        let (Some(name), Some(exe)) = (
-            msg.pointer("/target/name").and_then(|v| v.as_str()),
-            msg.get("executable").and_then(|v| v.as_str()),
-        ) else {
-            continue;
-        };
-        match name {
-            "linkerd-multus" => function = Some(PathBuf::from(exe)),
-            "identity" => identity = Some(PathBuf::from(exe)),
-            _ => {}
+        if msg.pointer("/target/name").and_then(|v| v.as_str()) == Some("identity")
+            && let Some(exe) = msg.get("executable").and_then(|v| v.as_str())
+        {
+            identity = Some(PathBuf::from(exe));
         }
     }
     Ok(Programs {
-        function: function.ok_or_else(|| anyhow!("cargo did not report linkerd-multus"))?,
+        function,
         identity: identity.ok_or_else(|| anyhow!("cargo did not report examples/identity"))?,
     })
+}
+
+/// The cargo profile this bench was built with, read from where cargo put it
+/// (`<target>/<folder>/deps/krm-<hash>`): `debug` is the `dev` profile's folder,
+/// `release` the `bench` profile's (plain `cargo bench`), any other folder a custom
+/// profile of that name.
+fn bench_profile() -> Result<String> {
+    let exe = std::env::current_exe().context("current_exe")?;
+    let folder = exe
+        .parent()
+        .and_then(Path::parent)
+        .and_then(Path::file_name)
+        .and_then(|f| f.to_str())
+        .ok_or_else(|| anyhow!("no profile folder in {}", exe.display()))?;
+    Ok(match folder {
+        "debug" => "dev",
+        "release" => "bench",
+        other => other,
+    }
+    .to_string())
 }
 
 struct Row {

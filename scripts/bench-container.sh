@@ -7,8 +7,9 @@
 # the kpt call is timed. One untimed warm-up run per mode comes first.
 #
 # Environment: RUNS (default 10), PKG (default functions/linkerd-multus/examples/kpt), IMAGE
-# (default localhost/linkerd-multus:dev), CARGO_TARGET_DIR, SKIP_BUILD=1 to use the image and
-# binary as they are instead of running scripts/container.sh first.
+# (default localhost/linkerd-multus:dev), PROFILE (cargo profile of the binary, default dist:
+# the shipped settings), CARGO_TARGET_DIR, SKIP_BUILD=1 to use the image and binary as they
+# are instead of running scripts/container.sh first.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -16,7 +17,10 @@ ROOT=$PWD
 RUNS=${RUNS:-10}
 PKG=${PKG:-functions/linkerd-multus/examples/kpt}
 IMAGE=${IMAGE:-localhost/linkerd-multus:dev}
-export IMAGE
+PROFILE=${PROFILE:-dist}
+export IMAGE PROFILE
+profile_dir=$PROFILE
+[ "$PROFILE" = dev ] && profile_dir=debug
 
 die() { echo "error: $*" >&2; exit 1; }
 for tool in kpt podman; do
@@ -30,7 +34,7 @@ if [ "${SKIP_BUILD:-}" != 1 ]; then
 fi
 target_dir=${CARGO_TARGET_DIR:-$ROOT/target}
 case $target_dir in /*) ;; *) target_dir=$ROOT/$target_dir ;; esac
-bin=$target_dir/x86_64-unknown-linux-gnu/release/linkerd-multus
+bin=$target_dir/x86_64-unknown-linux-gnu/$profile_dir/linkerd-multus
 [ -x "$bin" ] || die "no static binary at $bin (run scripts/container.sh)"
 podman image exists "$IMAGE" || die "no image $IMAGE (run scripts/container.sh)"
 

