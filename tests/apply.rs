@@ -14,6 +14,15 @@ use std::process::Command;
 use common::kube_apiserver::ControlPlane;
 use common::{bin, copy_dir, parse_yaml_stream, repo_path};
 
+/// How a user applies the manifests, stream on stdin.
+const APPLY: [&str; 5] = [
+    "apply",
+    "--server-side",
+    "--field-manager=linkerd-multus-tests",
+    "-f",
+    "-",
+];
+
 /// Files that are shipped but not applied here, and why.
 const NOT_APPLIED: &[(&str, &str)] = &[(
     "deploy/cert-manager/certificates.yaml",
@@ -203,16 +212,8 @@ fn shipped_manifests_apply_server_side_and_again_without_change() {
             source.name
         );
         let stream = source.documents.join("---\n");
-        let first = plane.kubectl_input(
-            &[
-                "apply",
-                "--server-side",
-                "--field-manager=linkerd-multus-tests",
-                "-f",
-                "-",
-            ],
-            &stream,
-        );
+        let apply = || plane.kubectl_input(&APPLY, &stream);
+        let first = apply();
         assert!(
             first.status.success(),
             "{}: the API server refused it:\n{}",
@@ -221,16 +222,9 @@ fn shipped_manifests_apply_server_side_and_again_without_change() {
         );
         let before = versions(plane, source);
         assert_eq!(before.len(), source.documents.len(), "{}", source.name);
-        let again = plane.kubectl_ok(
-            &[
-                "apply",
-                "--server-side",
-                "--field-manager=linkerd-multus-tests",
-                "-f",
-                "-",
-            ],
-            &stream,
-        );
+        let again = apply();
+        assert!(again.status.success(), "{}: second apply", source.name);
+        let again = String::from_utf8_lossy(&again.stdout);
         assert_eq!(
             versions(plane, source),
             before,

@@ -17,7 +17,7 @@ use base64::Engine;
 use bytes::Bytes;
 use common::bin;
 use common::https::{Ca, Connection, Leaf, connector, http_get};
-use common::kube_apiserver::{ControlPlane, free_port};
+use common::kube_apiserver::{ApiServer, ControlPlane, free_port};
 use serde_json::{Value, json};
 
 const CREATE: &str = include_str!("../../shared/fixtures/admission/pod-create.json");
@@ -212,6 +212,20 @@ impl Cluster {
             "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\nmetadata:\n  name: {account}-{role}\nroleRef:\n  apiGroup: rbac.authorization.k8s.io\n  kind: ClusterRole\n  name: {role}\nsubjects:\n- kind: ServiceAccount\n  name: {account}\n  namespace: {}\n",
             self.plain
         ));
+    }
+
+    /// A new ServiceAccount of this test with the rights of deploy/rbac.yaml, and its
+    /// kubeconfig for `server`.
+    fn account_on(&self, server: &ApiServer) -> (String, PathBuf) {
+        let account = self.plane.unique_name("webhook");
+        self.grant(&account, WEBHOOK_ROLE);
+        let kubeconfig = self.plane.service_account_kubeconfig_for(
+            server,
+            &self.plain,
+            &account,
+            self.dir.path(),
+        );
+        (account, kubeconfig)
     }
 
     /// The webhook's account with the rights of deploy/rbac.yaml.
@@ -588,11 +602,7 @@ fn the_cache_follows_the_watch_resumes_it_and_lists_again_when_its_version_expir
     // answer a restarted server's watchers from its own, younger window.
     let server = c.plane.new_api_server(&["--watch-cache=false"]);
     c.plane.start_ready(&server);
-    let account = c.plane.unique_name("webhook");
-    c.grant(&account, WEBHOOK_ROLE);
-    let kubeconfig =
-        c.plane
-            .service_account_kubeconfig_for(&server, &c.plain, &account, c.dir.path());
+    let (_, kubeconfig) = c.account_on(&server);
     let ca = Ca::new("CA");
     let webhook = Webhook::start(&kubeconfig, &ca.leaf(&["127.0.0.1"]), &[]);
     // A connection per review: the webhook closes idle ones.
@@ -687,11 +697,7 @@ fn not_ready_until_synced_and_sigterm_drains_requests_in_flight() {
     let c = cluster();
     // An API server of this test's own, not started yet.
     let server = c.plane.new_api_server(&[]);
-    let account = c.plane.unique_name("webhook");
-    c.grant(&account, WEBHOOK_ROLE);
-    let kubeconfig =
-        c.plane
-            .service_account_kubeconfig_for(&server, &c.plain, &account, c.dir.path());
+    let (_, kubeconfig) = c.account_on(&server);
     let ca = Ca::new("CA");
     let leaf = ca.leaf(&["127.0.0.1"]);
     let dir = tempfile::tempdir().unwrap();
@@ -1105,11 +1111,7 @@ fn not_ready_until_the_nad_cache_has_synced() {
     // The account has the Namespace rights but not yet the NAD rights: the NAD
     // list is refused (403), as in a cluster where deploy-network-resources/
     // is not applied yet.
-    let account = c.plane.unique_name("webhook");
-    c.grant(&account, WEBHOOK_ROLE);
-    let kubeconfig =
-        c.plane
-            .service_account_kubeconfig_for(&server, &c.plain, &account, c.dir.path());
+    let (account, kubeconfig) = c.account_on(&server);
     let ca = Ca::new("CA");
     let dir = tempfile::tempdir().unwrap();
     // The ConfigMap form, named by the environment variable.
