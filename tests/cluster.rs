@@ -92,13 +92,16 @@ fn rules(plane: &ControlPlane, kubeconfig: &Path, namespace: &str) -> BTreeSet<S
         .collect()
 }
 
-/// What a package grants the webhook's ServiceAccount beyond what every
-/// authenticated user has, as `kubectl auth can-i --list` shows it.
-fn granted(plane: &ControlPlane, account: &Path, namespace: &str) -> BTreeSet<String> {
-    let dir = tempfile::tempdir().unwrap();
-    let nobody_namespace = plane.namespace("nobody", &[]);
-    let nobody = plane.service_account_kubeconfig(&nobody_namespace, "nobody", dir.path());
-    let everyone = rules(plane, &nobody, namespace);
+/// What a package grants `account` beyond what every authenticated user has
+/// (the rights of `nobody`, an account no binding names), as `kubectl auth
+/// can-i --list` shows them.
+fn granted(
+    plane: &ControlPlane,
+    account: &Path,
+    nobody: &Path,
+    namespace: &str,
+) -> BTreeSet<String> {
+    let everyone = rules(plane, nobody, namespace);
     rules(plane, account, namespace)
         .difference(&everyone)
         .cloned()
@@ -183,10 +186,12 @@ fn the_webhook_runs_with_exactly_the_rights_of_its_packages() {
     plane.apply(&read("deploy/rbac.yaml"));
     let account =
         plane.service_account_kubeconfig("linkerd-multus", "linkerd-multus-webhook", dir.path());
+    let nobody_namespace = plane.namespace("nobody", &[]);
+    let nobody = plane.service_account_kubeconfig(&nobody_namespace, "nobody", dir.path());
     let namespaces = "namespaces [] [] [get list watch]".to_string();
     for namespace in ["linkerd-multus", "default"] {
         assert_eq!(
-            granted(plane, &account, namespace),
+            granted(plane, &account, &nobody, namespace),
             BTreeSet::from([namespaces.clone()]),
             "in namespace {namespace}"
         );
@@ -209,7 +214,7 @@ fn the_webhook_runs_with_exactly_the_rights_of_its_packages() {
     let nads = "network-attachment-definitions.k8s.cni.cncf.io [] [] [get list watch]";
     let deadline = Instant::now() + Duration::from_secs(30);
     // RBAC reaches the authorizer through its own watch: wait for the binding.
-    while granted(plane, &account, "default").len() < 2 {
+    while granted(plane, &account, &nobody, "default").len() < 2 {
         assert!(
             Instant::now() < deadline,
             "the NAD binding never took effect"
@@ -217,7 +222,7 @@ fn the_webhook_runs_with_exactly_the_rights_of_its_packages() {
         std::thread::sleep(Duration::from_millis(200));
     }
     assert_eq!(
-        granted(plane, &account, "default"),
+        granted(plane, &account, &nobody, "default"),
         BTreeSet::from([namespaces, nads.to_string()])
     );
     let config = dir.path().join("network-resources.yaml");
