@@ -10,10 +10,37 @@ pub const GROUP: &str = "k8s.cni.cncf.io";
 pub const API_VERSION: &str = "k8s.cni.cncf.io/v1";
 /// The NAD kind.
 pub const KIND: &str = "NetworkAttachmentDefinition";
-/// The label marking NADs this function generated.
+/// The label marking NADs this project made: rendered from Git or made by the controller.
 pub const MANAGED_BY_LABEL: &str = "app.kubernetes.io/managed-by";
-/// Its value.
+/// Its value on the NADs the function renders (the render label).
 pub const MANAGED_BY: &str = "linkerd-multus";
+/// Its value on the NADs the controller (`webhook --manage-nads`) makes in the
+/// cluster: never written into Git, never touched by the function.
+pub const CONTROLLER_MANAGED_BY: &str = "linkerd-multus-controller";
+/// Argo CD's sync-wave annotation: lower waves are applied first.
+pub const ARGOCD_SYNC_WAVE: &str = "argocd.argoproj.io/sync-wave";
+
+/// Who made a NAD, read from its [`MANAGED_BY_LABEL`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Maker {
+    /// Rendered by the function, from Git.
+    Rendered,
+    /// Made by the controller in the cluster.
+    Controller,
+    /// Anyone else: a user, another tool.
+    Other,
+}
+
+impl Maker {
+    /// The maker a `managed-by` label value names.
+    pub fn of(managed_by: Option<&str>) -> Self {
+        match managed_by {
+            Some(MANAGED_BY) => Maker::Rendered,
+            Some(CONTROLLER_MANAGED_BY) => Maker::Controller,
+            _ => Maker::Other,
+        }
+    }
+}
 
 /// Whether a resource is a NAD.
 pub fn is_nad(r: &ResourceRef) -> bool {
@@ -40,6 +67,37 @@ pub fn set_config(item: &mut Node, config: &str) {
     }
 }
 
+/// Sets (or, with `None`, removes) an annotation of a generated NAD; says
+/// whether it changed. An annotations map left empty is removed.
+pub fn set_annotation(item: &mut Node, key: &str, value: Option<&str>) -> bool {
+    let Some(meta) = item.as_map_mut().and_then(|m| m.map_entry("metadata")) else {
+        return false;
+    };
+    let current = meta
+        .get("annotations")
+        .and_then(Node::as_map)
+        .and_then(|a| a.get_text(key));
+    if current == value {
+        return false;
+    }
+    match value {
+        Some(value) => {
+            if let Some(annotations) = meta.map_entry("annotations") {
+                annotations.insert(key, Node::string(value));
+            }
+        }
+        None => {
+            if let Some(annotations) = meta.get_mut("annotations").and_then(Node::as_map_mut) {
+                annotations.remove(key);
+                if annotations.is_empty() {
+                    meta.remove("annotations");
+                }
+            }
+        }
+    }
+    true
+}
+
 /// The file a new NAD goes to: beside its Namespace's file, or in a folder
 /// named after the namespace when its Namespace is not in the input.
 pub fn file_path(namespace: Option<&str>, name: &str, namespace_file: Option<&str>) -> String {
@@ -58,24 +116,40 @@ pub fn file_path(namespace: Option<&str>, name: &str, namespace_file: Option<&st
     }
 }
 
-/// A new generated NAD.
-pub fn new(name: &str, namespace: Option<&str>, config: &str, file: Option<&FileRef>) -> Node {
+/// A new NAD, labelled with its maker's [`MANAGED_BY_LABEL`] value and
+/// carrying `annotations` (and the host's file annotations, with `file`).
+pub fn new(
+    name: &str,
+    namespace: Option<&str>,
+    config: &str,
+    managed_by: &str,
+    annotations: &[(&str, &str)],
+    file: Option<&FileRef>,
+) -> Node {
     let mut meta = Map::default();
     meta.insert("name", Node::string(name));
     if let Some(ns) = namespace {
         meta.insert("namespace", Node::string(ns));
     }
     let mut labels = Map::default();
-    labels.insert(MANAGED_BY_LABEL, Node::string(MANAGED_BY));
+    labels.insert(MANAGED_BY_LABEL, Node::string(managed_by));
     meta.insert("labels", labels.into());
+    if file.is_some() || !annotations.is_empty() {
+        let mut map = Map::default();
+        for (key, value) in annotations {
+            map.insert(key, Node::string(*value));
+        }
+        meta.insert("annotations", map.into());
+    }
     if let Some(file) = file {
-        let mut annotations = Map::default();
+        let annotations = meta
+            .map_entry("annotations")
+            .expect("the annotations were just inserted");
         let index = file.index.unwrap_or(0).to_string();
         for (path_key, index_key) in PATH_ANNOTATIONS.iter().zip(INDEX_ANNOTATIONS) {
             annotations.insert(path_key, Node::string(file.path.as_str()));
             annotations.insert(index_key, Node::string(index.as_str()));
         }
-        meta.insert("annotations", annotations.into());
     }
     let mut spec = Map::default();
     spec.insert("config", Node::literal(config));
@@ -122,12 +196,45 @@ mod tests {
     }
 
     #[test]
+    fn annotations_of_a_generated_nad_are_set_and_removed() {
+        let mut nad = new("linkerd-cni", Some("demo"), "{}", MANAGED_BY, &[], None);
+        assert!(set_annotation(&mut nad, ARGOCD_SYNC_WAVE, Some("-1")));
+        assert!(!set_annotation(&mut nad, ARGOCD_SYNC_WAVE, Some("-1")));
+        assert!(
+            emit_document(&nad)
+                .contains("  annotations:\n    argocd.argoproj.io/sync-wave: \"-1\"\n")
+        );
+        assert!(set_annotation(&mut nad, ARGOCD_SYNC_WAVE, None));
+        assert!(!set_annotation(&mut nad, ARGOCD_SYNC_WAVE, None));
+        assert!(!emit_document(&nad).contains("annotations"));
+    }
+
+    #[test]
+    fn makers_by_label() {
+        for (label, want) in [
+            (Some("linkerd-multus"), Maker::Rendered),
+            (Some("linkerd-multus-controller"), Maker::Controller),
+            (Some("helm"), Maker::Other),
+            (None, Maker::Other),
+        ] {
+            assert_eq!(Maker::of(label), want, "{label:?}");
+        }
+    }
+
+    #[test]
     fn writes_a_labelled_nad_with_its_file() {
         let file = FileRef {
             path: "ns/nad.yaml".into(),
             index: None,
         };
-        let nad = new("linkerd-cni", Some("demo"), "{\n  \"a\": 1\n}", Some(&file));
+        let nad = new(
+            "linkerd-cni",
+            Some("demo"),
+            "{\n  \"a\": 1\n}",
+            MANAGED_BY,
+            &[],
+            Some(&file),
+        );
         assert!(is_generated(&nad));
         assert_eq!(config(&nad), Some("{\n  \"a\": 1\n}"));
         assert_eq!(

@@ -472,6 +472,19 @@ impl Renderer<'_> {
                         )
                         .field = Some("spec.config".into());
                     }
+                    let wave = settings.nad_sync_wave.as_deref();
+                    if nad::set_annotation(&mut items[i], nad::ARGOCD_SYNC_WAVE, wave) {
+                        let message = match wave {
+                            Some(wave) => {
+                                format!("{} set to {wave:?} (nadSyncWave)", nad::ARGOCD_SYNC_WAVE)
+                            }
+                            None => {
+                                format!("{} removed: nadSyncWave is not set", nad::ARGOCD_SYNC_WAVE)
+                            }
+                        };
+                        self.report(i, Severity::Info, message).field =
+                            Some(format!("metadata.annotations.{}", nad::ARGOCD_SYNC_WAVE));
+                    }
                     configs.insert(ns.clone(), text);
                 }
                 Some(&i) => {
@@ -515,7 +528,19 @@ impl Renderer<'_> {
                         *next += 1;
                         file
                     });
-                    let new = nad::new(nad_name, ns.as_deref(), &text, file.as_ref());
+                    let sync_wave = settings.nad_sync_wave.as_deref();
+                    let annotations: Vec<_> = sync_wave
+                        .map(|wave| (nad::ARGOCD_SYNC_WAVE, wave))
+                        .into_iter()
+                        .collect();
+                    let new = nad::new(
+                        nad_name,
+                        ns.as_deref(),
+                        &text,
+                        nad::MANAGED_BY,
+                        &annotations,
+                        file.as_ref(),
+                    );
                     let new_ref =
                         resource::resource_ref(&new).expect("a generated NAD is a resource");
                     self.summary.generated += 1;

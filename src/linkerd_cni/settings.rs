@@ -30,6 +30,7 @@ pub const KEYS: &[&str] = &[
     "workloadKinds",
     "defaultNamespace",
     "configRollout",
+    "nadSyncWave",
 ];
 
 /// What the function works with.
@@ -58,6 +59,9 @@ pub struct Settings {
     pub default_namespace: Option<String>,
     /// Which attached pod templates carry the hash of their NAD config.
     pub config_rollout: ConfigRollout,
+    /// Argo CD's sync wave for generated NADs (`argocd.argoproj.io/sync-wave`),
+    /// so that Argo CD applies them before the workloads that select them.
+    pub nad_sync_wave: Option<String>,
 }
 
 impl Default for Settings {
@@ -74,6 +78,7 @@ impl Default for Settings {
             workload_kinds: Vec::new(),
             default_namespace: None,
             config_rollout: ConfigRollout::Off,
+            nad_sync_wave: None,
         }
     }
 }
@@ -169,6 +174,18 @@ impl Settings {
                         )
                     })?;
                 }
+                "nadSyncWave" => {
+                    let v = text(key, value)?;
+                    if v.trim().parse::<i32>().is_err() || v.trim() != v {
+                        return Err(bad(
+                            key,
+                            format!(
+                                "{v:?} is not a whole number, as Argo CD's sync waves are (\"-1\" applies the NADs before wave 0)"
+                            ),
+                        ));
+                    }
+                    self.nad_sync_wave = Some(v);
+                }
                 _ => {
                     return Err(SettingsError::UnknownKey {
                         key: key.to_string(),
@@ -246,6 +263,22 @@ mod tests {
     }
 
     #[test]
+    fn nad_sync_wave_is_a_whole_number() {
+        for (value, want) in [
+            ("\"-1\"", Some("-1")),
+            ("-5", Some("-5")),
+            ("\"0\"", Some("0")),
+        ] {
+            let typed = read(&format!(
+                "apiVersion: multus.linkerd.io/v1alpha1\nkind: LinkerdMultus\nspec:\n  nadSyncWave: {value}\n"
+            ))
+            .unwrap();
+            assert_eq!(typed.nad_sync_wave.as_deref(), want, "{value}");
+        }
+        assert_eq!(Settings::default().nad_sync_wave, None);
+    }
+
+    #[test]
     fn errors_name_the_key_and_the_choices() {
         let cm = |data: &str| {
             read(&format!(
@@ -288,6 +321,10 @@ mod tests {
             (
                 "configRollout: ''",
                 "setting configRollout: \"\" is not a rollout mode; valid: off, all, labelled",
+            ),
+            (
+                "nadSyncWave: first",
+                "setting nadSyncWave: \"first\" is not a whole number, as Argo CD's sync waves are",
             ),
             ("namespaces: '[a'", "setting namespaces: is not valid YAML"),
             (
