@@ -857,8 +857,12 @@ mod tests {
                 namespace.insert("openshift.io/sa.scc.uid-range".into(), range.into());
             }
             let mut metadata = serde_json::Map::new();
+            // A pod always has a name or a generateName, so its metadata
+            // never empties (a template's may, and the tree path removes it).
             if name {
                 metadata.insert("name".into(), json!("p"));
+            } else {
+                metadata.insert("generateName".into(), json!("p-"));
             }
             if annotations {
                 let members: serde_json::Map<String, Value> = [
