@@ -1,10 +1,12 @@
 //! The Linkerd-CNI rules: which pods get the Linkerd-CNI NAD and how their
 //! templates change ([`attach`]), the NAD config made from the Linkerd-CNI
 //! ConfigMap ([`cni_config`]), config rollouts ([`rollout`]), and which
-//! namespaces of a package get, keep or lose the NAD ([`package`]). Settings:
-//! the `LinkerdMultus` kind ([`settings`]).
+//! namespaces of a package get, keep or lose the NAD ([`package`]), and of a
+//! live cluster, for the NAD controller ([`cluster`]). Settings: the
+//! `LinkerdMultus` kind ([`settings`]).
 
 pub mod attach;
+pub mod cluster;
 pub mod cni_config;
 pub mod package;
 pub mod rollout;

@@ -9,6 +9,7 @@ use crate::k8s::resource::{self, FileRef, ResourceRef, files};
 use crate::k8s::results::{self, FnResult, Severity, plural};
 use crate::k8s::workload::{self, WorkloadKinds};
 use crate::linkerd_cni::attach::{self, WorkloadError, WorkloadOutcome};
+use crate::linkerd_cni::cluster;
 use crate::linkerd_cni::cni_config::{self, CONFIG_MAP_NAME, NETWORK_CONFIG_KEY};
 use crate::linkerd_cni::rollout::{self, ConfigRollout};
 use crate::linkerd_cni::settings::Settings;
@@ -305,11 +306,12 @@ impl Renderer<'_> {
                 }
             }
         }
+        // A Namespace of the input needs the NAD by the controller's rule
+        // (enabled, or the control plane's); the control-plane namespace
+        // also when a control-plane workload is in the input (below).
         for (name, ns) in namespaces {
             let in_input = matches!(ns.source, Source::Input(_));
-            let control_plane =
-                *name == settings.linkerd_namespace && (in_input || control_plane_seen);
-            if (in_input && ns.multus_enabled()) || control_plane {
+            if in_input && cluster::needs_nad(name, &ns.annotations, settings) {
                 needs.entry(Some(name.clone())).or_default().managed = true;
             }
         }
