@@ -4,11 +4,12 @@
 //! vocabulary [`k8s`]; three rule sets side by side, none importing another
 //! ([`linkerd_cni`], [`network_resources`], [`validation`]); the function
 //! [`pipeline`], which hands a package to one rule set; and the fronts
-//! ([`krm`], [`files`], [`environment`], [`admission`], [`webhook`], and the
-//! binary's `main.rs`).
+//! ([`krm`], [`files`], [`environment`], [`admission`], [`controller`],
+//! [`webhook`], and the binary's `main.rs`).
 #![forbid(unsafe_code)]
 
 pub mod admission;
+pub mod controller;
 pub mod environment;
 pub mod files;
 pub mod k8s;

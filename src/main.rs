@@ -80,6 +80,8 @@ enum Command {
         config: Option<PathBuf>,
         #[command(flatten)]
         settings: PodSettings,
+        #[command(flatten)]
+        nad: NadSettings,
     },
 }
 
@@ -183,6 +185,33 @@ struct PodSettings {
     proxy_uid_offset: Option<String>,
 }
 
+/// The core's settings that make a NAD's config from the Linkerd-CNI
+/// ConfigMap: the renderer's, and the webhook's NAD controller's
+/// (`--manage-nads`); each also read from `LINKERD_MULTUS_<NAME>`.
+#[derive(Args)]
+struct NadSettings {
+    /// Namespace of the Linkerd-CNI ConfigMap [default: linkerd-cni].
+    #[arg(long, value_name = "NAMESPACE")]
+    cni_namespace: Option<String>,
+    /// Kubeconfig path the CNI plugin uses [default: from the ConfigMap].
+    #[arg(long, value_name = "PATH")]
+    cni_kubeconfig: Option<String>,
+    /// cniVersion added to NAD configs that have none [default: 0.3.0].
+    #[arg(long, value_name = "VERSION")]
+    cni_version: Option<String>,
+}
+
+impl NadSettings {
+    /// The flags given, by settings key.
+    fn flags(self) -> Vec<(&'static str, String)> {
+        given([
+            ("cniNamespace", self.cni_namespace),
+            ("cniKubeconfig", self.cni_kubeconfig),
+            ("cniVersion", self.cni_version),
+        ])
+    }
+}
+
 /// The core's settings for rendering files: those of a pod and those of the
 /// NADs, namespaces and workloads of a package.
 #[derive(Args)]
@@ -194,15 +223,8 @@ struct CoreSettings {
     config: Option<PathBuf>,
     #[command(flatten)]
     pod: PodSettings,
-    /// Namespace of the Linkerd-CNI ConfigMap [default: linkerd-cni].
-    #[arg(long, value_name = "NAMESPACE")]
-    cni_namespace: Option<String>,
-    /// Kubeconfig path the CNI plugin uses [default: from the ConfigMap].
-    #[arg(long, value_name = "PATH")]
-    cni_kubeconfig: Option<String>,
-    /// cniVersion added to NAD configs that have none [default: 0.3.0].
-    #[arg(long, value_name = "VERSION")]
-    cni_version: Option<String>,
+    #[command(flatten)]
+    nad: NadSettings,
     /// Annotations of namespaces not in the input, as YAML or JSON:
     /// '{demo: {annotations: {linkerd.io/multus: enabled}}}'.
     #[arg(long, value_name = "YAML")]
@@ -238,10 +260,8 @@ impl CoreSettings {
     /// The flags given, by settings key.
     fn flags(self) -> Vec<(&'static str, String)> {
         let mut flags = self.pod.flags();
+        flags.extend(self.nad.flags());
         flags.extend(given([
-            ("cniNamespace", self.cni_namespace),
-            ("cniKubeconfig", self.cni_kubeconfig),
-            ("cniVersion", self.cni_version),
             ("namespaces", self.namespaces),
             ("workloadKinds", self.workload_kinds),
             ("defaultNamespace", self.default_namespace),
@@ -343,8 +363,11 @@ fn run(command: Option<Command>) -> anyhow::Result<ExitCode> {
             args,
             config,
             settings,
+            nad,
         }) => {
-            let settings = webhook::settings(config.as_deref(), &settings.flags(), &env)?;
+            let mut flags = settings.flags();
+            flags.extend(nad.flags());
+            let settings = webhook::settings(config.as_deref(), &flags, &env)?;
             let network_resources =
                 webhook::network_resources_settings(args.network_resources.as_deref(), &env)?;
             webhook::run(*args, settings, network_resources)?;

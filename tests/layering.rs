@@ -27,6 +27,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "files",
             "environment",
             "admission",
+            "controller",
             "webhook",
             "main",
         ],

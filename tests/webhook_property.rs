@@ -165,6 +165,7 @@ fn webhook_answer(case: &Case, network_resources: Option<(&Value, &Nads)>) -> Op
         state,
         &Settings::default(),
         nr.as_ref(),
+        None,
         OnError::Allow,
     );
     let response: Value = serde_json::from_slice(&answer.body).unwrap();

@@ -62,6 +62,28 @@ pub enum NadState<'a> {
     NotSynced,
 }
 
+/// What to do with a pod the rules attach in a namespace that has no
+/// Linkerd-CNI NAD (Multus could not start it until the NAD exists).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum MissingNad {
+    /// Deny it, naming the namespace, the NAD and the ways out.
+    Deny,
+    /// Attach it with a warning; kubelet retries its sandbox until the NAD exists.
+    Attach,
+    /// Do not look: attach it without a warning (and the webhook needs no NAD watch).
+    Ignore,
+}
+
+/// The missing-NAD check of the Linkerd-CNI rules.
+pub struct NadCheck<'a> {
+    /// The cluster's NADs, from the webhook's cache.
+    pub nads: NadState<'a>,
+    /// What to do when the pod's namespace lacks the NAD.
+    pub policy: MissingNad,
+    /// Whether the webhook's NAD controller (`--manage-nads`) makes missing NADs.
+    pub managed: bool,
+}
+
 /// How a review was answered, for metrics and logs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Outcome {
@@ -152,6 +174,7 @@ pub fn answer(
     namespace: NamespaceState<'_>,
     settings: &Settings,
     network_resources: Option<&NetworkResources<'_>>,
+    nad_check: Option<&NadCheck<'_>>,
     on_error: OnError,
 ) -> Answer {
     let refuse = |outcome, message| {
@@ -227,6 +250,7 @@ pub fn answer(
             ))),
         },
     };
+    let verdict = verdict.and_then(|v| missing_nad(request, settings, nad_check, v));
     match verdict {
         Ok(v) if v.patch.is_empty() => respond(request, Outcome::Unchanged, None, v),
         Ok(mut v) => {
@@ -236,6 +260,48 @@ pub fn answer(
         Err(Refusal::Problem(message)) => problem(message),
         Err(Refusal::Deny(message)) => refuse(Outcome::Denied, message),
     }
+}
+
+/// Checks that a pod the rules attach has the NAD in its namespace: denies
+/// it, or attaches it with a warning, as the policy says.
+fn missing_nad(
+    request: &Request,
+    settings: &Settings,
+    check: Option<&NadCheck<'_>>,
+    mut verdict: Verdict,
+) -> Result<Verdict, Refusal> {
+    let Some(check) = check else {
+        return Ok(verdict);
+    };
+    if check.policy == MissingNad::Ignore || !verdict.changes.contains(&Change::Attached) {
+        return Ok(verdict);
+    }
+    let (namespace, nad) = (&*request.namespace, &*settings.nad_name);
+    let nads = match check.nads {
+        NadState::Known(nads) => nads,
+        NadState::NotSynced => {
+            return Err(Refusal::Problem(format!(
+                "the NAD cache has not synced yet: whether namespace {namespace} has the NetworkAttachmentDefinition {nad} is unknown"
+            )));
+        }
+    };
+    if nads.annotations(namespace, nad).is_some() {
+        return Ok(verdict);
+    }
+    match (check.policy, check.managed) {
+        (MissingNad::Attach, true) => verdict.warnings.push(format!(
+            "namespace {namespace} has no NetworkAttachmentDefinition {nad} yet: the NAD controller (--manage-nads) is making it; until it exists the pod's sandbox fails and kubelet retries it"
+        )),
+        (MissingNad::Attach, false) => verdict.warnings.push(format!(
+            "namespace {namespace} has no NetworkAttachmentDefinition {nad}: the pod cannot start until it exists (--missing-nad attach)"
+        )),
+        _ => {
+            return Err(Refusal::Deny(format!(
+                "namespace {namespace} has no NetworkAttachmentDefinition {nad}, which Multus needs to start this pod with Linkerd-CNI: render the NAD from Git (linkerd-multus generates it for namespaces annotated linkerd.io/multus: enabled), or run the webhook with --manage-nads so that it makes it"
+            )));
+        }
+    }
+    Ok(verdict)
 }
 
 /// The namespace's annotations, when the cache knows it; else a warning.
@@ -406,6 +472,7 @@ mod tests {
                 NamespaceState::Known(&ns),
                 &Settings::default(),
                 None,
+                None,
                 OnError::Allow,
             );
             assert_eq!(answer.outcome, Outcome::Patched);
@@ -431,6 +498,7 @@ mod tests {
             &request,
             NamespaceState::Known(&empty),
             &Settings::default(),
+            None,
             None,
             OnError::Allow,
         );
@@ -561,7 +629,7 @@ mod tests {
         ];
         for (name, body, ns, on_error, outcome, message) in cases {
             let request = parse(body.as_bytes()).unwrap();
-            let answer = answer(&request, ns, &Settings::default(), None, on_error);
+            let answer = answer(&request, ns, &Settings::default(), None, None, on_error);
             assert_eq!(answer.outcome, outcome, "{name}");
             let response = response(&answer);
             assert_eq!(response["uid"], "u1", "{name}");
@@ -590,6 +658,7 @@ mod tests {
             &parse(review("UPDATE", "pods", pod).as_bytes()).unwrap(),
             NamespaceState::Known(&ns),
             &Settings::default(),
+            None,
             None,
             OnError::Allow,
         );
@@ -643,6 +712,7 @@ mod tests {
             NamespaceState::Known(&ns),
             &Settings::default(),
             Some(&nr),
+            None,
             OnError::Allow,
         );
         assert_eq!(create.outcome, Outcome::Patched, "{:?}", create.warnings);
@@ -662,6 +732,7 @@ mod tests {
             NamespaceState::Known(&ns),
             &Settings::default(),
             Some(&nr),
+            None,
             OnError::Allow,
         );
         let ops = patch_of(&response(&update));
@@ -721,6 +792,7 @@ mod tests {
                 NamespaceState::Known(&ns),
                 &Settings::default(),
                 Some(nr),
+                None,
                 OnError::Allow,
             );
             assert_eq!(answer.outcome, outcome, "{name}");
@@ -819,6 +891,7 @@ mod tests {
             &request,
             NamespaceState::Known(namespace),
             &Settings::default(),
+            None,
             None,
             OnError::Allow,
         );
@@ -986,6 +1059,7 @@ mod tests {
                 &request,
                 NamespaceState::Known(&ns),
                 &Settings::default(),
+                None,
                 None,
                 OnError::Deny,
             );

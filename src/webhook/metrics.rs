@@ -194,9 +194,15 @@ impl Metrics {
         Self::build(false)
     }
 
-    /// [`Metrics::new`] and the gauges of the NAD cache of the network-resources rules.
+    /// [`Metrics::new`] and the gauges of the NAD cache (the missing-NAD
+    /// check and the network-resources rules read it).
     pub fn with_nad_cache() -> Self {
         Self::build(true)
+    }
+
+    /// Registers the NAD controller's metrics beside these.
+    pub fn with_controller(&mut self) -> crate::controller::Metrics {
+        crate::controller::Metrics::register(&mut self.registry)
     }
 
     fn build(nad_cache: bool) -> Self {

@@ -22,7 +22,10 @@ use bytes::Bytes;
 use hyper::StatusCode;
 use tokio::net::TcpListener;
 
-use crate::admission::{self, NadState, NamespaceState, NetworkResources, OnError, Outcome};
+use crate::admission::{
+    self, MissingNad, NadCheck, NadState, NamespaceState, NetworkResources, OnError, Outcome,
+};
+use crate::controller;
 use crate::environment;
 use crate::k8s::settings_object;
 use crate::linkerd_cni::settings::{self as core_settings, Settings};
@@ -93,6 +96,14 @@ pub struct Args {
     /// Also read from LINKERD_MULTUS_NETWORK_RESOURCES.
     #[arg(long, value_name = "FILE")]
     pub network_resources: Option<PathBuf>,
+    /// What to do with a pod the rules attach in a namespace without the
+    /// Linkerd-CNI NAD: deny it (the default), attach it with a warning (the
+    /// default with --manage-nads, which makes the NAD), or ignore (no check,
+    /// no NAD watch).
+    #[arg(long, value_enum, value_name = "POLICY")]
+    pub missing_nad: Option<MissingNad>,
+    #[command(flatten)]
+    pub controller: controller::Args,
 }
 
 /// The environment variable of `--network-resources`.
@@ -188,6 +199,7 @@ pub fn run(
     rustls::crypto::ring::default_provider()
         .install_default()
         .ok();
+    let controller = args.controller.options(&|name| std::env::var(name).ok())?;
     let tls = Arc::new(Tls::load(TlsFiles {
         cert: args.tls_cert.clone(),
         key: args.tls_key.clone(),
@@ -197,13 +209,14 @@ pub fn run(
         .enable_all()
         .build()
         .context("starting the async runtime")?
-        .block_on(serve(args, settings, network_resources, tls))
+        .block_on(serve(args, settings, network_resources, controller, tls))
 }
 
 async fn serve(
     args: Args,
     settings: Settings,
     network_resources: Option<network_resources::settings::Settings>,
+    controller: Option<controller::Options>,
     tls: Arc<Tls>,
 ) -> anyhow::Result<()> {
     let listener = TcpListener::bind(args.listen)
@@ -215,26 +228,54 @@ async fn serve(
     let client = kube::Client::try_default()
         .await
         .context("connecting to the Kubernetes API (in-cluster service account, or KUBECONFIG)")?;
-    let metrics = Arc::new(match network_resources {
-        Some(_) => Metrics::with_nad_cache(),
-        None => Metrics::new(),
+    let managed = controller.is_some();
+    let missing_nad = args.missing_nad.unwrap_or(if managed {
+        MissingNad::Attach
+    } else {
+        MissingNad::Deny
     });
+    // The NAD cache only when something reads it: with --missing-nad ignore
+    // and no network-resources rules, the webhook neither watches NADs nor
+    // needs the RBAC to.
+    let watch_nads = network_resources.is_some() || missing_nad != MissingNad::Ignore;
+    let mut metrics = match watch_nads {
+        true => Metrics::with_nad_cache(),
+        false => Metrics::new(),
+    };
+    let controller_metrics = controller
+        .as_ref()
+        .map(|_| Arc::new(metrics.with_controller()));
+    let metrics = Arc::new(metrics);
     let cache = Arc::new(WatchCache::namespaces(&settings.uid_range_annotation));
     tokio::spawn(cache::run_namespaces(cache.clone(), client.clone()));
-    // The NAD cache only when the rules that read it are on: without them the
-    // webhook neither watches nor needs the RBAC to.
-    let network_resources = network_resources.map(|settings| {
-        let nads = Arc::new(WatchCache::nads(&settings.resource_name_keys));
-        tokio::spawn(cache::run_nads(nads.clone(), client));
-        (settings, nads)
+    let nads = watch_nads.then(|| {
+        let keys = network_resources
+            .as_ref()
+            .map(|s| s.resource_name_keys.as_slice())
+            .unwrap_or_default();
+        let nads = Arc::new(WatchCache::nads(keys));
+        tokio::spawn(cache::run_nads(nads.clone(), client.clone()));
+        nads
     });
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let controller_task = controller
+        .zip(controller_metrics)
+        .map(|(options, metrics)| {
+            tokio::spawn(controller::run(
+                client.clone(),
+                settings.clone(),
+                options,
+                metrics,
+                stopped,
+            ))
+        });
     let reload_metrics = metrics.clone();
     tokio::spawn(tls.clone().watch(args.tls_reload_interval, move |ok| {
         reload_metrics.tls_reloaded(ok)
     }));
     let health = Arc::new(ops::Health {
         cache: Some(cache.clone()),
-        nads: network_resources.as_ref().map(|(_, nads)| nads.clone()),
+        nads: nads.clone(),
         shutting_down: false.into(),
         metrics: metrics.clone(),
     });
@@ -245,11 +286,16 @@ async fn serve(
         path = %args.path,
         client_auth = args.client_ca.is_some(),
         network_resources = network_resources.is_some(),
+        missing_nad = ?missing_nad,
+        manage_nads = managed,
         "webhook serving"
     );
     let handler = Arc::new(Admission {
         settings,
         network_resources,
+        nads,
+        missing_nad,
+        managed,
         on_error: args.on_error,
         cache,
         metrics: metrics.clone(),
@@ -257,11 +303,17 @@ async fn serve(
     let shutdown_delay = args.shutdown_delay;
     let shutdown = async move {
         let signal = termination().await;
+        // The NAD controller stops writing and releases its Lease at once, so
+        // the other replica takes over while this one drains.
+        stop.send_replace(true);
         health.shutting_down.store(true, Ordering::Relaxed);
         tracing::info!(signal, delay = ?shutdown_delay, "shutting down: /readyz fails from now on");
         tokio::time::sleep(shutdown_delay).await;
     };
     server::serve(listener, tls, limits(&args), handler, metrics, shutdown).await;
+    if let Some(task) = controller_task {
+        task.await.ok();
+    }
     tracing::info!("stopped");
     Ok(())
 }
@@ -315,7 +367,11 @@ fn init_logs(args: &Args) -> anyhow::Result<()> {
 /// Answers admission reviews with the core's pod rules.
 struct Admission {
     settings: Settings,
-    network_resources: Option<(network_resources::settings::Settings, Arc<NadCache>)>,
+    network_resources: Option<network_resources::settings::Settings>,
+    /// The NAD cache, when the missing-NAD check or the network-resources rules read it.
+    nads: Option<Arc<NadCache>>,
+    missing_nad: MissingNad,
+    managed: bool,
     on_error: OnError,
     cache: Arc<NamespaceCache>,
     metrics: Arc<Metrics>,
@@ -343,25 +399,32 @@ impl Handler for Admission {
         let answer = {
             // The NADs are read under the cache's read lock, for this review only.
             let nads = self
-                .network_resources
+                .nads
                 .as_ref()
-                .filter(|(_, nads)| nads.synced())
-                .map(|(_, nads)| nads.view());
+                .filter(|nads| nads.synced())
+                .map(|nads| nads.view());
+            let state = || match &nads {
+                Some(view) => NadState::Known(view),
+                None => NadState::NotSynced,
+            };
             let network_resources =
                 self.network_resources
                     .as_ref()
-                    .map(|(settings, _)| NetworkResources {
+                    .map(|settings| NetworkResources {
                         settings,
-                        nads: match &nads {
-                            Some(view) => NadState::Known(view),
-                            None => NadState::NotSynced,
-                        },
+                        nads: state(),
                     });
+            let nad_check = (self.missing_nad != MissingNad::Ignore).then(|| NadCheck {
+                nads: state(),
+                policy: self.missing_nad,
+                managed: self.managed,
+            });
             admission::answer(
                 &request,
                 namespace,
                 &self.settings,
                 network_resources.as_ref(),
+                nad_check.as_ref(),
                 self.on_error,
             )
         };

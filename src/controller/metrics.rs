@@ -1,0 +1,101 @@
+//! The NAD controller's metrics, registered beside the webhook's.
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct OutcomeLabel {
+    outcome: &'static str,
+}
+
+/// What a reconcile of one namespace did.
+pub const OUTCOMES: [&str; 6] = [
+    "created",
+    "updated",
+    "deleted",
+    "unchanged",
+    "skipped",
+    "error",
+];
+
+/// Every metric of the controller.
+#[derive(Debug)]
+pub struct Metrics {
+    reconciles: Family<OutcomeLabel, Counter>,
+    writes: Counter,
+    /// NADs in the cluster that the controller made.
+    pub managed: Gauge,
+    /// 1 while this replica holds the Lease.
+    pub leader: Gauge,
+    config_map_seen: Gauge,
+    config_map_valid: Gauge,
+}
+
+impl Metrics {
+    /// Registers the controller's metrics in `registry`.
+    pub fn register(registry: &mut Registry) -> Self {
+        let metrics = Metrics {
+            reconciles: Family::default(),
+            writes: Counter::default(),
+            managed: Gauge::default(),
+            leader: Gauge::default(),
+            config_map_seen: Gauge::default(),
+            config_map_valid: Gauge::default(),
+        };
+        for outcome in OUTCOMES {
+            let _ = metrics.reconciles.get_or_create(&OutcomeLabel { outcome });
+        }
+        registry.register(
+            "linkerd_multus_nad_reconciles",
+            "Namespaces reconciled by the NAD controller, by outcome: created, updated, deleted, unchanged, skipped (not its NAD, no valid ConfigMap, namespace terminating), error",
+            metrics.reconciles.clone(),
+        );
+        registry.register(
+            "linkerd_multus_nad_writes",
+            "NAD applies and deletes the NAD controller sent to the API server",
+            metrics.writes.clone(),
+        );
+        registry.register(
+            "linkerd_multus_nads_managed",
+            "NADs in the cluster made by the NAD controller (labelled app.kubernetes.io/managed-by: linkerd-multus-controller)",
+            metrics.managed.clone(),
+        );
+        registry.register(
+            "linkerd_multus_nad_controller_leader",
+            "1 while this replica holds the NAD controller's Lease and writes NADs",
+            metrics.leader.clone(),
+        );
+        registry.register(
+            "linkerd_multus_cni_config_map_seen",
+            "1 while the Linkerd-CNI ConfigMap exists",
+            metrics.config_map_seen.clone(),
+        );
+        registry.register(
+            "linkerd_multus_cni_config_map_valid",
+            "1 while the Linkerd-CNI ConfigMap gives a valid NAD config",
+            metrics.config_map_valid.clone(),
+        );
+        metrics
+    }
+
+    /// Counts one reconcile's outcome, one of [`OUTCOMES`].
+    pub fn reconciled(&self, outcome: &'static str) {
+        self.reconciles
+            .get_or_create(&OutcomeLabel { outcome })
+            .inc();
+    }
+
+    /// Counts one write request.
+    pub fn wrote(&self) {
+        self.writes.inc();
+    }
+
+    /// Whether the ConfigMap exists and gives a valid NAD config.
+    pub fn config_map(&self, seen: bool, valid: bool) {
+        self.config_map_seen.set(seen.into());
+        self.config_map_valid.set(valid.into());
+    }
+}
