@@ -31,6 +31,13 @@ Scenarios (those of the Go operator, plus its known defects):
   namespace with openshift.io/sa.scc.uid-range: 1000680000/10000 -> proxy-uid 1000682102;
     a pod that sets config.linkerd.io/proxy-uid keeps it
   idempotence: the mutated pods applied again come back unchanged
+With --manage-nads (the local webhook only; the NAD CRD must be installed), the webhook runs its
+NAD controller, as the Go operator did, over a Linkerd-CNI ConfigMap in a namespace the script
+creates, and:
+  every namespace that needs the NAD (enabled, control plane) gets linkerd-cni from the
+    controller, and the others none
+Without it (and without --network-resources), the local webhook runs with --missing-nad ignore:
+the scenarios need no NAD, so no Multus on the cluster.
 With --network-resources, also those of network-resources-injector (the NAD CRD must be
 installed; the script creates its NADs in a namespace of its own):
   a pod selecting resource-backed NADs -> requests and limits of the first container and the
@@ -56,6 +63,7 @@ Options:
                      run the network-resources scenarios too; the local webhook is started
                      with --network-resources (with --ca-file: the webhook under test must
                      run with it, with the default resourceNameKeys)
+  --manage-nads      run the local webhook's NAD controller and check the NADs it makes
   --timeout SECONDS  how long to wait for the webhook to see the test namespaces [90]
   --keep             leave the namespaces, the configuration and the webhook's log
   -h, --help         this help
@@ -110,6 +118,7 @@ cp_ns_given=""
 timeout=90
 keep=false
 network_resources=false
+manage_nads=false
 
 need_value() { if [ "$#" -lt 2 ] || [ -z "$2" ]; then die "$1 needs a value (see --help)"; fi; }
 
@@ -126,6 +135,7 @@ while [ "$#" -gt 0 ]; do
     --timeout) need_value "$@"; timeout=$2; shift 2 ;;
     --keep) keep=true; shift ;;
     --network-resources) network_resources=true; shift ;;
+    --manage-nads) manage_nads=true; shift ;;
     -h|--help) usage; exit 0 ;;
     *) die "unknown argument '$1' (see --help)" ;;
   esac
@@ -208,9 +218,9 @@ export KUBECONFIG=$work/kubeconfig
 kc() { kubectl "$@"; }
 kc get --raw /readyz >/dev/null 2>&1 || kc version >/dev/null \
   || die "the cluster does not answer (kubectl version failed)"
-if [ "$network_resources" = true ]; then
+if [ "$network_resources" = true ] || [ "$manage_nads" = true ]; then
   kc get crd network-attachment-definitions.k8s.cni.cncf.io >/dev/null 2>&1 \
-    || die "--network-resources needs the NetworkAttachmentDefinition CRD (Multus installs it)"
+    || die "--network-resources and --manage-nads need the NetworkAttachmentDefinition CRD (Multus installs it)"
 fi
 
 # The pod builder and the checks, in Python (no jq).
@@ -370,6 +380,21 @@ else
     --tls-cert "$work/certs/tls.crt" --tls-key "$work/certs/tls.key"
     --linkerd-namespace "$cp_ns"
     --shutdown-delay 0s --log-level info)
+  if [ "$manage_nads" = true ]; then
+    # The Linkerd-CNI ConfigMap, and the Lease, in a namespace of the run's own.
+    ns_cni=$prefix-cni
+    printf '%s\n' 'apiVersion: v1' 'kind: Namespace' 'metadata:' "  name: $ns_cni" '  labels:' \
+      "    linkerd-multus-e2e: \"$run_id\"" '---' 'apiVersion: v1' 'kind: ConfigMap' 'metadata:' \
+      '  name: linkerd-cni-config' "  namespace: $ns_cni" 'data:' \
+      '  cni_network_config: '"'"'{"name": "linkerd-cni", "type": "linkerd-cni", "log_level": "info", "kubernetes": {"kubeconfig": "__KUBECONFIG_FILEPATH__"}, "linkerd": {"incoming-proxy-port": 4143, "outgoing-proxy-port": 4140, "proxy-uid": 2102, "ports-to-redirect": [], "inbound-ports-to-ignore": ["4191", "4190"], "simulate": false, "use-wait-flag": false, "iptables-mode": "nft"}}'"'" \
+      > "$work/cni.yaml"
+    kc create -f "$work/cni.yaml" >/dev/null
+    created_namespaces+=("$ns_cni")
+    webhook_args+=(--manage-nads --cni-namespace "$ns_cni" --lease-namespace "$ns_cni"
+      --identity "e2e-$run_id")
+  elif [ "$network_resources" = false ]; then
+    webhook_args+=(--missing-nad ignore)
+  fi
   if [ "$network_resources" = true ]; then
     printf '%s\n' 'apiVersion: multus.linkerd.io/v1alpha1' 'kind: NetworkResources' \
       'metadata:' '  name: e2e' 'spec: {}' > "$work/network-resources.yaml"
@@ -638,6 +663,39 @@ if [ "$network_resources" = true ]; then
   denied "network resources: a pod selecting a missing NAD is denied" "$ns_nr" nr-missing \
     "$(as_json k8s.v1.cni.cncf.io/networks 'sriov, gone')" \
     "linkerd-multus: pod $ns_nr/nr-missing: selects NetworkAttachmentDefinition $ns_nr/gone, which does not exist"
+fi
+if [ "$manage_nads" = true ]; then
+  # nad_made NAMESPACE yes|no: whether the controller's linkerd-cni NAD is (or stays) there.
+  nad_made() {
+    kc get network-attachment-definitions.k8s.cni.cncf.io linkerd-cni -n "$1" \
+      -o 'jsonpath={.metadata.labels.app\.kubernetes\.io/managed-by}' 2>/dev/null || true
+  }
+  deadline=$((SECONDS + timeout))
+  wanted=("$ns_enabled" "$ns_uid")
+  if [ "$cp_scenarios" = true ]; then wanted+=("$cp_ns"); fi
+  missing=("${wanted[@]}")
+  while [ "${#missing[@]}" -gt 0 ] && [ "$SECONDS" -lt "$deadline" ]; do
+    still=()
+    for ns in "${missing[@]}"; do
+      [ "$(nad_made "$ns")" = linkerd-multus-controller ] || still+=("$ns")
+    done
+    missing=("${still[@]}")
+    [ "${#missing[@]}" -eq 0 ] || sleep 1
+  done
+  if [ "${#missing[@]}" -eq 0 ]; then
+    pass "NAD controller: every namespace that needs it has linkerd-cni (${wanted[*]})"
+  else
+    fail "NAD controller: every namespace that needs it has linkerd-cni" "none in ${missing[*]} after ${timeout}s"
+  fi
+  extra=""
+  for ns in "$ns_plain" "$ns_other"; do
+    [ -z "$(nad_made "$ns")" ] || extra="$extra $ns"
+  done
+  if [ -z "$extra" ]; then
+    pass "NAD controller: no NAD where none is needed"
+  else
+    fail "NAD controller: no NAD where none is needed" "linkerd-cni in$extra"
+  fi
 fi
 idempotent "idempotence: attached pod applied again" enabled
 idempotent "idempotence: comma form applied again" comma

@@ -385,3 +385,15 @@ fn print(outcome: &Outcome) -> anyhow::Result<ExitCode> {
     std::io::stderr().write_all(outcome.stderr.as_bytes()).ok();
     Ok(ExitCode::from(u8::try_from(outcome.code).unwrap_or(1)))
 }
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    /// clap's own checks of the command line (unique names and groups, ...),
+    /// which otherwise run only when a subcommand is parsed.
+    #[test]
+    fn the_command_line_is_well_formed() {
+        super::Cli::command().debug_assert();
+    }
+}

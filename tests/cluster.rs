@@ -72,6 +72,22 @@ fn e2e_script_passes_the_network_resources_scenarios() {
     assert!(text.contains("18 passed, 0 failed"), "{text}");
 }
 
+/// The Go operator's two halves: the webhook attaches pods in new enabled
+/// namespaces and its NAD controller gives those namespaces the NAD.
+#[test]
+fn e2e_script_passes_with_the_nad_controller() {
+    ControlPlane::shared().install_nad_crd();
+    let text = e2e(&["--manage-nads"]);
+    for scenario in [
+        "PASS  enabled namespace: pod attached",
+        "PASS  NAD controller: every namespace that needs it has linkerd-cni",
+        "PASS  NAD controller: no NAD where none is needed",
+    ] {
+        assert!(text.contains(scenario), "{scenario} not in\n{text}");
+    }
+    assert!(text.contains("18 passed, 0 failed"), "{text}");
+}
+
 /// The rules `kubectl auth can-i --list` shows for a kubeconfig in `namespace`,
 /// one line each, whitespace folded.
 fn rules(plane: &ControlPlane, kubeconfig: &Path, namespace: &str) -> BTreeSet<String> {

@@ -152,6 +152,9 @@ const INJECT: &str = "linkerd.io/inject";
 const WEBHOOK_ROLE: &str = "linkerd-multus-webhook";
 /// The ClusterRole of deploy-network-resources/rbac.yaml: NADs.
 const NAD_ROLE: &str = "linkerd-multus-webhook-network-resources";
+/// A ClusterRole of the tests' own: Namespaces only, the least a webhook
+/// with `--missing-nad ignore` and without network resources needs.
+const NAMESPACES_ROLE: &str = "linkerd-multus-test-namespaces-only";
 
 /// One test's namespaces in the binary's API server: `demo` (attached),
 /// `plain` (no annotations) and `openshift` (attached, with a UID range).
@@ -176,9 +179,12 @@ fn cluster() -> Cluster {
             plane.apply(&std::fs::read_to_string(common::repo_path(file)).unwrap());
         }
         plane.install_nad_crd();
+        plane.apply(&format!(
+            "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: {NAMESPACES_ROLE}\nrules:\n- apiGroups: ['']\n  resources: [namespaces]\n  verbs: [get, list, watch]\n"
+        ));
     });
     let enabled = [(MULTUS, "enabled"), (INJECT, "enabled")];
-    Cluster {
+    let cluster = Cluster {
         demo: plane.namespace("demo", &enabled),
         plain: plane.namespace("plain", &[]),
         openshift: plane.namespace(
@@ -191,7 +197,12 @@ fn cluster() -> Cluster {
         ),
         plane,
         dir: tempfile::tempdir().unwrap(),
+    };
+    // Each has the NAD, as rendering from Git gives the namespaces whose pods it attaches.
+    for namespace in [&cluster.demo, &cluster.plain, &cluster.openshift] {
+        cluster.put_nad(namespace, "linkerd-cni", &[]);
     }
+    cluster
 }
 
 impl Cluster {
@@ -216,9 +227,9 @@ impl Cluster {
 
     /// A new ServiceAccount of this test with the rights of deploy/rbac.yaml, and its
     /// kubeconfig for `server`.
-    fn account_on(&self, server: &ApiServer) -> (String, PathBuf) {
+    fn account_on(&self, server: &ApiServer, role: &str) -> (String, PathBuf) {
         let account = self.plane.unique_name("webhook");
-        self.grant(&account, WEBHOOK_ROLE);
+        self.grant(&account, role);
         let kubeconfig = self.plane.service_account_kubeconfig_for(
             server,
             &self.plain,
@@ -483,6 +494,7 @@ fn captured_requests_get_the_core_patch_over_https() {
 #[test]
 fn core_settings_come_from_flags_and_the_environment() {
     let c = cluster();
+    c.put_nad(&c.openshift, "mesh", &[]);
     let ca = Ca::new("CA");
     let webhook = Webhook::start_with_env(
         &c.webhook_account(),
@@ -602,7 +614,7 @@ fn the_cache_follows_the_watch_resumes_it_and_lists_again_when_its_version_expir
     // answer a restarted server's watchers from its own, younger window.
     let server = c.plane.new_api_server(&["--watch-cache=false"]);
     c.plane.start_ready(&server);
-    let (_, kubeconfig) = c.account_on(&server);
+    let (_, kubeconfig) = c.account_on(&server, WEBHOOK_ROLE);
     let ca = Ca::new("CA");
     let webhook = Webhook::start(&kubeconfig, &ca.leaf(&["127.0.0.1"]), &[]);
     // A connection per review: the webhook closes idle ones.
@@ -697,7 +709,7 @@ fn not_ready_until_synced_and_sigterm_drains_requests_in_flight() {
     let c = cluster();
     // An API server of this test's own, not started yet.
     let server = c.plane.new_api_server(&[]);
-    let (_, kubeconfig) = c.account_on(&server);
+    let (_, kubeconfig) = c.account_on(&server, WEBHOOK_ROLE);
     let ca = Ca::new("CA");
     let leaf = ca.leaf(&["127.0.0.1"]);
     let dir = tempfile::tempdir().unwrap();
@@ -1080,12 +1092,15 @@ fn network_resources_patch_pods_created_and_deny_missing_nads() {
 }
 
 #[test]
-fn without_network_resources_there_is_no_nad_watch_and_no_spec_change() {
+fn with_missing_nad_ignore_and_no_network_resources_there_is_no_nad_watch_and_no_spec_change() {
     let c = cluster_with_nads();
     let ca = Ca::new("CA");
-    // Only the rights of deploy/rbac.yaml: the NADs cannot be listed, and the
-    // webhook must not need them.
-    let webhook = Webhook::start(&c.webhook_account(), &ca.leaf(&["127.0.0.1"]), &[]);
+    // Namespaces only: the NADs cannot be listed, and the webhook must not need them.
+    let webhook = Webhook::start(
+        &c.account(&[NAMESPACES_ROLE]),
+        &ca.leaf(&["127.0.0.1"]),
+        &["--missing-nad", "ignore"],
+    );
     let response = post_once(
         &webhook,
         &ca,
@@ -1109,9 +1124,9 @@ fn not_ready_until_the_nad_cache_has_synced() {
     let server = c.plane.new_api_server(&[]);
     c.plane.start_ready(&server);
     // The account has the Namespace rights but not yet the NAD rights: the NAD
-    // list is refused (403), as in a cluster where deploy-network-resources/
-    // is not applied yet.
-    let (account, kubeconfig) = c.account_on(&server);
+    // list is refused (403), as in a cluster where the webhook's ClusterRole
+    // is still an older one, without NADs.
+    let (account, kubeconfig) = c.account_on(&server, NAMESPACES_ROLE);
     let ca = Ca::new("CA");
     let dir = tempfile::tempdir().unwrap();
     // The ConfigMap form, named by the environment variable.
@@ -1137,7 +1152,7 @@ fn not_ready_until_the_nad_cache_has_synced() {
     assert!(body.contains("the NAD cache has not synced yet"), "{body}");
     assert!(!body.contains("namespace"), "{body}");
     assert_eq!(webhook.metric("linkerd_multus_nad_cache_synced"), 0.0);
-    // deploy-network-resources/ applied: the retried list succeeds.
+    // The NAD rights granted: the retried list succeeds.
     c.grant(&account, NAD_ROLE);
     webhook.wait_for("/readyz", 200);
     assert!(webhook.metric("linkerd_multus_nad_cache_nads") >= 3.0);
@@ -1239,8 +1254,9 @@ fn network_resources_settings_errors_are_named() {
     }
 }
 
-/// `webhook --help` lists the webhook's own flags and the settings that decide
-/// a pod, not those only rendering uses (NAD configs, workload kinds,
+/// `webhook --help` lists the webhook's own flags, the settings that decide a
+/// pod and those of the NAD config (its controller's), not those only
+/// rendering uses (workload kinds,
 /// namespaces of files, config rollouts).
 #[test]
 fn help_lists_only_the_flags_the_webhook_uses() {
@@ -1274,22 +1290,31 @@ fn help_lists_only_the_flags_the_webhook_uses() {
             "log-format",
             "log-level",
             "network-resources",
+            "missing-nad",
+            "manage-nads",
+            "lease-name",
+            "lease-namespace",
+            "lease-duration",
+            "identity",
             "config",
             "linkerd-namespace",
             "nad-name",
             "uid-range-annotation",
             "proxy-uid-offset",
+            "cni-namespace",
+            "cni-kubeconfig",
+            "cni-version",
         ]
     );
     // A render-only flag is refused, not silently ignored.
     let out = Command::new(bin())
-        .args(["webhook", "--cni-version", "0.4.0"])
+        .args(["webhook", "--config-rollout", "all"])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(
         String::from_utf8_lossy(&out.stderr)
-            .starts_with("error: unexpected argument '--cni-version' found"),
+            .starts_with("error: unexpected argument '--config-rollout' found"),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );

@@ -47,6 +47,7 @@ const RETRY: Duration = Duration::from_secs(10);
 
 /// The NAD controller's flags, on `linkerd-multus webhook`.
 #[derive(Debug, Clone, clap::Args)]
+#[group(id = "nad_controller")]
 pub struct Args {
     /// Also keeps the Linkerd-CNI NAD in every namespace that needs it
     /// (annotated linkerd.io/multus: enabled, and the control-plane

@@ -157,6 +157,17 @@ impl ControlPlane {
         }
     }
 
+    /// A control plane of the calling test's own, started anew and kept until
+    /// the binary exits: for a subject that acts on every namespace (the NAD
+    /// controller), which would meet the other tests' namespaces in the shared one.
+    #[allow(dead_code)] // Not every test binary uses it.
+    pub fn own() -> &'static ControlPlane {
+        match Self::start() {
+            Ok(plane) => Box::leak(Box::new(plane)),
+            Err(message) => panic!("{message}"),
+        }
+    }
+
     // The watchdog is never waited for: it outlives this process to clean up after it.
     #[allow(clippy::zombie_processes)]
     fn start() -> Result<ControlPlane, String> {
