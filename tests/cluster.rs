@@ -4,7 +4,7 @@
 
 mod common;
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -15,8 +15,7 @@ use common::{bin, repo_path};
 
 /// Runs scripts/e2e-webhook.sh against the binary's API server with `extra`
 /// flags; returns its output after checking that it passed.
-fn e2e(extra: &[&str]) -> String {
-    let plane = ControlPlane::shared();
+fn e2e(plane: &ControlPlane, extra: &[&str]) -> String {
     let (port, ops) = (free_port(), free_port());
     let out = Command::new("bash")
         .arg(repo_path("scripts/e2e-webhook.sh"))
@@ -55,14 +54,14 @@ fn path_with_kubectl(plane: &ControlPlane) -> String {
 
 #[test]
 fn e2e_script_passes_the_operators_scenarios() {
-    let text = e2e(&[]);
+    let text = e2e(ControlPlane::shared(), &[]);
     assert!(text.contains("16 passed, 0 failed"), "{text}");
 }
 
 #[test]
 fn e2e_script_passes_the_network_resources_scenarios() {
     ControlPlane::shared().install_nad_crd();
-    let text = e2e(&["--network-resources"]);
+    let text = e2e(ControlPlane::shared(), &["--network-resources"]);
     for scenario in [
         "PASS  network resources: requests, limits and node selector from the selected NADs",
         "PASS  network resources: a pod selecting a missing NAD is denied",
@@ -76,8 +75,11 @@ fn e2e_script_passes_the_network_resources_scenarios() {
 /// namespaces and its NAD controller gives those namespaces the NAD.
 #[test]
 fn e2e_script_passes_with_the_nad_controller() {
-    ControlPlane::shared().install_nad_crd();
-    let text = e2e(&["--manage-nads"]);
+    // The controller acts on every namespace: an API server of its own, away
+    // from the other scenarios' namespaces.
+    let plane = ControlPlane::own();
+    plane.install_nad_crd();
+    let text = e2e(plane, &["--manage-nads"]);
     for scenario in [
         "PASS  enabled namespace: pod attached",
         "PASS  NAD controller: every namespace that needs it has linkerd-cni",
@@ -129,6 +131,7 @@ struct Webhook {
     child: std::process::Child,
     ops: String,
     addr: String,
+    plane: &'static ControlPlane,
 }
 
 impl Drop for Webhook {
@@ -142,7 +145,7 @@ impl Webhook {
     /// Whether it answers the captured review with a patch, over HTTPS.
     fn patches(&self) -> bool {
         let review = include_str!("../../shared/fixtures/admission/pod-create.json");
-        let plane = ControlPlane::shared();
+        let plane = self.plane;
         let (status, body) = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
@@ -160,8 +163,13 @@ impl Webhook {
 }
 
 /// Starts the webhook with `kubeconfig`; returns it once /readyz answers 200.
-fn start_webhook(kubeconfig: &Path, dir: &Path, extra: &[&str]) -> Webhook {
-    let plane = ControlPlane::shared();
+fn start_webhook(
+    plane: &'static ControlPlane,
+    kubeconfig: &Path,
+    dir: &Path,
+    extra: &[&str],
+    env: &[(&str, &str)],
+) -> Webhook {
     let (cert, key) = plane.leaf(&["127.0.0.1"]).write(dir);
     let ops = format!("127.0.0.1:{}", free_port());
     let addr = format!("127.0.0.1:{}", free_port());
@@ -175,6 +183,7 @@ fn start_webhook(kubeconfig: &Path, dir: &Path, extra: &[&str]) -> Webhook {
         .arg(key)
         .args(extra)
         .env("KUBECONFIG", kubeconfig)
+        .envs(env.iter().copied())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -188,12 +197,18 @@ fn start_webhook(kubeconfig: &Path, dir: &Path, extra: &[&str]) -> Webhook {
         );
         std::thread::sleep(Duration::from_millis(100));
     }
-    Webhook { child, ops, addr }
+    Webhook {
+        child,
+        ops,
+        addr,
+        plane,
+    }
 }
 
 #[test]
 fn the_webhook_runs_with_exactly_the_rights_of_its_packages() {
-    let plane = ControlPlane::shared();
+    // With deploy-nad-controller/ it acts on every namespace: an API server of its own.
+    let plane = ControlPlane::own();
     plane.install_nad_crd();
     let dir = tempfile::tempdir().unwrap();
     let read = |file: &str| std::fs::read_to_string(repo_path(file)).unwrap();
@@ -205,42 +220,33 @@ fn the_webhook_runs_with_exactly_the_rights_of_its_packages() {
     let nobody_namespace = plane.namespace("nobody", &[]);
     let nobody = plane.service_account_kubeconfig(&nobody_namespace, "nobody", dir.path());
     let namespaces = "namespaces [] [] [get list watch]".to_string();
+    let nads = "network-attachment-definitions.k8s.cni.cncf.io [] [] [get list watch]".to_string();
+    let read_only = BTreeSet::from([namespaces.clone(), nads.clone()]);
     for namespace in ["linkerd-multus", "default"] {
         assert_eq!(
             granted(plane, &account, &nobody, namespace),
-            BTreeSet::from([namespaces.clone()]),
+            read_only,
             "in namespace {namespace}"
         );
     }
-    // The captured review is in namespace demo, which attaches its pods.
+    // The captured review is in namespace demo, which attaches its pods and
+    // has the NAD, as rendered from Git.
     plane.apply(
-        "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: demo\n  annotations:\n    linkerd.io/multus: enabled\n    linkerd.io/inject: enabled\n",
+        "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: demo\n  annotations:\n    linkerd.io/multus: enabled\n    linkerd.io/inject: enabled\n---\napiVersion: k8s.cni.cncf.io/v1\nkind: NetworkAttachmentDefinition\nmetadata:\n  name: linkerd-cni\n  namespace: demo\n  labels:\n    app.kubernetes.io/managed-by: linkerd-multus\nspec:\n  config: '{}'\n",
     );
-    let webhook = start_webhook(&account, dir.path(), &[]);
+    let webhook = start_webhook(plane, &account, dir.path(), &[], &[]);
     let metrics = http_get(&webhook.ops, "/metrics").unwrap().1;
-    assert!(
-        metrics.contains("linkerd_multus_namespace_cache_synced 1"),
-        "{metrics}"
-    );
+    for synced in [
+        "linkerd_multus_namespace_cache_synced 1",
+        "linkerd_multus_nad_cache_synced 1",
+    ] {
+        assert!(metrics.contains(synced), "{metrics}");
+    }
     assert!(webhook.patches());
     drop(webhook);
 
-    // With deploy-network-resources/: the NADs too, read only.
+    // With deploy-network-resources/: nothing more (the NADs are read already).
     plane.apply(&read("deploy-network-resources/rbac.yaml"));
-    let nads = "network-attachment-definitions.k8s.cni.cncf.io [] [] [get list watch]";
-    let deadline = Instant::now() + Duration::from_secs(30);
-    // RBAC reaches the authorizer through its own watch: wait for the binding.
-    while granted(plane, &account, &nobody, "default").len() < 2 {
-        assert!(
-            Instant::now() < deadline,
-            "the NAD binding never took effect"
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    }
-    assert_eq!(
-        granted(plane, &account, &nobody, "default"),
-        BTreeSet::from([namespaces, nads.to_string()])
-    );
     let config = dir.path().join("network-resources.yaml");
     std::fs::write(
         &config,
@@ -248,17 +254,100 @@ fn the_webhook_runs_with_exactly_the_rights_of_its_packages() {
     )
     .unwrap();
     let webhook = start_webhook(
+        plane,
         &account,
         dir.path(),
         &["--network-resources", config.to_str().unwrap()],
+        &[],
     );
+    assert!(webhook.patches());
+    assert_eq!(granted(plane, &account, &nobody, "default"), read_only);
+    drop(webhook);
+
+    // With deploy-nad-controller/: NADs written cluster-wide, Events, the one
+    // ConfigMap in the CNI namespace, the Lease in the webhook's.
+    plane.apply("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: linkerd-cni\n");
+    plane.apply(include_str!(
+        "../../shared/fixtures/linkerd-cni/version-2.19.yaml"
+    ));
+    plane.apply(&read("deploy-nad-controller/rbac.yaml"));
+    let write_nads =
+        "network-attachment-definitions.k8s.cni.cncf.io [] [] [get list watch create patch delete]";
+    let events = "events.events.k8s.io [] [] [create patch]";
+    let cluster_wide = BTreeSet::from([
+        namespaces.clone(),
+        write_nads.to_string(),
+        events.to_string(),
+    ]);
+    let mut want = BTreeMap::from([
+        ("default", cluster_wide.clone()),
+        ("linkerd-cni", cluster_wide.clone()),
+        ("linkerd-multus", cluster_wide),
+    ]);
+    want.get_mut("linkerd-cni")
+        .unwrap()
+        .insert("configmaps [] [linkerd-cni-config] [get list watch]".to_string());
+    let lease = want.get_mut("linkerd-multus").unwrap();
+    lease.insert("leases.coordination.k8s.io [] [] [create]".to_string());
+    lease.insert(
+        "leases.coordination.k8s.io [] [linkerd-multus-nad-controller] [get update patch delete]"
+            .to_string(),
+    );
+    // RBAC reaches the authorizer through its own watch: wait for the bindings.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    for (namespace, want) in &want {
+        while granted(plane, &account, &nobody, namespace) != *want {
+            assert!(
+                Instant::now() < deadline,
+                "in namespace {namespace}: {:?}, not {want:?}",
+                granted(plane, &account, &nobody, namespace)
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+    let webhook = start_webhook(
+        plane,
+        &account,
+        dir.path(),
+        &["--manage-nads"],
+        &[
+            ("POD_NAMESPACE", "linkerd-multus"),
+            ("POD_NAME", "webhook-0"),
+        ],
+    );
+    plane.apply(
+        "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: tenant\n  annotations:\n    linkerd.io/multus: enabled\n",
+    );
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let made = || {
+        plane
+            .kubectl_input(
+                &[
+                    "get",
+                    "network-attachment-definitions.k8s.cni.cncf.io",
+                    "linkerd-cni",
+                    "-n",
+                    "tenant",
+                ],
+                "",
+            )
+            .status
+            .success()
+    };
+    while !made() {
+        assert!(
+            Instant::now() < deadline,
+            "the controller made no NAD with the packages' rights: {}",
+            http_get(&webhook.ops, "/metrics").unwrap().1
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
     let metrics = http_get(&webhook.ops, "/metrics").unwrap().1;
-    assert!(
-        metrics.contains("linkerd_multus_nad_cache_synced 1"),
-        "{metrics}"
-    );
-    assert!(
-        metrics.contains("linkerd_multus_namespace_cache_synced 1"),
-        "{metrics}"
-    );
+    for want in [
+        "linkerd_multus_nad_controller_leader 1",
+        "linkerd_multus_cni_config_map_valid 1",
+        "linkerd_multus_nad_reconciles_total{outcome=\"error\"} 0",
+    ] {
+        assert!(metrics.contains(want), "{want} not in {metrics}");
+    }
 }
