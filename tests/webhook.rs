@@ -491,6 +491,59 @@ fn captured_requests_get_the_core_patch_over_https() {
     );
 }
 
+/// A pod the rules attach in a namespace without the NAD: denied by default,
+/// naming the namespace, the NAD and the ways out; with `--missing-nad
+/// attach`, attached with a warning; once the NAD exists, attached quietly.
+#[test]
+fn a_pod_in_a_namespace_without_the_nad_is_denied_unless_told_otherwise() {
+    let c = cluster();
+    let bare = c
+        .plane
+        .namespace("bare", &[(MULTUS, "enabled"), (INJECT, "enabled")]);
+    let ca = Ca::new("CA");
+    let account = c.webhook_account();
+    let deny = Webhook::start(&account, &ca.leaf(&["127.0.0.1"]), &[]);
+    let attach = Webhook::start(
+        &account,
+        &ca.leaf(&["127.0.0.1"]),
+        &["--missing-nad", "attach"],
+    );
+    let response = post_once(&deny, &ca, review_in(&bare, json!({})));
+    assert_eq!(response["allowed"], false, "{response}");
+    assert_eq!(
+        response["status"]["message"],
+        format!(
+            "linkerd-multus: namespace {bare} has no NetworkAttachmentDefinition linkerd-cni, which Multus needs to start this pod with Linkerd-CNI: render the NAD from Git (linkerd-multus generates it for namespaces annotated linkerd.io/multus: enabled), or run the webhook with --manage-nads so that it makes it"
+        )
+    );
+    let response = post_once(&attach, &ca, review_in(&bare, json!({})));
+    assert_eq!(response["allowed"], true, "{response}");
+    assert!(response.get("patch").is_some(), "{response}");
+    assert_eq!(
+        response["warnings"],
+        json!([format!(
+            "linkerd-multus: namespace {bare} has no NetworkAttachmentDefinition linkerd-cni: the pod cannot start until it exists (--missing-nad attach)"
+        )])
+    );
+    // The NAD rendered from Git and applied: both webhooks see it through their watch.
+    c.put_nad(&bare, "linkerd-cni", &[]);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    for webhook in [&deny, &attach] {
+        loop {
+            let response = post_once(webhook, &ca, review_in(&bare, json!({})));
+            if response["allowed"] == true && response.get("warnings").is_none() {
+                assert!(response.get("patch").is_some(), "{response}");
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the NAD never reached the cache: {response}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
 #[test]
 fn core_settings_come_from_flags_and_the_environment() {
     let c = cluster();

@@ -462,6 +462,169 @@ mod tests {
         .unwrap()
     }
 
+    /// The missing-NAD check: what each policy answers for a pod the rules
+    /// attach, with and without the NAD in its namespace.
+    #[test]
+    fn a_missing_nad_is_denied_or_warned_of_as_the_policy_says() {
+        let ns = enabled_namespace();
+        let with_nad = crate::network_resources::nad_table(&[("demo", "linkerd-cni", &[])]);
+        let without = crate::network_resources::nad_table(&[("demo", "other", &[])]);
+        let deny = "namespace demo has no NetworkAttachmentDefinition linkerd-cni, which Multus needs to start this pod with Linkerd-CNI: render the NAD from Git (linkerd-multus generates it for namespaces annotated linkerd.io/multus: enabled), or run the webhook with --manage-nads so that it makes it";
+        let making = "linkerd-multus: namespace demo has no NetworkAttachmentDefinition linkerd-cni yet: the NAD controller (--manage-nads) is making it; until it exists the pod's sandbox fails and kubelet retries it";
+        let attach = "linkerd-multus: namespace demo has no NetworkAttachmentDefinition linkerd-cni: the pod cannot start until it exists (--missing-nad attach)";
+        let not_synced = "linkerd-multus: the NAD cache has not synced yet: whether namespace demo has the NetworkAttachmentDefinition linkerd-cni is unknown";
+        type Case<'a> = (
+            &'a str,
+            Option<&'a dyn Nads>,
+            MissingNad,
+            bool,
+            OnError,
+            Outcome,
+            &'a [&'a str],
+        );
+        let cases: &[Case] = &[
+            (
+                "present, deny",
+                Some(&with_nad),
+                MissingNad::Deny,
+                false,
+                OnError::Allow,
+                Outcome::Patched,
+                &[],
+            ),
+            (
+                "present, attach",
+                Some(&with_nad),
+                MissingNad::Attach,
+                true,
+                OnError::Allow,
+                Outcome::Patched,
+                &[],
+            ),
+            (
+                "missing, deny",
+                Some(&without),
+                MissingNad::Deny,
+                false,
+                OnError::Allow,
+                Outcome::Denied,
+                &[],
+            ),
+            (
+                "missing, deny even with the controller",
+                Some(&without),
+                MissingNad::Deny,
+                true,
+                OnError::Allow,
+                Outcome::Denied,
+                &[],
+            ),
+            (
+                "missing, the controller makes it",
+                Some(&without),
+                MissingNad::Attach,
+                true,
+                OnError::Allow,
+                Outcome::Patched,
+                &[making],
+            ),
+            (
+                "missing, attach",
+                Some(&without),
+                MissingNad::Attach,
+                false,
+                OnError::Allow,
+                Outcome::Patched,
+                &[attach],
+            ),
+            (
+                "missing, ignore",
+                Some(&without),
+                MissingNad::Ignore,
+                false,
+                OnError::Allow,
+                Outcome::Patched,
+                &[],
+            ),
+            (
+                "not synced, allow",
+                None,
+                MissingNad::Deny,
+                false,
+                OnError::Allow,
+                Outcome::Warned,
+                &[not_synced],
+            ),
+            (
+                "not synced, deny",
+                None,
+                MissingNad::Deny,
+                false,
+                OnError::Deny,
+                Outcome::Denied,
+                &[],
+            ),
+        ];
+        for &(name, nads, policy, managed, on_error, outcome, warnings) in cases {
+            let request = parse(CREATE.as_bytes()).unwrap();
+            let check = NadCheck {
+                nads: match nads {
+                    Some(nads) => NadState::Known(nads),
+                    None => NadState::NotSynced,
+                },
+                policy,
+                managed,
+            };
+            let answer = answer(
+                &request,
+                NamespaceState::Known(&ns),
+                &Settings::default(),
+                None,
+                Some(&check),
+                on_error,
+            );
+            assert_eq!(answer.outcome, outcome, "{name}");
+            let response = response(&answer);
+            match outcome {
+                Outcome::Denied => {
+                    assert_eq!(response["allowed"], false, "{name}");
+                    if nads.is_some() {
+                        assert_eq!(
+                            response["status"]["message"],
+                            format!("linkerd-multus: {deny}"),
+                            "{name}"
+                        );
+                    }
+                }
+                _ => {
+                    let got: Vec<&str> = response["warnings"]
+                        .as_array()
+                        .map(|w| w.iter().map(|w| w.as_str().unwrap()).collect())
+                        .unwrap_or_default();
+                    assert_eq!(got, warnings, "{name}");
+                }
+            }
+        }
+        // A pod the rules do not attach is never checked.
+        let body = review("CREATE", "pods", json!({"metadata": {"name": "p"}}));
+        let request = parse(body.as_bytes()).unwrap();
+        let empty = BTreeMap::new();
+        let check = NadCheck {
+            nads: NadState::Known(&without),
+            policy: MissingNad::Deny,
+            managed: false,
+        };
+        let answer = answer(
+            &request,
+            NamespaceState::Known(&empty),
+            &Settings::default(),
+            None,
+            Some(&check),
+            OnError::Allow,
+        );
+        assert_eq!(answer.outcome, Outcome::Unchanged);
+    }
+
     #[test]
     fn the_captured_request_gets_the_minimal_patch() {
         let ns = enabled_namespace();
