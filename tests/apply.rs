@@ -203,7 +203,13 @@ fn versions(plane: &ControlPlane, source: &Source) -> Vec<String> {
 fn shipped_manifests_apply_server_side_and_again_without_change() {
     let plane = ControlPlane::shared();
     plane.install_nad_crd();
-    let mut sources = vec![package("deploy"), package("deploy-network-resources")];
+    // deploy-nad-controller/'s Role goes into the CNI namespace.
+    plane.apply("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: linkerd-cni\n");
+    let mut sources = vec![
+        package("deploy"),
+        package("deploy-network-resources"),
+        package("deploy-nad-controller"),
+    ];
     sources.extend(rendered_examples());
     for source in &sources {
         assert!(

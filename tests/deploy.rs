@@ -448,23 +448,40 @@ fn pod_disruption_budget_selects_the_webhook_pods() {
 }
 
 #[test]
-fn rbac_is_exactly_read_access_to_namespaces() {
+fn rbac_is_exactly_read_access_to_namespaces_and_nads() {
     let pkg = Package::load();
     assert!(pkg.of_kind("Role").is_empty() && pkg.of_kind("RoleBinding").is_empty());
     assert_eq!(pkg.of_kind("ClusterRole").len(), 1);
     assert_eq!(pkg.of_kind("ClusterRoleBinding").len(), 1);
     let role = pkg.get("ClusterRole", NAME);
     let rules = role.get("rules").expect("rules").seq();
-    assert_eq!(rules.len(), 1, "one rule");
-    let rule = &rules[0];
+    let rules: Vec<(Vec<String>, Vec<String>, Vec<String>)> = rules
+        .iter()
+        .map(|rule| {
+            assert_eq!(
+                rule.keys(),
+                vec!["apiGroups", "resources", "verbs"],
+                "no resourceNames, nonResourceURLs or other keys"
+            );
+            (
+                strings(rule.get("apiGroups")),
+                strings(rule.get("resources")),
+                strings(rule.get("verbs")),
+            )
+        })
+        .collect();
+    let read = || vec!["get".to_string(), "list".into(), "watch".into()];
     assert_eq!(
-        rule.keys(),
-        vec!["apiGroups", "resources", "verbs"],
-        "no resourceNames, nonResourceURLs or other keys"
+        rules,
+        [
+            (vec!["".to_string()], vec!["namespaces".to_string()], read()),
+            (
+                vec!["k8s.cni.cncf.io".to_string()],
+                vec!["network-attachment-definitions".to_string()],
+                read()
+            ),
+        ]
     );
-    assert_eq!(strings(rule.get("apiGroups")), [""]);
-    assert_eq!(strings(rule.get("resources")), ["namespaces"]);
-    assert_eq!(strings(rule.get("verbs")), ["get", "list", "watch"]);
     assert!(role.get("aggregationRule").is_none());
 
     let binding = pkg.get("ClusterRoleBinding", NAME);
@@ -807,7 +824,7 @@ fn namespace_setter_covers_every_reference() {
             let value = pattern.trim_end().replace("${namespace}", NEW);
             assert!(
                 !value.contains("${"),
-                "unknown setter in {line:?}: only ${{namespace}} is documented"
+                "unknown setter in {line:?}: only ${{namespace}} is documented for deploy/"
             );
             let (key, _) = before
                 .rsplit_once(' ')
@@ -999,14 +1016,11 @@ fn network_resources_package() -> Package {
 }
 
 #[test]
-fn nad_access_is_opt_in_and_exactly_read_access_to_nads() {
-    // The webhook package alone neither runs the rules nor may read NADs.
+fn network_resources_package_reads_nads_and_nothing_more() {
+    // The webhook package alone does not run the rules; it reads NADs already
+    // (the missing-NAD check), and the addition grants no more than that.
     let base = Package::load();
     assert!(base.arg("--network-resources").is_none());
-    for role in base.of_kind("ClusterRole") {
-        let text = format!("{:?}", to_json(role));
-        assert!(!text.contains("network-attachment-definitions"), "{text}");
-    }
     let pkg = network_resources_package();
     let ids: BTreeSet<(String, String, String)> =
         pkg.resources.iter().map(|(_, r)| r.id()).collect();
@@ -1051,14 +1065,168 @@ fn nad_access_is_opt_in_and_exactly_read_access_to_nads() {
     }
 }
 
+// ------------------------------------------------------------------------------------------
+// deploy-nad-controller/: the opt-in rights of --manage-nads.
+
+const CONTROLLER: &str = "linkerd-multus-nad-controller";
+
+fn nad_controller_package() -> Package {
+    let files: Vec<(String, String)> = snapshot(&repo_path("deploy-nad-controller"))
+        .into_iter()
+        .filter(|(rel, _)| rel.ends_with(".yaml"))
+        .map(|(rel, bytes)| (rel, String::from_utf8(bytes).expect("UTF-8")))
+        .collect();
+    Package::from_files(&files)
+}
+
+/// Each rule of a role: API groups, resources, resource names and verbs.
+fn rules_of(role: &Yaml) -> Vec<[Vec<String>; 4]> {
+    role.get("rules")
+        .expect("rules")
+        .seq()
+        .iter()
+        .map(|rule| {
+            [
+                strings(rule.get("apiGroups")),
+                strings(rule.get("resources")),
+                strings(rule.get("resourceNames")),
+                strings(rule.get("verbs")),
+            ]
+        })
+        .collect()
+}
+
+#[test]
+fn nad_controller_rights_are_opt_in_and_exactly_what_it_does() {
+    let v = |items: &[&str]| items.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    // The webhook package alone writes nothing.
+    let base = Package::load();
+    assert!(base.arg("--manage-nads").is_none());
+    for role in base.of_kind("ClusterRole") {
+        for [_, _, _, verbs] in rules_of(role) {
+            assert_eq!(verbs, v(&["get", "list", "watch"]));
+        }
+    }
+    // It names the Lease's namespace and its identity from the downward API.
+    let env = base.container().get("env").expect("env").seq();
+    let fields: Vec<(Option<&str>, Option<&str>)> = env
+        .iter()
+        .map(|e| {
+            (
+                e.str_at(&["name"]),
+                e.str_at(&["valueFrom", "fieldRef", "fieldPath"]),
+            )
+        })
+        .collect();
+    assert_eq!(
+        fields,
+        [
+            (Some("POD_NAMESPACE"), Some("metadata.namespace")),
+            (Some("POD_NAME"), Some("metadata.name")),
+        ]
+    );
+    let pkg = nad_controller_package();
+    let ids: BTreeSet<(String, String, String)> =
+        pkg.resources.iter().map(|(_, r)| r.id()).collect();
+    let id = |k: &str, ns: &str, n: &str| (k.to_string(), ns.to_string(), n.to_string());
+    let lease = format!("{CONTROLLER}-lease");
+    assert_eq!(
+        ids,
+        BTreeSet::from([
+            id("ClusterRole", "", CONTROLLER),
+            id("ClusterRoleBinding", "", CONTROLLER),
+            id("Role", "linkerd-cni", CONTROLLER),
+            id("RoleBinding", "linkerd-cni", CONTROLLER),
+            id("Role", NAMESPACE, &lease),
+            id("RoleBinding", NAMESPACE, &lease),
+        ])
+    );
+    assert_eq!(
+        rules_of(pkg.get("ClusterRole", CONTROLLER)),
+        [
+            [
+                v(&["k8s.cni.cncf.io"]),
+                v(&["network-attachment-definitions"]),
+                v(&[]),
+                v(&["create", "patch", "delete", "get", "list", "watch"]),
+            ],
+            [
+                v(&["events.k8s.io"]),
+                v(&["events"]),
+                v(&[]),
+                v(&["create", "patch"])
+            ],
+        ]
+    );
+    // The one ConfigMap by name: a Role in the CNI namespace, not a ClusterRole.
+    let config_map_role = pkg
+        .of_kind("Role")
+        .into_iter()
+        .find(|r| r.str_at(&["metadata", "name"]) == Some(CONTROLLER))
+        .unwrap();
+    assert_eq!(
+        rules_of(config_map_role),
+        [[
+            v(&[""]),
+            v(&["configmaps"]),
+            v(&["linkerd-cni-config"]),
+            v(&["get", "list", "watch"]),
+        ]]
+    );
+    let lease_role = pkg
+        .of_kind("Role")
+        .into_iter()
+        .find(|r| r.str_at(&["metadata", "name"]) == Some(lease.as_str()))
+        .unwrap();
+    assert_eq!(
+        rules_of(lease_role),
+        [
+            [
+                v(&["coordination.k8s.io"]),
+                v(&["leases"]),
+                v(&[]),
+                v(&["create"])
+            ],
+            [
+                v(&["coordination.k8s.io"]),
+                v(&["leases"]),
+                v(&[CONTROLLER]),
+                v(&["get", "update", "patch", "delete"]),
+            ],
+        ]
+    );
+    // Every binding names the webhook's own ServiceAccount.
+    for kind in ["ClusterRoleBinding", "RoleBinding"] {
+        for binding in pkg.of_kind(kind) {
+            let subjects = binding.get("subjects").unwrap().seq();
+            assert_eq!(subjects.len(), 1);
+            assert_eq!(subjects[0].str_at(&["name"]), Some(NAME));
+            assert_eq!(subjects[0].str_at(&["namespace"]), Some(NAMESPACE));
+        }
+    }
+    // The Lease is the one the webhook uses by default.
+    let out = run(Command::new(bin()).args(["webhook", "--help"]));
+    let help = String::from_utf8_lossy(&out.stdout);
+    assert!(help.contains(&format!("[default: {CONTROLLER}]")), "{help}");
+    for (rel, r) in &pkg.resources {
+        assert!(
+            round_trip_any(r),
+            "deploy-nad-controller/{rel}: {:?}",
+            r.id()
+        );
+    }
+}
+
 /// Whether a resource reads as its Kubernetes type.
 fn round_trip_any(r: &Yaml) -> bool {
     use k8s_openapi::api::core::v1::ConfigMap;
-    use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
+    use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
     let json = to_json(r);
     match r.str_at(&["kind"]) {
         Some("ClusterRole") => serde_json::from_value::<ClusterRole>(json).is_ok(),
         Some("ClusterRoleBinding") => serde_json::from_value::<ClusterRoleBinding>(json).is_ok(),
+        Some("Role") => serde_json::from_value::<Role>(json).is_ok(),
+        Some("RoleBinding") => serde_json::from_value::<RoleBinding>(json).is_ok(),
         Some("ConfigMap") => serde_json::from_value::<ConfigMap>(json).is_ok(),
         _ => false,
     }
