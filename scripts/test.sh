@@ -28,3 +28,4 @@ cargo test --locked --no-fail-fast
 BENCH_QUICK=1 cargo bench --locked --profile dev --bench krm
 BENCH_QUICK=1 cargo bench --locked --profile dev --bench webhook
 BENCH_QUICK=1 cargo bench --locked --profile dev --bench admission
+BENCH_QUICK=1 cargo bench --locked --profile dev --bench controller

@@ -22,12 +22,14 @@ use futures_util::{StreamExt, future};
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, ObjectReference};
 use kube::api::{Api, ApiResource, DeleteParams, DynamicObject, Patch, PatchParams, Preconditions};
 use kube::core::PartialObjectMeta;
-use kube::runtime::controller::{Action, Config as ControllerConfig, Controller};
+use kube::runtime::controller::{
+    Action, Config as ControllerConfig, Controller, Error as ControllerError,
+};
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, Resource, ResourceExt};
-use tokio::sync::watch;
+use tokio::sync::{mpsc, watch};
 
 use crate::k8s::nad::{self, Maker};
 use crate::k8s::namespace::MULTUS_ANNOTATION;
@@ -244,7 +246,7 @@ async fn reconcile_all(
     .applied_objects();
 
     let config_maps: Api<ConfigMap> = Api::namespaced(client.clone(), &settings.cni_namespace);
-    let (config_tx, config_rx) = watch::channel(None);
+    let (config_sender, config_rx) = watch::channel(None);
     let recorder = Recorder::new(
         client.clone(),
         Reporter {
@@ -255,34 +257,77 @@ async fn reconcile_all(
     let config_changes = config_map_changes(
         watcher(config_maps, by_name(CONFIG_MAP_NAME)).default_backoff(),
         settings.clone(),
-        config_tx,
+        config_sender,
         recorder.clone(),
         metrics.clone(),
     );
     let context = Arc::new(Context {
         settings,
         nads,
-        nad_store,
+        nad_store: nad_store.clone(),
         nad_resource: nad_resource.clone(),
-        config: config_rx,
+        config: config_rx.clone(),
         recorder,
         metrics: metrics.clone(),
     });
-    let managed = count_managed(context.clone());
-    let controller = Controller::for_stream(namespaces, ns_store)
-        .with_config(ControllerConfig::default().concurrency(CONCURRENCY))
-        .watches_stream_with(
-            nad_stream,
-            |nad: DynamicObject| nad.namespace().map(|ns| ObjectRef::new(&ns)),
-            nad_resource.clone(),
-        )
-        .reconcile_all_on(config_changes)
-        .run(reconcile, error_policy, context)
-        .for_each(|_| future::ready(()));
+    // The NAD and ConfigMap watches run on their own and feed the Controller
+    // through channels: a reconcile never waits for them, so the Controller's
+    // queue can never hold up the watches that reconciles read.
+    let (nad_tx, nad_rx) = mpsc::unbounded_channel();
+    let nad_watch = nad_stream.for_each(move |nad| {
+        if let Some(namespace) = nad.ok().and_then(|nad| nad.namespace()) {
+            nad_tx.send(ObjectRef::new(&namespace)).ok();
+        }
+        future::ready(())
+    });
+    let (config_tx, config_changed) = mpsc::unbounded_channel();
+    let config_watch = config_changes.for_each(move |()| {
+        config_tx.send(()).ok();
+        future::ready(())
+    });
+    let managed = count_managed(nad_store.clone(), metrics);
+    let controller = async move {
+        // Nothing is decided before the NADs and the ConfigMap are known.
+        let mut config = config_rx;
+        if nad_store.wait_until_ready().await.is_err()
+            || config.wait_for(Option::is_some).await.is_err()
+        {
+            return;
+        }
+        Controller::for_stream(namespaces, ns_store)
+            .with_config(ControllerConfig::default().concurrency(CONCURRENCY))
+            .reconcile_on(receiver_stream(nad_rx))
+            .reconcile_all_on(receiver_stream(config_changed))
+            .run(reconcile, error_policy, context.clone())
+            .for_each(|result| {
+                // Reconcile errors are logged by the error policy; these are the Controller's own.
+                if let Err(
+                    e @ (ControllerError::ObjectNotFound(_)
+                    | ControllerError::QueueError(_)
+                    | ControllerError::RunnerError(_)),
+                ) = &result
+                {
+                    tracing::warn!(error = %e, "NAD controller");
+                }
+                future::ready(())
+            })
+            .await
+    };
     tokio::select! {
         _ = controller => {}
+        _ = nad_watch => {}
+        _ = config_watch => {}
         _ = managed => {}
     }
+}
+
+/// A stream of what a channel receives.
+fn receiver_stream<T: Send + 'static>(
+    receiver: mpsc::UnboundedReceiver<T>,
+) -> impl futures_util::Stream<Item = T> + Send + 'static {
+    futures_util::stream::unfold(receiver, |mut receiver| async move {
+        receiver.recv().await.map(|item| (item, receiver))
+    })
 }
 
 /// Follows the ConfigMap: keeps the NAD config current, reports a missing or
@@ -372,15 +417,14 @@ fn read_config(
 }
 
 /// Keeps the `NADs managed` gauge current from the NAD cache.
-async fn count_managed(context: Arc<Context>) {
+async fn count_managed(nads: Store<DynamicObject>, metrics: Arc<Metrics>) {
     loop {
-        let managed = context
-            .nad_store
+        let managed = nads
             .state()
             .iter()
             .filter(|nad| maker(nad) == Maker::Controller)
             .count();
-        context.metrics.managed.set(managed as i64);
+        metrics.managed.set(managed as i64);
         tokio::time::sleep(Duration::from_secs(1)).await;
     }
 }
@@ -394,16 +438,8 @@ async fn reconcile(
     namespace: Arc<PartialObjectMeta<Namespace>>,
     context: Arc<Context>,
 ) -> Result<Action, Error> {
-    // Nothing is decided before the NADs and the ConfigMap are known.
-    let mut config = context.config.clone();
-    let config = config
-        .wait_for(Option::is_some)
-        .await
-        .map(|c| c.clone().flatten())
-        .unwrap_or_default();
-    if context.nad_store.wait_until_ready().await.is_err() {
-        return Ok(Action::await_change());
-    }
+    // The Controller starts once the NADs and the ConfigMap are known.
+    let config = context.config.borrow().clone().flatten();
     let settings = &context.settings;
     let name = namespace.name_any();
     let empty = BTreeMap::new();
