@@ -545,3 +545,17 @@ pub fn kinds(docs: &[Yaml]) -> Vec<String> {
         .map(|d| d.str_at(&["kind"]).unwrap_or_default().to_string())
         .collect()
 }
+
+/// This checkout's tag for the image the tests build: the documented name
+/// `localhost/linkerd-multus:dev`, then `-` and a hash of the checkout's path, so two checkouts
+/// testing at once on one machine never replace each other's image. The READMEs document one name, `localhost/linkerd-multus:dev`
+/// (scripts/container.sh's default); the tests pass theirs as `IMAGE`.
+pub fn dev_image() -> String {
+    // FNV-1a: stable across builds and Rust versions, unlike std's hasher.
+    let hash = env!("CARGO_MANIFEST_DIR")
+        .bytes()
+        .fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+            (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+        });
+    format!("{}-{:08x}", "localhost/linkerd-multus:dev", hash as u32)
+}
