@@ -63,7 +63,10 @@ fn the_supported_versions_table_matches_this_machine() {
         "KUBEBUILDER_ASSETS must name a folder holding kube-apiserver (scripts/kube-assets.sh)",
     );
     // `Kubernetes v1.32.0-beta.0+cd13ec4ae44e`: the build metadata after `+` aside.
-    let kubernetes = word_after(&apiserver, "Kubernetes ").split('+').next().unwrap();
+    let kubernetes = word_after(&apiserver, "Kubernetes ")
+        .split('+')
+        .next()
+        .unwrap();
     let etcd = tool_output(
         assets.join("etcd"),
         &["--version"],
@@ -99,11 +102,7 @@ fn the_supported_versions_table_matches_this_machine() {
             let name = e.unwrap().file_name().to_string_lossy().into_owned();
             let generation = name.strip_prefix("generation-")?;
             let dot = generation.rfind('-').unwrap();
-            Some(format!(
-                "{}.{}",
-                &generation[..dot],
-                &generation[dot + 1..]
-            ))
+            Some(format!("{}.{}", &generation[..dot], &generation[dot + 1..]))
         })
         .collect();
     linkerd.sort();
