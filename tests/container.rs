@@ -136,10 +136,11 @@ fn image() -> &'static str {
                 text(&info)
             ));
         }
-        // The script builds the static release binary with the cargo running these tests
-        // (cargo sets CARGO) into CARGO_TARGET_DIR, then the image from it.
+        // The script builds the static release binary into CARGO_TARGET_DIR, then the image
+        // from it, in a user's environment: the same build as README's `cargo install` in
+        // tests/readme.rs, which then takes it as it is.
         let out = output(
-            Command::new(repo_path("scripts/container.sh"))
+            without_cargo_test_env(&mut Command::new(repo_path("scripts/container.sh")))
                 .env("IMAGE", image)
                 .current_dir(repo_path(".")),
             "scripts/container.sh",

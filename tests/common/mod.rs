@@ -559,3 +559,31 @@ pub fn dev_image() -> String {
         });
     format!("{}-{:08x}", "localhost/linkerd-multus:dev", hash as u32)
 }
+
+/// Removes from `cmd`'s environment what `cargo test` adds to a test's (`CARGO_PKG_*`,
+/// `CARGO_MANIFEST_*`, `CARGO_BIN_EXE_*`, ...), so a cargo run by a test sees a user's shell.
+/// Build scripts that watch those variables (ring's `rerun-if-env-changed=CARGO_PKG_NAME`)
+/// would otherwise make every cargo run from a test rebuild the crate and its dependents.
+pub fn without_cargo_test_env(cmd: &mut Command) -> &mut Command {
+    const KEEP: &[&str] = &["CARGO_HOME", "CARGO_TARGET_DIR"];
+    const KEEP_PREFIXES: &[&str] = &[
+        "CARGO_BUILD_",
+        "CARGO_PROFILE_",
+        "CARGO_NET_",
+        "CARGO_REGISTRIES_",
+        "CARGO_TERM_",
+        "CARGO_HTTP_",
+    ];
+    for (name, _) in std::env::vars_os() {
+        let Some(name) = name.to_str() else { continue };
+        let from_cargo_test = name == "CARGO"
+            || name == "OUT_DIR"
+            || (name.starts_with("CARGO_")
+                && !KEEP.contains(&name)
+                && !KEEP_PREFIXES.iter().any(|p| name.starts_with(p)));
+        if from_cargo_test {
+            cmd.env_remove(name);
+        }
+    }
+    cmd
+}
