@@ -1,6 +1,7 @@
 //! README's "Supported versions" table says what the tests prove: the versions of the tools
 //! this machine runs them with. When a tool here changes, this test fails and says which row
-//! of the table to update.
+//! of the table to update. `SUPPORTED_VERSIONS_CHECK=skip` (set by the GitHub workflow, whose
+//! runners have other builds) turns it off, saying so.
 
 mod common;
 
@@ -52,6 +53,15 @@ fn word_after<'a>(text: &'a str, prefix: &str) -> &'a str {
 
 #[test]
 fn the_supported_versions_table_matches_this_machine() {
+    // GitHub's runners (.github/workflows/ci.yml) have other builds of these tools than the
+    // project's machines, which the table describes; the workflow says so explicitly.
+    if std::env::var("SUPPORTED_VERSIONS_CHECK").as_deref() == Ok("skip") {
+        eprintln!(
+            "not checked: SUPPORTED_VERSIONS_CHECK=skip (README's Supported versions table \
+             describes the project's own machines)"
+        );
+        return;
+    }
     let readme = std::fs::read_to_string(repo_path("README.md")).unwrap();
     let assets = std::env::var_os("KUBEBUILDER_ASSETS").map(PathBuf::from).expect(
         "KUBEBUILDER_ASSETS is not set: run eval \"$(scripts/kube-assets.sh)\" first (./scripts/test.sh does)",
