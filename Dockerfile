@@ -6,12 +6,12 @@
 #
 #   runtime           (default) builds the binary in the `build` stage; needs registry access
 #                     to pull the Rust image:
-#                       docker build -t linkerd-multus .
+#                       docker build -t localhost/linkerd-multus:dev .
 #   runtime-prebuilt  copies a static binary already built on the host; pulls nothing, so it
 #                     builds offline (scripts/container.sh does this with podman):
 #                       RUSTFLAGS='-C target-feature=+crt-static' cargo build --profile dist \
 #                         --locked --target x86_64-unknown-linux-gnu
-#                       podman build --target runtime-prebuilt -t linkerd-multus .
+#                       podman build --target runtime-prebuilt -t localhost/linkerd-multus:dev .
 #
 # The shipped binary is built with the `dist` profile of Cargo.toml (release with thin LTO and
 # one codegen unit); scripts/container.sh builds the image the tests run with plain

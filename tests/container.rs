@@ -1,9 +1,10 @@
-//! End-to-end tests of the container image: `scripts/container.sh` builds
-//! `localhost/linkerd-multus:dev` (FROM scratch, the static binary, USER 65534) once per test
-//! binary, then the real hosts run it:
+//! End-to-end tests of the container image: `scripts/container.sh` builds it (FROM scratch,
+//! the static binary, USER 65534) once per test binary, under this checkout's own tag
+//! ([`common::dev_image`]: the documented `localhost/linkerd-multus:dev` with a hash of the
+//! checkout's path, so two checkouts testing at once never replace each other's image), then
+//! the real hosts run it:
 //!
-//! * `kpt fn render` with a Kptfile pipeline `image: localhost/linkerd-multus:dev` and
-//!   `KPT_FN_RUNTIME=podman`;
+//! * `kpt fn render` with a Kptfile pipeline `image: <that tag>` and `KPT_FN_RUNTIME=podman`;
 //! * `kubectl kustomize --enable-alpha-plugins` with a container transformer, through a
 //!   `docker` → podman symlink (what Debian's podman-docker package installs).
 //!
@@ -34,7 +35,6 @@ use std::sync::OnceLock;
 
 use common::*;
 
-const IMAGE: &str = "localhost/linkerd-multus:dev";
 /// The kpt example package (no Kptfile of its own: the tests write one).
 const EXAMPLE: &str = "functions/linkerd-multus/examples/kpt";
 const KUSTOMIZE_EXAMPLE: &str = "functions/linkerd-multus/examples/kustomize-container";
@@ -121,6 +121,8 @@ fn text(out: &Output) -> String {
 /// Builds the image with scripts/container.sh, once for all tests of this binary (the other
 /// tests wait for the first one's build). Returns the image name.
 fn image() -> &'static str {
+    static IMAGE: OnceLock<String> = OnceLock::new();
+    let image = IMAGE.get_or_init(dev_image);
     static BUILT: OnceLock<Result<(), String>> = OnceLock::new();
     let built = BUILT.get_or_init(|| {
         podman();
@@ -134,17 +136,18 @@ fn image() -> &'static str {
                 text(&info)
             ));
         }
-        // The script builds the static release binary with the cargo running these tests
-        // (cargo sets CARGO) into CARGO_TARGET_DIR, then the image from it.
+        // The script builds the static release binary into CARGO_TARGET_DIR, then the image
+        // from it, in a user's environment: the same build as README's `cargo install` in
+        // tests/readme.rs, which then takes it as it is.
         let out = output(
-            Command::new(repo_path("scripts/container.sh"))
-                .env("IMAGE", IMAGE)
+            without_cargo_test_env(&mut Command::new(repo_path("scripts/container.sh")))
+                .env("IMAGE", image)
                 .current_dir(repo_path(".")),
             "scripts/container.sh",
         );
         if !out.status.success() {
             return Err(format!(
-                "scripts/container.sh failed to build {IMAGE} (podman set up? run \
+                "scripts/container.sh failed to build {image} (podman set up? run \
                  scripts/install-podman.sh as root)\n{}",
                 text(&out)
             ));
@@ -163,13 +166,13 @@ fn image() -> &'static str {
                 "--security-opt=no-new-privileges",
                 "--pull",
                 "never",
-                IMAGE,
+                image,
             ]),
             b"apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems: []\n",
         );
         if !run.status.success() || !String::from_utf8_lossy(&run.stdout).contains("ResourceList") {
             return Err(format!(
-                "podman cannot run {IMAGE}: run scripts/install-podman.sh as root (it writes \
+                "podman cannot run {image}: run scripts/install-podman.sh as root (it writes \
                  /etc/containers/containers.conf.d/50-linkerd-multus.conf: runtime runc, \
                  lowered nofile/nproc ulimits)\n{}",
                 text(&run)
@@ -180,7 +183,7 @@ fn image() -> &'static str {
     if let Err(e) = built {
         panic!("{e}");
     }
-    IMAGE
+    image
 }
 
 /// A copy of the kpt example in a temporary directory, as a kpt package whose Kptfile runs

@@ -545,3 +545,45 @@ pub fn kinds(docs: &[Yaml]) -> Vec<String> {
         .map(|d| d.str_at(&["kind"]).unwrap_or_default().to_string())
         .collect()
 }
+
+/// This checkout's tag for the image the tests build: the documented name
+/// `localhost/linkerd-multus:dev`, then `-` and a hash of the checkout's path, so two checkouts
+/// testing at once on one machine never replace each other's image. The READMEs document one name, `localhost/linkerd-multus:dev`
+/// (scripts/container.sh's default); the tests pass theirs as `IMAGE`.
+pub fn dev_image() -> String {
+    // FNV-1a: stable across builds and Rust versions, unlike std's hasher.
+    let hash = env!("CARGO_MANIFEST_DIR")
+        .bytes()
+        .fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+            (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+        });
+    format!("{}-{:08x}", "localhost/linkerd-multus:dev", hash as u32)
+}
+
+/// Removes from `cmd`'s environment what `cargo test` adds to a test's (`CARGO_PKG_*`,
+/// `CARGO_MANIFEST_*`, `CARGO_BIN_EXE_*`, ...), so a cargo run by a test sees a user's shell.
+/// Build scripts that watch those variables (ring's `rerun-if-env-changed=CARGO_PKG_NAME`)
+/// would otherwise make every cargo run from a test rebuild the crate and its dependents.
+pub fn without_cargo_test_env(cmd: &mut Command) -> &mut Command {
+    const KEEP: &[&str] = &["CARGO_HOME", "CARGO_TARGET_DIR"];
+    const KEEP_PREFIXES: &[&str] = &[
+        "CARGO_BUILD_",
+        "CARGO_PROFILE_",
+        "CARGO_NET_",
+        "CARGO_REGISTRIES_",
+        "CARGO_TERM_",
+        "CARGO_HTTP_",
+    ];
+    for (name, _) in std::env::vars_os() {
+        let Some(name) = name.to_str() else { continue };
+        let from_cargo_test = name == "CARGO"
+            || name == "OUT_DIR"
+            || (name.starts_with("CARGO_")
+                && !KEEP.contains(&name)
+                && !KEEP_PREFIXES.iter().any(|p| name.starts_with(p)));
+        if from_cargo_test {
+            cmd.env_remove(name);
+        }
+    }
+    cmd
+}
