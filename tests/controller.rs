@@ -42,7 +42,7 @@ fn setup() -> Setup {
     let account = plane.unique_name("controller");
     // The packages' rules, bound to this test's account, with the Roles in
     // this test's CNI and home namespaces (what kpt-set does for a user).
-    let mut rbac = read("deploy-nad-controller/rbac.yaml")
+    let rbac = read("deploy-nad-controller/rbac.yaml")
         .replace(
             "name: linkerd-multus-webhook\n",
             &format!("name: {account}\n"),
@@ -55,13 +55,6 @@ fn setup() -> Setup {
             "namespace: linkerd-cni # kpt-set: ${cni-namespace}",
             &format!("namespace: {cni}"),
         );
-    // Cluster-wide objects of the package get this test's names.
-    for name in ["linkerd-multus-nad-controller"] {
-        rbac = rbac.replace(
-            &format!("kind: ClusterRoleBinding\nmetadata:\n  name: {name}\n"),
-            &format!("kind: ClusterRoleBinding\nmetadata:\n  name: {account}-{name}\n"),
-        );
-    }
     plane.apply(&rbac);
     plane.apply(&format!(
         "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\nmetadata:\n  name: {account}-webhook\nroleRef:\n  apiGroup: rbac.authorization.k8s.io\n  kind: ClusterRole\n  name: linkerd-multus-webhook\nsubjects:\n- kind: ServiceAccount\n  name: {account}\n  namespace: {home}\n"
