@@ -42,6 +42,8 @@ pub use metrics::Metrics;
 /// reporting controller of its Events.
 pub const FIELD_MANAGER: &str = "linkerd-multus-controller";
 
+/// Where the NAD cache keeps the digest of a NAD's `spec.config`.
+const CONFIG_DIGEST: &str = "configDigest";
 /// How many namespaces are reconciled at once.
 const CONCURRENCY: u16 = 16;
 /// How long a failed reconcile waits before it is tried again.
@@ -186,8 +188,45 @@ struct Context {
     /// The NAD config from the live ConfigMap: `None` until the first list,
     /// then `Some(None)` while it is missing or invalid.
     config: watch::Receiver<Option<Option<String>>>,
-    recorder: Recorder,
+    events: Events,
     metrics: Arc<Metrics>,
+}
+
+/// Where Events go. Warnings share one recorder, which folds a repeated
+/// failure into one Event's series; each Normal Event (one per NAD made,
+/// updated or removed) is published by a recorder of its own, since kube's
+/// recorder keeps every Event it published for six minutes to fold repeats,
+/// which at 10,000 namespaces would hold every Event of a start in memory.
+#[derive(Clone)]
+struct Events {
+    client: Client,
+    reporter: Reporter,
+    warnings: Recorder,
+}
+
+impl Events {
+    fn new(client: Client, identity: &str) -> Self {
+        let reporter = Reporter {
+            controller: FIELD_MANAGER.into(),
+            instance: Some(identity.to_string()),
+        };
+        Events {
+            warnings: Recorder::new(client.clone(), reporter.clone()),
+            client,
+            reporter,
+        }
+    }
+
+    async fn publish(&self, event: &Event, regarding: &ObjectReference) -> kube::Result<()> {
+        match event.type_ {
+            EventType::Warning => self.warnings.publish(event, regarding).await,
+            EventType::Normal => {
+                Recorder::new(self.client.clone(), self.reporter.clone())
+                    .publish(event, regarding)
+                    .await
+            }
+        }
+    }
 }
 
 /// Why a reconcile failed.
@@ -222,8 +261,12 @@ async fn reconcile_all(
         .modify(|nad: &mut DynamicObject| {
             nad.metadata.managed_fields = None;
             nad.metadata.annotations = None;
-            let config = nad.data.pointer("/spec/config").cloned();
-            nad.data = serde_json::json!({"spec": {"config": config}});
+            let digest = nad
+                .data
+                .pointer("/spec/config")
+                .and_then(|c| c.as_str())
+                .map(cluster::config_digest);
+            nad.data = serde_json::json!({ CONFIG_DIGEST: digest });
         })
         .reflect(nad_writer)
         .touched_objects();
@@ -247,18 +290,12 @@ async fn reconcile_all(
 
     let config_maps: Api<ConfigMap> = Api::namespaced(client.clone(), &settings.cni_namespace);
     let (config_sender, config_rx) = watch::channel(None);
-    let recorder = Recorder::new(
-        client.clone(),
-        Reporter {
-            controller: FIELD_MANAGER.into(),
-            instance: Some(options.identity.clone()),
-        },
-    );
+    let events = Events::new(client.clone(), &options.identity);
     let config_changes = config_map_changes(
         watcher(config_maps, by_name(CONFIG_MAP_NAME)).default_backoff(),
         settings.clone(),
         config_sender,
-        recorder.clone(),
+        events.clone(),
         metrics.clone(),
     );
     let context = Arc::new(Context {
@@ -267,7 +304,7 @@ async fn reconcile_all(
         nad_store: nad_store.clone(),
         nad_resource: nad_resource.clone(),
         config: config_rx.clone(),
-        recorder,
+        events,
         metrics: metrics.clone(),
     });
     // The NAD and ConfigMap watches run on their own and feed the Controller
@@ -333,17 +370,17 @@ fn receiver_stream<T: Send + 'static>(
 /// Follows the ConfigMap: keeps the NAD config current, reports a missing or
 /// invalid one (once per version), and yields each time the config changes.
 fn config_map_changes(
-    events: impl futures_util::Stream<Item = Result<watcher::Event<ConfigMap>, watcher::Error>>
+    watch_events: impl futures_util::Stream<Item = Result<watcher::Event<ConfigMap>, watcher::Error>>
     + Send
     + 'static,
     settings: Arc<Settings>,
     config: watch::Sender<Option<Option<String>>>,
-    recorder: Recorder,
+    events: Events,
     metrics: Arc<Metrics>,
 ) -> impl futures_util::Stream<Item = ()> + Send + 'static {
     let mut current: Option<ConfigMap> = None;
     let mut listing: Option<Option<ConfigMap>> = None;
-    events.filter_map(move |event| {
+    watch_events.filter_map(move |event| {
         // The ConfigMap as it now is, once an event settles it.
         let settled = match event {
             Ok(watcher::Event::Init) => {
@@ -364,7 +401,7 @@ fn config_map_changes(
         };
         let changed = settled.and_then(|cm| {
             current = cm;
-            let text = read_config(current.as_ref(), &settings, &recorder, &metrics);
+            let text = read_config(current.as_ref(), &settings, &events, &metrics);
             let changed = config.borrow().as_ref() != Some(&text);
             config.send_replace(Some(text));
             changed.then_some(())
@@ -378,7 +415,7 @@ fn config_map_changes(
 fn read_config(
     cm: Option<&ConfigMap>,
     settings: &Settings,
-    recorder: &Recorder,
+    events: &Events,
     metrics: &Metrics,
 ) -> Option<String> {
     let at = format!("ConfigMap {}/{CONFIG_MAP_NAME}", settings.cni_namespace);
@@ -397,7 +434,7 @@ fn read_config(
             metrics.config_map(true, false);
             let note = format!("{at}: {e}; no NAD is created or changed until it is fixed");
             tracing::error!("{note}");
-            let recorder = recorder.clone();
+            let events = events.clone();
             let reference = cm.object_ref(&());
             tokio::spawn(async move {
                 let event = Event {
@@ -407,7 +444,7 @@ fn read_config(
                     action: "ReadConfig".into(),
                     secondary: None,
                 };
-                if let Err(e) = recorder.publish(&event, &reference).await {
+                if let Err(e) = events.publish(&event, &reference).await {
                     tracing::warn!(error = %e, "publishing an Event on the Linkerd-CNI ConfigMap");
                 }
             });
@@ -450,9 +487,10 @@ async fn reconcile(
     let live = context.nad_store.get(&key);
     let live_view = live.as_deref().map(|nad| LiveNad {
         maker: maker(nad),
-        config: nad.data.pointer("/spec/config").and_then(|c| c.as_str()),
+        config: nad.data[CONFIG_DIGEST].as_str(),
     });
-    let action = cluster::decide(needed, terminating, live_view, config.as_deref());
+    let digest = config.as_deref().map(cluster::config_digest);
+    let action = cluster::decide(needed, terminating, live_view, digest.as_deref());
     let metrics = &context.metrics;
     let nad_name = &settings.nad_name;
     let at = format!("NetworkAttachmentDefinition {name}/{nad_name}");
@@ -601,7 +639,7 @@ async fn publish(
         action: "Reconcile".into(),
         secondary: None,
     };
-    if let Err(e) = context.recorder.publish(&event, &reference).await {
+    if let Err(e) = context.events.publish(&event, &reference).await {
         tracing::warn!(namespace = %namespace.name_any(), error = %e, "publishing an Event");
     }
 }

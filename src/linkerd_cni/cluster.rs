@@ -38,12 +38,23 @@ pub fn config_text(
     cni_config::nad_config(map.as_ref(), settings).map(|config| cni_config::to_text(&config))
 }
 
+/// The digest the controller's cache keeps of a NAD's `spec.config` instead
+/// of the text: the whole SHA-256, in lowercase hex (64 characters, against a
+/// config of about 700).
+pub fn config_digest(config: &str) -> String {
+    use sha2::{Digest, Sha256};
+    Sha256::digest(config.as_bytes())
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect()
+}
+
 /// The NAD a namespace has, as the controller's cache holds it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LiveNad<'a> {
     /// Who made it.
     pub maker: Maker,
-    /// Its `spec.config`.
+    /// The [`config_digest`] of its `spec.config`.
     pub config: Option<&'a str>,
 }
 
@@ -76,8 +87,8 @@ pub enum Kept {
     Terminating,
 }
 
-/// Decides for one namespace. `config` is the NAD config from the live
-/// ConfigMap, `None` when it is missing or invalid.
+/// Decides for one namespace. `config` is the [`config_digest`] of the NAD
+/// config from the live ConfigMap, `None` when it is missing or invalid.
 pub fn decide(
     needed: bool,
     terminating: bool,
@@ -231,6 +242,15 @@ mod tests {
             Err(CniConfigError::InvalidJson(_))
         ));
         assert_eq!(config_text(None, &settings), Err(CniConfigError::Missing));
+    }
+
+    #[test]
+    fn config_digests_are_whole_sha256s() {
+        assert_eq!(
+            config_digest(""),
+            "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+        );
+        assert_ne!(config_digest("{}"), config_digest("{ }"));
     }
 
     #[test]
