@@ -194,6 +194,11 @@ fn run(plan: &Plan) -> Result<usize> {
     let none_ns = plane.namespace("bench-no-webhook", &[]);
     let baseline_ns = plane.namespace("bench-baseline", ENABLED);
     let webhook_ns = plane.namespace("bench-webhook", ENABLED);
+    // The NAD the webhook checks for before it attaches a pod, as rendering gives it.
+    plane.install_nad_crd();
+    plane.apply(&format!(
+        "apiVersion: k8s.cni.cncf.io/v1\nkind: NetworkAttachmentDefinition\nmetadata:\n  name: linkerd-cni\n  namespace: {webhook_ns}\nspec:\n  config: '{{}}'\n"
+    ));
 
     let extra: Vec<String> = std::env::var("BENCH_WEBHOOK_ARGS")
         .unwrap_or_default()

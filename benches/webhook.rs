@@ -188,6 +188,8 @@ fn run(plan: &Plan) -> Result<usize> {
     let classes: Vec<Class> = (0..NAMESPACES).map(Class::of).collect();
     for (i, class) in classes.iter().enumerate() {
         api.put(&namespace_name(i), class.annotations());
+        // The NAD the webhook checks for before it attaches a pod, as rendering gives it.
+        api.put_nad(&namespace_name(i), "linkerd-cni", &[]);
     }
     let ca = Ca::new("linkerd-multus bench CA");
     let (cert, key) = ca.leaf(&["127.0.0.1"]).write(dir.path());
