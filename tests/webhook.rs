@@ -917,12 +917,48 @@ fn bad_start_up_settings_are_named() {
             ],
             "--on-error",
         ),
+        (
+            vec![
+                "--tls-cert".into(),
+                cert.display().to_string(),
+                "--tls-key".into(),
+                key.display().to_string(),
+                "--manage-nads".into(),
+            ],
+            "--manage-nads needs the Lease's namespace: set --lease-namespace, or POD_NAMESPACE from the downward API (metadata.namespace)",
+        ),
+        (
+            vec![
+                "--tls-cert".into(),
+                cert.display().to_string(),
+                "--tls-key".into(),
+                key.display().to_string(),
+                "--manage-nads".into(),
+                "--lease-namespace".into(),
+                "x".into(),
+                "--lease-duration".into(),
+                "2s".into(),
+            ],
+            "--lease-duration 2s: must be at least 3s",
+        ),
+        (
+            vec![
+                "--tls-cert".into(),
+                cert.display().to_string(),
+                "--tls-key".into(),
+                key.display().to_string(),
+                "--missing-nad".into(),
+                "allow".into(),
+            ],
+            "invalid value 'allow' for '--missing-nad <POLICY>'",
+        ),
     ];
     for (args, want) in cases {
         let out = Command::new(bin())
             .arg("webhook")
             .args(&args)
             .env("KUBECONFIG", dir.path().join("none"))
+            .env_remove("POD_NAMESPACE")
             .output()
             .unwrap();
         let stderr = String::from_utf8_lossy(&out.stderr);

@@ -20,9 +20,7 @@ use compact_str::CompactString;
 
 use futures_util::StreamExt;
 use k8s_openapi::api::core::v1::Namespace;
-use kube::api::{
-    Api, ApiResource, DynamicObject, GroupVersionKind, ListParams, WatchEvent, WatchParams,
-};
+use kube::api::{Api, DynamicObject, ListParams, WatchEvent, WatchParams};
 use kube::core::{ObjectMeta, PartialObjectMeta};
 use serde::de::DeserializeOwned;
 
@@ -94,14 +92,6 @@ pub struct CacheStatus {
     /// How many full lists it has made: one at the start, and one each time
     /// its resourceVersion expired (410 Gone).
     pub lists: u64,
-}
-
-/// The NetworkAttachmentDefinition resource, for a metadata-only watch.
-pub fn nad_resource() -> ApiResource {
-    ApiResource::from_gvk_with_plural(
-        &GroupVersionKind::gvk("k8s.cni.cncf.io", "v1", "NetworkAttachmentDefinition"),
-        "network-attachment-definitions",
-    )
 }
 
 fn nad_key(namespace: &str, name: &str) -> CompactString {
@@ -416,7 +406,10 @@ pub async fn run_namespaces(cache: Arc<NamespaceCache>, client: kube::Client) {
 
 /// Runs a NAD cache over the metadata of every NetworkAttachmentDefinition.
 pub async fn run_nads(cache: Arc<NadCache>, client: kube::Client) {
-    let api = Api::<PartialObjectMeta<DynamicObject>>::all_with(client, &nad_resource());
+    let api = Api::<PartialObjectMeta<DynamicObject>>::all_with(
+        client,
+        &crate::controller::nad_resource(),
+    );
     cache.run(api).await
 }
 
