@@ -1007,7 +1007,12 @@ const NR_NAME: &str = "linkerd-multus-webhook-network-resources";
 const NR_CONFIG_MAP: &str = "linkerd-multus-network-resources";
 
 fn network_resources_package() -> Package {
-    let files: Vec<(String, String)> = snapshot(&repo_path("deploy-network-resources"))
+    addition("deploy-network-resources")
+}
+
+/// The resources of an opt-in addition to the webhook package: `dir`'s YAML files.
+fn addition(dir: &str) -> Package {
+    let files: Vec<(String, String)> = snapshot(&repo_path(dir))
         .into_iter()
         .filter(|(rel, _)| rel.ends_with(".yaml"))
         .map(|(rel, bytes)| (rel, String::from_utf8(bytes).expect("UTF-8")))
@@ -1071,12 +1076,7 @@ fn network_resources_package_reads_nads_and_nothing_more() {
 const CONTROLLER: &str = "linkerd-multus-nad-controller";
 
 fn nad_controller_package() -> Package {
-    let files: Vec<(String, String)> = snapshot(&repo_path("deploy-nad-controller"))
-        .into_iter()
-        .filter(|(rel, _)| rel.ends_with(".yaml"))
-        .map(|(rel, bytes)| (rel, String::from_utf8(bytes).expect("UTF-8")))
-        .collect();
-    Package::from_files(&files)
+    addition("deploy-nad-controller")
 }
 
 /// Each rule of a role: API groups, resources, resource names and verbs.

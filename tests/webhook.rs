@@ -867,6 +867,17 @@ fn bad_start_up_settings_are_named() {
     let ca = Ca::new("CA");
     let (cert, key) = ca.leaf(&["x"]).write(dir.path());
     let missing = dir.path().join("missing.crt");
+    // A good certificate and key, then `extra`.
+    let with_tls = |extra: &[&str]| -> Vec<String> {
+        let mut args = vec![
+            "--tls-cert".to_string(),
+            cert.display().to_string(),
+            "--tls-key".to_string(),
+            key.display().to_string(),
+        ];
+        args.extend(extra.iter().map(|a| a.to_string()));
+        args
+    };
     let cases: Vec<(Vec<String>, &str)> = vec![
         (
             vec![
@@ -895,61 +906,24 @@ fn bad_start_up_settings_are_named() {
             ],
             "no PEM private key",
         ),
+        (with_tls(&["--proxy-uid-offset", "x"]), "--proxy-uid-offset"),
+        (with_tls(&["--on-error", "maybe"]), "--on-error"),
         (
-            vec![
-                "--tls-cert".into(),
-                cert.display().to_string(),
-                "--tls-key".into(),
-                key.display().to_string(),
-                "--proxy-uid-offset".into(),
-                "x".into(),
-            ],
-            "--proxy-uid-offset",
-        ),
-        (
-            vec![
-                "--tls-cert".into(),
-                cert.display().to_string(),
-                "--tls-key".into(),
-                key.display().to_string(),
-                "--on-error".into(),
-                "maybe".into(),
-            ],
-            "--on-error",
-        ),
-        (
-            vec![
-                "--tls-cert".into(),
-                cert.display().to_string(),
-                "--tls-key".into(),
-                key.display().to_string(),
-                "--manage-nads".into(),
-            ],
+            with_tls(&["--manage-nads"]),
             "--manage-nads needs the Lease's namespace: set --lease-namespace, or POD_NAMESPACE from the downward API (metadata.namespace)",
         ),
         (
-            vec![
-                "--tls-cert".into(),
-                cert.display().to_string(),
-                "--tls-key".into(),
-                key.display().to_string(),
-                "--manage-nads".into(),
-                "--lease-namespace".into(),
-                "x".into(),
-                "--lease-duration".into(),
-                "2s".into(),
-            ],
+            with_tls(&[
+                "--manage-nads",
+                "--lease-namespace",
+                "x",
+                "--lease-duration",
+                "2s",
+            ]),
             "--lease-duration 2s: must be at least 3s",
         ),
         (
-            vec![
-                "--tls-cert".into(),
-                cert.display().to_string(),
-                "--tls-key".into(),
-                key.display().to_string(),
-                "--missing-nad".into(),
-                "allow".into(),
-            ],
+            with_tls(&["--missing-nad", "allow"]),
             "invalid value 'allow' for '--missing-nad <POLICY>'",
         ),
     ];
