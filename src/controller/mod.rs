@@ -139,7 +139,7 @@ pub fn nad_resource() -> ApiResource {
 
 /// Runs the controller until `stop` turns true: waits for the Lease, writes
 /// NADs while it holds it, stops writing the moment it loses it, and
-/// releases it on the way out so the other replica takes over at once.
+/// releases it on the way out, for the other replica to take over.
 pub async fn run(
     client: Client,
     settings: Settings,

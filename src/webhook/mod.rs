@@ -303,8 +303,8 @@ async fn serve(
     let shutdown_delay = args.shutdown_delay;
     let shutdown = async move {
         let signal = termination().await;
-        // The NAD controller stops writing and releases its Lease at once, so
-        // the other replica takes over while this one drains.
+        // The NAD controller stops writing and releases its Lease at once, for
+        // the other replica to take over while this one drains.
         stop.send_replace(true);
         health.shutting_down.store(true, Ordering::Relaxed);
         tracing::info!(signal, delay = ?shutdown_delay, "shutting down: /readyz fails from now on");
