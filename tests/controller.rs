@@ -504,4 +504,26 @@ fn two_replicas_elect_one_writer_and_the_other_takes_over() {
         s.nad(&second).is_some()
     });
     assert!(writes(&replicas[follower]) >= 1.0);
+    // SIGTERM: the leader releases the Lease on its way out.
+    let holder = || {
+        s.plane.kubectl(&[
+            "get",
+            "lease",
+            "linkerd-multus-nad-controller",
+            "-n",
+            &s.home,
+            "-o",
+            "jsonpath={.spec.holderIdentity}",
+        ])
+    };
+    assert_eq!(holder(), ["replica-a", "replica-b"][follower]);
+    let leader = &mut replicas[follower];
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(leader.child.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .unwrap();
+    let status = leader.child.wait().unwrap();
+    assert!(status.success(), "{status}");
+    assert_eq!(holder(), "", "the Lease is released");
 }
