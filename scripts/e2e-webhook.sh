@@ -54,7 +54,9 @@ Options:
   --ops-listen ADDR  its /healthz /readyz /metrics address [127.0.0.1:19090]
   --ca-file FILE     do not start a webhook: test the one already serving URL, whose
                      serving certificate this CA signed (e.g. one made by deploy/certs.sh
-                     with --san <host of URL>)
+                     with --san <host of URL>); the scenarios' namespaces have no NAD, so
+                     that webhook must run with --missing-nad attach or ignore, or with
+                     --manage-nads
   --control-plane-namespace NS
                      with --ca-file: the --linkerd-namespace of that webhook. The
                      control-plane scenarios run only when NS does not exist yet (the script
