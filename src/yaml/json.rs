@@ -33,6 +33,7 @@ impl Node {
                 value: s.as_str().into(),
                 style: Style::DoubleQuoted,
                 tag: None,
+                anchor: None,
             }),
             Value::Array(items) => Node::Seq(Seq {
                 items: items.iter().map(Node::from_json).collect(),

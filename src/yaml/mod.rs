@@ -11,7 +11,7 @@ mod json;
 mod parse;
 mod scalar;
 
-pub use emit::{emit_document, emit_stream};
+pub use emit::{emit_document, emit_document_of_items, emit_stream};
 pub(crate) use json::describe_json;
 pub use parse::{ParseError, parse_document, parse_stream};
 pub use scalar::is_plain_safe;
@@ -57,6 +57,21 @@ pub struct Scalar {
     pub style: Style,
     /// An explicit tag as written in YAML (`!!str`, `!custom`).
     pub tag: Option<Box<str>>,
+    /// The anchor it defines or the alias it was written as.
+    pub anchor: Option<Box<Anchor>>,
+}
+
+/// How a node was tied to others in its source, so it is written back the same way.
+///
+/// Aliases are expanded when read (every rule sees plain values); the emitter
+/// writes `*name` again only where the copy still equals what `&name` stands
+/// for at that point of the output, and the value itself otherwise.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Anchor {
+    /// Written `&name`.
+    Defines(Box<str>),
+    /// Written `*name`: a copy of what `&name` held when read.
+    AliasOf(Box<str>),
 }
 
 /// A sequence and its optional tag.
@@ -68,6 +83,8 @@ pub struct Seq {
     pub tag: Option<Box<str>>,
     /// Written `[a, b]` rather than as a block.
     pub flow: bool,
+    /// The anchor it defines or the alias it was written as.
+    pub anchor: Option<Box<Anchor>>,
 }
 
 /// A mapping: its entries in order and an optional tag.
@@ -79,6 +96,8 @@ pub struct Map {
     pub tag: Option<Box<str>>,
     /// Written `{a: b}` rather than as a block.
     pub flow: bool,
+    /// The anchor it defines or the alias it was written as.
+    pub anchor: Option<Box<Anchor>>,
 }
 
 impl Scalar {
@@ -95,6 +114,7 @@ impl Scalar {
             value,
             style,
             tag: None,
+            anchor: None,
         }
     }
 }
@@ -111,6 +131,7 @@ impl Node {
             value: value.into(),
             style: Style::Plain,
             tag: None,
+            anchor: None,
         })
     }
 
@@ -120,6 +141,7 @@ impl Node {
             value: value.into(),
             style: Style::Literal,
             tag: None,
+            anchor: None,
         })
     }
 
@@ -178,7 +200,7 @@ impl Node {
 
     /// Whether this is a null: an empty or `~`/`null` plain scalar without tag.
     pub fn is_null(&self) -> bool {
-        matches!(self, Node::Scalar(Scalar { value, style: Style::Plain, tag: None })
+        matches!(self, Node::Scalar(Scalar { value, style: Style::Plain, tag: None, .. })
             if matches!(value.as_str(), "" | "~" | "null" | "Null" | "NULL"))
     }
 
@@ -240,6 +262,41 @@ impl Node {
             Node::Scalar(_) => false,
             Node::Seq(s) => s.flow,
             Node::Map(m) => m.flow,
+        }
+    }
+
+    /// The anchor this node defines or the alias it was written as.
+    pub fn anchor(&self) -> Option<&Anchor> {
+        match self {
+            Node::Scalar(s) => s.anchor.as_deref(),
+            Node::Seq(s) => s.anchor.as_deref(),
+            Node::Map(m) => m.anchor.as_deref(),
+        }
+    }
+
+    /// Whether two nodes hold the same data written the same way, whatever
+    /// anchors and aliases they carry: whether an alias may stand for `other`.
+    pub fn same_content(&self, other: &Node) -> bool {
+        match (self, other) {
+            (Node::Scalar(a), Node::Scalar(b)) => {
+                a.value == b.value && a.style == b.style && a.tag == b.tag
+            }
+            (Node::Seq(a), Node::Seq(b)) => {
+                a.tag == b.tag
+                    && a.flow == b.flow
+                    && a.items.len() == b.items.len()
+                    && a.items.iter().zip(&b.items).all(|(x, y)| x.same_content(y))
+            }
+            (Node::Map(a), Node::Map(b)) => {
+                a.tag == b.tag
+                    && a.flow == b.flow
+                    && a.entries.len() == b.entries.len()
+                    && a.entries
+                        .iter()
+                        .zip(&b.entries)
+                        .all(|((k, v), (l, w))| k.same_content(l) && v.same_content(w))
+            }
+            _ => false,
         }
     }
 
