@@ -115,7 +115,7 @@ impl<'o, 'n> Emitter<'o, 'n> {
     }
 
     /// Whether a block collection has properties for a line of their own.
-    fn has_properties(node: &Node, tag: &Option<Box<str>>) -> bool {
+    fn has_properties(node: &Node, tag: Option<&str>) -> bool {
         tag.is_some() || matches!(node.anchor(), Some(Anchor::Defines(_)))
     }
 
@@ -131,14 +131,14 @@ impl<'o, 'n> Emitter<'o, 'n> {
     fn document(&mut self, node: &'n Node) {
         match node {
             Node::Map(map) if !map.entries.is_empty() => {
-                if Self::has_properties(node, &map.tag) {
-                    self.properties_line(node, &map.tag, false);
+                if Self::has_properties(node, map.tag()) {
+                    self.properties_line(node, map.tag(), false);
                 }
                 self.block_map(map, 0, false);
             }
             Node::Seq(seq) if !seq.items.is_empty() => {
-                if Self::has_properties(node, &seq.tag) {
-                    self.properties_line(node, &seq.tag, false);
+                if Self::has_properties(node, seq.tag()) {
+                    self.properties_line(node, seq.tag(), false);
                 }
                 self.block_seq(seq, 0, false);
             }
@@ -196,8 +196,8 @@ impl<'o, 'n> Emitter<'o, 'n> {
     /// `false`, writing nothing, when `node` is not one or is written as an alias.
     fn block_collection(&mut self, node: &'n Node, indent: usize, item: bool) -> bool {
         let (map, seq, tag) = match node {
-            Node::Map(m) if !m.entries.is_empty() && !m.flow => (Some(m), None, &m.tag),
-            Node::Seq(s) if !s.items.is_empty() && !s.flow => (None, Some(s), &s.tag),
+            Node::Map(m) if !m.entries.is_empty() && !m.flow => (Some(m), None, m.tag()),
+            Node::Seq(s) if !s.items.is_empty() && !s.flow => (None, Some(s), s.tag()),
             _ => return false,
         };
         if matches!(node.anchor(), Some(Anchor::AliasOf(_))) && self.would_alias(node) {
@@ -257,7 +257,7 @@ impl<'o, 'n> Emitter<'o, 'n> {
 
     /// Ends the current line with a block collection's anchor and tag, if any
     /// (`after` a key or indicator: with a space before them).
-    fn properties_line(&mut self, node: &'n Node, tag: &Option<Box<str>>, after: bool) {
+    fn properties_line(&mut self, node: &'n Node, tag: Option<&str>, after: bool) {
         if matches!(node.anchor(), Some(Anchor::Defines(_))) {
             if after {
                 self.out.push(' ');
@@ -284,7 +284,7 @@ impl<'o, 'n> Emitter<'o, 'n> {
         match node {
             Node::Scalar(s) => self.scalar(node, s, indent, place),
             Node::Map(m) => {
-                self.flow_properties(node, &m.tag);
+                self.flow_properties(node, m.tag());
                 self.out.push('{');
                 for (i, (k, v)) in m.entries.iter().enumerate() {
                     if i > 0 {
@@ -300,7 +300,7 @@ impl<'o, 'n> Emitter<'o, 'n> {
                 self.out.push('}');
             }
             Node::Seq(s) => {
-                self.flow_properties(node, &s.tag);
+                self.flow_properties(node, s.tag());
                 self.out.push('[');
                 for (i, item) in s.items.iter().enumerate() {
                     if i > 0 {
@@ -314,7 +314,7 @@ impl<'o, 'n> Emitter<'o, 'n> {
     }
 
     /// Writes the anchor and tag of a flow collection, each followed by a space.
-    fn flow_properties(&mut self, node: &'n Node, tag: &Option<Box<str>>) {
+    fn flow_properties(&mut self, node: &'n Node, tag: Option<&str>) {
         if self.anchor(node) {
             self.out.push(' ');
         }
@@ -326,10 +326,10 @@ impl<'o, 'n> Emitter<'o, 'n> {
 
     fn scalar(&mut self, node: &'n Node, s: &Scalar, indent: usize, place: Place) {
         let anchored = self.anchor(node);
-        if anchored && (s.tag.is_some() || !(s.style == Style::Plain && s.value.is_empty())) {
+        if anchored && (s.tag().is_some() || !(s.style == Style::Plain && s.value.is_empty())) {
             self.out.push(' ');
         }
-        if let Some(tag) = &s.tag {
+        if let Some(tag) = s.tag() {
             self.out.push_str(tag);
             if s.style == Style::Plain && s.value.is_empty() {
                 return;

@@ -55,10 +55,50 @@ pub struct Scalar {
     pub value: Text,
     /// How it is written.
     pub style: Style,
+    /// Its tag and anchor, when it has either.
+    pub props: Option<Box<Props>>,
+}
+
+/// A node's properties: few nodes have any, so they take one word in the others.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Props {
     /// An explicit tag as written in YAML (`!!str`, `!custom`).
     pub tag: Option<Box<str>>,
     /// The anchor it defines or the alias it was written as.
-    pub anchor: Option<Box<Anchor>>,
+    pub anchor: Option<Anchor>,
+}
+
+impl Props {
+    /// The properties, `None` when there are none.
+    pub fn new(tag: Option<Box<str>>, anchor: Option<Anchor>) -> Option<Box<Props>> {
+        (tag.is_some() || anchor.is_some()).then(|| Box::new(Props { tag, anchor }))
+    }
+}
+
+/// The tag in optional properties.
+fn tag_of(props: &Option<Box<Props>>) -> Option<&str> {
+    props.as_ref()?.tag.as_deref()
+}
+
+impl Scalar {
+    /// Its explicit tag.
+    pub fn tag(&self) -> Option<&str> {
+        tag_of(&self.props)
+    }
+}
+
+impl Seq {
+    /// Its explicit tag.
+    pub fn tag(&self) -> Option<&str> {
+        tag_of(&self.props)
+    }
+}
+
+impl Map {
+    /// Its explicit tag.
+    pub fn tag(&self) -> Option<&str> {
+        tag_of(&self.props)
+    }
 }
 
 /// How a node was tied to others in its source, so it is written back the same way.
@@ -79,12 +119,10 @@ pub enum Anchor {
 pub struct Seq {
     /// The items.
     pub items: Vec<Node>,
-    /// An explicit tag.
-    pub tag: Option<Box<str>>,
+    /// Its tag and anchor, when it has either.
+    pub props: Option<Box<Props>>,
     /// Written `[a, b]` rather than as a block.
     pub flow: bool,
-    /// The anchor it defines or the alias it was written as.
-    pub anchor: Option<Box<Anchor>>,
 }
 
 /// A mapping: its entries in order and an optional tag.
@@ -92,12 +130,10 @@ pub struct Seq {
 pub struct Map {
     /// The entries in source order.
     pub entries: Vec<(Node, Node)>,
-    /// An explicit tag.
-    pub tag: Option<Box<str>>,
+    /// Its tag and anchor, when it has either.
+    pub props: Option<Box<Props>>,
     /// Written `{a: b}` rather than as a block.
     pub flow: bool,
-    /// The anchor it defines or the alias it was written as.
-    pub anchor: Option<Box<Anchor>>,
 }
 
 impl Scalar {
@@ -113,8 +149,7 @@ impl Scalar {
         Scalar {
             value,
             style,
-            tag: None,
-            anchor: None,
+            props: None,
         }
     }
 }
@@ -130,8 +165,7 @@ impl Node {
         Node::Scalar(Scalar {
             value: value.into(),
             style: Style::Plain,
-            tag: None,
-            anchor: None,
+            props: None,
         })
     }
 
@@ -140,8 +174,7 @@ impl Node {
         Node::Scalar(Scalar {
             value: value.into(),
             style: Style::Literal,
-            tag: None,
-            anchor: None,
+            props: None,
         })
     }
 
@@ -200,8 +233,9 @@ impl Node {
 
     /// Whether this is a null: an empty or `~`/`null` plain scalar without tag.
     pub fn is_null(&self) -> bool {
-        matches!(self, Node::Scalar(Scalar { value, style: Style::Plain, tag: None, .. })
-            if matches!(value.as_str(), "" | "~" | "null" | "Null" | "NULL"))
+        matches!(self, Node::Scalar(s) if s.style == Style::Plain
+            && s.tag().is_none()
+            && matches!(s.value.as_str(), "" | "~" | "null" | "Null" | "NULL"))
     }
 
     /// The scalar text if this is a string-like scalar, `None` for nulls and collections.
@@ -236,7 +270,7 @@ impl Node {
             Node::Scalar(s) => {
                 if unquote
                     && s.style == Style::DoubleQuoted
-                    && s.tag.is_none()
+                    && s.tag().is_none()
                     && is_plain_safe(&s.value)
                 {
                     s.style = Style::Plain;
@@ -267,11 +301,12 @@ impl Node {
 
     /// The anchor this node defines or the alias it was written as.
     pub fn anchor(&self) -> Option<&Anchor> {
-        match self {
-            Node::Scalar(s) => s.anchor.as_deref(),
-            Node::Seq(s) => s.anchor.as_deref(),
-            Node::Map(m) => m.anchor.as_deref(),
-        }
+        let props = match self {
+            Node::Scalar(s) => &s.props,
+            Node::Seq(s) => &s.props,
+            Node::Map(m) => &m.props,
+        };
+        props.as_ref()?.anchor.as_ref()
     }
 
     /// Whether two nodes hold the same data written the same way, whatever
@@ -279,16 +314,16 @@ impl Node {
     pub fn same_content(&self, other: &Node) -> bool {
         match (self, other) {
             (Node::Scalar(a), Node::Scalar(b)) => {
-                a.value == b.value && a.style == b.style && a.tag == b.tag
+                a.value == b.value && a.style == b.style && a.tag() == b.tag()
             }
             (Node::Seq(a), Node::Seq(b)) => {
-                a.tag == b.tag
+                a.tag() == b.tag()
                     && a.flow == b.flow
                     && a.items.len() == b.items.len()
                     && a.items.iter().zip(&b.items).all(|(x, y)| x.same_content(y))
             }
             (Node::Map(a), Node::Map(b)) => {
-                a.tag == b.tag
+                a.tag() == b.tag()
                     && a.flow == b.flow
                     && a.entries.len() == b.entries.len()
                     && a.entries

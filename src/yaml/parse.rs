@@ -4,7 +4,7 @@ use std::collections::HashMap;
 
 use saphyr_parser::{Event, Parser, ScalarStyle, Span, Tag};
 
-use super::{Anchor, Map, Node, Scalar, Seq, Style, Text};
+use super::{Anchor, Map, Node, Props, Scalar, Seq, Style, Text};
 
 /// Aliases are expanded (and remembered, see [`Anchor`]); this caps the nodes they may copy, against
 /// "billion laughs" inputs.
@@ -299,17 +299,14 @@ impl<'s> Builder<'s> {
                     }
                     let name = if anchor != 0 {
                         let (name, _) = self.properties(&span, true);
-                        Some(Box::new(Anchor::Defines(
-                            name.unwrap_or_else(|| Box::from("")),
-                        )))
+                        Some(Anchor::Defines(name.unwrap_or_else(|| Box::from(""))))
                     } else {
                         None
                     };
                     let node = Node::Scalar(Scalar {
                         value,
                         style: style_of(style),
-                        tag: tag.map(|t| tag_text(&t)),
-                        anchor: name,
+                        props: Props::new(tag.map(|t| tag_text(&t)), name),
                     });
                     self.complete(node, anchor);
                 }
@@ -318,9 +315,8 @@ impl<'s> Builder<'s> {
                     self.stack.push(Frame::Seq(
                         Seq {
                             items: Vec::new(),
-                            tag: tag.map(|t| tag_text(&t)),
+                            props: Props::new(tag.map(|t| tag_text(&t)), None),
                             flow,
-                            anchor: None,
                         },
                         anchor,
                     ))
@@ -330,9 +326,8 @@ impl<'s> Builder<'s> {
                     self.stack.push(Frame::Map(
                         Map {
                             entries: Vec::new(),
-                            tag: tag.map(|t| tag_text(&t)),
+                            props: Props::new(tag.map(|t| tag_text(&t)), None),
                             flow,
-                            anchor: None,
                         },
                         anchor,
                         None,
@@ -412,12 +407,13 @@ fn skip_separation(mut rest: &str) -> &str {
 }
 
 fn set_anchor(node: &mut Node, anchor: Option<Anchor>) {
-    let anchor = anchor.map(Box::new);
-    match node {
-        Node::Scalar(s) => s.anchor = anchor,
-        Node::Seq(s) => s.anchor = anchor,
-        Node::Map(m) => m.anchor = anchor,
-    }
+    let props = match node {
+        Node::Scalar(s) => &mut s.props,
+        Node::Seq(s) => &mut s.props,
+        Node::Map(m) => &mut m.props,
+    };
+    let tag = props.take().and_then(|p| p.tag);
+    *props = Props::new(tag, anchor);
 }
 
 /// Removes the anchors a copy would define again: an alias's copy stands for
@@ -511,7 +507,7 @@ mod tests {
         let Node::Scalar(c) = map.get("c").unwrap() else {
             panic!()
         };
-        assert_eq!(c.tag.as_deref(), Some("!!str"));
+        assert_eq!(c.tag(), Some("!!str"));
     }
 
     #[test]
