@@ -363,10 +363,11 @@ impl<'s> Builder<'s> {
                     set_anchor(&mut node, Some(Anchor::AliasOf(name.clone())));
                     self.complete(node, 0);
                 }
+                // An alias names an anchor of its own document only.
+                Event::DocumentEnd => self.anchors.clear(),
                 Event::StreamStart
                 | Event::StreamEnd
                 | Event::DocumentStart(_)
-                | Event::DocumentEnd
                 | Event::Nothing => {}
             }
         }
@@ -526,6 +527,14 @@ mod tests {
         );
         assert!(parse_document("").is_err());
         assert!(parse_document("a: 1\n---\nb: 1\n").is_err());
+    }
+
+    #[test]
+    fn an_alias_names_an_anchor_of_its_own_document() {
+        let err = parse_stream("a: &x 1\n---\nb: *x\n").unwrap_err();
+        assert_eq!((err.line, err.column), (3, 4), "{err}");
+        let docs = parse_stream("a: &x 1\n---\nb: &x 2\nc: *x\n").unwrap();
+        assert_eq!(docs[1].get_path(&["c"]).and_then(Node::as_str), Some("2"));
     }
 
     #[test]
