@@ -178,6 +178,16 @@ impl Manifests {
             };
             for item in flatten_list(doc) {
                 resource::resource_ref(&item).map_err(not_a_resource)?;
+                // The reader tags resources in their annotations (found by fuzzing).
+                if item
+                    .get_path(&["metadata", "annotations"])
+                    .is_some_and(|a| !a.is_null() && a.as_map().is_none())
+                {
+                    return Err(not_a_resource(NotAResource {
+                        field: "metadata.annotations",
+                        problem: "is not a mapping",
+                    }));
+                }
                 if !is_package_file(&item) {
                     written.push(item);
                 }
@@ -436,6 +446,10 @@ mod tests {
             (
                 "apiVersion: v1\nkind: List\nitems:\n- {kind: Secret}\n",
                 "<stdin> (document 1): not a Kubernetes object: apiVersion:",
+            ),
+            (
+                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  annotations:\n    a/b \"x\"\n",
+                "<stdin> (document 1): not a Kubernetes object: metadata.annotations: is not a mapping",
             ),
             (
                 "- 1\n- 2\n",
