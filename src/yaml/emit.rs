@@ -343,8 +343,10 @@ impl<'o, 'n> Emitter<'o, 'n> {
         }
         let value = s.value.as_str();
         let one_line = !value.contains('\n');
-        let plain_ok =
-            one_line && is_printable_line(value) && (place != Place::Flow || is_flow_plain(value));
+        let plain_ok = one_line
+            && is_printable_line(value)
+            && can_start_plain(value)
+            && (place != Place::Flow || is_flow_plain(value));
         match s.style {
             Style::Plain if plain_ok => self.out.push_str(value),
             Style::SingleQuoted if one_line && is_printable_line(value) => {
@@ -468,6 +470,29 @@ impl<'o, 'n> Emitter<'o, 'n> {
         self.out.push_str(rest);
         self.out.push('"');
     }
+}
+
+/// Whether a plain scalar's text can be written plain anywhere: it does not begin
+/// with an indicator, white space or a document marker, and holds no `: ` or ` #`.
+/// Readers are lenient about some of these inside flow collections; written in a
+/// block, they would change what is read (found by fuzzing: a plain `>x` read in a
+/// flow mapping was written as a key starting a folded block).
+fn can_start_plain(value: &str) -> bool {
+    let mut chars = value.chars();
+    let Some(first) = chars.next() else {
+        return true;
+    };
+    let starts_ok = match first {
+        '-' | '?' | ':' => chars.next().is_some_and(|c| !c.is_whitespace()),
+        c => !c.is_whitespace() && !",[]{}#&*!|>'\"%@`".contains(c),
+    };
+    starts_ok
+        && !value.starts_with("---")
+        && !value.starts_with("...")
+        && !value.ends_with(char::is_whitespace)
+        && !value.contains(": ")
+        && !value.contains(" #")
+        && !value.ends_with(':')
 }
 
 /// Whether a plain scalar can stand inside a flow collection.
@@ -610,6 +635,25 @@ mod tests {
             round_trip(&emit_document(&Node::Map(map))),
             "\"yes\": \"yes\"\n\"0755\": \"0755\"\n\"1e3\": \"1e3\"\n\"~\": \"~\"\n\"2026-01-01T00:00:00Z\": \"2026-01-01T00:00:00Z\"\nplain: plain\n"
         );
+    }
+
+    #[test]
+    fn quotes_plain_text_that_a_block_would_read_otherwise() {
+        // Plain in a flow mapping as readers accept it; quoted once in a block.
+        let mut doc = parse_document("{>a: 1, b: |x, c: \"--- d\"}\n").unwrap();
+        doc.into_block_style();
+        assert_eq!(
+            round_trip(&emit_document(&doc)),
+            "\">a\": 1\nb: \"|x\"\nc: \"--- d\"\n"
+        );
+        for text in ["-x", "?x", ":x", "a-b", "x:y", "a#b"] {
+            assert!(can_start_plain(text), "{text}");
+        }
+        for text in [
+            ">x", "|x", "- x", "? x", "#x", "%x", "@x", "`x", "--- x", "...", "x: y", "x #y", "x:",
+        ] {
+            assert!(!can_start_plain(text), "{text}");
+        }
     }
 
     #[test]
