@@ -3,8 +3,9 @@
 //! Every scalar keeps its source text and its style: a plain `0644` stays the
 //! plain text `0644` (the integer 420 for kubectl), a quoted `"yes"` stays quoted,
 //! and an integer beyond 64 bits keeps every digit. Nothing is resolved to a
-//! number or a boolean, so nothing can change meaning. Comments are not kept:
-//! kpt restores them itself from `internal.config.kubernetes.io/id`.
+//! number or a boolean, so nothing can change meaning. Anchors and aliases are
+//! kept (see [`Anchor`]). Comments are not kept: kpt restores them itself from
+//! `internal.config.kubernetes.io/id`.
 
 mod emit;
 mod json;

@@ -6,8 +6,8 @@ use saphyr_parser::{Event, Parser, ScalarStyle, Span, Tag};
 
 use super::{Anchor, Map, Node, Props, Scalar, Seq, Style, Text};
 
-/// Aliases are expanded (and remembered, see [`Anchor`]); this caps the nodes they may copy, against
-/// "billion laughs" inputs.
+/// Aliases are expanded (and remembered, see [`Anchor`]); this caps the nodes
+/// they may copy, against "billion laughs" inputs.
 const MAX_ALIAS_NODES: usize = 1_000_000;
 
 /// A YAML syntax error with its position (1-based line and column).
