@@ -56,8 +56,8 @@ struct Emitter<'o, 'n> {
     anchors: HashMap<&'n str, &'n Node>,
     /// Whether top-level entries and items are read apart (see [`emit_document_of_items`]).
     items_apart: bool,
-    /// Where the last alias or bare anchor written ends: a key written so
-    /// needs a space before its `:`, which an anchor name may hold.
+    /// Where the last alias, or anchor or tag of an empty scalar, written ends:
+    /// a key written so needs a space before its `:`, which they may hold.
     alias_end: usize,
 }
 
@@ -332,6 +332,8 @@ impl<'o, 'n> Emitter<'o, 'n> {
         if let Some(tag) = s.tag() {
             self.out.push_str(tag);
             if s.style == Style::Plain && s.value.is_empty() {
+                // As after an anchor: a `:` right after a tag is read as part of it.
+                self.alias_end = self.out.len();
                 return;
             }
             self.out.push(' ');
@@ -651,6 +653,19 @@ mod tests {
             ">x", "|x", "- x", "? x", "#x", "%x", "@x", "`x", "--- x", "...", "x:",
         ] {
             assert!(!can_start_plain(text), "{text}");
+        }
+    }
+
+    /// Found by fuzzing: an empty key with only a tag was written `!t:`, whose `:`
+    /// a reader takes into the tag.
+    #[test]
+    fn a_key_of_only_a_tag_or_anchor_keeps_its_colon_apart() {
+        for src in ["!t : v\n", "a:\n  ! : v\n", "&a : v\n", "x:\n  !t: : v\n"] {
+            let once = round_trip(src);
+            assert!(
+                once.contains(" : v") || once.contains(" :\n"),
+                "{src:?}: {once:?}"
+            );
         }
     }
 
