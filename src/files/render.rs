@@ -150,7 +150,7 @@ fn run_inner(
         Mode::Stream => {
             items.retain(|i| !is_context(i) && !resource::is_local_config(i));
             if manifests.tagged {
-                items.iter_mut().for_each(manifests::untag);
+                items.iter_mut().for_each(|i| manifests.untag(i));
             }
             Ok(Outcome {
                 stdout: yaml::emit_stream(&items),
@@ -329,7 +329,7 @@ fn changed_files(
     for (path, mut docs) in after {
         docs.sort_by_key(|(index, _)| *index);
         let text = if manifests.tagged {
-            manifests::to_stream(docs.into_iter().map(|(_, d)| d))
+            manifests.to_stream(docs.into_iter().map(|(_, d)| d))
         } else {
             yaml::emit_stream(docs.into_iter().map(|(_, d)| d))
         };

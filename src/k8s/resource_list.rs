@@ -107,7 +107,8 @@ impl ResourceList {
                 }),
             );
         }
-        yaml::emit_document(&Node::Map(map))
+        // kpt writes each item to a file of its own: an alias must not reach into another.
+        yaml::emit_document_of_items(&Node::Map(map))
     }
 }
 

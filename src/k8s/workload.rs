@@ -214,12 +214,20 @@ pub fn template_labels(template: &Map) -> Option<&Map> {
     template.get("metadata")?.as_map()?.get("labels")?.as_map()
 }
 
-/// Checks that `metadata`, when present, is a mapping.
+/// Checks that `metadata`, when present, is a mapping, and its `annotations` too:
+/// the rules write there.
 pub(crate) fn metadata_is_a_map(object: &Map) -> Result<(), String> {
     match object.get("metadata") {
         Some(meta) if !meta.is_null() && meta.as_map().is_none() => {
             Err(format!("metadata is {}, not a mapping", meta.kind_name()))
         }
+        Some(Node::Map(meta)) => match meta.get("annotations") {
+            Some(a) if !a.is_null() && a.as_map().is_none() => Err(format!(
+                "metadata.annotations is {}, not a mapping",
+                a.kind_name()
+            )),
+            _ => Ok(()),
+        },
         _ => Ok(()),
     }
 }
@@ -263,6 +271,31 @@ pub fn remove_annotation(object: &mut Map, key: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Found by fuzzing: a workload whose `metadata.annotations` was a scalar made the
+    /// rules panic when they recorded what they own there.
+    #[test]
+    fn metadata_and_its_annotations_must_be_mappings() {
+        for (src, want) in [
+            ("metadata: {annotations: {a: b}}", Ok(())),
+            ("metadata: {annotations: null}", Ok(())),
+            ("metadata: {name: x}", Ok(())),
+            ("kind: Pod", Ok(())),
+            ("metadata: x", Err("metadata is a scalar, not a mapping")),
+            (
+                "metadata: {annotations: \"a: b\"}",
+                Err("metadata.annotations is a scalar, not a mapping"),
+            ),
+            (
+                "metadata: {annotations: [a]}",
+                Err("metadata.annotations is a sequence, not a mapping"),
+            ),
+        ] {
+            let doc = crate::yaml::parse_document(src).unwrap();
+            let got = metadata_is_a_map(doc.as_map().unwrap());
+            assert_eq!(got, want.map_err(str::to_string), "{src}");
+        }
+    }
     use crate::yaml::parse_document;
 
     #[test]

@@ -109,7 +109,8 @@ fn fill_placeholder(value: &mut Value, kubeconfig: &str) {
     }
 }
 
-/// The first `__UPPER_CASE__` placeholder left in a string, with its path.
+/// The first `__UPPER_CASE__` placeholder left in a string or a key, with its path:
+/// the installer fills placeholders in the text wherever they are.
 fn find_placeholder(value: &Value, path: &mut Vec<String>) -> Option<(String, String)> {
     match value {
         Value::String(s) => placeholder_in(s).map(|p| (p.to_string(), path.join("."))),
@@ -121,7 +122,10 @@ fn find_placeholder(value: &Value, path: &mut Vec<String>) -> Option<(String, St
         }),
         Value::Object(map) => map.iter().find_map(|(k, v)| {
             path.push(k.clone());
-            let found = find_placeholder(v, path);
+            let found = match placeholder_in(k) {
+                Some(p) => Some((p.to_string(), path.join("."))),
+                None => find_placeholder(v, path),
+            };
             path.pop();
             found
         }),
@@ -240,6 +244,11 @@ mod tests {
                 "{cni_network_config: '{\"linkerd\": {\"token\": \"Bearer __SERVICEACCOUNT_TOKEN__\"}}'}",
                 "data.cni_network_config: placeholder __SERVICEACCOUNT_TOKEN__ at linkerd.token has no value at render time; remove it or give the value",
             ),
+            // Found by fuzzing: a placeholder in a key is one too.
+            (
+                "{cni_network_config: '{\"linkerd\": {\"https://__HOST__:4143\": 1}}'}",
+                "data.cni_network_config: placeholder __HOST__ at linkerd.https://__HOST__:4143 has no value at render time; remove it or give the value",
+            ),
             (
                 "{dest_cni_net_dir: relative, cni_network_config: '{}'}",
                 "data.dest_cni_net_dir must be an absolute path",
@@ -249,6 +258,25 @@ mod tests {
             let data = parse_document(src).unwrap();
             let err = nad_config(data.as_map(), &Settings::default()).unwrap_err();
             assert_eq!(err.to_string(), want, "{src}");
+        }
+    }
+
+    /// Found by fuzzing: a number beyond 64 bits came out as a float that read back as
+    /// another one, so the NAD config changed each time it was read.
+    #[test]
+    fn numbers_read_back_the_same() {
+        for number in [
+            "2199999999999999999999902",
+            "1.7976931348623157e308",
+            "0.1",
+            "-0",
+        ] {
+            let src =
+                format!("{{cni_network_config: '{{\"linkerd\": {{\"proxy-gid\": {number}}}}}'}}");
+            let data = parse_document(&src).unwrap();
+            let config = nad_config(data.as_map(), &Settings::default()).unwrap();
+            let read: Value = serde_json::from_str(&to_text(&config)).unwrap();
+            assert_eq!(read, config, "{number}");
         }
     }
 

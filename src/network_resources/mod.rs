@@ -272,7 +272,7 @@ pub fn workload(
                 Node::Scalar(Scalar {
                     value: applied.record.to_text().into(),
                     style: Style::SingleQuoted,
-                    tag: None,
+                    props: None,
                 }),
             );
         }

@@ -4,13 +4,24 @@
 //! in the position it is in, and double-quoted otherwise, so the output always
 //! reads back to the same tree: emitting is a fixed point of parse-then-emit.
 
+use std::collections::HashMap;
+
 use super::scalar::{is_block_content, is_printable_line};
-use super::{Map, Node, Scalar, Seq, Style};
+use super::{Anchor, Map, Node, Scalar, Seq, Style};
 
 /// Writes one document.
 pub fn emit_document(node: &Node) -> String {
     let mut out = String::new();
-    Emitter { out: &mut out }.document(node);
+    Emitter::new(&mut out, false).document(node);
+    out
+}
+
+/// Writes one document whose top-level entries, and the items of its
+/// top-level sequences, are read apart (a ResourceList's items go to files of
+/// their own): an alias is written only to an anchor of the same item.
+pub fn emit_document_of_items(node: &Node) -> String {
+    let mut out = String::new();
+    Emitter::new(&mut out, true).document(node);
     out
 }
 
@@ -21,7 +32,7 @@ pub fn emit_stream<'a>(nodes: impl IntoIterator<Item = &'a Node>) -> String {
         if i > 0 {
             out.push_str("---\n");
         }
-        Emitter { out: &mut out }.document(node);
+        Emitter::new(&mut out, false).document(node);
     }
     out
 }
@@ -39,13 +50,75 @@ enum Place {
     Flow,
 }
 
-struct Emitter<'o> {
+struct Emitter<'o, 'n> {
     out: &'o mut String,
+    /// What each anchor written so far stands for.
+    anchors: HashMap<&'n str, &'n Node>,
+    /// Whether top-level entries and items are read apart (see [`emit_document_of_items`]).
+    items_apart: bool,
+    /// Where the last alias, or anchor or tag of an empty scalar, written ends:
+    /// a key written so needs a space before its `:`, which they may hold.
+    alias_end: usize,
 }
 
 const SPACES: &str = "                                                                ";
 
-impl Emitter<'_> {
+impl<'o, 'n> Emitter<'o, 'n> {
+    fn new(out: &'o mut String, items_apart: bool) -> Self {
+        Emitter {
+            out,
+            anchors: HashMap::new(),
+            items_apart,
+            alias_end: usize::MAX,
+        }
+    }
+
+    /// Writes `*name` when `node` came from that alias and still holds what
+    /// `&name` stands for here; otherwise `node` is written out.
+    fn alias(&mut self, node: &Node) -> bool {
+        let Some(Anchor::AliasOf(name)) = node.anchor() else {
+            return false;
+        };
+        if !self
+            .anchors
+            .get(&**name)
+            .is_some_and(|target| target.same_content(node))
+        {
+            return false;
+        }
+        self.out.push('*');
+        self.out.push_str(name);
+        self.alias_end = self.out.len();
+        true
+    }
+
+    /// Writes `&name` for an anchor `node` defines (no space after) and
+    /// remembers it; `false` when it defines none.
+    fn anchor(&mut self, node: &'n Node) -> bool {
+        match node.anchor() {
+            Some(Anchor::Defines(name)) => {
+                self.anchors.insert(name, node);
+                self.out.push('&');
+                self.out.push_str(name);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Writes the `:` after a key.
+    fn colon(&mut self) {
+        if self.out.len() == self.alias_end {
+            self.out.push(' ');
+        }
+        self.out.push(':');
+    }
+
+    /// Whether a block collection has properties for a line of their own.
+    fn has_properties(node: &Node, tag: Option<&str>) -> bool {
+        tag.is_some() || matches!(node.anchor(), Some(Anchor::Defines(_)))
+    }
+
     fn indent(&mut self, n: usize) {
         let mut n = n;
         while n > 0 {
@@ -55,19 +128,17 @@ impl Emitter<'_> {
         }
     }
 
-    fn document(&mut self, node: &Node) {
+    fn document(&mut self, node: &'n Node) {
         match node {
             Node::Map(map) if !map.entries.is_empty() => {
-                if let Some(tag) = &map.tag {
-                    self.out.push_str(tag);
-                    self.out.push('\n');
+                if Self::has_properties(node, map.tag()) {
+                    self.properties_line(node, map.tag(), false);
                 }
                 self.block_map(map, 0, false);
             }
             Node::Seq(seq) if !seq.items.is_empty() => {
-                if let Some(tag) = &seq.tag {
-                    self.out.push_str(tag);
-                    self.out.push('\n');
+                if Self::has_properties(node, seq.tag()) {
+                    self.properties_line(node, seq.tag(), false);
                 }
                 self.block_seq(seq, 0, false);
             }
@@ -78,41 +149,40 @@ impl Emitter<'_> {
         }
     }
 
-    fn block_map(&mut self, map: &Map, indent: usize, inline_first: bool) {
+    fn block_map(&mut self, map: &'n Map, indent: usize, inline_first: bool) {
+        let apart = self.items_apart && indent == 0;
         for (i, (key, value)) in map.entries.iter().enumerate() {
+            if apart {
+                self.anchors.clear();
+            }
             if i > 0 || !inline_first {
                 self.indent(indent);
             }
             match key {
-                Node::Scalar(s) if s.value.len() < 1024 => self.scalar(s, indent, Place::Key),
+                Node::Scalar(s) if s.value.len() < 1024 => {
+                    if !self.alias(key) {
+                        self.scalar(key, s, indent, Place::Key);
+                    }
+                }
                 _ => {
                     self.out.push('?');
                     self.after_indicator(key, indent);
                     self.indent(indent);
                 }
             }
-            self.out.push(':');
-            match value {
-                Node::Map(m) if !m.entries.is_empty() && !m.flow => {
-                    self.tag_line(&m.tag);
-                    self.block_map(m, indent + 2, false);
-                }
-                Node::Seq(s) if !s.items.is_empty() && !s.flow => {
-                    self.tag_line(&s.tag);
-                    self.block_seq(s, indent, false);
-                }
-                _ if value.is_null() && value.as_str() == Some("") => self.out.push('\n'),
-                _ => {
-                    self.out.push(' ');
-                    self.inline(value, indent, Place::Value);
-                    self.out.push('\n');
-                }
+            self.colon();
+            if !self.block_collection(value, indent, false) {
+                self.after_indicator_inline(value, indent, Place::Value);
             }
         }
     }
 
-    fn block_seq(&mut self, seq: &Seq, indent: usize, inline_first: bool) {
+    fn block_seq(&mut self, seq: &'n Seq, indent: usize, inline_first: bool) {
+        let apart = self.items_apart && indent == 0;
         for (i, item) in seq.items.iter().enumerate() {
+            if apart {
+                self.anchors.clear();
+            }
             if i > 0 || !inline_first {
                 self.indent(indent);
             }
@@ -121,62 +191,108 @@ impl Emitter<'_> {
         }
     }
 
-    /// Writes a node after a `-` or `?` indicator at `indent`, through the end of its last line.
-    fn after_indicator(&mut self, node: &Node, indent: usize) {
-        match node {
-            Node::Map(m) if !m.entries.is_empty() && !m.flow => match &m.tag {
-                Some(_) => {
-                    self.tag_line(&m.tag);
-                    self.block_map(m, indent + 2, false);
-                }
-                None => {
-                    self.out.push(' ');
-                    self.block_map(m, indent + 2, true);
-                }
-            },
-            Node::Seq(s) if !s.items.is_empty() && !s.flow => match &s.tag {
-                Some(_) => {
-                    self.tag_line(&s.tag);
-                    self.block_seq(s, indent + 2, false);
-                }
-                None => {
-                    self.out.push(' ');
-                    self.block_seq(s, indent + 2, true);
-                }
-            },
-            _ if node.is_null() && node.as_str() == Some("") => self.out.push('\n'),
-            _ => {
-                self.out.push(' ');
-                self.inline(node, indent, Place::Item);
-                self.out.push('\n');
+    /// Writes a non-empty block collection after a `key:` (`item` false) or a
+    /// `-` or `?` (`item` true) at `indent`, through the end of its last line;
+    /// `false`, writing nothing, when `node` is not one or is written as an alias.
+    fn block_collection(&mut self, node: &'n Node, indent: usize, item: bool) -> bool {
+        let (map, seq, tag) = match node {
+            Node::Map(m) if !m.entries.is_empty() && !m.flow => (Some(m), None, m.tag()),
+            Node::Seq(s) if !s.items.is_empty() && !s.flow => (None, Some(s), s.tag()),
+            _ => return false,
+        };
+        if matches!(node.anchor(), Some(Anchor::AliasOf(_))) && self.would_alias(node) {
+            return false;
+        }
+        // A sequence under a key may start at the key's own indentation.
+        let seq_indent = if item { indent + 2 } else { indent };
+        if Self::has_properties(node, tag) || !item {
+            self.properties_line(node, tag, true);
+            match (map, seq) {
+                (Some(m), _) => self.block_map(m, indent + 2, false),
+                (_, Some(s)) => self.block_seq(s, seq_indent, false),
+                _ => unreachable!("a collection"),
             }
+        } else {
+            self.out.push(' ');
+            match (map, seq) {
+                (Some(m), _) => self.block_map(m, indent + 2, true),
+                (_, Some(s)) => self.block_seq(s, seq_indent, true),
+                _ => unreachable!("a collection"),
+            }
+        }
+        true
+    }
+
+    /// Whether `node` is written as nothing at all: an empty null without an anchor.
+    fn bare_null(&self, node: &Node) -> bool {
+        node.is_null()
+            && node.as_str() == Some("")
+            && !matches!(node.anchor(), Some(Anchor::Defines(_)))
+            && !self.would_alias(node)
+    }
+
+    /// Whether [`Self::alias`] would write `node` as an alias.
+    fn would_alias(&self, node: &Node) -> bool {
+        matches!(node.anchor(), Some(Anchor::AliasOf(name))
+            if self.anchors.get(&**name).is_some_and(|t| t.same_content(node)))
+    }
+
+    /// Writes a node after a `-` or `?` indicator at `indent`, through the end of its last line.
+    fn after_indicator(&mut self, node: &'n Node, indent: usize) {
+        if !self.block_collection(node, indent, true) {
+            self.after_indicator_inline(node, indent, Place::Item);
         }
     }
 
-    /// Ends the current line with a collection's tag, if any.
-    fn tag_line(&mut self, tag: &Option<Box<str>>) {
-        if let Some(tag) = tag {
+    /// Writes a scalar, flow collection or alias after an indicator, through the end of its line.
+    fn after_indicator_inline(&mut self, node: &'n Node, indent: usize, place: Place) {
+        if self.bare_null(node) {
+            self.out.push('\n');
+        } else {
             self.out.push(' ');
+            self.inline(node, indent, place);
+            self.out.push('\n');
+        }
+    }
+
+    /// Ends the current line with a block collection's anchor and tag, if any
+    /// (`after` a key or indicator: with a space before them).
+    fn properties_line(&mut self, node: &'n Node, tag: Option<&str>, after: bool) {
+        if matches!(node.anchor(), Some(Anchor::Defines(_))) {
+            if after {
+                self.out.push(' ');
+            }
+            self.anchor(node);
+            if tag.is_some() {
+                self.out.push(' ');
+            }
+        } else if after && tag.is_some() {
+            self.out.push(' ');
+        }
+        if let Some(tag) = tag {
             self.out.push_str(tag);
         }
         self.out.push('\n');
     }
 
-    /// Writes a scalar or a flow collection on the current line (a block
-    /// scalar continues on the lines below, without a final line break).
-    fn inline(&mut self, node: &Node, indent: usize, place: Place) {
+    /// Writes a scalar, a flow collection or an alias on the current line (a
+    /// block scalar continues on the lines below, without a final line break).
+    fn inline(&mut self, node: &'n Node, indent: usize, place: Place) {
+        if self.alias(node) {
+            return;
+        }
         match node {
-            Node::Scalar(s) => self.scalar(s, indent, place),
+            Node::Scalar(s) => self.scalar(node, s, indent, place),
             Node::Map(m) => {
-                self.tag_prefix(&m.tag);
+                self.flow_properties(node, m.tag());
                 self.out.push('{');
                 for (i, (k, v)) in m.entries.iter().enumerate() {
                     if i > 0 {
                         self.out.push_str(", ");
                     }
                     self.inline(k, indent, Place::Flow);
-                    self.out.push(':');
-                    if !(v.is_null() && v.as_str() == Some("")) {
+                    self.colon();
+                    if !self.bare_null(v) {
                         self.out.push(' ');
                         self.inline(v, indent, Place::Flow);
                     }
@@ -184,7 +300,7 @@ impl Emitter<'_> {
                 self.out.push('}');
             }
             Node::Seq(s) => {
-                self.tag_prefix(&s.tag);
+                self.flow_properties(node, s.tag());
                 self.out.push('[');
                 for (i, item) in s.items.iter().enumerate() {
                     if i > 0 {
@@ -197,25 +313,42 @@ impl Emitter<'_> {
         }
     }
 
-    fn tag_prefix(&mut self, tag: &Option<Box<str>>) {
+    /// Writes the anchor and tag of a flow collection, each followed by a space.
+    fn flow_properties(&mut self, node: &'n Node, tag: Option<&str>) {
+        if self.anchor(node) {
+            self.out.push(' ');
+        }
         if let Some(tag) = tag {
             self.out.push_str(tag);
             self.out.push(' ');
         }
     }
 
-    fn scalar(&mut self, s: &Scalar, indent: usize, place: Place) {
-        if let Some(tag) = &s.tag {
+    fn scalar(&mut self, node: &'n Node, s: &Scalar, indent: usize, place: Place) {
+        let anchored = self.anchor(node);
+        if anchored && (s.tag().is_some() || !(s.style == Style::Plain && s.value.is_empty())) {
+            self.out.push(' ');
+        }
+        if let Some(tag) = s.tag() {
             self.out.push_str(tag);
             if s.style == Style::Plain && s.value.is_empty() {
+                // As after an anchor: a `:` right after a tag is read as part of it.
+                self.alias_end = self.out.len();
                 return;
             }
             self.out.push(' ');
         }
+        if anchored && s.style == Style::Plain && s.value.is_empty() {
+            // Nothing follows the name: a `:` after it would be read as part of it.
+            self.alias_end = self.out.len();
+            return;
+        }
         let value = s.value.as_str();
         let one_line = !value.contains('\n');
-        let plain_ok =
-            one_line && is_printable_line(value) && (place != Place::Flow || is_flow_plain(value));
+        let plain_ok = one_line
+            && is_printable_line(value)
+            && can_start_plain(value)
+            && (place != Place::Flow || is_flow_plain(value));
         match s.style {
             Style::Plain if plain_ok => self.out.push_str(value),
             Style::SingleQuoted if one_line && is_printable_line(value) => {
@@ -339,6 +472,27 @@ impl Emitter<'_> {
         self.out.push_str(rest);
         self.out.push('"');
     }
+}
+
+/// Whether a plain scalar's text can be written plain anywhere: it does not begin
+/// with an indicator, white space or a document marker, nor end with `:`. Readers
+/// are lenient about some of these inside flow collections; written in a block,
+/// they would change what is read (found by fuzzing: a plain `>x` read in a flow
+/// mapping was written as a key starting a folded block). What a plain scalar
+/// cannot hold anywhere (`: `, ` #`, white space at its ends) no reader lets in.
+/// Constant time: it runs on every plain scalar written.
+fn can_start_plain(value: &str) -> bool {
+    let bytes = value.as_bytes();
+    let Some(&first) = bytes.first() else {
+        return true;
+    };
+    let starts_ok = match first {
+        b'-' | b'?' | b':' => bytes
+            .get(1)
+            .is_some_and(|c| !matches!(c, b' ' | b'\t' | b'\r' | b'\n')),
+        c => !b" \t\r\n,[]{}#&*!|>'\"%@`".contains(&c),
+    };
+    starts_ok && !value.starts_with("---") && !value.starts_with("...") && !value.ends_with(':')
 }
 
 /// Whether a plain scalar can stand inside a flow collection.
@@ -481,5 +635,110 @@ mod tests {
             round_trip(&emit_document(&Node::Map(map))),
             "\"yes\": \"yes\"\n\"0755\": \"0755\"\n\"1e3\": \"1e3\"\n\"~\": \"~\"\n\"2026-01-01T00:00:00Z\": \"2026-01-01T00:00:00Z\"\nplain: plain\n"
         );
+    }
+
+    #[test]
+    fn quotes_plain_text_that_a_block_would_read_otherwise() {
+        // Plain in a flow mapping as readers accept it; quoted once in a block.
+        let mut doc = parse_document("{>a: 1, b: |x, c: \"--- d\"}\n").unwrap();
+        doc.into_block_style();
+        assert_eq!(
+            round_trip(&emit_document(&doc)),
+            "\">a\": 1\nb: \"|x\"\nc: \"--- d\"\n"
+        );
+        for text in ["-x", "?x", ":x", "a-b", "x:y", "a#b"] {
+            assert!(can_start_plain(text), "{text}");
+        }
+        for text in [
+            ">x", "|x", "- x", "? x", "#x", "%x", "@x", "`x", "--- x", "...", "x:",
+        ] {
+            assert!(!can_start_plain(text), "{text}");
+        }
+    }
+
+    /// Found by fuzzing: an empty key with only a tag was written `!t:`, whose `:`
+    /// a reader takes into the tag.
+    #[test]
+    fn a_key_of_only_a_tag_or_anchor_keeps_its_colon_apart() {
+        for src in ["!t : v\n", "a:\n  ! : v\n", "&a : v\n", "x:\n  !t: : v\n"] {
+            let once = round_trip(src);
+            assert!(
+                once.contains(" : v") || once.contains(" :\n"),
+                "{src:?}: {once:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn keeps_anchors_and_aliases_as_written() {
+        for src in [
+            "a: &x {k: v}\nb: *x\nc: &y\n  k: v\n  n: &n [1, 2]\nd: *y\ne: &s str\nf: *s\n",
+            "l: &l\n- 1\n- *s\nm: *l\n",
+            "seq:\n- &i\n  k: v\n- *i\n- &e\n- *e\n",
+            "e: &s x\n*s : v\n&k key: 1\n*k : 2\n",
+            "t: &t !!str 12\nu: &u !!map\n  a: b\nw: *u\n",
+            "&root\na: 1\n",
+            "x: &a\ny: *a\n",
+            "f: {&a k: &b v, *a : *b}\n",
+            "a: &x |\n  text\nb: *x\n",
+        ] {
+            // `*s` in the second case is not defined there: it is written out.
+            let src = src.replace("- *s\n", "- s\n");
+            assert_eq!(round_trip(&src), src);
+        }
+    }
+
+    #[test]
+    fn writes_out_an_alias_whose_anchor_no_longer_holds_the_same_value() {
+        let src = "a: &x\n  k: v\nb: *x\nc: *x\n";
+        // The anchored node edited: the aliases keep the value they had.
+        let mut doc = parse_document(src).unwrap();
+        let map = doc.as_map_mut().unwrap();
+        let Node::Map(a) = map.get_mut("a").unwrap() else {
+            panic!()
+        };
+        a.insert("k", Node::string("changed"));
+        assert_eq!(
+            round_trip(&emit_document(&doc)),
+            "a: &x\n  k: changed\nb:\n  k: v\nc:\n  k: v\n"
+        );
+        // One alias's copy edited: only that one is written out.
+        let mut doc = parse_document(src).unwrap();
+        let Node::Map(b) = doc.as_map_mut().unwrap().get_mut("b").unwrap() else {
+            panic!()
+        };
+        b.insert("m", Node::string("new"));
+        assert_eq!(
+            emit_document(&doc),
+            "a: &x\n  k: v\nb:\n  k: v\n  m: new\nc: *x\n"
+        );
+        // The anchored node removed: the aliases are written out.
+        let mut doc = parse_document(src).unwrap();
+        doc.as_map_mut().unwrap().remove("a");
+        assert_eq!(emit_document(&doc), "b:\n  k: v\nc:\n  k: v\n");
+        // An anchor defined again: an alias stands for the latest definition only.
+        let doc = parse_document("a: &x 1\nb: *x\nc: &x 2\nd: *x\n").unwrap();
+        assert_eq!(emit_document(&doc), "a: &x 1\nb: *x\nc: &x 2\nd: *x\n");
+        let mut doc = parse_document("a: &x 1\nc: &x 2\nd: *x\n").unwrap();
+        doc.as_map_mut().unwrap().remove("c");
+        assert_eq!(emit_document(&doc), "a: &x 1\nd: 2\n");
+    }
+
+    #[test]
+    fn items_read_apart_use_only_their_own_anchors() {
+        let mut doc = parse_document("items:\n- a: &x 1\n  b: *x\n- a: &x 1\n  b: *x\n").unwrap();
+        let Node::Seq(items) = doc.as_map_mut().unwrap().get_mut("items").unwrap() else {
+            panic!()
+        };
+        let Node::Map(second) = &mut items.items[1] else {
+            panic!()
+        };
+        second.remove("a");
+        // `*x` in the second item would reach the first item's anchor.
+        assert_eq!(
+            emit_document_of_items(&doc),
+            "items:\n- a: &x 1\n  b: *x\n- b: 1\n"
+        );
+        assert_eq!(emit_document(&doc), "items:\n- a: &x 1\n  b: *x\n- b: *x\n");
     }
 }

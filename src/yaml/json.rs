@@ -32,7 +32,7 @@ impl Node {
             Value::String(s) => Node::Scalar(Scalar {
                 value: s.as_str().into(),
                 style: Style::DoubleQuoted,
-                tag: None,
+                props: None,
             }),
             Value::Array(items) => Node::Seq(Seq {
                 items: items.iter().map(Node::from_json).collect(),
@@ -70,11 +70,7 @@ impl Node {
 
 fn scalar_to_json(s: &Scalar) -> Value {
     let text = s.value.as_str();
-    if s.style != Style::Plain
-        || s.tag
-            .as_deref()
-            .is_some_and(|t| t == "!!str" || t.ends_with(":str"))
-    {
+    if s.style != Style::Plain || s.tag().is_some_and(|t| t == "!!str" || t.ends_with(":str")) {
         return Value::String(text.to_string());
     }
     match text {

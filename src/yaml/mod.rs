@@ -3,15 +3,16 @@
 //! Every scalar keeps its source text and its style: a plain `0644` stays the
 //! plain text `0644` (the integer 420 for kubectl), a quoted `"yes"` stays quoted,
 //! and an integer beyond 64 bits keeps every digit. Nothing is resolved to a
-//! number or a boolean, so nothing can change meaning. Comments are not kept:
-//! kpt restores them itself from `internal.config.kubernetes.io/id`.
+//! number or a boolean, so nothing can change meaning. Anchors and aliases are
+//! kept (see [`Anchor`]). Comments are not kept: kpt restores them itself from
+//! `internal.config.kubernetes.io/id`.
 
 mod emit;
 mod json;
 mod parse;
 mod scalar;
 
-pub use emit::{emit_document, emit_stream};
+pub use emit::{emit_document, emit_document_of_items, emit_stream};
 pub(crate) use json::describe_json;
 pub use parse::{ParseError, parse_document, parse_stream};
 pub use scalar::is_plain_safe;
@@ -55,8 +56,63 @@ pub struct Scalar {
     pub value: Text,
     /// How it is written.
     pub style: Style,
+    /// Its tag and anchor, when it has either.
+    pub props: Option<Box<Props>>,
+}
+
+/// A node's properties: few nodes have any, so they take one word in the others.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Props {
     /// An explicit tag as written in YAML (`!!str`, `!custom`).
     pub tag: Option<Box<str>>,
+    /// The anchor it defines or the alias it was written as.
+    pub anchor: Option<Anchor>,
+}
+
+impl Props {
+    /// The properties, `None` when there are none.
+    pub fn new(tag: Option<Box<str>>, anchor: Option<Anchor>) -> Option<Box<Props>> {
+        (tag.is_some() || anchor.is_some()).then(|| Box::new(Props { tag, anchor }))
+    }
+}
+
+/// The tag in optional properties.
+fn tag_of(props: &Option<Box<Props>>) -> Option<&str> {
+    props.as_ref()?.tag.as_deref()
+}
+
+impl Scalar {
+    /// Its explicit tag.
+    pub fn tag(&self) -> Option<&str> {
+        tag_of(&self.props)
+    }
+}
+
+impl Seq {
+    /// Its explicit tag.
+    pub fn tag(&self) -> Option<&str> {
+        tag_of(&self.props)
+    }
+}
+
+impl Map {
+    /// Its explicit tag.
+    pub fn tag(&self) -> Option<&str> {
+        tag_of(&self.props)
+    }
+}
+
+/// How a node was tied to others in its source, so it is written back the same way.
+///
+/// Aliases are expanded when read (every rule sees plain values); the emitter
+/// writes `*name` again only where the copy still equals what `&name` stands
+/// for at that point of the output, and the value itself otherwise.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Anchor {
+    /// Written `&name`.
+    Defines(Box<str>),
+    /// Written `*name`: a copy of what `&name` held when read.
+    AliasOf(Box<str>),
 }
 
 /// A sequence and its optional tag.
@@ -64,8 +120,8 @@ pub struct Scalar {
 pub struct Seq {
     /// The items.
     pub items: Vec<Node>,
-    /// An explicit tag.
-    pub tag: Option<Box<str>>,
+    /// Its tag and anchor, when it has either.
+    pub props: Option<Box<Props>>,
     /// Written `[a, b]` rather than as a block.
     pub flow: bool,
 }
@@ -75,8 +131,8 @@ pub struct Seq {
 pub struct Map {
     /// The entries in source order.
     pub entries: Vec<(Node, Node)>,
-    /// An explicit tag.
-    pub tag: Option<Box<str>>,
+    /// Its tag and anchor, when it has either.
+    pub props: Option<Box<Props>>,
     /// Written `{a: b}` rather than as a block.
     pub flow: bool,
 }
@@ -94,7 +150,7 @@ impl Scalar {
         Scalar {
             value,
             style,
-            tag: None,
+            props: None,
         }
     }
 }
@@ -110,7 +166,7 @@ impl Node {
         Node::Scalar(Scalar {
             value: value.into(),
             style: Style::Plain,
-            tag: None,
+            props: None,
         })
     }
 
@@ -119,7 +175,7 @@ impl Node {
         Node::Scalar(Scalar {
             value: value.into(),
             style: Style::Literal,
-            tag: None,
+            props: None,
         })
     }
 
@@ -178,8 +234,9 @@ impl Node {
 
     /// Whether this is a null: an empty or `~`/`null` plain scalar without tag.
     pub fn is_null(&self) -> bool {
-        matches!(self, Node::Scalar(Scalar { value, style: Style::Plain, tag: None })
-            if matches!(value.as_str(), "" | "~" | "null" | "Null" | "NULL"))
+        matches!(self, Node::Scalar(s) if s.style == Style::Plain
+            && s.tag().is_none()
+            && matches!(s.value.as_str(), "" | "~" | "null" | "Null" | "NULL"))
     }
 
     /// The scalar text if this is a string-like scalar, `None` for nulls and collections.
@@ -214,7 +271,7 @@ impl Node {
             Node::Scalar(s) => {
                 if unquote
                     && s.style == Style::DoubleQuoted
-                    && s.tag.is_none()
+                    && s.tag().is_none()
                     && is_plain_safe(&s.value)
                 {
                     s.style = Style::Plain;
@@ -240,6 +297,42 @@ impl Node {
             Node::Scalar(_) => false,
             Node::Seq(s) => s.flow,
             Node::Map(m) => m.flow,
+        }
+    }
+
+    /// The anchor this node defines or the alias it was written as.
+    pub fn anchor(&self) -> Option<&Anchor> {
+        let props = match self {
+            Node::Scalar(s) => &s.props,
+            Node::Seq(s) => &s.props,
+            Node::Map(m) => &m.props,
+        };
+        props.as_ref()?.anchor.as_ref()
+    }
+
+    /// Whether two nodes hold the same data written the same way, whatever
+    /// anchors and aliases they carry: whether an alias may stand for `other`.
+    pub fn same_content(&self, other: &Node) -> bool {
+        match (self, other) {
+            (Node::Scalar(a), Node::Scalar(b)) => {
+                a.value == b.value && a.style == b.style && a.tag() == b.tag()
+            }
+            (Node::Seq(a), Node::Seq(b)) => {
+                a.tag() == b.tag()
+                    && a.flow == b.flow
+                    && a.items.len() == b.items.len()
+                    && a.items.iter().zip(&b.items).all(|(x, y)| x.same_content(y))
+            }
+            (Node::Map(a), Node::Map(b)) => {
+                a.tag() == b.tag()
+                    && a.flow == b.flow
+                    && a.entries.len() == b.entries.len()
+                    && a.entries
+                        .iter()
+                        .zip(&b.entries)
+                        .all(|((k, v), (l, w))| k.same_content(l) && v.same_content(w))
+            }
+            _ => false,
         }
     }
 

@@ -4,10 +4,10 @@ use std::collections::HashMap;
 
 use saphyr_parser::{Event, Parser, ScalarStyle, Span, Tag};
 
-use super::{Map, Node, Scalar, Seq, Style, Text};
+use super::{Anchor, Map, Node, Props, Scalar, Seq, Style, Text};
 
-/// Aliases are expanded; this caps the nodes they may copy, against
-/// "billion laughs" inputs.
+/// Aliases are expanded (and remembered, see [`Anchor`]); this caps the nodes
+/// they may copy, against "billion laughs" inputs.
 const MAX_ALIAS_NODES: usize = 1_000_000;
 
 /// A YAML syntax error with its position (1-based line and column).
@@ -33,8 +33,88 @@ impl ParseError {
 }
 
 /// Parses a stream of documents. Empty documents come out as null scalars.
+///
+/// Quoted scalars whose continuation lines are indented less than their key
+/// (`config: '{` ... `}'` with the brace at column 0, as Multus's examples
+/// write them) are read as libyaml, go-yaml and kubectl read them, although
+/// YAML 1.2 and saphyr-parser refuse them: continuation lines carry no
+/// meaning in their indentation, so the text is re-indented and read again.
+/// Only a failed read pays for this.
 pub fn parse_stream(src: &str) -> Result<Vec<Node>, ParseError> {
-    Builder::new(src).run()
+    let mut text = std::borrow::Cow::Borrowed(src);
+    let mut last = None;
+    for _ in 0..MAX_REINDENTS {
+        match Builder::new(&text).run() {
+            Ok(docs) => return Ok(docs),
+            Err(failure)
+                if failure.error.message == QUOTED_INDENT && last != Some(failure.index) =>
+            {
+                last = Some(failure.index);
+                match reindent_quoted(&text, failure.index) {
+                    Some(fixed) => text = fixed.into(),
+                    None => return Err(failure.error),
+                }
+            }
+            Err(failure) => return Err(failure.error),
+        }
+    }
+    Builder::new(&text).run().map_err(|f| f.error)
+}
+
+/// saphyr-parser's message for a quoted scalar's line indented less than YAML 1.2 allows.
+const QUOTED_INDENT: &str = "invalid indentation in quoted scalar";
+
+/// How many such scalars one source may hold: each costs a read of the whole text.
+const MAX_REINDENTS: usize = 64;
+
+/// The text with the continuation lines of the quoted scalar starting at
+/// character `index` indented past its opening quote, which changes nothing
+/// of its value (leading white space of those lines is not content). `None`
+/// when there is no such scalar, or a line in it is a document marker, which
+/// every reader refuses.
+fn reindent_quoted(text: &str, index: usize) -> Option<String> {
+    let at = text.char_indices().nth(index)?.0;
+    let quote = *text.as_bytes().get(at)?;
+    if !matches!(quote, b'\'' | b'"') {
+        return None;
+    }
+    let line_start = text[..at].rfind('\n').map_or(0, |i| i + 1);
+    let pad = text[line_start..at].chars().count() + 1;
+    let bytes = text.as_bytes();
+    let mut lines = Vec::new();
+    let mut i = at + 1;
+    loop {
+        match *bytes.get(i)? {
+            // An escaped line break is still a line break to re-indent after.
+            b'\\' if quote == b'"' && !matches!(bytes.get(i + 1), Some(b'\n' | b'\r')) => i += 1,
+            b'\'' if quote == b'\'' && bytes.get(i + 1) == Some(&b'\'') => i += 1,
+            b if b == quote => break,
+            b'\n' => lines.push(i + 1),
+            _ => {}
+        }
+        i += 1;
+    }
+    let mut out = String::with_capacity(text.len() + lines.len() * pad);
+    let mut from = 0;
+    for start in lines {
+        let line = &text[start..];
+        if (line.starts_with("---") || line.starts_with("..."))
+            && line[3..].starts_with([' ', '\t', '\r', '\n'])
+        {
+            return None;
+        }
+        if line
+            .trim_start_matches([' ', '\t'])
+            .starts_with(['\r', '\n'])
+        {
+            continue;
+        }
+        out.push_str(&text[from..start]);
+        out.extend(std::iter::repeat_n(' ', pad));
+        from = start;
+    }
+    out.push_str(&text[from..]);
+    Some(out)
 }
 
 /// Parses a source that must hold exactly one document.
@@ -55,6 +135,18 @@ pub fn parse_document(src: &str) -> Result<Node, ParseError> {
     }
 }
 
+/// A parse error and the character index it points at.
+struct Failure {
+    error: ParseError,
+    index: usize,
+}
+
+impl From<ParseError> for Failure {
+    fn from(error: ParseError) -> Self {
+        Failure { error, index: 0 }
+    }
+}
+
 enum Frame {
     Seq(Seq, usize),
     Map(Map, usize, Option<Node>),
@@ -64,9 +156,14 @@ struct Builder<'s> {
     src: &'s str,
     stack: Vec<Frame>,
     docs: Vec<Node>,
-    anchors: HashMap<usize, (Node, usize)>,
+    /// Each anchor by id: its name, and the value an alias copies with its size.
+    anchors: HashMap<usize, (Box<str>, Node, usize)>,
+    /// The name of each anchor whose node is not complete yet.
+    open_anchors: HashMap<usize, Box<str>>,
     alias_nodes: usize,
     cursor: CharCursor,
+    /// The source's length in characters, once needed.
+    src_chars: Option<usize>,
 }
 
 /// Maps the parser's character positions to bytes, moving forward only
@@ -86,10 +183,10 @@ impl CharCursor {
         }
     }
 
-    /// The character at a character index.
-    fn char_at(&mut self, src: &str, index: usize) -> Option<char> {
+    /// The byte offset of a character index (the source's length past its end).
+    fn byte_at(&mut self, src: &str, index: usize) -> usize {
         if self.ascii {
-            return src.as_bytes().get(index).map(|&b| char::from(b));
+            return index.min(src.len());
         }
         if index < self.chars {
             self.chars = 0;
@@ -97,13 +194,21 @@ impl CharCursor {
         }
         for c in src[self.bytes..].chars() {
             if self.chars == index {
-                return Some(c);
+                return self.bytes;
             }
             self.chars += 1;
             self.bytes += c.len_utf8();
         }
-        None
+        self.bytes
     }
+}
+
+/// Whether a character ends an anchor name: blanks, breaks and flow indicators.
+fn ends_anchor(c: char) -> bool {
+    matches!(
+        c,
+        ' ' | '\t' | '\r' | '\n' | '\u{feff}' | ',' | '[' | ']' | '{' | '}'
+    )
 }
 
 impl<'s> Builder<'s> {
@@ -113,50 +218,115 @@ impl<'s> Builder<'s> {
             stack: Vec::new(),
             docs: Vec::new(),
             anchors: HashMap::new(),
+            open_anchors: HashMap::new(),
             alias_nodes: 0,
             cursor: CharCursor::new(src),
+            src_chars: None,
         }
     }
 
-    fn starts_with(&mut self, span: &Span, c: char) -> bool {
-        self.cursor.char_at(self.src, span.start.index()) == Some(c)
+    /// A node's properties at the start of its span: the anchor's name, if
+    /// `with_properties`, and the first character of its content.
+    fn properties(
+        &mut self,
+        span: &Span,
+        with_properties: bool,
+    ) -> (Option<Box<str>>, Option<char>) {
+        let start = self.cursor.byte_at(self.src, span.start.index());
+        let mut rest = &self.src[start..];
+        let mut anchor = None;
+        if with_properties {
+            // An anchor and a tag, in either order.
+            for _ in 0..2 {
+                rest = skip_separation(rest);
+                if let Some(after) = rest.strip_prefix('&') {
+                    let len = after.find(ends_anchor).unwrap_or(after.len());
+                    anchor.get_or_insert_with(|| Box::from(&after[..len]));
+                    rest = &after[len..];
+                } else if rest.starts_with('!') {
+                    let len = rest.find(ends_anchor).unwrap_or(rest.len());
+                    rest = &rest[len..];
+                } else {
+                    break;
+                }
+            }
+            rest = skip_separation(rest);
+        }
+        (anchor, rest.chars().next())
     }
 
-    fn run(mut self) -> Result<Vec<Node>, ParseError> {
+    fn collection_start(&mut self, span: &Span, anchor: usize, has_tag: bool, open: char) -> bool {
+        let (name, first) = self.properties(span, anchor != 0 || has_tag);
+        if anchor != 0 {
+            self.open_anchors
+                .insert(anchor, name.unwrap_or_else(|| Box::from("")));
+        }
+        first == Some(open)
+    }
+
+    /// Whether a block scalar ends at the end of a source without a final
+    /// line break: saphyr-parser then adds one that is not there.
+    fn ends_without_break(&mut self, span: &Span) -> bool {
+        if self.src.ends_with(['\n', '\r']) {
+            return false;
+        }
+        let chars = *self
+            .src_chars
+            .get_or_insert_with(|| self.src.chars().count());
+        span.end.index() >= chars
+    }
+
+    fn run(mut self) -> Result<Vec<Node>, Failure> {
         let src = self.src;
         let mut parser = Parser::new_from_str(src);
         while let Some(next) = parser.next_event() {
-            let (event, span) = next.map_err(|e| ParseError {
-                line: e.marker().line(),
-                column: e.marker().col() + 1,
-                message: e.info().to_string(),
+            let (event, span) = next.map_err(|e| Failure {
+                error: ParseError {
+                    line: e.marker().line(),
+                    column: e.marker().col() + 1,
+                    message: e.info().to_string(),
+                },
+                index: e.marker().index(),
             })?;
             match event {
                 Event::Scalar(value, style, anchor, tag) => {
+                    let mut value = Text::from(value);
+                    if matches!(style, ScalarStyle::Literal | ScalarStyle::Folded)
+                        && value.ends_with('\n')
+                        && self.ends_without_break(&span)
+                    {
+                        value.pop();
+                    }
+                    let name = if anchor != 0 {
+                        let (name, _) = self.properties(&span, true);
+                        Some(Anchor::Defines(name.unwrap_or_else(|| Box::from(""))))
+                    } else {
+                        None
+                    };
                     let node = Node::Scalar(Scalar {
-                        value: Text::from(value),
+                        value,
                         style: style_of(style),
-                        tag: tag.map(|t| tag_text(&t)),
+                        props: Props::new(tag.map(|t| tag_text(&t)), name),
                     });
                     self.complete(node, anchor);
                 }
                 Event::SequenceStart(anchor, tag) => {
-                    let flow = self.starts_with(&span, '[');
+                    let flow = self.collection_start(&span, anchor, tag.is_some(), '[');
                     self.stack.push(Frame::Seq(
                         Seq {
                             items: Vec::new(),
-                            tag: tag.map(|t| tag_text(&t)),
+                            props: Props::new(tag.map(|t| tag_text(&t)), None),
                             flow,
                         },
                         anchor,
                     ))
                 }
                 Event::MappingStart(anchor, tag) => {
-                    let flow = self.starts_with(&span, '{');
+                    let flow = self.collection_start(&span, anchor, tag.is_some(), '{');
                     self.stack.push(Frame::Map(
                         Map {
                             entries: Vec::new(),
-                            tag: tag.map(|t| tag_text(&t)),
+                            props: Props::new(tag.map(|t| tag_text(&t)), None),
                             flow,
                         },
                         anchor,
@@ -164,15 +334,20 @@ impl<'s> Builder<'s> {
                     ))
                 }
                 Event::SequenceEnd | Event::MappingEnd => {
-                    let (node, anchor) = match self.stack.pop() {
+                    let (mut node, anchor) = match self.stack.pop() {
                         Some(Frame::Seq(seq, anchor)) => (Node::Seq(seq), anchor),
                         Some(Frame::Map(map, anchor, _)) => (Node::Map(map), anchor),
-                        None => return Err(ParseError::at(&span, "unbalanced collection end")),
+                        None => {
+                            return Err(ParseError::at(&span, "unbalanced collection end").into());
+                        }
                     };
+                    if let Some(name) = self.open_anchors.remove(&anchor) {
+                        set_anchor(&mut node, Some(Anchor::Defines(name)));
+                    }
                     self.complete(node, anchor);
                 }
                 Event::Alias(id) => {
-                    let (node, size) = self
+                    let (name, node, size) = self
                         .anchors
                         .get(&id)
                         .ok_or_else(|| ParseError::at(&span, "alias to an unknown anchor"))?;
@@ -181,15 +356,18 @@ impl<'s> Builder<'s> {
                         return Err(ParseError::at(
                             &span,
                             format!("aliases expand to more than {MAX_ALIAS_NODES} nodes"),
-                        ));
+                        )
+                        .into());
                     }
-                    let node = node.clone();
+                    let mut node = node.clone();
+                    set_anchor(&mut node, Some(Anchor::AliasOf(name.clone())));
                     self.complete(node, 0);
                 }
+                // An alias names an anchor of its own document only.
+                Event::DocumentEnd => self.anchors.clear(),
                 Event::StreamStart
                 | Event::StreamEnd
                 | Event::DocumentStart(_)
-                | Event::DocumentEnd
                 | Event::Nothing => {}
             }
         }
@@ -198,8 +376,14 @@ impl<'s> Builder<'s> {
 
     fn complete(&mut self, node: Node, anchor: usize) {
         if anchor != 0 {
-            self.anchors
-                .insert(anchor, (node.clone(), count_nodes(&node)));
+            let name = match node.anchor() {
+                Some(Anchor::Defines(name)) => name.clone(),
+                _ => Box::from(""),
+            };
+            let mut copy = node.clone();
+            strip_anchors(&mut copy);
+            let size = count_nodes(&copy);
+            self.anchors.insert(anchor, (name, copy, size));
         }
         match self.stack.last_mut() {
             Some(Frame::Seq(seq, _)) => seq.items.push(node),
@@ -209,6 +393,43 @@ impl<'s> Builder<'s> {
             },
             None => self.docs.push(node),
         }
+    }
+}
+
+/// Skips blanks, line breaks and comments between a node's properties.
+fn skip_separation(mut rest: &str) -> &str {
+    loop {
+        rest = rest.trim_start_matches([' ', '\t', '\r', '\n']);
+        match rest.strip_prefix('#') {
+            Some(comment) => rest = comment.find('\n').map_or("", |i| &comment[i..]),
+            None => return rest,
+        }
+    }
+}
+
+fn set_anchor(node: &mut Node, anchor: Option<Anchor>) {
+    let props = match node {
+        Node::Scalar(s) => &mut s.props,
+        Node::Seq(s) => &mut s.props,
+        Node::Map(m) => &mut m.props,
+    };
+    let tag = props.take().and_then(|p| p.tag);
+    *props = Props::new(tag, anchor);
+}
+
+/// Removes the anchors a copy would define again: an alias's copy stands for
+/// the value, not for the anchors inside it (aliases inside it stay).
+fn strip_anchors(node: &mut Node) {
+    if matches!(node.anchor(), Some(Anchor::Defines(_))) {
+        set_anchor(node, None);
+    }
+    match node {
+        Node::Scalar(_) => {}
+        Node::Seq(s) => s.items.iter_mut().for_each(strip_anchors),
+        Node::Map(m) => m.entries.iter_mut().for_each(|(k, v)| {
+            strip_anchors(k);
+            strip_anchors(v);
+        }),
     }
 }
 
@@ -280,11 +501,14 @@ mod tests {
     fn expands_aliases_and_keeps_tags() {
         let doc = parse_document("a: &x {k: v}\nb: *x\nc: !!str 12\n").unwrap();
         let map = doc.as_map().unwrap();
-        assert_eq!(map.get("a"), map.get("b"));
+        let (a, b) = (map.get("a").unwrap(), map.get("b").unwrap());
+        assert!(a.same_content(b));
+        assert_eq!(a.anchor(), Some(&Anchor::Defines("x".into())));
+        assert_eq!(b.anchor(), Some(&Anchor::AliasOf("x".into())));
         let Node::Scalar(c) = map.get("c").unwrap() else {
             panic!()
         };
-        assert_eq!(c.tag.as_deref(), Some("!!str"));
+        assert_eq!(c.tag(), Some("!!str"));
     }
 
     #[test]
@@ -306,6 +530,14 @@ mod tests {
     }
 
     #[test]
+    fn an_alias_names_an_anchor_of_its_own_document() {
+        let err = parse_stream("a: &x 1\n---\nb: *x\n").unwrap_err();
+        assert_eq!((err.line, err.column), (3, 4), "{err}");
+        let docs = parse_stream("a: &x 1\n---\nb: &x 2\nc: *x\n").unwrap();
+        assert_eq!(docs[1].get_path(&["c"]).and_then(Node::as_str), Some("2"));
+    }
+
+    #[test]
     fn limits_alias_expansion() {
         let mut src = String::from("a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n");
         for i in 1..8 {
@@ -316,5 +548,87 @@ mod tests {
         }
         let err = parse_document(&src).unwrap_err();
         assert!(err.message.contains("aliases expand"), "{err}");
+    }
+
+    fn value_of(src: &str, key: &str) -> String {
+        let doc = parse_document(src).unwrap_or_else(|e| panic!("{src:?}: {e}"));
+        doc.get_path(&key.split('.').collect::<Vec<_>>())
+            .and_then(Node::as_str)
+            .unwrap_or_else(|| panic!("{src:?}: no {key}"))
+            .to_string()
+    }
+
+    #[test]
+    fn reads_quoted_scalars_whose_lines_are_indented_less_than_their_key() {
+        // Each value as PyYAML (libyaml) and go-yaml read it.
+        let cases = [
+            // Multus's NAD examples: the closing brace at column 0.
+            (
+                "spec:\n  config: '{\n    \"cniVersion\": \"0.3.1\",\n    \"type\": \"macvlan\"\n}'\n",
+                "spec.config",
+                "{ \"cniVersion\": \"0.3.1\", \"type\": \"macvlan\" }",
+            ),
+            ("config: '{\n  \"a\": 1\n}'\n", "config", "{ \"a\": 1 }"),
+            ("a:\n  b:\n    c: \"x\n  y\n\n z\"\n", "a.b.c", "x y\nz"),
+            ("a:\n  b: 'it''s\nhere'\n", "a.b", "it's here"),
+            ("a:\n  b: \"one\\\ntwo \\\"q\\\"\"\n", "a.b", "onetwo \"q\""),
+            ("a:\r\n  b: 'x\r\ny'\r\n", "a.b", "x y"),
+            ("a:\n  b: 'ü\nü'\n  c: 'é\né'\n", "a.c", "é é"),
+        ];
+        for (src, key, want) in cases {
+            assert_eq!(value_of(src, key), want, "{src:?}");
+        }
+        let two = "x:\n  a: '1\n2'\n  b: \"3\n4\"\n";
+        assert_eq!(value_of(two, "x.b"), "3 4");
+        // Errors keep their lines; a document marker in a quoted scalar is
+        // refused by every reader.
+        let err = parse_document("a:\n  b: 'x\n---\ny'\n").unwrap_err();
+        assert!(err.message.contains("document indicator"), "{err}");
+        let err = parse_document("a:\n  b: 'x\ny'\n c: [\n").unwrap_err();
+        assert!(err.line >= 4, "{err}");
+    }
+
+    #[test]
+    fn block_scalars_at_the_end_of_a_file_without_a_line_break() {
+        // What PyYAML reads: the last line has no line break to keep.
+        for (src, want) in [
+            ("a: |\n  x", "x"),
+            ("a: |+\n  x", "x"),
+            ("a: |-\n  x", "x"),
+            ("a: >\n  x\n  y", "x y"),
+            ("a: |\n  x\n  ", "x\n"),
+            ("a: |+\n  x\n\n  ", "x\n\n"),
+            ("a: |\n\n  x", "\nx"),
+            ("a: |\n  ü", "ü"),
+            ("a: |\n  x\n", "x\n"),
+            ("a: |\n  x\n# comment", "x\n"),
+            ("a: |\n  x\nb: 1", "x\n"),
+        ] {
+            assert_eq!(value_of(src, "a"), want, "{src:?}");
+        }
+        let doc = parse_document("- |\n  x").unwrap();
+        assert_eq!(doc.as_seq().unwrap().items[0].as_str(), Some("x"));
+    }
+
+    #[test]
+    fn remembers_anchors_and_aliases() {
+        let doc = parse_document(
+            "a: &m !t\n  k: &s v\nb: *m\nc: !!seq &l [1]\nd: *l\ne: &f {x: 1}\n&k key: *s\n",
+        )
+        .unwrap();
+        let map = doc.as_map().unwrap();
+        let anchor = |k: &str| map.get(k).unwrap().anchor().cloned();
+        assert_eq!(anchor("a"), Some(Anchor::Defines("m".into())));
+        assert_eq!(anchor("b"), Some(Anchor::AliasOf("m".into())));
+        assert_eq!(anchor("c"), Some(Anchor::Defines("l".into())));
+        assert_eq!(anchor("d"), Some(Anchor::AliasOf("l".into())));
+        assert!(map.get("c").unwrap().is_flow() && map.get("e").unwrap().is_flow());
+        assert!(!map.get("a").unwrap().is_flow());
+        // The copy carries no anchor of its own inside: it is the value.
+        let b = map.get("b").unwrap().as_map().unwrap();
+        assert_eq!(b.get("k").unwrap().anchor(), None);
+        let (key, value) = &map.entries[5];
+        assert_eq!(key.anchor(), Some(&Anchor::Defines("k".into())));
+        assert_eq!(value.anchor(), Some(&Anchor::AliasOf("s".into())));
     }
 }

@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# Coverage-guided fuzzing of every reader of user input with AFL++ (cargo-afl, see
+# fuzz/Cargo.toml): builds fuzz/ with AFL++'s instrumentation, seeds each target's corpus
+# from testdata/, runs each target in turn and reports its executions, executions per
+# second, crashes and hangs.
+#
+#   scripts/fuzz.sh                  every target for FUZZ_SECONDS (default 600) seconds
+#   scripts/fuzz.sh --smoke          every target for 10 seconds: the run of scripts/test.sh
+#   scripts/fuzz.sh krm networks     only these targets
+#
+# The targets and their invariants are in fuzz/src/targets.rs: krm, manifests, networks,
+# cni-config, settings, admission. Findings stay in target/fuzz/out/TARGET/default/crashes/
+# and hangs/. Exits 1 when a target crashed (an invariant broke or the code panicked): copy
+# each crash into testdata/fuzz/TARGET/, where tests/fuzz_regressions.rs runs it, and fix the
+# code. A hang (an input slower than AFL++'s timeout) is reported, not failed on: on a
+# loaded machine a slow run is not a finding. cargo-afl comes from
+# scripts/install-test-tools.sh.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+seconds=${FUZZ_SECONDS:-600}
+targets=()
+for arg in "$@"; do
+  case $arg in
+    --smoke) seconds=10 ;;
+    -*) echo "error: unknown option $arg" >&2; exit 2 ;;
+    *) targets+=("$arg") ;;
+  esac
+done
+[ "${#targets[@]}" -gt 0 ] || targets=(krm manifests networks cni-config settings admission)
+
+cargo afl --version >/dev/null 2>&1 \
+  || { echo "error: cargo-afl is not installed: run scripts/install-test-tools.sh" >&2; exit 1; }
+
+(cd fuzz && cargo afl build --release --locked --target-dir ../target/afl) >&2
+bin=$PWD/target/afl/release/linkerd-multus-fuzz
+work=$PWD/target/fuzz
+rm -rf "$work/seeds"
+"$bin" seed . "$work/seeds"
+
+# No UI, no CPU binding (the machine is shared), no core-dump or CPU-governor checks.
+export AFL_NO_UI=1 AFL_NO_AFFINITY=1 AFL_SKIP_CPUFREQ=1 AFL_I_DONT_CARE_ABOUT_MISSING_CRASHES=1
+
+stat() { awk -F' *: *' -v key="$1" '$1 == key { print $2 }' "$2"; }
+crashed=0
+printf '%-12s %8s %14s %10s %8s %6s\n' target seconds executions 'execs/s' crashes hangs
+for target in "${targets[@]}"; do
+  out=$work/out/$target
+  rm -rf "$out"
+  mkdir -p "$out"
+  if ! cargo afl fuzz -V "$seconds" -i "$work/seeds/$target" -o "$out" -- "$bin" "$target" \
+    >"$out/afl.log" 2>&1; then
+    echo "error: afl-fuzz failed on $target; its log:" >&2
+    tail -n 20 "$out/afl.log" >&2
+    exit 1
+  fi
+  stats=$out/default/fuzzer_stats
+  crashes=$(stat saved_crashes "$stats")
+  printf '%-12s %8s %14s %10s %8s %6s\n' "$target" "$(stat run_time "$stats")" \
+    "$(stat execs_done "$stats")" "$(stat execs_per_sec "$stats")" "$crashes" \
+    "$(stat saved_hangs "$stats")"
+  if [ "$crashes" != 0 ]; then
+    crashed=1
+    for file in "$out"/default/crashes/id*; do echo "  crash: $file"; done
+  fi
+done
+if [ "$crashed" = 1 ]; then
+  echo "error: crashes found: copy each into testdata/fuzz/TARGET/ (tests/fuzz_regressions.rs) and fix the code" >&2
+  exit 1
+fi
