@@ -8,13 +8,15 @@
 use std::path::Path;
 
 use base64::Engine as _;
-use linkerd_multus::admission::{self, NamespaceState, OnError};
+use linkerd_multus::admission::{self, MissingNad, NadCheck, NadState, NamespaceState, OnError};
 use linkerd_multus::files::manifests::Input;
 use linkerd_multus::files::render::{self, Mode, Options};
+use linkerd_multus::k8s::namespace::Lookup;
 use linkerd_multus::k8s::networks::Networks;
 use linkerd_multus::k8s::resource_list::ResourceList;
 use linkerd_multus::linkerd_cni::cni_config::{nad_config, to_text};
 use linkerd_multus::linkerd_cni::settings::Settings;
+use linkerd_multus::network_resources::Nads;
 use linkerd_multus::network_resources::settings::read_network_resources;
 use linkerd_multus::pipeline::FunctionConfig;
 use linkerd_multus::yaml::{self, Map, Node};
@@ -244,6 +246,17 @@ pub fn settings(data: &[u8]) {
     }
 }
 
+/// A cluster where every namespace has every NAD, without annotations: the
+/// missing-NAD check runs and lets every attached pod through.
+struct EveryNad;
+
+impl Nads for EveryNad {
+    fn annotations(&self, _: &str, _: &str) -> Option<&dyn Lookup> {
+        static NONE: std::collections::BTreeMap<String, String> = std::collections::BTreeMap::new();
+        Some(&NONE)
+    }
+}
+
 /// The AdmissionReview reader and the webhook's answer: a review that reads gets a
 /// response with its uid; the patch, applied to the pod, gives a pod the rules leave
 /// alone.
@@ -263,11 +276,17 @@ pub fn admission_review(data: &[u8]) {
     .map(|(k, v)| (k.to_string(), v.to_string()))
     .collect();
     let answer = |request: &admission::Request<'_>| {
+        let check = NadCheck {
+            nads: NadState::Known(&EveryNad),
+            policy: MissingNad::Deny,
+            managed: false,
+        };
         admission::answer(
             request,
             NamespaceState::Known(&namespace),
             &Settings::default(),
             None,
+            Some(&check),
             OnError::Allow,
         )
     };
