@@ -9,6 +9,7 @@
 #![forbid(unsafe_code)]
 
 pub mod admission;
+#[cfg(feature = "webhook")]
 pub mod controller;
 pub mod environment;
 pub mod files;
@@ -18,5 +19,6 @@ pub mod linkerd_cni;
 pub mod network_resources;
 pub mod pipeline;
 pub mod validation;
+#[cfg(feature = "webhook")]
 pub mod webhook;
 pub mod yaml;
