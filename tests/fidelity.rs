@@ -13,11 +13,10 @@
 
 mod common;
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 
-use common::{bin, copy_dir, repo_path};
+use common::{copy_dir, repo_path};
 
 const INSTALL: &str = "run scripts/install-test-tools.sh: it installs PyYAML and ruamel.yaml, pinned, into target/tools";
 
@@ -44,26 +43,8 @@ fn python() -> PathBuf {
 }
 
 fn run(args: &[&str], stdin: &str) -> (i32, String, String) {
-    let mut child = Command::new(bin())
-        .args(args)
-        .env_clear()
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start linkerd-multus");
-    let mut input = child.stdin.take().expect("stdin");
-    let text = stdin.to_string();
-    let writer = std::thread::spawn(move || {
-        let _ = input.write_all(text.as_bytes());
-    });
-    let out = child.wait_with_output().expect("wait for linkerd-multus");
-    writer.join().expect("stdin writer");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8(out.stdout).expect("utf-8 stdout"),
-        String::from_utf8(out.stderr).expect("utf-8 stderr"),
-    )
+    let out = common::run_clean(args, &[], Path::new("."), stdin);
+    (out.code, out.stdout, out.stderr)
 }
 
 /// Compares an output with the inputs under both readers.

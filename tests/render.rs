@@ -4,43 +4,18 @@
 mod common;
 
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use common::{
     Yaml, bin, copy_dir, kinds, parse_yaml_stream, repo_path, snapshot, template_networks,
 };
 
 /// One run of the binary with arguments, environment and a working directory.
-struct Out {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
+/// A run of the binary.
+type Out = common::Run;
 
 fn linkerd_multus(args: &[&str], env: &[(&str, &str)], cwd: &Path, stdin: &str) -> Out {
-    use std::io::Write;
-    let mut child = Command::new(bin())
-        .args(args)
-        .env_clear()
-        .envs(env.iter().copied())
-        .current_dir(cwd)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start linkerd-multus");
-    let mut input = child.stdin.take().expect("stdin");
-    let text = stdin.to_string();
-    let writer = std::thread::spawn(move || {
-        let _ = input.write_all(text.as_bytes());
-    });
-    let out = child.wait_with_output().expect("wait for linkerd-multus");
-    writer.join().expect("stdin writer");
-    Out {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8(out.stdout).expect("utf-8 stdout"),
-        stderr: String::from_utf8(out.stderr).expect("utf-8 stderr"),
-    }
+    common::run_clean(args, env, cwd, stdin)
 }
 
 fn render(args: &[&str], cwd: &Path) -> Out {

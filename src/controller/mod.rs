@@ -182,14 +182,39 @@ pub async fn run(
 /// What every reconcile shares.
 struct Context {
     settings: Arc<Settings>,
-    nads: Api<DynamicObject>,
+    client: Client,
     nad_store: Store<DynamicObject>,
     nad_resource: ApiResource,
-    /// The NAD config from the live ConfigMap: `None` until the first list,
-    /// then `Some(None)` while it is missing or invalid.
-    config: watch::Receiver<Option<Option<String>>>,
+    /// The NAD config from the live ConfigMap.
+    config: watch::Receiver<LiveConfig>,
     events: Events,
     metrics: Arc<Metrics>,
+}
+
+impl Context {
+    /// The NADs of one namespace.
+    fn nads_in(&self, namespace: &str) -> Api<DynamicObject> {
+        Api::namespaced_with(self.client.clone(), namespace, &self.nad_resource)
+    }
+}
+
+/// What the live ConfigMap gives.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum LiveConfig {
+    /// Not listed yet.
+    Unread,
+    /// Missing or invalid: nothing is created or changed.
+    Unusable,
+    /// A NAD config.
+    Ready(Arc<NadConfig>),
+}
+
+/// A NAD config and its digest, made once per ConfigMap change.
+#[derive(Debug, PartialEq, Eq)]
+struct NadConfig {
+    text: String,
+    /// [`cluster::config_digest`] of the text, as the NAD cache keeps live configs.
+    digest: String,
 }
 
 /// Where Events go. Warnings share one recorder, which folds a repeated
@@ -256,7 +281,7 @@ async fn reconcile_all(
     let nad_store = nad_writer.as_reader();
     let by_name = |name: &str| watcher::Config::default().fields(&format!("metadata.name={name}"));
     // Only the NADs of its name, and of each only what the rules read.
-    let nad_stream = watcher(nads.clone(), by_name(&settings.nad_name))
+    let nad_stream = watcher(nads, by_name(&settings.nad_name))
         .default_backoff()
         .modify(|nad: &mut DynamicObject| {
             nad.metadata.managed_fields = None;
@@ -289,7 +314,7 @@ async fn reconcile_all(
     .applied_objects();
 
     let config_maps: Api<ConfigMap> = Api::namespaced(client.clone(), &settings.cni_namespace);
-    let (config_sender, config_rx) = watch::channel(None);
+    let (config_sender, config_rx) = watch::channel(LiveConfig::Unread);
     let events = Events::new(client.clone(), &options.identity);
     let config_changes = config_map_changes(
         watcher(config_maps, by_name(CONFIG_MAP_NAME)).default_backoff(),
@@ -300,7 +325,7 @@ async fn reconcile_all(
     );
     let context = Arc::new(Context {
         settings,
-        nads,
+        client: client.clone(),
         nad_store: nad_store.clone(),
         nad_resource: nad_resource.clone(),
         config: config_rx.clone(),
@@ -327,7 +352,7 @@ async fn reconcile_all(
         // Nothing is decided before the NADs and the ConfigMap are known.
         let mut config = config_rx;
         if nad_store.wait_until_ready().await.is_err()
-            || config.wait_for(Option::is_some).await.is_err()
+            || config.wait_for(|c| *c != LiveConfig::Unread).await.is_err()
         {
             return;
         }
@@ -368,17 +393,16 @@ fn receiver_stream<T: Send + 'static>(
 }
 
 /// Follows the ConfigMap: keeps the NAD config current, reports a missing or
-/// invalid one (once per version), and yields each time the config changes.
+/// invalid one each time it changes, and yields each time the config changes.
 fn config_map_changes(
     watch_events: impl futures_util::Stream<Item = Result<watcher::Event<ConfigMap>, watcher::Error>>
     + Send
     + 'static,
     settings: Arc<Settings>,
-    config: watch::Sender<Option<Option<String>>>,
+    config: watch::Sender<LiveConfig>,
     events: Events,
     metrics: Arc<Metrics>,
 ) -> impl futures_util::Stream<Item = ()> + Send + 'static {
-    let mut current: Option<ConfigMap> = None;
     let mut listing: Option<Option<ConfigMap>> = None;
     watch_events.filter_map(move |event| {
         // The ConfigMap as it now is, once an event settles it.
@@ -400,10 +424,15 @@ fn config_map_changes(
             }
         };
         let changed = settled.and_then(|cm| {
-            current = cm;
-            let text = read_config(current.as_ref(), &settings, &events, &metrics);
-            let changed = config.borrow().as_ref() != Some(&text);
-            config.send_replace(Some(text));
+            let live = match read_config(cm.as_ref(), &settings, &events, &metrics) {
+                Some(text) => LiveConfig::Ready(Arc::new(NadConfig {
+                    digest: cluster::config_digest(&text),
+                    text,
+                })),
+                None => LiveConfig::Unusable,
+            };
+            let changed = *config.borrow() != live;
+            config.send_replace(live);
             changed.then_some(())
         });
         future::ready(changed)
@@ -476,7 +505,10 @@ async fn reconcile(
     context: Arc<Context>,
 ) -> Result<Action, Error> {
     // The Controller starts once the NADs and the ConfigMap are known.
-    let config = context.config.borrow().clone().flatten();
+    let config = match &*context.config.borrow() {
+        LiveConfig::Ready(config) => Some(config.clone()),
+        LiveConfig::Unread | LiveConfig::Unusable => None,
+    };
     let settings = &context.settings;
     let name = namespace.name_any();
     let empty = BTreeMap::new();
@@ -489,8 +521,8 @@ async fn reconcile(
         maker: maker(nad),
         config: nad.data[CONFIG_DIGEST].as_str(),
     });
-    let digest = config.as_deref().map(cluster::config_digest);
-    let action = cluster::decide(needed, terminating, live_view, digest.as_deref());
+    let digest = config.as_ref().map(|c| c.digest.as_str());
+    let action = cluster::decide(needed, terminating, live_view, digest);
     let metrics = &context.metrics;
     let nad_name = &settings.nad_name;
     let at = format!("NetworkAttachmentDefinition {name}/{nad_name}");
@@ -506,16 +538,10 @@ async fn reconcile(
             return Ok(Action::await_change());
         }
         cluster::Action::Create | cluster::Action::Update => {
-            let config = config
-                .as_deref()
-                .expect("decide applies only with a config");
-            let body = cluster::controller_nad(&name, config, settings);
+            let config = config.expect("decide applies only with a config");
+            let body = cluster::controller_nad(&name, &config.text, settings);
             let params = PatchParams::apply(FIELD_MANAGER);
-            let api: Api<DynamicObject> = Api::namespaced_with(
-                context.nads.clone().into_client(),
-                &name,
-                &context.nad_resource,
-            );
+            let api = context.nads_in(&name);
             metrics.wrote();
             let create = action == cluster::Action::Create;
             if let Err(source) = api.patch(nad_name, &params, &Patch::Apply(&body)).await {
@@ -537,11 +563,7 @@ async fn reconcile(
         }
         cluster::Action::Delete => {
             let live = live.expect("decide deletes only a live NAD");
-            let api: Api<DynamicObject> = Api::namespaced_with(
-                context.nads.clone().into_client(),
-                &name,
-                &context.nad_resource,
-            );
+            let api = context.nads_in(&name);
             // Only the NAD it saw as its own: had Git or a user taken it
             // over since, its resourceVersion changed and the delete fails.
             let params = DeleteParams {

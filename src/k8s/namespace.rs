@@ -52,10 +52,3 @@ pub struct Namespace {
     /// Where they come from.
     pub source: Source,
 }
-
-impl Namespace {
-    /// Whether the namespace is annotated `linkerd.io/multus: enabled`.
-    pub fn multus_enabled(&self) -> bool {
-        self.annotations.lookup(MULTUS_ANNOTATION) == Some("enabled")
-    }
-}

@@ -242,9 +242,17 @@ async fn serve(
         true => Metrics::with_nad_cache(),
         false => Metrics::new(),
     };
-    let controller_metrics = controller
-        .as_ref()
-        .map(|_| Arc::new(metrics.with_controller()));
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    let controller_task = controller.map(|options| {
+        let metrics = Arc::new(metrics.with_controller());
+        tokio::spawn(controller::run(
+            client.clone(),
+            settings.clone(),
+            options,
+            metrics,
+            stopped,
+        ))
+    });
     let metrics = Arc::new(metrics);
     let cache = Arc::new(WatchCache::namespaces(&settings.uid_range_annotation));
     tokio::spawn(cache::run_namespaces(cache.clone(), client.clone()));
@@ -257,18 +265,6 @@ async fn serve(
         tokio::spawn(cache::run_nads(nads.clone(), client.clone()));
         nads
     });
-    let (stop, stopped) = tokio::sync::watch::channel(false);
-    let controller_task = controller
-        .zip(controller_metrics)
-        .map(|(options, metrics)| {
-            tokio::spawn(controller::run(
-                client.clone(),
-                settings.clone(),
-                options,
-                metrics,
-                stopped,
-            ))
-        });
     let reload_metrics = metrics.clone();
     tokio::spawn(tls.clone().watch(args.tls_reload_interval, move |ok| {
         reload_metrics.tls_reloaded(ok)

@@ -56,8 +56,25 @@ pub fn run(input: &[u8]) -> Run {
 
 /// Runs the binary with `args`, `input` on stdin.
 pub fn run_with_args(input: &[u8], args: &[&str]) -> Run {
-    let mut child = Command::new(bin())
+    let mut command = Command::new(bin());
+    command.args(args);
+    run_command(command, input)
+}
+
+/// Runs the binary with `args` in `cwd`, with only the variables `env`, `input` on stdin.
+pub fn run_clean(args: &[&str], env: &[(&str, &str)], cwd: &Path, input: &str) -> Run {
+    let mut command = Command::new(bin());
+    command
         .args(args)
+        .env_clear()
+        .envs(env.iter().copied())
+        .current_dir(cwd);
+    run_command(command, input.as_bytes())
+}
+
+/// Runs `command` with `input` on stdin, capturing stdout and stderr.
+pub fn run_command(mut command: Command, input: &[u8]) -> Run {
+    let mut child = command
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

@@ -1,0 +1,12 @@
+/work/main/fuzz/target/debug/deps/saphyr_parser-cc1f28834fb4b1fc.d: /root/.cargo/registry/src/index.crates.io-1949cf8c6b5b557f/saphyr-parser-0.3.3/src/lib.rs /root/.cargo/registry/src/index.crates.io-1949cf8c6b5b557f/saphyr-parser-0.3.3/src/char_traits.rs /root/.cargo/registry/src/index.crates.io-1949cf8c6b5b557f/saphyr-parser-0.3.3/src/debug.rs /root/.cargo/registry/src/index.crates.io-1949cf8c6b5b557f/saphyr-parser-0.3.3/src/input.rs /root/.cargo/registry/src/index.crates.io-1949cf8c6b5b557f/saphyr-parser-0.3.3/src/input/buffered.rs /root/.cargo/registry/src/index.crates.io-1949cf8c6b5b557f/saphyr-parser-0.3.3/src/input/str.rs /root/.cargo/registry/src/index.crates.io-1949cf8c6b5b557f/saphyr-parser-0.3.3/src/parser.rs /root/.cargo/registry/src/index.crates.io-1949cf8c6b5b557f/saphyr-parser-0.3.3/src/scanner.rs
+
+/work/main/fuzz/target/debug/deps/libsaphyr_parser-cc1f28834fb4b1fc.rmeta: /root/.cargo/registry/src/index.crates.io-1949cf8c6b5b557f/saphyr-parser-0.3.3/src/lib.rs /root/.cargo/registry/src/index.crates.io-1949cf8c6b5b557f/saphyr-parser-0.3.3/src/char_traits.rs /root/.cargo/registry/src/index.crates.io-1949cf8c6b5b557f/saphyr-parser-0.3.3/src/debug.rs /root/.cargo/registry/src/index.crates.io-1949cf8c6b5b557f/saphyr-parser-0.3.3/src/input.rs /root/.cargo/registry/src/index.crates.io-1949cf8c6b5b557f/saphyr-parser-0.3.3/src/input/buffered.rs /root/.cargo/registry/src/index.crates.io-1949cf8c6b5b557f/saphyr-parser-0.3.3/src/input/str.rs /root/.cargo/registry/src/index.crates.io-1949cf8c6b5b557f/saphyr-parser-0.3.3/src/parser.rs /root/.cargo/registry/src/index.crates.io-1949cf8c6b5b557f/saphyr-parser-0.3.3/src/scanner.rs
+
+/root/.cargo/registry/src/index.crates.io-1949cf8c6b5b557f/saphyr-parser-0.3.3/src/lib.rs:
+/root/.cargo/registry/src/index.crates.io-1949cf8c6b5b557f/saphyr-parser-0.3.3/src/char_traits.rs:
+/root/.cargo/registry/src/index.crates.io-1949cf8c6b5b557f/saphyr-parser-0.3.3/src/debug.rs:
+/root/.cargo/registry/src/index.crates.io-1949cf8c6b5b557f/saphyr-parser-0.3.3/src/input.rs:
+/root/.cargo/registry/src/index.crates.io-1949cf8c6b5b557f/saphyr-parser-0.3.3/src/input/buffered.rs:
+/root/.cargo/registry/src/index.crates.io-1949cf8c6b5b557f/saphyr-parser-0.3.3/src/input/str.rs:
+/root/.cargo/registry/src/index.crates.io-1949cf8c6b5b557f/saphyr-parser-0.3.3/src/parser.rs:
+/root/.cargo/registry/src/index.crates.io-1949cf8c6b5b557f/saphyr-parser-0.3.3/src/scanner.rs:
