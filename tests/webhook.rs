@@ -1347,6 +1347,7 @@ fn help_lists_only_the_flags_the_webhook_uses() {
             "max-body-bytes",
             "header-timeout",
             "body-timeout",
+            "api-timeout",
             "on-error",
             "shutdown-delay",
             "drain-timeout",

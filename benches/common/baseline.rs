@@ -64,7 +64,7 @@ struct Constant {
 }
 
 impl server::Handler for Constant {
-    fn handle(&self, body: Bytes) -> server::Reply {
+    async fn handle(&self, body: Bytes) -> server::Reply {
         if self.read
             && let Err(e) = admission::parse(&body)
         {

@@ -89,12 +89,18 @@ pub struct Options {
     pub lease_seconds: u64,
     /// This replica's identity.
     pub identity: String,
+    /// Deadline of each API call other than a watch (`--api-timeout`).
+    pub api_timeout: Duration,
 }
 
 impl Args {
     /// The options of [`run`]; `None` without `--manage-nads`. Errors say
     /// which flag or variable to set.
-    pub fn options(&self, env: &dyn Fn(&str) -> Option<String>) -> anyhow::Result<Option<Options>> {
+    pub fn options(
+        &self,
+        env: &dyn Fn(&str) -> Option<String>,
+        api_timeout: Duration,
+    ) -> anyhow::Result<Option<Options>> {
         if !self.manage_nads {
             return Ok(None);
         }
@@ -125,6 +131,7 @@ impl Args {
             lease_namespace,
             lease_seconds,
             identity,
+            api_timeout,
         }))
     }
 }

@@ -72,6 +72,11 @@ pub struct Args {
     /// Deadline for each request's body.
     #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = humantime::parse_duration)]
     pub body_timeout: Duration,
+    /// Deadline of each call to the Kubernetes API other than a watch (which
+    /// the API server ends itself every few minutes): lists, reads, writes,
+    /// Events and the Lease.
+    #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = humantime::parse_duration)]
+    pub api_timeout: Duration,
     /// What to answer for a pod the webhook cannot act on (a malformed
     /// networks annotation, a namespace cache not synced yet): allow it
     /// unchanged with a warning, or deny it saying why.
@@ -199,7 +204,9 @@ pub fn run(
     rustls::crypto::ring::default_provider()
         .install_default()
         .ok();
-    let controller = args.controller.options(&|name| std::env::var(name).ok())?;
+    let controller = args
+        .controller
+        .options(&|name| std::env::var(name).ok(), args.api_timeout)?;
     let tls = Arc::new(Tls::load(TlsFiles {
         cert: args.tls_cert.clone(),
         key: args.tls_key.clone(),
@@ -374,7 +381,7 @@ struct Admission {
 }
 
 impl Handler for Admission {
-    fn handle(&self, body: Bytes) -> Reply {
+    async fn handle(&self, body: Bytes) -> Reply {
         let start = Instant::now();
         let request = match admission::parse(&body) {
             Ok(request) => request,

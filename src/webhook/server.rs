@@ -24,8 +24,8 @@ use crate::webhook::tls::Tls;
 
 /// What answers the POSTs to the admission paths.
 pub trait Handler: Send + Sync + 'static {
-    /// Answers one request body.
-    fn handle(&self, body: Bytes) -> Reply;
+    /// Answers one request body; may wait (a live read of the API server).
+    fn handle(&self, body: Bytes) -> impl Future<Output = Reply> + Send;
 }
 
 /// An HTTP answer.
@@ -79,11 +79,11 @@ pub struct Limits {
 /// Serves HTTPS on `listener` until `shutdown` completes, then stops
 /// accepting, lets the requests in flight finish (up to the drain timeout)
 /// and returns.
-pub async fn serve(
+pub async fn serve<H: Handler>(
     listener: TcpListener,
     tls: Arc<Tls>,
     limits: Limits,
-    handler: Arc<dyn Handler>,
+    handler: Arc<H>,
     metrics: Arc<Metrics>,
     shutdown: impl Future<Output = ()>,
 ) {
@@ -156,10 +156,10 @@ pub async fn serve(
     }
 }
 
-async fn route(
+async fn route<H: Handler>(
     request: Request<Incoming>,
     limits: &Limits,
-    handler: &dyn Handler,
+    handler: &H,
     metrics: &Metrics,
 ) -> Response<Full<Bytes>> {
     let reply = read_and_handle(request, limits, handler, metrics).await;
@@ -176,10 +176,10 @@ async fn route(
     response
 }
 
-async fn read_and_handle(
+async fn read_and_handle<H: Handler>(
     request: Request<Incoming>,
     limits: &Limits,
-    handler: &dyn Handler,
+    handler: &H,
     metrics: &Metrics,
 ) -> Reply {
     let path = request.uri().path();
@@ -234,6 +234,6 @@ async fn read_and_handle(
             StatusCode::BAD_REQUEST,
             format!("reading the body failed: {e}"),
         ),
-        Ok(Ok(collected)) => handler.handle(collected.to_bytes()),
+        Ok(Ok(collected)) => handler.handle(collected.to_bytes()).await,
     }
 }
