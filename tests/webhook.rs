@@ -156,6 +156,10 @@ const NAD_ROLE: &str = "linkerd-multus-webhook-network-resources";
 /// with `--missing-nad ignore` and without network resources needs.
 const NAMESPACES_ROLE: &str = "linkerd-multus-test-namespaces-only";
 
+/// A ClusterRole of the tests' own: `get` of namespaces and NADs, without
+/// list or watch, so a webhook's watches fail while its live reads work.
+const GET_ONLY_ROLE: &str = "linkerd-multus-test-get-only";
+
 /// One test's namespaces in the binary's API server: `demo` (attached),
 /// `plain` (no annotations) and `openshift` (attached, with a UID range).
 struct Cluster {
@@ -181,6 +185,9 @@ fn cluster() -> Cluster {
         plane.install_nad_crd();
         plane.apply(&format!(
             "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: {NAMESPACES_ROLE}\nrules:\n- apiGroups: ['']\n  resources: [namespaces]\n  verbs: [get, list, watch]\n"
+        ));
+        plane.apply(&format!(
+            "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: {GET_ONLY_ROLE}\nrules:\n- apiGroups: ['']\n  resources: [namespaces]\n  verbs: [get]\n- apiGroups: [k8s.cni.cncf.io]\n  resources: [network-attachment-definitions]\n  verbs: [get]\n"
         ));
     });
     let enabled = [(MULTUS, "enabled"), (INJECT, "enabled")];
@@ -215,6 +222,12 @@ impl Cluster {
         }
         self.plane
             .service_account_kubeconfig(&self.plain, &name, self.dir.path())
+    }
+
+    /// Removes the binding of ServiceAccount `account` to ClusterRole `role`.
+    fn revoke(&self, account: &str, role: &str) {
+        self.plane
+            .kubectl(&["delete", "clusterrolebinding", &format!("{account}-{role}")]);
     }
 
     /// Binds ServiceAccount `account` of this test to ClusterRole `role`.
@@ -755,6 +768,142 @@ fn the_cache_follows_the_watch_resumes_it_and_lists_again_when_its_version_expir
     ] {
         assert!(stderr.contains(want), "{want} not in {stderr}");
     }
+}
+
+/// What the caches cannot vouch for is read live before a pod is decided:
+/// a namespace and a NAD missing from caches whose watch is down (within
+/// `--max-watch-outage`) are read and the pod attached; a namespace the API
+/// server does not have, or cannot give, gets the `--on-error` answer. A
+/// cache whose watch has been down longer than `--max-watch-outage` fails
+/// /readyz with the reason, and its replica reads even the namespaces it holds.
+#[test]
+fn what_the_caches_cannot_vouch_for_is_read_live_or_answered_as_on_error_says() {
+    let c = cluster();
+    let server = c.plane.new_api_server(&[]);
+    c.plane.start_ready(&server);
+    let (account, kubeconfig) = c.account_on(&server, WEBHOOK_ROLE);
+    let ca = Ca::new("CA");
+    let leaf = ca.leaf(&["127.0.0.1"]);
+    // Both synced now; one tolerates an hour without its watches, one a second.
+    let patient = Webhook::start(&kubeconfig, &leaf, &["--max-watch-outage", "1h"]);
+    let strict = Webhook::start(&kubeconfig, &leaf, &["--max-watch-outage", "1s"]);
+    let live_reads = |w: &Webhook, object: &str, result: &str| {
+        w.metric(&format!(
+            "linkerd_multus_live_reads_total{{object=\"{object}\",result=\"{result}\"}}"
+        ))
+    };
+    assert_eq!(live_reads(&patient, "namespace", "found"), 0.0);
+
+    // The account keeps `get` but loses list and watch; the API server
+    // restarts, so the watches must be made again, and cannot be.
+    c.grant(&account, GET_ONLY_ROLE);
+    c.revoke(&account, WEBHOOK_ROLE);
+    server.stop();
+    c.plane.start_ready(&server);
+    for w in [&patient, &strict] {
+        w.wait_for_metric(
+            "linkerd_multus_namespace_watch_up",
+            0.0,
+            "the broken watch never showed",
+        );
+    }
+    let body = strict.wait_for("/readyz", 503);
+    for want in [
+        "not ready: the namespace watch has been down for ",
+        "longer than --max-watch-outage 1s",
+        "forbidden",
+    ] {
+        assert!(body.contains(want), "{want:?} not in {body}");
+    }
+    assert_eq!(patient.ops_get("/readyz").unwrap().0, 200);
+
+    // A namespace and its NAD made after the watches broke: in neither cache.
+    let enabled = [(MULTUS, "enabled"), (INJECT, "enabled")];
+    let fresh = c.plane.namespace("fresh", &enabled);
+    c.put_nad(&fresh, "linkerd-cni", &[]);
+    for w in [&patient, &strict] {
+        let response = post_once(w, &ca, review_in(&fresh, json!({})));
+        assert_eq!(response["allowed"], true, "{response}");
+        assert!(response.get("warnings").is_none(), "{response}");
+        let patch = patch_of(&response).to_string();
+        assert!(patch.contains("linkerd-cni"), "{patch}");
+    }
+    assert_eq!(live_reads(&patient, "namespace", "found"), 1.0);
+    assert_eq!(live_reads(&patient, "nad", "found"), 1.0);
+    // The strict replica's cache no longer vouches even for what it holds.
+    let response = post_once(&strict, &ca, review_in(&c.demo, json!({})));
+    assert!(patch_of(&response).to_string().contains("linkerd-cni"));
+    assert_eq!(live_reads(&strict, "namespace", "found"), 2.0);
+    assert_eq!(live_reads(&patient, "namespace", "found"), 1.0);
+    post_once(&patient, &ca, review_in(&c.demo, json!({})));
+    assert_eq!(
+        live_reads(&patient, "namespace", "found"),
+        1.0,
+        "a cache within its outage answers from what it holds"
+    );
+
+    // A namespace that does not exist: the --on-error answer, never a guess.
+    let ghost = c.plane.unique_name("ghost");
+    let response = post_once(&patient, &ca, review_in(&ghost, json!({})));
+    assert_eq!(response["allowed"], true, "{response}");
+    assert!(response.get("patch").is_none(), "{response}");
+    let warning = response["warnings"][0].as_str().unwrap().to_string();
+    assert!(
+        warning.contains(&format!(
+            "namespace {ghost} is in neither the webhook's cache nor the API server"
+        )),
+        "{warning}"
+    );
+    assert_eq!(live_reads(&patient, "namespace", "absent"), 1.0);
+
+    // No rights at all: the live read fails, and the pod gets --on-error too.
+    c.revoke(&account, GET_ONLY_ROLE);
+    let denier = Webhook::spawn(&kubeconfig, &leaf, &["--on-error", "deny"], &[]);
+    let later = c.plane.namespace("later", &enabled);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let response = loop {
+        // The revocation reaches the API server's authorizer within moments.
+        let response = post_once(&patient, &ca, review_in(&later, json!({})));
+        if response["warnings"][0]
+            .as_str()
+            .is_some_and(|w| w.contains("forbidden"))
+            || Instant::now() > deadline
+        {
+            break response;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let warning = response["warnings"][0].as_str().unwrap_or_default();
+    assert!(
+        warning.contains(&format!(
+            "namespace {later} is not in the webhook's cache, and reading it live failed"
+        )) && warning.contains("forbidden"),
+        "{response}"
+    );
+    assert!(response.get("patch").is_none(), "{response}");
+    assert!(live_reads(&patient, "namespace", "failed") >= 1.0);
+    // Never synced: /readyz says so, and a review that reaches it anyway is
+    // denied with the reason under --on-error deny.
+    let body = denier.wait_for("/readyz", 503);
+    assert!(
+        body.contains("the namespace cache has not synced yet"),
+        "{body}"
+    );
+    let response = post_once(&denier, &ca, review_in(&c.demo, json!({})));
+    assert_eq!(response["allowed"], false, "{response}");
+    assert!(
+        response["status"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("forbidden"),
+        "{response}"
+    );
+
+    // The rights back: the watches resume and the strict replica is ready again.
+    c.grant(&account, WEBHOOK_ROLE);
+    strict.wait_for("/readyz", 200);
+    denier.wait_for("/readyz", 200);
+    assert_eq!(strict.metric("linkerd_multus_namespace_watch_up"), 1.0);
 }
 
 #[test]
@@ -1349,6 +1498,8 @@ fn help_lists_only_the_flags_the_webhook_uses() {
             "body-timeout",
             "api-timeout",
             "on-error",
+            "max-watch-outage",
+            "live-read-timeout",
             "shutdown-delay",
             "drain-timeout",
             "log-format",

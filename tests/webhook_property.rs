@@ -5,9 +5,7 @@
 //! network-resources rules on, the same holds against the function pipeline
 //! LinkerdMultus then NetworkResources, over generated NADs and settings too.
 
-use linkerd_multus::admission::{
-    self, NadState, NamespaceState, NetworkResources, OnError, Outcome,
-};
+use linkerd_multus::admission::{self, NetworkResources, OnError, Outcome};
 use linkerd_multus::krm;
 use linkerd_multus::linkerd_cni::settings::Settings;
 use linkerd_multus::network_resources::settings;
@@ -149,20 +147,19 @@ fn webhook_answer(case: &Case, network_resources: Option<(&Value, &Nads)>) -> Op
     });
     let nr = network_resources.map(|(_, nads)| NetworkResources {
         settings: nr_settings.as_ref().unwrap(),
-        nads: NadState::Known(nads),
+        nads,
     });
     let known = case.namespace_annotations.as_ref().map(|a| {
         a.iter()
             .map(|(k, v)| (k.clone(), v.as_str().unwrap().to_string()))
             .collect::<std::collections::BTreeMap<_, _>>()
     });
-    let state = match &known {
-        Some(a) => NamespaceState::Known(a),
-        None => NamespaceState::Unknown,
-    };
+    // A namespace the function's input lacks has no annotations for it: the
+    // webhook, given a namespace without annotations, must decide the same.
+    let none = std::collections::BTreeMap::new();
     let answer = admission::answer(
         &request,
-        state,
+        known.as_ref().unwrap_or(&none),
         &Settings::default(),
         nr.as_ref(),
         None,

@@ -8,7 +8,7 @@
 use std::path::Path;
 
 use base64::Engine as _;
-use linkerd_multus::admission::{self, MissingNad, NadCheck, NadState, NamespaceState, OnError};
+use linkerd_multus::admission::{self, MissingNad, NadCheck, OnError};
 use linkerd_multus::files::manifests::Input;
 use linkerd_multus::files::render::{self, Mode, Options};
 use linkerd_multus::k8s::namespace::Lookup;
@@ -277,13 +277,13 @@ pub fn admission_review(data: &[u8]) {
     .collect();
     let answer = |request: &admission::Request<'_>| {
         let check = NadCheck {
-            nads: NadState::Known(&EveryNad),
+            nads: &EveryNad,
             policy: MissingNad::Deny,
             managed: false,
         };
         admission::answer(
             request,
-            NamespaceState::Known(&namespace),
+            &namespace,
             &Settings::default(),
             None,
             Some(&check),

@@ -4,9 +4,9 @@
 //! skipped unparsed, and the pod's `spec` is kept as its raw text.
 
 use std::borrow::Cow;
-use std::cell::OnceCell;
 use std::fmt;
 use std::marker::PhantomData;
+use std::sync::OnceLock;
 
 use serde::Deserialize;
 use serde::de::value::SeqAccessDeserializer;
@@ -149,7 +149,7 @@ pub struct Member<'a> {
     /// The value's JSON text.
     pub value: &'a RawValue,
     /// The string value, decoded when first read if it has escapes.
-    decoded: OnceCell<Option<String>>,
+    decoded: OnceLock<Option<String>>,
 }
 
 impl PartialEq for Member<'_> {
@@ -164,7 +164,7 @@ impl<'a> Member<'a> {
         Member {
             name,
             value,
-            decoded: OnceCell::new(),
+            decoded: OnceLock::new(),
         }
     }
 

@@ -42,10 +42,28 @@ impl Lookup for Annotations {
     }
 }
 
-/// Since when the watch is broken, if it is.
-#[derive(Debug, Clone, Copy)]
+impl Annotations {
+    /// No annotations.
+    pub const EMPTY: Annotations = Annotations(Vec::new());
+
+    /// The annotations of `meta` among `keys`.
+    pub fn of(meta: &ObjectMeta, keys: &[String]) -> Self {
+        Annotations(
+            meta.annotations
+                .iter()
+                .flatten()
+                .filter(|(k, _)| keys.contains(k))
+                .map(|(k, v)| (k.as_str().into(), v.as_str().into()))
+                .collect(),
+        )
+    }
+}
+
+/// Why the watch is broken, since when.
+#[derive(Debug, Clone, Default)]
 struct Health {
-    broken_since: Option<Instant>,
+    /// The last error of the broken watch; `None` while it is up.
+    error: Option<String>,
 }
 
 type Entries = HashMap<CompactString, Annotations>;
@@ -70,7 +88,13 @@ pub struct WatchCache {
     synced: AtomicBool,
     /// How many full lists have completed.
     lists: AtomicU64,
+    /// Since when the watch is broken, in milliseconds after `epoch` plus
+    /// one; 0 while it is up. Read on every review.
+    broken_since: AtomicU64,
+    epoch: Instant,
     health: RwLock<Health>,
+    /// The deadline of each list page and watch request.
+    api_timeout: Duration,
 }
 
 /// The Namespace cache, keyed by name.
@@ -94,7 +118,8 @@ pub struct CacheStatus {
     pub lists: u64,
 }
 
-fn nad_key(namespace: &str, name: &str) -> CompactString {
+/// The key of NAD `namespace/name` in a [`NadCache`].
+pub fn nad_key(namespace: &str, name: &str) -> CompactString {
     compact_str::format_compact!("{namespace}/{name}")
 }
 
@@ -137,8 +162,55 @@ impl WatchCache {
             entries: RwLock::new(HashMap::new()),
             synced: AtomicBool::new(false),
             lists: AtomicU64::new(0),
-            health: RwLock::new(Health { broken_since: None }),
+            broken_since: AtomicU64::new(0),
+            epoch: Instant::now(),
+            health: RwLock::new(Health::default()),
+            api_timeout: DEFAULT_API_TIMEOUT,
         }
+    }
+
+    /// The same cache with `timeout` as the deadline of each list page and
+    /// watch request (`--api-timeout`).
+    pub fn with_api_timeout(mut self, timeout: Duration) -> Self {
+        self.api_timeout = timeout;
+        self
+    }
+
+    /// The annotations it keeps of an object.
+    pub fn keys(&self) -> &[String] {
+        &self.keys
+    }
+
+    /// How long the watch has been broken; `None` while it is up.
+    pub fn broken_for(&self) -> Option<Duration> {
+        match self.broken_since.load(Ordering::Acquire) {
+            0 => None,
+            since => {
+                let since = self.epoch + Duration::from_millis(since - 1);
+                Some(since.elapsed())
+            }
+        }
+    }
+
+    /// Whether the cache can answer for what it holds and what it lacks:
+    /// synced, and its watch up or broken for no longer than `max_outage`.
+    pub fn vouches(&self, max_outage: Duration) -> bool {
+        self.synced() && self.broken_for().is_none_or(|d| d <= max_outage)
+    }
+
+    /// Why the cache cannot answer (see [`WatchCache::vouches`]), if it cannot.
+    pub fn not_current(&self, max_outage: Duration) -> Option<String> {
+        let Kind { what, .. } = self.kind;
+        if !self.synced() {
+            return Some(format!("the {what} cache has not synced yet"));
+        }
+        let broken = self.broken_for().filter(|d| *d > max_outage)?;
+        let error = self.health().error.unwrap_or_default();
+        Some(format!(
+            "the {what} watch has been down for {}s, longer than --max-watch-outage {}: {error}",
+            broken.as_secs(),
+            humantime::format_duration(max_outage),
+        ))
     }
 
     /// The cache at this moment, for one review; writes from the watch wait
@@ -154,21 +226,22 @@ impl WatchCache {
 
     /// The state for metrics and readiness.
     pub fn status(&self) -> CacheStatus {
-        let health = self.health();
+        let broken = self.broken_for();
         let synced = self.synced();
         CacheStatus {
             synced,
-            watch_up: synced && health.broken_since.is_none(),
-            age_seconds: health
-                .broken_since
-                .map_or(0.0, |since| since.elapsed().as_secs_f64()),
+            watch_up: synced && broken.is_none(),
+            age_seconds: broken.map_or(0.0, |d| d.as_secs_f64()),
             entries: self.read().len(),
             lists: self.lists.load(Ordering::Relaxed),
         }
     }
 
     fn health(&self) -> Health {
-        *self.health.read().unwrap_or_else(|e| e.into_inner())
+        self.health
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
     }
 
     fn set_health(&self, f: impl FnOnce(&mut Health)) {
@@ -177,14 +250,7 @@ impl WatchCache {
 
     fn keep(&self, meta: &ObjectMeta) -> Option<(CompactString, Annotations)> {
         let key = (self.kind.key)(meta)?;
-        let annotations = meta
-            .annotations
-            .iter()
-            .flatten()
-            .filter(|(k, _)| self.keys.contains(k))
-            .map(|(k, v)| (k.as_str().into(), v.as_str().into()))
-            .collect();
-        Some((key, Annotations(annotations)))
+        Some((key, Annotations::of(meta, &self.keys)))
     }
 
     fn read(&self) -> RwLockReadGuard<'_, Entries> {
@@ -226,7 +292,7 @@ impl WatchCache {
         let mut listed = Entries::new();
         let mut params = ListParams::default().limit(LIST_PAGE);
         loop {
-            let page = api.list_metadata(&params).await?;
+            let page = within(self.api_timeout, api.list_metadata(&params)).await?;
             listed.extend(page.items.iter().filter_map(|o| self.keep(&o.metadata)));
             match page.metadata.continue_.filter(|c| !c.is_empty()) {
                 Some(token) => params = params.continue_token(&token),
@@ -250,7 +316,8 @@ impl WatchCache {
     {
         let params = WatchParams::default().timeout(WATCH_SECONDS);
         loop {
-            let stream = match api.watch_metadata(&params, &version).await {
+            let stream = match within(self.api_timeout, api.watch_metadata(&params, &version)).await
+            {
                 Ok(stream) => stream,
                 Err(error) if is_gone(&error) => return,
                 Err(error) => {
@@ -300,10 +367,12 @@ impl WatchCache {
     /// Marks the watch broken (logging it the first time), then waits `delay`.
     async fn broken(&self, error: &kube::Error, delay: Duration) {
         let Kind { what, plural, .. } = self.kind;
-        let first = self.health().broken_since.is_none();
-        self.set_health(|h| {
-            h.broken_since.get_or_insert_with(Instant::now);
-        });
+        let since = self.epoch.elapsed().as_millis() as u64 + 1;
+        let first = self
+            .broken_since
+            .compare_exchange(0, since, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok();
+        self.set_health(|h| h.error = Some(error.to_string()));
         if first {
             tracing::warn!(
                 error = %error,
@@ -318,12 +387,13 @@ impl WatchCache {
 
     /// Marks the cache current: a list completed or a watch is established.
     fn up(&self) {
-        let before = self.health();
-        self.set_health(|h| h.broken_since = None);
-        if let Some(since) = before.broken_since {
+        let broken_for = self.broken_for();
+        self.broken_since.store(0, Ordering::Release);
+        self.set_health(|h| h.error = None);
+        if let Some(broken_for) = broken_for {
             tracing::info!(
                 entries = self.read().len(),
-                broken_for = ?since.elapsed(),
+                ?broken_for,
                 "{} watch recovered",
                 self.kind.what
             );
@@ -372,6 +442,24 @@ const LIST_PAGE: u32 = 500;
 const WATCH_SECONDS: u32 = 290;
 /// A watch silent for this long is a dead connection.
 const WATCH_DEAD_AFTER: Duration = Duration::from_secs(WATCH_SECONDS as u64 + 5);
+
+/// The deadline of API calls when none is given (`--api-timeout`'s default).
+const DEFAULT_API_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// `call` with a deadline: a call that does not answer in time fails as one
+/// that errs, and the cache retries it after its back-off.
+async fn within<T>(
+    timeout: Duration,
+    call: impl std::future::Future<Output = kube::Result<T>>,
+) -> kube::Result<T> {
+    tokio::time::timeout(timeout, call)
+        .await
+        .unwrap_or_else(|_| {
+            Err(kube::Error::Service(
+                format!("no answer from the API server in {timeout:?} (--api-timeout)").into(),
+            ))
+        })
+}
 
 /// Whether the API server answered 410 Gone: the resourceVersion (or list
 /// continuation) expired.

@@ -67,6 +67,37 @@ impl Refusal {
     }
 }
 
+/// What a live read (of an object the caches cannot vouch for) was for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LiveObject {
+    /// A namespace.
+    Namespace,
+    /// A NetworkAttachmentDefinition.
+    Nad,
+}
+
+/// What a live read gave.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LiveResult {
+    /// The object exists.
+    Found,
+    /// The API server says it does not.
+    Absent,
+    /// The read failed or timed out.
+    Failed,
+    /// Not started: too many in flight, or over the rate.
+    Refused,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct LiveLabel {
+    object: &'static str,
+    result: &'static str,
+}
+
+const LIVE_OBJECTS: [&str; 2] = ["namespace", "nad"];
+const LIVE_RESULTS: [&str; 4] = ["found", "absent", "failed", "refused"];
+
 const CHANGES: [&str; 6] = [
     "attached",
     "detached",
@@ -100,6 +131,8 @@ pub struct Metrics {
     patches: Vec<Counter>,
     refusals: Vec<Counter>,
     tls_reloads: [Counter; 2],
+    /// By [`LiveObject`], then [`LiveResult`].
+    live_reads: [[Counter; 4]; 2],
     namespaces: CacheGauges,
     nads: Option<CacheGauges>,
 }
@@ -264,6 +297,15 @@ impl Metrics {
             "Reloads of the TLS files after they changed on disk, by result",
             family,
         );
+        let family = Family::<LiveLabel, Counter>::default();
+        let live_reads = LIVE_OBJECTS.map(|object| {
+            LIVE_RESULTS.map(|result| family.get_or_create(&LiveLabel { object, result }).clone())
+        });
+        registry.register(
+            "linkerd_multus_live_reads",
+            "Reads from the API server of a namespace or NAD the caches could not vouch for, by object and result",
+            family,
+        );
         let namespaces = CacheGauges::register(&mut registry, "namespace", "namespaces");
         let nads = nad_cache.then(|| CacheGauges::register(&mut registry, "nad", "nads"));
         Metrics {
@@ -273,9 +315,15 @@ impl Metrics {
             patches,
             refusals,
             tls_reloads,
+            live_reads,
             namespaces,
             nads,
         }
+    }
+
+    /// Counts a live read.
+    pub fn live_read(&self, object: LiveObject, result: LiveResult) {
+        self.live_reads[object as usize][result as usize].inc();
     }
 
     /// Counts an answered review and its changes.
@@ -335,6 +383,7 @@ mod tests {
             Duration::from_micros(80),
         );
         metrics.refused(Refusal::TooLarge);
+        metrics.live_read(LiveObject::Nad, LiveResult::Refused);
         let text = metrics.encode(
             Some(CacheStatus {
                 synced: true,
@@ -361,6 +410,8 @@ mod tests {
             "linkerd_multus_namespace_cache_age_seconds 12.5",
             "linkerd_multus_namespace_cache_lists_total 2",
             "linkerd_multus_tls_reloads_total{result=\"error\"} 0",
+            "linkerd_multus_live_reads_total{object=\"nad\",result=\"refused\"} 1",
+            "linkerd_multus_live_reads_total{object=\"namespace\",result=\"found\"} 0",
         ] {
             assert!(
                 text.lines().any(|l| l == line),

@@ -6,6 +6,8 @@
 //! TLS reloads, probes, metrics, logs and the shutdown sequence.
 
 pub mod cache;
+pub mod handler;
+pub mod live;
 pub mod metrics;
 pub mod ops;
 pub mod server;
@@ -15,24 +17,22 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::{Context, anyhow};
-use bytes::Bytes;
-use hyper::StatusCode;
 use tokio::net::TcpListener;
 
-use crate::admission::{
-    self, MissingNad, NadCheck, NadState, NamespaceState, NetworkResources, OnError, Outcome,
-};
+use crate::admission::{MissingNad, OnError};
 use crate::controller;
 use crate::environment;
 use crate::k8s::settings_object;
 use crate::linkerd_cni::settings::{self as core_settings, Settings};
 use crate::network_resources;
-use cache::{NadCache, NamespaceCache, WatchCache};
+use cache::WatchCache;
+use handler::Admission;
+use live::LiveReader;
 use metrics::Metrics;
-use server::{Handler, Limits, Reply};
+use server::Limits;
 use tls::{Tls, TlsFiles};
 
 /// The path the original Go operator served; answered too, so existing
@@ -78,10 +78,20 @@ pub struct Args {
     #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = humantime::parse_duration)]
     pub api_timeout: Duration,
     /// What to answer for a pod the webhook cannot act on (a malformed
-    /// networks annotation, a namespace cache not synced yet): allow it
-    /// unchanged with a warning, or deny it saying why.
+    /// networks annotation, a namespace or NAD that neither its caches nor a
+    /// live read can give): allow it unchanged with a warning, or deny it
+    /// saying why.
     #[arg(long, value_enum, default_value = "allow")]
     pub on_error: OnError,
+    /// How long a cache's watch may be down before the cache stops vouching
+    /// for what it holds: /readyz then fails (the Service sends reviews to a
+    /// current replica) and the reviews that reach it read their namespace live.
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = humantime::parse_duration)]
+    pub max_watch_outage: Duration,
+    /// Deadline of the live read of a namespace or NAD the caches cannot
+    /// vouch for, within the API server's call of the webhook.
+    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = humantime::parse_duration)]
+    pub live_read_timeout: Duration,
     /// After SIGTERM, how long to keep serving while /readyz fails, so the
     /// pod leaves the Service's endpoints before it stops accepting.
     #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = humantime::parse_duration)]
@@ -261,14 +271,26 @@ async fn serve(
         ))
     });
     let metrics = Arc::new(metrics);
-    let cache = Arc::new(WatchCache::namespaces(&settings.uid_range_annotation));
+    let cache = Arc::new(
+        WatchCache::namespaces(&settings.uid_range_annotation).with_api_timeout(args.api_timeout),
+    );
     tokio::spawn(cache::run_namespaces(cache.clone(), client.clone()));
-    let nads = watch_nads.then(|| {
-        let keys = network_resources
+    let nad_keys = WatchCache::nads(
+        network_resources
             .as_ref()
             .map(|s| s.resource_name_keys.as_slice())
-            .unwrap_or_default();
-        let nads = Arc::new(WatchCache::nads(keys));
+            .unwrap_or_default(),
+    )
+    .with_api_timeout(args.api_timeout);
+    let live = LiveReader::new(
+        client.clone(),
+        args.live_read_timeout,
+        cache.keys(),
+        nad_keys.keys(),
+        metrics.clone(),
+    );
+    let nads = watch_nads.then(|| {
+        let nads = Arc::new(nad_keys);
         tokio::spawn(cache::run_nads(nads.clone(), client.clone()));
         nads
     });
@@ -279,6 +301,7 @@ async fn serve(
     let health = Arc::new(ops::Health {
         cache: Some(cache.clone()),
         nads: nads.clone(),
+        max_watch_outage: args.max_watch_outage,
         shutting_down: false.into(),
         metrics: metrics.clone(),
     });
@@ -301,6 +324,8 @@ async fn serve(
         managed,
         on_error: args.on_error,
         cache,
+        live,
+        max_watch_outage: args.max_watch_outage,
         metrics: metrics.clone(),
     });
     let shutdown_delay = args.shutdown_delay;
@@ -365,126 +390,4 @@ fn init_logs(args: &Args) -> anyhow::Result<()> {
         LogFormat::Json => builder.json().flatten_event(true).try_init(),
     }
     .map_err(|e| anyhow!("setting up the logs: {e}"))
-}
-
-/// Answers admission reviews with the core's pod rules.
-struct Admission {
-    settings: Settings,
-    network_resources: Option<network_resources::settings::Settings>,
-    /// The NAD cache, when the missing-NAD check or the network-resources rules read it.
-    nads: Option<Arc<NadCache>>,
-    missing_nad: MissingNad,
-    managed: bool,
-    on_error: OnError,
-    cache: Arc<NamespaceCache>,
-    metrics: Arc<Metrics>,
-}
-
-impl Handler for Admission {
-    async fn handle(&self, body: Bytes) -> Reply {
-        let start = Instant::now();
-        let request = match admission::parse(&body) {
-            Ok(request) => request,
-            Err(e) => {
-                self.metrics
-                    .answered(Outcome::Invalid, &[], false, start.elapsed());
-                tracing::warn!(error = %e, "refused a body that is not an AdmissionReview");
-                return Reply::text(StatusCode::BAD_REQUEST, e.to_string());
-            }
-        };
-        // The namespaces are read under the cache's read lock, for this review only.
-        let namespaces = self.cache.view();
-        let namespace = match namespaces.get(&request.namespace) {
-            _ if !self.cache.synced() => NamespaceState::NotSynced,
-            Some(annotations) => NamespaceState::Known(annotations),
-            None => NamespaceState::Unknown,
-        };
-        let answer = {
-            // The NADs are read under the cache's read lock, for this review only.
-            let nads = self
-                .nads
-                .as_ref()
-                .filter(|nads| nads.synced())
-                .map(|nads| nads.view());
-            let state = || match &nads {
-                Some(view) => NadState::Known(view),
-                None => NadState::NotSynced,
-            };
-            let network_resources =
-                self.network_resources
-                    .as_ref()
-                    .map(|settings| NetworkResources {
-                        settings,
-                        nads: state(),
-                    });
-            let nad_check = (self.missing_nad != MissingNad::Ignore).then(|| NadCheck {
-                nads: state(),
-                policy: self.missing_nad,
-                managed: self.managed,
-            });
-            admission::answer(
-                &request,
-                namespace,
-                &self.settings,
-                network_resources.as_ref(),
-                nad_check.as_ref(),
-                self.on_error,
-            )
-        };
-        drop(namespaces);
-        self.metrics.answered(
-            answer.outcome,
-            &answer.changes,
-            answer.outcome == Outcome::Patched && !answer.network_resources.is_empty(),
-            start.elapsed(),
-        );
-        let (uid, namespace, name, operation, dry_run) = (
-            &*request.uid,
-            &*request.namespace,
-            &*request.name,
-            &*request.operation,
-            request.dry_run,
-        );
-        match answer.outcome {
-            Outcome::Patched => tracing::info!(
-                uid, namespace, name, operation, dry_run, changes = %Changes(&answer),
-                "patched"
-            ),
-            Outcome::Unchanged if answer.warnings.is_empty() => {
-                tracing::debug!(uid, namespace, name, operation, dry_run, "unchanged")
-            }
-            Outcome::Unchanged => tracing::warn!(
-                uid, namespace, name, operation, dry_run,
-                warnings = %answer.warnings.join("; "),
-                "unchanged, with warnings"
-            ),
-            Outcome::Warned | Outcome::Denied | Outcome::Invalid => tracing::warn!(
-                uid, namespace, name, operation, dry_run, outcome = %answer.outcome,
-                warnings = %answer.warnings.join("; "),
-                "could not act on the pod"
-            ),
-        }
-        Reply::json(answer.body)
-    }
-}
-
-/// What a patch changes, for the log: `; `-separated.
-struct Changes<'a>(&'a admission::Answer);
-
-impl std::fmt::Display for Changes<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let rules = self.0.changes.iter().map(|c| c as &dyn std::fmt::Display);
-        let network_resources = self
-            .0
-            .network_resources
-            .iter()
-            .map(|c| c as &dyn std::fmt::Display);
-        for (i, change) in rules.chain(network_resources).enumerate() {
-            if i > 0 {
-                f.write_str("; ")?;
-            }
-            write!(f, "{change}")?;
-        }
-        Ok(())
-    }
 }

@@ -22,8 +22,10 @@ use crate::webhook::metrics::{self, Metrics};
 pub struct Health {
     /// The namespace cache, when the webhook has one (the benchmark baseline has none).
     pub cache: Option<Arc<NamespaceCache>>,
-    /// The NAD cache, when the network-resources rules are on.
+    /// The NAD cache, when the webhook reads NADs.
     pub nads: Option<Arc<NadCache>>,
+    /// How long a cache's watch may be down before the webhook is not ready.
+    pub max_watch_outage: Duration,
     /// Set on SIGTERM: the pod leaves the Service's endpoints while it drains.
     pub shutting_down: AtomicBool,
     /// The metrics.
@@ -31,17 +33,16 @@ pub struct Health {
 }
 
 impl Health {
-    /// Why the webhook is not ready, if it is not.
-    pub fn not_ready(&self) -> Option<&'static str> {
+    /// Why the webhook is not ready, if it is not: shutting down, or a cache
+    /// not synced yet or whose watch has been down too long.
+    pub fn not_ready(&self) -> Option<String> {
         if self.shutting_down.load(Ordering::Relaxed) {
-            Some("shutting down")
-        } else if self.cache.as_ref().is_some_and(|c| !c.synced()) {
-            Some("the namespace cache has not synced yet")
-        } else if self.nads.as_ref().is_some_and(|c| !c.synced()) {
-            Some("the NAD cache has not synced yet")
-        } else {
-            None
+            return Some("shutting down".into());
         }
+        [&self.cache, &self.nads]
+            .into_iter()
+            .flatten()
+            .find_map(|cache| cache.not_current(self.max_watch_outage))
     }
 }
 

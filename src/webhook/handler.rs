@@ -1,0 +1,283 @@
+//! Answers admission reviews: the core's pod rules ([`crate::admission`])
+//! over the namespace and NAD caches, so a review costs no API call. What a
+//! cache cannot vouch for (a namespace or NAD it does not hold, or anything
+//! while its watch has been down longer than `--max-watch-outage`) is read
+//! live once ([`LiveReader`]) before the pod is decided; when that read fails
+//! too, the pod gets the `--on-error` answer. A pod is never decided on a
+//! guess.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use compact_str::CompactString;
+use hyper::StatusCode;
+
+use crate::admission::{
+    self, Answer, MissingNad, NadCheck, NetworkResources, OnError, Outcome, Request,
+};
+use crate::k8s::namespace::Lookup;
+use crate::linkerd_cni::settings::Settings;
+use crate::network_resources::{self, Nads};
+use crate::webhook::cache::{Annotations, NadCache, NamespaceCache, View, nad_key};
+use crate::webhook::live::{Live, LiveReader};
+use crate::webhook::metrics::Metrics;
+use crate::webhook::server::{Handler, Reply};
+
+/// NADs one review may read live; a pod selecting more that the cache lacks
+/// gets the `--on-error` answer.
+const MAX_LIVE_NADS: usize = 8;
+
+/// Answers admission reviews with the core's pod rules.
+pub struct Admission {
+    /// The Linkerd-CNI rules' settings.
+    pub settings: Settings,
+    /// The network-resources rules' settings, when they run.
+    pub network_resources: Option<network_resources::settings::Settings>,
+    /// The NAD cache, when the missing-NAD check or the network-resources rules read it.
+    pub nads: Option<Arc<NadCache>>,
+    /// What to do with a pod attached in a namespace without the NAD.
+    pub missing_nad: MissingNad,
+    /// Whether the NAD controller makes missing NADs.
+    pub managed: bool,
+    /// The answer for a pod the webhook cannot decide on.
+    pub on_error: OnError,
+    /// The namespace cache.
+    pub cache: Arc<NamespaceCache>,
+    /// Reads what the caches cannot vouch for.
+    pub live: LiveReader,
+    /// How long a cache may go without its watch and still vouch for what it holds.
+    pub max_watch_outage: Duration,
+    /// The metrics.
+    pub metrics: Arc<Metrics>,
+}
+
+/// What one pass over the caches came to.
+enum Pass {
+    /// The answer.
+    Answered(Answer),
+    /// The namespace must be read live first.
+    Namespace,
+    /// These NADs (namespace, name) must be read live first.
+    Nads(Vec<(CompactString, CompactString)>),
+}
+
+/// The NADs read live for one review: their annotations, or `None` for one
+/// the API server says does not exist. Keyed as the NAD cache is.
+type Fetched = HashMap<CompactString, Option<Annotations>>;
+
+impl Handler for Admission {
+    async fn handle(&self, body: Bytes) -> Reply {
+        let start = Instant::now();
+        let request = match admission::parse(&body) {
+            Ok(request) => request,
+            Err(e) => {
+                self.metrics
+                    .answered(Outcome::Invalid, &[], false, start.elapsed());
+                tracing::warn!(error = %e, "refused a body that is not an AdmissionReview");
+                return Reply::text(StatusCode::BAD_REQUEST, e.to_string());
+            }
+        };
+        let answer = self.answer(&request).await;
+        self.metrics.answered(
+            answer.outcome,
+            &answer.changes,
+            answer.outcome == Outcome::Patched && !answer.network_resources.is_empty(),
+            start.elapsed(),
+        );
+        log(&request, &answer);
+        Reply::json(answer.body)
+    }
+}
+
+impl Admission {
+    /// Decides on the request from the caches, reading live what they lack:
+    /// at most the namespace, then the NADs, then a last pass.
+    async fn answer(&self, request: &Request<'_>) -> Answer {
+        let mut namespace = None;
+        let mut fetched = Fetched::new();
+        for _ in 0..3 {
+            match self.pass(request, namespace.as_ref(), &fetched) {
+                Pass::Answered(answer) => return answer,
+                Pass::Namespace => match self.live.namespace(&request.namespace).await {
+                    Live::Found(annotations) => namespace = Some(annotations),
+                    Live::Absent => {
+                        return self.unavailable(
+                            request,
+                            format!(
+                                "namespace {} is in neither the webhook's cache nor the API server",
+                                request.namespace
+                            ),
+                        );
+                    }
+                    Live::Failed(why) => return self.unavailable(request, why),
+                },
+                Pass::Nads(missed) if missed.len() > MAX_LIVE_NADS => {
+                    return self.unavailable(
+                        request,
+                        format!(
+                            "the pod selects {} NetworkAttachmentDefinitions the webhook's cache does not hold; it reads at most {MAX_LIVE_NADS} live",
+                            missed.len()
+                        ),
+                    );
+                }
+                Pass::Nads(missed) => {
+                    for (ns, name) in missed {
+                        let found = match self.live.nad(&ns, &name).await {
+                            Live::Found(annotations) => Some(annotations),
+                            Live::Absent => None,
+                            Live::Failed(why) => return self.unavailable(request, why),
+                        };
+                        fetched.insert(nad_key(&ns, &name), found);
+                    }
+                }
+            }
+        }
+        // Each pass reads what the previous one lacked, so the third answers.
+        self.unavailable(request, "the caches and live reads did not settle".into())
+    }
+
+    fn unavailable(&self, request: &Request<'_>, why: String) -> Answer {
+        admission::unavailable(request, self.on_error, why)
+    }
+
+    /// One pass: the namespace from `namespace` (read live) or the cache, the
+    /// NADs from `fetched` (read live) or the cache. The caches are read under
+    /// their read locks, for this pass only.
+    fn pass(
+        &self,
+        request: &Request<'_>,
+        namespace: Option<&Annotations>,
+        fetched: &Fetched,
+    ) -> Pass {
+        let namespaces = self.cache.view();
+        let namespace: &dyn Lookup = match namespace {
+            Some(live) => live,
+            // The rules do not read the namespace of what they do not act on.
+            None if !admission::acts_on(request) => &NO_ANNOTATIONS,
+            None => match namespaces
+                .get(&request.namespace)
+                .filter(|_| self.cache.vouches(self.max_watch_outage))
+            {
+                Some(cached) => cached,
+                None => return Pass::Namespace,
+            },
+        };
+        let view = self
+            .nads
+            .as_ref()
+            .filter(|nads| nads.vouches(self.max_watch_outage))
+            .map(|nads| nads.view());
+        let nads = Recorded {
+            view: view.as_ref(),
+            fetched,
+            missed: RefCell::default(),
+        };
+        let network_resources = self
+            .network_resources
+            .as_ref()
+            .map(|settings| NetworkResources {
+                settings,
+                nads: &nads,
+            });
+        let nad_check = (self.missing_nad != MissingNad::Ignore).then_some(NadCheck {
+            nads: &nads,
+            policy: self.missing_nad,
+            managed: self.managed,
+        });
+        let answer = admission::answer(
+            request,
+            namespace,
+            &self.settings,
+            network_resources.as_ref(),
+            nad_check.as_ref(),
+            self.on_error,
+        );
+        let missed = nads.missed.into_inner();
+        match missed.is_empty() {
+            true => Pass::Answered(answer),
+            false => Pass::Nads(missed),
+        }
+    }
+}
+
+static NO_ANNOTATIONS: Annotations = Annotations::EMPTY;
+
+/// The NADs of one pass: those read live, then the cache's (when it
+/// vouches); a NAD in neither is recorded as missed, to be read live.
+struct Recorded<'a> {
+    view: Option<&'a View<'a>>,
+    fetched: &'a Fetched,
+    missed: RefCell<Vec<(CompactString, CompactString)>>,
+}
+
+impl Nads for Recorded<'_> {
+    fn annotations(&self, namespace: &str, name: &str) -> Option<&dyn Lookup> {
+        if !self.fetched.is_empty()
+            && let Some(live) = self.fetched.get(&nad_key(namespace, name))
+        {
+            return live.as_ref().map(|a| a as &dyn Lookup);
+        }
+        if let Some(cached) = self.view.and_then(|v| v.annotations(namespace, name)) {
+            return Some(cached);
+        }
+        let mut missed = self.missed.borrow_mut();
+        if !missed.iter().any(|(ns, n)| ns == namespace && n == name) {
+            missed.push((namespace.into(), name.into()));
+        }
+        None
+    }
+}
+
+/// Logs an answered review: patches at info, problems at warn.
+fn log(request: &Request<'_>, answer: &Answer) {
+    let (uid, namespace, name, operation, dry_run) = (
+        &*request.uid,
+        &*request.namespace,
+        &*request.name,
+        &*request.operation,
+        request.dry_run,
+    );
+    match answer.outcome {
+        Outcome::Patched => tracing::info!(
+            uid, namespace, name, operation, dry_run, changes = %Changes(answer),
+            "patched"
+        ),
+        Outcome::Unchanged if answer.warnings.is_empty() => {
+            tracing::debug!(uid, namespace, name, operation, dry_run, "unchanged")
+        }
+        Outcome::Unchanged => tracing::warn!(
+            uid, namespace, name, operation, dry_run,
+            warnings = %answer.warnings.join("; "),
+            "unchanged, with warnings"
+        ),
+        Outcome::Warned | Outcome::Denied | Outcome::Invalid => tracing::warn!(
+            uid, namespace, name, operation, dry_run, outcome = %answer.outcome,
+            warnings = %answer.warnings.join("; "),
+            "could not act on the pod"
+        ),
+    }
+}
+
+/// What a patch changes, for the log: `; `-separated.
+struct Changes<'a>(&'a Answer);
+
+impl std::fmt::Display for Changes<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let rules = self.0.changes.iter().map(|c| c as &dyn std::fmt::Display);
+        let network_resources = self
+            .0
+            .network_resources
+            .iter()
+            .map(|c| c as &dyn std::fmt::Display);
+        for (i, change) in rules.chain(network_resources).enumerate() {
+            if i > 0 {
+                f.write_str("; ")?;
+            }
+            write!(f, "{change}")?;
+        }
+        Ok(())
+    }
+}
