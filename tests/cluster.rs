@@ -351,3 +351,95 @@ fn the_webhook_runs_with_exactly_the_rights_of_its_packages() {
         assert!(metrics.contains(want), "{want} not in {metrics}");
     }
 }
+
+/// The webhook's configuration as deploy/ ships it, with no replica to answer
+/// (scaled to zero: nothing serves its Service). An ordinary pod in a selected
+/// namespace is refused (`failurePolicy: Fail`); a pod on the host's network
+/// is still created, a pod's labels still change, and a pod's finalizer is
+/// still removed so its deletion completes: none of them waits on the webhook.
+#[test]
+fn with_the_webhook_down_only_pod_creations_it_must_see_are_refused() {
+    // It registers a webhook for every namespace: an API server of its own.
+    let plane = ControlPlane::own();
+    let namespace = plane.namespace("apps", &[]);
+    let pod = |name: &str, extra_spec: &str, extra_meta: &str| {
+        format!(
+            "apiVersion: v1\nkind: Pod\nmetadata:\n  name: {name}\n  namespace: {namespace}\n{extra_meta}spec:\n{extra_spec}  containers:\n  - name: main\n    image: registry.k8s.io/pause:3.10\n"
+        )
+    };
+    // Made before the webhook is registered, holding its deletion back.
+    plane.apply(&pod("held", "", "  finalizers:\n  - example.com/hold\n"));
+    // deploy/ as shipped, but for cert-manager's objects (no CRDs here):
+    // applied server-side, so the API server validates each object, the
+    // configuration's CEL conditions included.
+    let mut files: Vec<_> = std::fs::read_dir(repo_path("deploy"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
+        .collect();
+    files.sort_by_key(|p| !p.ends_with("namespace.yaml"));
+    for file in &files {
+        plane.apply(&std::fs::read_to_string(file).unwrap());
+    }
+    let kubectl = |args: &[&str], input: &str| {
+        let out = plane.kubectl_input(args, input);
+        (
+            out.status.success(),
+            format!(
+                "{}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            ),
+        )
+    };
+    let (created, text) = kubectl(&["create", "-f", "-"], &pod("ordinary", "", ""));
+    assert!(!created, "an ordinary pod was created without the webhook");
+    assert!(
+        text.contains("failed calling webhook \"attach.multus.linkerd.io\""),
+        "{text}"
+    );
+    let (created, text) = kubectl(
+        &["create", "-f", "-"],
+        &pod("node-agent", "  hostNetwork: true\n", ""),
+    );
+    assert!(created, "a host-network pod waits on the webhook: {text}");
+    let (updated, text) = kubectl(&["label", "pod", "held", "-n", &namespace, "tier=web"], "");
+    assert!(updated, "a label change waits on the webhook: {text}");
+    let (deleted, text) = kubectl(
+        &["delete", "pod", "held", "-n", &namespace, "--wait=false"],
+        "",
+    );
+    assert!(deleted, "{text}");
+    let (_, held) = kubectl(
+        &[
+            "get",
+            "pod",
+            "held",
+            "-n",
+            &namespace,
+            "-o",
+            "jsonpath={.metadata.deletionTimestamp}",
+        ],
+        "",
+    );
+    assert!(!held.trim().is_empty(), "the finalizer holds the deletion");
+    let (patched, text) = kubectl(
+        &[
+            "patch",
+            "pod",
+            "held",
+            "-n",
+            &namespace,
+            "--type=json",
+            "-p",
+            r#"[{"op": "remove", "path": "/metadata/finalizers"}]"#,
+        ],
+        "",
+    );
+    assert!(patched, "removing a finalizer waits on the webhook: {text}");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while kubectl(&["get", "pod", "held", "-n", &namespace], "").0 {
+        assert!(Instant::now() < deadline, "the pod was never deleted");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}

@@ -232,6 +232,8 @@ fn package_holds_exactly_the_expected_resources() {
         id("Deployment", NAMESPACE, NAME),
         id("PodDisruptionBudget", NAMESPACE, NAME),
         id("Service", NAMESPACE, NAME),
+        id("Service", NAMESPACE, "linkerd-multus-webhook-metrics"),
+        id("NetworkPolicy", NAMESPACE, NAME),
         id("MutatingWebhookConfiguration", "", NAME),
         id("Issuer", NAMESPACE, "linkerd-multus-webhook-selfsigned"),
         id("Certificate", NAMESPACE, "linkerd-multus-webhook-ca"),
@@ -321,7 +323,7 @@ where
 /// cert-manager resources have no types here; the tests below check their fields).
 #[test]
 fn resources_are_valid_kubernetes_objects() {
-    use k8s_openapi::api::{admissionregistration, apps, core, policy, rbac};
+    use k8s_openapi::api::{admissionregistration, apps, core, networking, policy, rbac};
     let pkg = Package::load();
     let mut problems = Vec::new();
     let mut checked = 0;
@@ -334,6 +336,7 @@ fn resources_are_valid_kubernetes_objects() {
             "PodDisruptionBudget" => round_trip::<policy::v1::PodDisruptionBudget>(r),
             "ClusterRole" => round_trip::<rbac::v1::ClusterRole>(r),
             "ClusterRoleBinding" => round_trip::<rbac::v1::ClusterRoleBinding>(r),
+            "NetworkPolicy" => round_trip::<networking::v1::NetworkPolicy>(r),
             "MutatingWebhookConfiguration" => {
                 round_trip::<admissionregistration::v1::MutatingWebhookConfiguration>(r)
             }
@@ -343,7 +346,7 @@ fn resources_are_valid_kubernetes_objects() {
         checked += 1;
         problems.extend(problem.map(|p| format!("deploy/{rel}: {p}")));
     }
-    assert_eq!(checked, 8);
+    assert_eq!(checked, 10);
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
 
@@ -387,25 +390,33 @@ fn deployment_is_highly_available() {
         "the Deployment selects its own pods"
     );
 
-    // Spread across nodes: a topology spread constraint on the hostname, or anti-affinity.
+    // Never two replicas on one node while another can run one: a hard
+    // topology spread on the hostname, counting only the nodes they tolerate.
     let spec = pkg.pod_spec();
     let spread = spec
         .get("topologySpreadConstraints")
         .map(Yaml::seq)
         .unwrap_or_default();
-    let by_host = spread.iter().any(|c| {
-        c.str_at(&["topologyKey"]) == Some("kubernetes.io/hostname")
-            && c.at(&["labelSelector", "matchLabels"])
-                .is_some_and(|s| selects(s, pod_labels))
-    });
-    let anti = spec
-        .at(&[
-            "affinity",
-            "podAntiAffinity",
-            "preferredDuringSchedulingIgnoredDuringExecution",
-        ])
-        .is_some();
-    assert!(by_host || anti, "replicas are not spread across nodes");
+    let by_host = spread
+        .iter()
+        .find(|c| {
+            c.str_at(&["topologyKey"]) == Some("kubernetes.io/hostname")
+                && c.at(&["labelSelector", "matchLabels"])
+                    .is_some_and(|s| selects(s, pod_labels))
+        })
+        .expect("a topology spread constraint on the hostname");
+    assert_eq!(number(by_host, &["maxSkew"]), 1);
+    assert_eq!(
+        by_host.str_at(&["whenUnsatisfiable"]),
+        Some("DoNotSchedule"),
+        "replicas may share a node"
+    );
+    assert_eq!(by_host.str_at(&["nodeTaintsPolicy"]), Some("Honor"));
+    // Scheduled before ordinary workloads, with a class users can set.
+    assert_eq!(
+        spec.str_at(&["priorityClassName"]),
+        Some("system-cluster-critical")
+    );
 
     // The grace period outlasts the shutdown delay plus the drain timeout.
     let delay = seconds(
@@ -565,16 +576,15 @@ fn probes_ports_and_tls_files_agree() {
             ("ops".to_string(), "9090".to_string())
         ]
     );
-    let listen = pkg.arg("--listen").unwrap_or_else(|| "0.0.0.0:8443".into());
+    let listen = pkg.arg("--listen").unwrap_or_else(|| "[::]:8443".into());
     let ops = pkg
         .arg("--ops-listen")
-        .unwrap_or_else(|| "0.0.0.0:9090".into());
+        .unwrap_or_else(|| "[::]:9090".into());
     assert_eq!(port_of(&listen), "8443", "--listen and the https port");
     assert_eq!(port_of(&ops), "9090", "--ops-listen and the ops port");
-    assert!(
-        !ops.starts_with("127.") && !listen.starts_with("127."),
-        "must listen on the pod IP"
-    );
+    // Every address of both families: the pod IP, on IPv4, IPv6 and dual-stack clusters.
+    assert_eq!(listen, "[::]:8443");
+    assert_eq!(ops, "[::]:9090");
 
     for (probe, path) in [("readinessProbe", "/readyz"), ("livenessProbe", "/healthz")] {
         let p = c.get(probe).unwrap_or_else(|| panic!("no {probe}"));
@@ -642,7 +652,81 @@ fn service_matches_the_container_ports() {
         (p.str_at(&["name"]).unwrap_or("").to_string(), number)
     };
     assert_eq!(target("443"), ("https".to_string(), "8443".to_string()));
-    assert_eq!(target("9090"), ("metrics".to_string(), "9090".to_string()));
+    assert_eq!(
+        svc.at(&["spec", "ports"]).unwrap().seq().len(),
+        1,
+        "the API server's Service carries the webhook's port only, not /metrics"
+    );
+    // The ops port has a headless Service of its own, one scrape target per replica.
+    let metrics = pkg.get("Service", "linkerd-multus-webhook-metrics");
+    assert!(selects(
+        metrics.at(&["spec", "selector"]).unwrap(),
+        pod_labels
+    ));
+    assert_eq!(metrics.str_at(&["spec", "clusterIP"]), Some("None"));
+    let ports = metrics.at(&["spec", "ports"]).unwrap().seq();
+    assert_eq!(ports.len(), 1);
+    assert_eq!(ports[0].str_at(&["port"]), Some("9090"));
+    assert_eq!(ports[0].str_at(&["targetPort"]), Some("ops"));
+}
+
+/// The NetworkPolicy selects the webhook's pods and admits only what they
+/// serve: the API server to the webhook's port (from any address, narrowed by
+/// setters), and the monitoring namespace to the ops port.
+#[test]
+fn network_policy_admits_the_api_server_and_the_scraper_only() {
+    let pkg = Package::load();
+    let policy = pkg.get("NetworkPolicy", NAME);
+    let pod_labels = pkg
+        .deployment()
+        .at(&["spec", "template", "metadata", "labels"])
+        .unwrap();
+    assert!(selects(
+        policy.at(&["spec", "podSelector", "matchLabels"]).unwrap(),
+        pod_labels
+    ));
+    assert_eq!(strings(policy.at(&["spec", "policyTypes"])), ["Ingress"]);
+    let rules = policy.at(&["spec", "ingress"]).unwrap().seq();
+    let ports = |rule: &Yaml| -> Vec<String> {
+        rule.get("ports")
+            .unwrap()
+            .seq()
+            .iter()
+            .map(|p| p.str_at(&["port"]).unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(rules.len(), 2);
+    assert_eq!(ports(&rules[0]), ["https"]);
+    let blocks: Vec<&str> = rules[0]
+        .get("from")
+        .unwrap()
+        .seq()
+        .iter()
+        .map(|f| f.str_at(&["ipBlock", "cidr"]).unwrap())
+        .collect();
+    assert_eq!(blocks, ["0.0.0.0/0", "::/0"]);
+    assert_eq!(ports(&rules[1]), ["ops"]);
+    let from = rules[1].get("from").unwrap().seq();
+    assert_eq!(from.len(), 1);
+    assert_eq!(
+        from[0].str_at(&[
+            "namespaceSelector",
+            "matchLabels",
+            "kubernetes.io/metadata.name"
+        ]),
+        Some("monitoring")
+    );
+    // The named ports are the container's.
+    let names: Vec<String> = pkg.container_ports().into_iter().map(|(n, _)| n).collect();
+    assert_eq!(names, ["https", "ops"]);
+    let text = std::fs::read_to_string(repo_path("deploy/networkpolicy.yaml")).unwrap();
+    for setter in [
+        "${api-server-cidr}",
+        "${api-server-cidr-ipv6}",
+        "${metrics-namespace}",
+    ] {
+        assert!(text.contains(&format!("# kpt-set: {setter}")), "{setter}");
+    }
 }
 
 #[test]
@@ -677,7 +761,42 @@ fn webhook_configuration_is_safe() {
     let rules = w.get("rules").unwrap().seq();
     assert_eq!(rules.len(), 1);
     let rule = &rules[0];
-    assert_eq!(strings(rule.get("operations")), ["CREATE", "UPDATE"]);
+    // CREATE only: a pod's networks are fixed when it starts, and no later
+    // change to a pod (a finalizer removed) waits on the webhook.
+    assert_eq!(strings(rule.get("operations")), ["CREATE"]);
+    for why in ["CREATE only", "finalizer"] {
+        assert!(
+            text.contains(why),
+            "the rules' comment should mention {why}"
+        );
+    }
+    // Host-network pods and pods being deleted never reach it (tests/cluster.rs
+    // shows both with the webhook down).
+    let conditions: Vec<(&str, &str)> = w
+        .get("matchConditions")
+        .expect("matchConditions")
+        .seq()
+        .iter()
+        .map(|c| {
+            (
+                c.str_at(&["name"]).unwrap(),
+                c.str_at(&["expression"]).unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        conditions,
+        [
+            (
+                "not-host-network",
+                "object == null || !has(object.spec.hostNetwork) || !object.spec.hostNetwork"
+            ),
+            (
+                "not-being-deleted",
+                "object == null || !has(object.metadata.deletionTimestamp)"
+            ),
+        ]
+    );
     assert_eq!(strings(rule.get("apiGroups")), [""]);
     assert_eq!(strings(rule.get("apiVersions")), ["v1"]);
     assert_eq!(strings(rule.get("resources")), ["pods"]);
@@ -808,12 +927,20 @@ fn cert_manager_certificate_serves_the_service() {
     }
 }
 
-/// `kpt fn eval --image apply-setters -- namespace=NEW` as the package documents it, done
-/// here by applying each `# kpt-set:` comment: afterwards no reference to the old namespace
-/// may be left, and every reference must name the new one.
+/// `kpt fn eval --image apply-setters -- namespace=NEW ...` as the package documents it,
+/// done here by applying each `# kpt-set:` comment: afterwards no reference to the old
+/// namespace may be left, every reference must name the new one, and each other setter
+/// reaches what it names.
 #[test]
-fn namespace_setter_covers_every_reference() {
+fn setters_cover_every_reference() {
     const NEW: &str = "mesh-webhook";
+    const SETTERS: [(&str, &str); 5] = [
+        ("namespace", NEW),
+        ("priority-class-name", "webhooks"),
+        ("api-server-cidr", "10.0.0.0/24"),
+        ("api-server-cidr-ipv6", "fd00::/64"),
+        ("metrics-namespace", "prometheus"),
+    ];
     let set = |text: &str| -> String {
         let mut out = String::new();
         for line in text.split_inclusive('\n') {
@@ -821,10 +948,13 @@ fn namespace_setter_covers_every_reference() {
                 out.push_str(line);
                 continue;
             };
-            let value = pattern.trim_end().replace("${namespace}", NEW);
+            let mut value = pattern.trim_end().to_string();
+            for (name, to) in SETTERS {
+                value = value.replace(&format!("${{{name}}}"), to);
+            }
             assert!(
                 !value.contains("${"),
-                "unknown setter in {line:?}: only ${{namespace}} is documented for deploy/"
+                "unknown setter in {line:?}: deploy/README.md documents {SETTERS:?}"
             );
             let (key, _) = before
                 .rsplit_once(' ')
@@ -921,9 +1051,39 @@ fn namespace_setter_covers_every_reference() {
         "{dns:?}"
     );
 
-    // The README documents the setter.
+    // The other setters.
+    assert_eq!(
+        pkg.pod_spec().str_at(&["priorityClassName"]),
+        Some("webhooks")
+    );
+    let ingress = pkg
+        .get("NetworkPolicy", NAME)
+        .at(&["spec", "ingress"])
+        .unwrap()
+        .seq();
+    let blocks: Vec<&str> = ingress[0]
+        .get("from")
+        .unwrap()
+        .seq()
+        .iter()
+        .map(|f| f.str_at(&["ipBlock", "cidr"]).unwrap())
+        .collect();
+    assert_eq!(blocks, ["10.0.0.0/24", "fd00::/64"]);
+    assert_eq!(
+        ingress[1].get("from").unwrap().seq()[0].str_at(&[
+            "namespaceSelector",
+            "matchLabels",
+            "kubernetes.io/metadata.name"
+        ]),
+        Some("prometheus")
+    );
+
+    // The README documents every setter.
     let readme = std::fs::read_to_string(repo_path("deploy/README.md")).unwrap();
     assert!(readme.contains("gcr.io/kpt-fn/apply-setters:v0.2.0 -- namespace="));
+    for (name, _) in SETTERS {
+        assert!(readme.contains(&format!("`{name}`")), "{name}");
+    }
 }
 
 /// Option 2 of the README: the documented `sed` removes the cainjector annotation and nothing
