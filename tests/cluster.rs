@@ -1,8 +1,11 @@
 //! The webhook in a cluster, through a real kube-apiserver
 //! (tests/common/kube_apiserver.rs): `scripts/e2e-webhook.sh` as users run it,
-//! and the webhook running with exactly the rights its packages grant.
+//! the webhook running with exactly the rights its packages grant, its
+//! configuration with no replica to answer, and the soak (cluster/soak.rs).
 
 mod common;
+#[path = "cluster/soak.rs"]
+mod soak;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
