@@ -207,16 +207,21 @@ struct Shared {
     api_timeout: Duration,
 }
 
-/// Watches Namespaces, the controller's NADs and the ConfigMap, and
-/// reconciles every namespace, for as long as it is polled.
-async fn reconcile_all(client: Client, shared: &Shared, fence: Fence) {
+/// The NADs of the controller's name, and of each only what the rules read
+/// (its labels and the digest of its config): the cache and the stream of
+/// what changes in it.
+fn nad_cache(
+    client: &Client,
+    settings: &Settings,
+) -> (
+    Store<DynamicObject>,
+    impl futures_util::Stream<Item = Result<DynamicObject, watcher::Error>> + Send + 'static,
+) {
     let nad_resource = nad_resource();
     let nads: Api<DynamicObject> = Api::all_with(client.clone(), &nad_resource);
-    let nad_writer = reflector::store::Writer::new(nad_resource.clone());
-    let nad_store = nad_writer.as_reader();
-    let by_name = |name: &str| watcher::Config::default().fields(&format!("metadata.name={name}"));
-    // Only the NADs of its name, and of each only what the rules read.
-    let nad_stream = watcher(nads, by_name(&shared.settings.nad_name))
+    let writer = reflector::store::Writer::new(nad_resource);
+    let store = writer.as_reader();
+    let stream = watcher(nads, by_name(&settings.nad_name))
         .default_backoff()
         .modify(|nad: &mut DynamicObject| {
             nad.metadata.managed_fields = None;
@@ -228,12 +233,24 @@ async fn reconcile_all(client: Client, shared: &Shared, fence: Fence) {
                 .map(cluster::config_digest);
             nad.data = serde_json::json!({ CONFIG_DIGEST: digest });
         })
-        .reflect(nad_writer)
+        .reflect(writer)
         .touched_objects();
+    (store, stream)
+}
 
-    let (ns_store, ns_writer) = reflector::store::<PartialObjectMeta<Namespace>>();
+/// Every Namespace, metadata only and of it only the Multus annotation: the
+/// cache and the stream of those applied.
+fn namespace_cache(
+    client: &Client,
+) -> (
+    Store<PartialObjectMeta<Namespace>>,
+    impl futures_util::Stream<Item = Result<PartialObjectMeta<Namespace>, watcher::Error>>
+    + Send
+    + 'static,
+) {
+    let (store, writer) = reflector::store::<PartialObjectMeta<Namespace>>();
     // Api<PartialObjectMeta<_>> lists and watches metadata only.
-    let namespaces = watcher(
+    let stream = watcher(
         Api::<PartialObjectMeta<Namespace>>::all(client.clone()),
         watcher::Config::default(),
     )
@@ -245,9 +262,21 @@ async fn reconcile_all(client: Client, shared: &Shared, fence: Fence) {
             annotations.retain(|k, _| k == MULTUS_ANNOTATION);
         }
     })
-    .reflect(ns_writer)
+    .reflect(writer)
     .applied_objects();
+    (store, stream)
+}
 
+/// A watch of the objects of one name.
+fn by_name(name: &str) -> watcher::Config {
+    watcher::Config::default().fields(&format!("metadata.name={name}"))
+}
+
+/// Watches Namespaces, the controller's NADs and the ConfigMap, and
+/// reconciles every namespace, for as long as it is polled.
+async fn reconcile_all(client: Client, shared: &Shared, fence: Fence) {
+    let (nad_store, nad_stream) = nad_cache(&client, &shared.settings);
+    let (ns_store, namespaces) = namespace_cache(&client);
     let config_maps: Api<ConfigMap> =
         Api::namespaced(client.clone(), &shared.settings.cni_namespace);
     let (config_sender, config_rx) = watch::channel(LiveConfig::Unread);
@@ -264,7 +293,7 @@ async fn reconcile_all(client: Client, shared: &Shared, fence: Fence) {
         settings: shared.settings.clone(),
         client,
         nad_store: nad_store.clone(),
-        nad_resource,
+        nad_resource: nad_resource(),
         config: config_rx.clone(),
         events: shared.events.clone(),
         metrics: shared.metrics.clone(),

@@ -365,19 +365,25 @@ async fn failed(
     error
 }
 
-/// The wait before a failed namespace is tried again: its backoff.
+/// The wait before a failed namespace is tried again: its backoff. A write
+/// not started for want of leadership counts no failure: the next term
+/// starts over.
 pub fn error_policy(
     namespace: Arc<PartialObjectMeta<Namespace>>,
     error: &Error,
     context: Arc<Context>,
 ) -> Action {
     let name = namespace.name_any();
+    if let Error::NotLeading { .. } = error {
+        tracing::debug!(namespace = %name, error = %error);
+        return Action::requeue(context.api_timeout);
+    }
     let wait = context.backoff.failed(&name);
     match error {
-        Error::NotLeading { .. } | Error::Stale { .. } => {
+        Error::Stale { .. } => {
             tracing::debug!(namespace = %name, error = %error, "retrying in {wait:.1?}")
         }
-        Error::Write { .. } => {
+        _ => {
             tracing::warn!(namespace = %name, error = %error, "reconcile failed; retrying in {wait:.1?}")
         }
     }
