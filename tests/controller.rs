@@ -177,15 +177,7 @@ fn namespaces_get_the_nad_kept_in_step_with_the_config_map_and_only_its_own_chan
 /// or the namespace is switched off.
 #[test]
 fn a_rendered_nad_taken_over_from_the_controller_is_never_touched_again() {
-    let s = setup();
-    let namespace = s
-        .plane
-        .namespace("taken", &[("linkerd.io/multus", "enabled")]);
-    let controller = Controller::start(&s, "only", &s.kubeconfig());
-    eventually("the controller's NAD", BOUND, || {
-        s.nad(&namespace)
-            .is_some_and(|n| labelled_by_controller(&n))
-    });
+    let (s, namespace, controller) = harness::with_one_nad("taken");
     // Argo CD applies the rendered NAD with force, as it does server-side.
     s.plane.kubectl_ok(
         &["apply", "--server-side", "--force-conflicts", "--field-manager=argocd-controller", "-f", "-"],

@@ -211,6 +211,17 @@ impl Elector {
         )
     }
 
+    /// What to do with `observed`, now.
+    fn step(&self, observed: &Observed) -> Step {
+        decide(
+            &self.identity,
+            observed,
+            &self.timing,
+            Instant::now(),
+            Timestamp::now(),
+        )
+    }
+
     /// client-go's `tryAcquireOrRenew`: whether this replica holds the Lease
     /// after one try, every call made before `deadline`.
     async fn try_acquire_or_renew(&mut self, deadline: Instant) -> Result<bool, CallError> {
@@ -218,20 +229,12 @@ impl Elector {
         if let Some(observed) = self.observed.clone()
             && observed.record.holder == self.identity
             && Instant::now() < observed.expires()
+            && let Step::Take(record) = self.step(&observed)
         {
-            let step = decide(
-                &self.identity,
-                &observed,
-                &self.timing,
-                Instant::now(),
-                Timestamp::now(),
-            );
-            if let Step::Take(record) = step {
-                match self.update(observed.lease, record, deadline).await {
-                    Ok(()) => return Ok(true),
-                    Err(e) => {
-                        tracing::debug!(error = %e, "{}: renewing unread failed; reading it", self.describe())
-                    }
+            match self.update(observed.lease, record, deadline).await {
+                Ok(()) => return Ok(true),
+                Err(e) => {
+                    tracing::debug!(error = %e, "{}: renewing unread failed; reading it", self.describe())
                 }
             }
         }
@@ -239,13 +242,7 @@ impl Elector {
             return self.create(deadline).await.map(|()| true);
         };
         let observed = observe(self.observed.take(), lease, Instant::now());
-        let step = decide(
-            &self.identity,
-            &observed,
-            &self.timing,
-            Instant::now(),
-            Timestamp::now(),
-        );
+        let step = self.step(&observed);
         let lease = observed.lease.clone();
         self.observed = Some(observed);
         match step {
@@ -260,13 +257,7 @@ impl Elector {
             record: Record::of(&Lease::default()),
             at: Instant::now(),
         };
-        let Step::Take(mut record) = decide(
-            &self.identity,
-            &empty,
-            &self.timing,
-            Instant::now(),
-            Timestamp::now(),
-        ) else {
+        let Step::Take(mut record) = self.step(&empty) else {
             unreachable!("an empty record is always taken")
         };
         record.transitions = 0;

@@ -80,9 +80,9 @@ pub enum Error {
         namespace: String,
         /// The NAD's name.
         name: String,
-        /// The failure.
+        /// The failure (boxed: kube's errors are large).
         #[source]
-        source: CallError,
+        source: Box<CallError>,
     },
     /// The NAD changed since the cache saw it (409 on the guarded apply).
     #[error(
@@ -148,7 +148,7 @@ impl Context {
                 action,
                 namespace: namespace.to_string(),
                 name,
-                source,
+                source: Box::new(source),
             })
     }
 }
@@ -287,16 +287,7 @@ async fn update(
     let api = context.nads_in(name);
     let patch = Patch::Apply(&body);
     let applied = context.write("applying", name, api.patch(nad_name, &params, &patch));
-    match applied.await {
-        Ok(_) => {}
-        Err(Error::Write { source, .. }) if source.code() == Some(409) => {
-            return Err(Error::Stale {
-                namespace: name.to_string(),
-                name: nad_name.clone(),
-            });
-        }
-        Err(e) => return Err(e),
-    }
+    stale_on_conflict(applied.await)?;
     context.metrics.reconciled("updated");
     tracing::info!(namespace = %name, "{at} updated");
     Ok(Some((
@@ -306,6 +297,20 @@ async fn update(
             context.settings.cni_namespace
         ),
     )))
+}
+
+/// A write refused for its precondition (409: the NAD changed since the
+/// cache saw it) as [`Error::Stale`].
+fn stale_on_conflict<T>(result: Result<T, Error>) -> Result<T, Error> {
+    match result {
+        Err(Error::Write {
+            namespace,
+            name,
+            source,
+            ..
+        }) if source.code() == Some(409) => Err(Error::Stale { namespace, name }),
+        result => result,
+    }
 }
 
 /// Deletes its own NAD, as the cache showed it.
@@ -322,19 +327,12 @@ async fn delete(context: &Context, name: &str, live: &DynamicObject) -> Result<D
         ..DeleteParams::default()
     };
     let api = context.nads_in(name);
-    match context
-        .write("deleting", name, api.delete(nad_name, &params))
-        .await
-    {
-        Ok(_) => {}
+    let deleted = context.write("deleting", name, api.delete(nad_name, &params));
+    match stale_on_conflict(deleted.await) {
         Err(Error::Write { source, .. }) if source.code() == Some(404) => {}
-        Err(Error::Write { source, .. }) if source.code() == Some(409) => {
-            return Err(Error::Stale {
-                namespace: name.to_string(),
-                name: nad_name.clone(),
-            });
+        result => {
+            result?;
         }
-        Err(e) => return Err(e),
     }
     context.metrics.reconciled("deleted");
     tracing::info!(namespace = %name, "{at} removed");

@@ -3,6 +3,7 @@
 //! before its Lease can expire, the other replica takes over after it does,
 //! no second sees writes of both, and the old leader never writes again.
 
+use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
@@ -185,6 +186,18 @@ fn writes_flow(controller: &Controller, from: f64, more: f64, what: &str) {
     eventually(what, BOUND, || controller.writes() >= from + more);
 }
 
+/// Starts replica A, then B once A leads, and the flow of writes, until A
+/// has written some.
+fn start_writing(s: &Setup, a: &Path, b: &Path) -> (Controller, Controller, Flow) {
+    let a = Controller::start_with(s, "replica-a", a, LEASE);
+    eventually("A leads", BOUND, || a.leader() == Some(1.0));
+    let b = Controller::start_with(s, "replica-b", b, LEASE);
+    eventually("B follows", BOUND, || b.leader() == Some(0.0));
+    let flow = Flow::start(s);
+    writes_flow(&a, 0.0, 5.0, "A writing");
+    (a, b, flow)
+}
+
 /// (a) Replica A's rights on the Lease revoked: its renewals fail with 403.
 #[test]
 fn a_leader_whose_lease_rights_are_revoked_stops_writing_and_the_other_takes_over() {
@@ -192,22 +205,11 @@ fn a_leader_whose_lease_rights_are_revoked_stops_writing_and_the_other_takes_ove
     let b_account = s.plane.unique_name("controller-b");
     s.grant(&b_account);
     let audited = s.audited_server();
-    let a = Controller::start_with(
+    let (a, b, flow) = start_writing(
         &s,
-        "replica-a",
         &s.kubeconfig_on(&audited.server, &s.account),
-        LEASE,
-    );
-    eventually("A leads", BOUND, || a.leader() == Some(1.0));
-    let b = Controller::start_with(
-        &s,
-        "replica-b",
         &s.kubeconfig_on(&audited.server, &b_account),
-        LEASE,
     );
-    eventually("B follows", BOUND, || b.leader() == Some(0.0));
-    let flow = Flow::start(&s);
-    writes_flow(&a, 0.0, 5.0, "A writing");
     s.plane.kubectl(&[
         "delete",
         "rolebinding",
@@ -239,22 +241,11 @@ fn a_leader_whose_api_server_stops_stops_writing_and_never_writes_again() {
     let s = setup();
     let a_server = s.audited_server();
     let b_server = s.audited_server();
-    let a = Controller::start_with(
+    let (a, b, flow) = start_writing(
         &s,
-        "replica-a",
         &s.kubeconfig_on(&a_server.server, &s.account),
-        LEASE,
-    );
-    eventually("A leads", BOUND, || a.leader() == Some(1.0));
-    let b = Controller::start_with(
-        &s,
-        "replica-b",
         &s.kubeconfig_on(&b_server.server, &s.account),
-        LEASE,
     );
-    eventually("B follows", BOUND, || b.leader() == Some(0.0));
-    let flow = Flow::start(&s);
-    writes_flow(&a, 0.0, 5.0, "A writing");
     a_server.server.stop();
     eventually("B leads", BOUND, || b.leader() == Some(1.0));
     eventually("A stops leading", BOUND, || a.leader() == Some(0.0));

@@ -346,6 +346,21 @@ impl Drop for Controller {
     }
 }
 
+/// A test's own API server, an enabled namespace (`prefix-N`) and one
+/// controller, once it has made the namespace's NAD.
+pub fn with_one_nad(prefix: &str) -> (Setup, String, Controller) {
+    let s = setup();
+    let namespace = s
+        .plane
+        .namespace(prefix, &[("linkerd.io/multus", "enabled")]);
+    let controller = Controller::start(&s, "only", &s.kubeconfig());
+    eventually("the controller's NAD", BOUND, || {
+        s.nad(&namespace)
+            .is_some_and(|n| labelled_by_controller(&n))
+    });
+    (s, namespace, controller)
+}
+
 /// Polls `check` every 100 ms until it holds; fails after `within`.
 pub fn eventually(what: &str, within: Duration, mut check: impl FnMut() -> bool) -> Duration {
     let start = Instant::now();

@@ -9,6 +9,7 @@ use serde_json::Value;
 
 use crate::harness::{
     BOUND, CONFIG_MAP, Controller, NAD, Setup, eventually, labelled_by_controller, setup,
+    with_one_nad,
 };
 use crate::proxy::DelayProxy;
 
@@ -64,15 +65,8 @@ impl Owned {
 /// it is the user's and stays as edited.
 #[test]
 fn its_own_nad_edited_or_deleted_by_hand_is_put_back_within_seconds() {
-    let s = setup();
-    let namespace = s
-        .plane
-        .namespace("owned", &[("linkerd.io/multus", "enabled")]);
-    let controller = Controller::start(&s, "only", &s.kubeconfig());
+    let (s, namespace, controller) = with_one_nad("owned");
     let want = s.rendered_config(CONFIG_MAP);
-    eventually("the controller's NAD", BOUND, || {
-        s.nad(&namespace).is_some()
-    });
     let owned = Owned {
         s,
         namespace,
