@@ -249,9 +249,9 @@ async fn create(
             if source.status().is_some_and(|s| s.is_already_exists()) =>
         {
             context.metrics.reconciled("skipped");
-            tracing::info!(namespace = %name, "{at} exists already, made by someone else: left as it is");
+            tracing::info!(namespace = %name, "{at} exists already: not created, left as it is");
             let note = format!(
-                "{at} exists already but not as the controller's (it was made after the controller last looked): left as it is; the controller manages only NADs labelled {}: {}",
+                "{at} exists already (made since the controller last looked), so the controller did not create it and adopts nothing: a NAD without the label {}: {} stays with whoever made it; delete it for the controller to make its own",
                 nad::MANAGED_BY_LABEL,
                 nad::CONTROLLER_MANAGED_BY
             );
