@@ -2,280 +2,27 @@
 //! kube-apiserver (tests/common/kube_apiserver.rs), with exactly the rights of
 //! its packages (deploy/rbac.yaml and deploy-nad-controller/rbac.yaml). The
 //! controller acts on every namespace, so each test has an API server of its
-//! own (`ControlPlane::own`).
+//! own (`ControlPlane::own`). Here its life with one replica and a simple
+//! failover; what it owns in `ownership`, failovers with renewals failing in
+//! `failover`, its retries under a persistent refusal in `retries`.
 
+#[path = "controller/audit.rs"]
+mod audit;
 mod common;
+#[path = "controller/failover.rs"]
+mod failover;
+#[path = "controller/harness.rs"]
+mod harness;
+#[path = "controller/ownership.rs"]
+mod ownership;
+#[path = "controller/proxy.rs"]
+mod proxy;
+#[path = "controller/retries.rs"]
+mod retries;
 
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use common::bin;
-use common::https::{Ca, http_get};
-use common::kube_apiserver::{ControlPlane, free_port};
-use serde_json::Value;
-
-const NAD: &str = "network-attachment-definitions.k8s.cni.cncf.io";
-const CONFIG_MAP: &str = include_str!("../../shared/fixtures/linkerd-cni/version-2.19.yaml");
-const CONTROLLER_MARK: &str = "linkerd-multus-controller";
-
-/// One test's namespaces and the controller's account.
-struct Setup {
-    plane: &'static ControlPlane,
-    cni: String,
-    control_plane: String,
-    home: String,
-    account: String,
-    dir: tempfile::TempDir,
-}
-
-fn setup() -> Setup {
-    // The controller acts on every namespace: each test has an API server of its own.
-    let plane = ControlPlane::own();
-    plane.install_nad_crd();
-    plane.apply(&read("deploy/namespace.yaml"));
-    plane.apply(&read("deploy/rbac.yaml"));
-    let cni = plane.namespace("cni", &[]);
-    // The control-plane namespace is named by a flag: no NAD before it exists.
-    let control_plane = plane.unique_name("linkerd");
-    let home = plane.namespace("home", &[]);
-    let account = plane.unique_name("controller");
-    // The packages' rules, bound to this test's account, with the Roles in
-    // this test's CNI and home namespaces (what kpt-set does for a user).
-    let rbac = read("deploy-nad-controller/rbac.yaml")
-        .replace(
-            "name: linkerd-multus-webhook\n",
-            &format!("name: {account}\n"),
-        )
-        .replace(
-            "namespace: linkerd-multus # kpt-set: ${namespace}",
-            &format!("namespace: {home}"),
-        )
-        .replace(
-            "namespace: linkerd-cni # kpt-set: ${cni-namespace}",
-            &format!("namespace: {cni}"),
-        );
-    plane.apply(&rbac);
-    plane.apply(&format!(
-        "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\nmetadata:\n  name: {account}-webhook\nroleRef:\n  apiGroup: rbac.authorization.k8s.io\n  kind: ClusterRole\n  name: linkerd-multus-webhook\nsubjects:\n- kind: ServiceAccount\n  name: {account}\n  namespace: {home}\n"
-    ));
-    let setup = Setup {
-        plane,
-        cni,
-        control_plane,
-        home,
-        account,
-        dir: tempfile::tempdir().unwrap(),
-    };
-    setup.put_config_map(CONFIG_MAP);
-    setup
-}
-
-fn read(path: &str) -> String {
-    std::fs::read_to_string(common::repo_path(path)).unwrap()
-}
-
-/// A running `webhook --manage-nads`; killed when dropped.
-struct Controller {
-    child: Child,
-    ops: String,
-    _dir: tempfile::TempDir,
-}
-
-impl Controller {
-    fn start(s: &Setup, identity: &str, kubeconfig: &Path) -> Controller {
-        let dir = tempfile::tempdir().unwrap();
-        let ca = Ca::new("CA");
-        let (cert, key) = ca.leaf(&["127.0.0.1"]).write(dir.path());
-        let ops = format!("127.0.0.1:{}", free_port());
-        let child = Command::new(bin())
-            .args(["webhook", "--manage-nads"])
-            .args(["--listen", &format!("127.0.0.1:{}", free_port())])
-            .args(["--ops-listen", &ops])
-            .arg("--tls-cert")
-            .arg(&cert)
-            .arg("--tls-key")
-            .arg(&key)
-            .args(["--cni-namespace", &s.cni])
-            .args(["--linkerd-namespace", &s.control_plane])
-            .args(["--lease-duration", "3s", "--identity", identity])
-            .args(["--shutdown-delay", "0s"])
-            .env("KUBECONFIG", kubeconfig)
-            .env("POD_NAMESPACE", &s.home)
-            .env_remove("RUST_LOG")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("starting linkerd-multus webhook --manage-nads");
-        Controller {
-            child,
-            ops,
-            _dir: dir,
-        }
-    }
-
-    /// A metric's value; `None` while the ops port does not answer.
-    fn metric(&self, line_start: &str) -> Option<f64> {
-        let (_, text) = http_get(&self.ops, "/metrics")?;
-        text.lines()
-            .find_map(|l| l.strip_prefix(line_start)?.trim().parse().ok())
-    }
-
-    fn kill(&mut self) {
-        self.child.kill().ok();
-        self.child.wait().ok();
-    }
-}
-
-impl Drop for Controller {
-    fn drop(&mut self) {
-        self.kill();
-    }
-}
-
-/// Polls `check` every 100 ms until it holds; fails after `within`.
-fn eventually(what: &str, within: Duration, mut check: impl FnMut() -> bool) -> Duration {
-    let start = Instant::now();
-    while !check() {
-        assert!(start.elapsed() < within, "{what}: not within {within:?}");
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    start.elapsed()
-}
-
-const BOUND: Duration = Duration::from_secs(30);
-
-impl Setup {
-    fn kubeconfig(&self) -> PathBuf {
-        self.plane
-            .service_account_kubeconfig(&self.home, &self.account, self.dir.path())
-    }
-
-    fn put_config_map(&self, yaml: &str) {
-        let yaml = yaml.replace(
-            "namespace: linkerd-cni",
-            &format!("namespace: {}", self.cni),
-        );
-        assert!(yaml.contains(&self.cni), "the fixture names its namespace");
-        self.plane.apply(&yaml);
-    }
-
-    /// The NAD `linkerd-cni` of `namespace`, if any.
-    fn nad(&self, namespace: &str) -> Option<Value> {
-        let out = self.plane.kubectl_input(
-            &[
-                "get",
-                NAD,
-                "linkerd-cni",
-                "-n",
-                namespace,
-                "-o",
-                "json",
-                "--show-managed-fields",
-            ],
-            "",
-        );
-        out.status
-            .success()
-            .then(|| serde_json::from_slice(&out.stdout).unwrap())
-    }
-
-    fn version(&self, namespace: &str) -> Option<String> {
-        self.nad(namespace).map(|n| {
-            n["metadata"]["resourceVersion"]
-                .as_str()
-                .unwrap()
-                .to_string()
-        })
-    }
-
-    fn put_nad(&self, namespace: &str, managed_by: Option<&str>) {
-        let labels = managed_by
-            .map(|m| format!("  labels:\n    app.kubernetes.io/managed-by: {m}\n"))
-            .unwrap_or_default();
-        self.plane.apply(&format!(
-            "apiVersion: k8s.cni.cncf.io/v1\nkind: NetworkAttachmentDefinition\nmetadata:\n  name: linkerd-cni\n  namespace: {namespace}\n{labels}spec:\n  config: '{{\"cniVersion\": \"0.3.1\", \"name\": \"linkerd-cni\", \"type\": \"linkerd-cni\"}}'\n"
-        ));
-    }
-
-    fn annotate(&self, namespace: &str, value: &str) {
-        self.plane.kubectl(&[
-            "annotate",
-            "namespace",
-            namespace,
-            "--overwrite",
-            &format!("linkerd.io/multus={value}"),
-        ]);
-    }
-
-    /// The `spec.config` the KRM function renders from the same ConfigMap:
-    /// the controller must build exactly this.
-    fn rendered_config(&self, config_map: &str) -> String {
-        let input = format!(
-            "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: demo\n  annotations:\n    linkerd.io/multus: enabled\n---\n{config_map}"
-        );
-        let out = Command::new(bin())
-            .args(["render", "-"])
-            .stdin_bytes(input.as_bytes());
-        let docs = common::parse_yaml_stream(&out).unwrap();
-        let nad = docs
-            .iter()
-            .find(|d| d.str_at(&["kind"]) == Some("NetworkAttachmentDefinition"))
-            .expect("render generates the NAD");
-        nad.str_at(&["spec", "config"]).unwrap().to_string()
-    }
-
-    /// Reasons of the Events on Namespace `namespace`.
-    fn event_reasons(&self, namespace: &str) -> Vec<String> {
-        let out = self.plane.kubectl(&[
-            "get",
-            "events.events.k8s.io",
-            "-n",
-            "default",
-            "--field-selector",
-            &format!("regarding.name={namespace}"),
-            "-o",
-            "json",
-        ]);
-        let list: Value = serde_json::from_str(&out).unwrap();
-        list["items"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|e| e["regarding"]["kind"] == "Namespace")
-            .map(|e| e["reason"].as_str().unwrap_or_default().to_string())
-            .collect()
-    }
-}
-
-/// `Command` with bytes on stdin, returning stdout (the command must succeed).
-trait StdinBytes {
-    fn stdin_bytes(&mut self, input: &[u8]) -> String;
-}
-
-impl StdinBytes for Command {
-    fn stdin_bytes(&mut self, input: &[u8]) -> String {
-        use std::io::Write;
-        let mut child = self
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        child.stdin.take().unwrap().write_all(input).unwrap();
-        let out = child.wait_with_output().unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8(out.stdout).unwrap()
-    }
-}
-
-fn labelled_by_controller(nad: &Value) -> bool {
-    nad["metadata"]["labels"]["app.kubernetes.io/managed-by"] == CONTROLLER_MARK
-}
+use harness::{BOUND, CONFIG_MAP, Controller, eventually, labelled_by_controller, setup};
 
 /// The controller's whole life with one replica: NADs made, updated by a
 /// ConfigMap change in one pass, kept through an invalid ConfigMap, removed
@@ -430,15 +177,7 @@ fn namespaces_get_the_nad_kept_in_step_with_the_config_map_and_only_its_own_chan
 /// or the namespace is switched off.
 #[test]
 fn a_rendered_nad_taken_over_from_the_controller_is_never_touched_again() {
-    let s = setup();
-    let namespace = s
-        .plane
-        .namespace("taken", &[("linkerd.io/multus", "enabled")]);
-    let controller = Controller::start(&s, "only", &s.kubeconfig());
-    eventually("the controller's NAD", BOUND, || {
-        s.nad(&namespace)
-            .is_some_and(|n| labelled_by_controller(&n))
-    });
+    let (s, namespace, controller) = harness::with_one_nad("taken");
     // Argo CD applies the rendered NAD with force, as it does server-side.
     s.plane.kubectl_ok(
         &["apply", "--server-side", "--force-conflicts", "--field-manager=argocd-controller", "-f", "-"],

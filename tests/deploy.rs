@@ -1351,7 +1351,7 @@ fn nad_controller_rights_are_opt_in_and_exactly_what_it_does() {
                 v(&["coordination.k8s.io"]),
                 v(&["leases"]),
                 v(&[CONTROLLER]),
-                v(&["get", "update", "patch", "delete"]),
+                v(&["get", "update"]),
             ],
         ]
     );

@@ -9,9 +9,12 @@
 
 use std::collections::BTreeMap;
 
+use serde_json::Value;
+
+use crate::k8s::cni_config::{self as cni_check, check_cni_config};
 use crate::k8s::nad::{self, Maker};
 use crate::k8s::namespace::{Lookup, MULTUS_ANNOTATION};
-use crate::linkerd_cni::cni_config::{self, CniConfigError};
+use crate::linkerd_cni::cni_config::{self, CniConfigError, NETWORK_CONFIG_KEY};
 use crate::linkerd_cni::settings::Settings;
 use crate::yaml::{Map, Node};
 
@@ -22,12 +25,70 @@ pub fn needs_nad(namespace: &str, annotations: &dyn Lookup, settings: &Settings)
         || namespace == settings.linkerd_namespace
 }
 
+/// The largest NAD config the controller copies from the live ConfigMap.
+/// Linkerd-CNI's own config is under 1 KiB (about 700 bytes with every field
+/// of 2.19); 16 KiB leaves room twenty times over for fields later versions
+/// add, while bounding what one ConfigMap edit writes: the config goes into
+/// every enabled namespace's NAD, so 10,000 namespaces hold at most 160 MiB
+/// of it in etcd and in every NAD watcher's memory (Multus, the webhook).
+pub const MAX_CONFIG_BYTES: usize = 16 * 1024;
+
+/// The CNI plugin type the controller's NADs run: Linkerd-CNI's.
+pub const LINKERD_CNI_TYPE: &str = "linkerd-cni";
+
+/// Why the live ConfigMap gives no NAD config the controller may copy.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LiveConfigError {
+    /// The ConfigMap itself does not give a config.
+    #[error(transparent)]
+    ConfigMap(#[from] CniConfigError),
+    /// The config is larger than [`MAX_CONFIG_BYTES`].
+    #[error(
+        "data.{NETWORK_CONFIG_KEY} makes a NAD config of {size} bytes, more than the {MAX_CONFIG_BYTES} the controller copies into every enabled namespace: remove what Linkerd-CNI does not read"
+    )]
+    TooLarge {
+        /// Its size, bytes.
+        size: usize,
+    },
+    /// The config is not one Multus and Linkerd-CNI would run.
+    #[error(
+        "data.{NETWORK_CONFIG_KEY} is not a Linkerd-CNI config Multus would run: {}; fix the ConfigMap (Linkerd's CNI chart writes it)",
+        join(.0)
+    )]
+    Invalid(Vec<ConfigProblem>),
+}
+
+/// One problem of the config the ConfigMap gives.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConfigProblem {
+    /// What libcni or the NAD admission controller would refuse.
+    #[error("CNI configuration {0}")]
+    Cni(cni_check::CniConfigError),
+    /// A list of plugins: Linkerd-CNI's config is a single one.
+    #[error("it has \"plugins\": Linkerd-CNI's config is a single configuration, not a list")]
+    List,
+    /// Another plugin type.
+    #[error("\"type\" is {0}, not \"{LINKERD_CNI_TYPE}\"")]
+    NotLinkerdCni(String),
+    /// No `name`.
+    #[error("it has no \"name\" (Linkerd-CNI's config names itself {LINKERD_CNI_TYPE:?})")]
+    NoName,
+}
+
+fn join(problems: &[ConfigProblem]) -> String {
+    let texts: Vec<String> = problems.iter().map(ToString::to_string).collect();
+    texts.join("; ")
+}
+
 /// The NAD config text from the live ConfigMap's `data`, by the function's
-/// own [`cni_config::nad_config`].
+/// own [`cni_config::nad_config`], checked before the controller copies it:
+/// what `validate` requires of a NAD's config ([`check_cni_config`]), a
+/// single configuration of type [`LINKERD_CNI_TYPE`] with a `name`, and at
+/// most [`MAX_CONFIG_BYTES`].
 pub fn config_text(
     data: Option<&BTreeMap<String, String>>,
     settings: &Settings,
-) -> Result<String, CniConfigError> {
+) -> Result<String, LiveConfigError> {
     let map = data.map(|data| {
         let mut map = Map::default();
         for (key, value) in data {
@@ -35,7 +96,34 @@ pub fn config_text(
         }
         map
     });
-    cni_config::nad_config(map.as_ref(), settings).map(|config| cni_config::to_text(&config))
+    let config = cni_config::nad_config(map.as_ref(), settings)?;
+    let text = cni_config::to_text(&config);
+    if text.len() > MAX_CONFIG_BYTES {
+        return Err(LiveConfigError::TooLarge { size: text.len() });
+    }
+    let mut problems: Vec<ConfigProblem> = check_cni_config(&text)
+        .into_iter()
+        .map(ConfigProblem::Cni)
+        .collect();
+    if config.get("plugins").is_some() {
+        problems.push(ConfigProblem::List);
+    } else {
+        match config.get("type") {
+            Some(Value::String(t)) if t == LINKERD_CNI_TYPE => {}
+            Some(Value::String(t)) if !t.is_empty() => {
+                problems.push(ConfigProblem::NotLinkerdCni(format!("{t:?}")))
+            }
+            // Missing, empty or not a string: check_cni_config said so.
+            _ => {}
+        }
+    }
+    if matches!(config.get("name"), None | Some(Value::Null)) {
+        problems.push(ConfigProblem::NoName);
+    }
+    match problems.is_empty() {
+        true => Ok(text),
+        false => Err(LiveConfigError::Invalid(problems)),
+    }
 }
 
 /// The digest the controller's cache keeps of a NAD's `spec.config` instead
@@ -239,9 +327,82 @@ mod tests {
             [("cni_network_config".to_string(), "{".to_string())].into();
         assert!(matches!(
             config_text(Some(&bad), &settings),
-            Err(CniConfigError::InvalidJson(_))
+            Err(LiveConfigError::ConfigMap(CniConfigError::InvalidJson(_)))
         ));
-        assert_eq!(config_text(None, &settings), Err(CniConfigError::Missing));
+        assert_eq!(
+            config_text(None, &settings),
+            Err(LiveConfigError::ConfigMap(CniConfigError::Missing))
+        );
+    }
+
+    #[test]
+    fn the_live_config_is_checked_before_it_is_copied() {
+        let settings = Settings::default();
+        let kubeconfig = r#""kubernetes": {"kubeconfig": "__KUBECONFIG_FILEPATH__"}"#;
+        let ok = format!(r#"{{"name": "linkerd-cni", "type": "linkerd-cni", {kubeconfig}}}"#);
+        let long = format!(
+            r#"{{"name": "linkerd-cni", "type": "linkerd-cni", "pad": "{}"}}"#,
+            "x".repeat(MAX_CONFIG_BYTES)
+        );
+        let at = "data.cni_network_config is not a Linkerd-CNI config Multus would run: ";
+        for (config, want) in [
+            (ok.as_str(), None),
+            (
+                r#"{"name": "linkerd-cni", "type": "bridge"}"#,
+                Some(format!("{at}\"type\" is \"bridge\", not \"linkerd-cni\"")),
+            ),
+            (
+                r#"{"type": "linkerd-cni"}"#,
+                Some(format!(
+                    "{at}it has no \"name\" (Linkerd-CNI's config names itself \"linkerd-cni\")"
+                )),
+            ),
+            (
+                r#"{"name": "linkerd-cni", "cniVersion": "0.9.9", "type": "linkerd-cni"}"#,
+                Some(format!(
+                    "{at}CNI configuration \"cniVersion\" \"0.9.9\" is not a CNI spec version; valid: 0.1.0, 0.2.0, 0.3.0, 0.3.1, 0.4.0, 1.0.0, 1.1.0"
+                )),
+            ),
+            (
+                r#"{"name": "l", "plugins": [{"type": "linkerd-cni"}]}"#,
+                Some(format!(
+                    "{at}it has \"plugins\": Linkerd-CNI's config is a single configuration, not a list"
+                )),
+            ),
+            (
+                r#"{"name": 7, "type": ""}"#,
+                Some(format!(
+                    "{at}CNI configuration \"type\" is empty; CNI configuration \"name\" is a number, not a string"
+                )),
+            ),
+            (
+                long.as_str(),
+                Some(format!(
+                    "data.cni_network_config makes a NAD config of {} bytes, more than the 16384 the controller copies into every enabled namespace: remove what Linkerd-CNI does not read",
+                    MAX_CONFIG_BYTES + 90
+                )),
+            ),
+        ] {
+            let data: BTreeMap<String, String> =
+                [("cni_network_config".to_string(), config.to_string())].into();
+            let got = config_text(Some(&data), &settings).map_err(|e| e.to_string());
+            let config = &config[..config.len().min(80)];
+            match want {
+                None => assert!(got.is_ok(), "{config}: {got:?}"),
+                Some(want) => assert_eq!(
+                    got.unwrap_err(),
+                    format!(
+                        "{want}{}",
+                        if want.starts_with(at) {
+                            "; fix the ConfigMap (Linkerd's CNI chart writes it)"
+                        } else {
+                            ""
+                        }
+                    ),
+                    "{config}"
+                ),
+            }
+        }
     }
 
     #[test]

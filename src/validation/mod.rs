@@ -20,9 +20,9 @@
 //! A selected NAD that is not in the input is not a problem: it may be in the
 //! cluster already.
 //!
-//! [`package`] checks a package, [`cni_config`] one CNI configuration;
-//! [`settings`] reads the `Validation` kind.
+//! [`package`] checks a package (a CNI configuration by
+//! [`crate::k8s::cni_config`], which the NAD controller shares); [`settings`]
+//! reads the `Validation` kind.
 
-pub mod cni_config;
 pub mod package;
 pub mod settings;

@@ -4,6 +4,7 @@
 
 use std::collections::BTreeSet;
 
+use crate::k8s::cni_config::check_cni_config;
 use crate::k8s::nad;
 use crate::k8s::networks::{
     DEFAULT_NETWORK_ANNOTATION, NETWORKS_ANNOTATION, Networks, is_dns1123_label,
@@ -13,7 +14,6 @@ use crate::k8s::results::{self, FnResult, Severity, plural};
 use crate::k8s::workload::{WorkloadKind, WorkloadKinds};
 use crate::yaml::Node;
 
-use super::cni_config::check_cni_config;
 use super::settings::Settings;
 
 /// Counts for the summary.

@@ -1,5 +1,6 @@
-//! The checks of a NAD's CNI configuration: what
-//! net-attach-def-admission-controller and libcni would refuse.
+//! The CNI and Multus vocabulary: the checks of a NAD's CNI configuration,
+//! what net-attach-def-admission-controller and libcni would refuse. Shared by
+//! the `validate` rules and the NAD controller's check of the live ConfigMap.
 
 use serde_json::{Map as JsonMap, Value};
 

@@ -1,0 +1,410 @@
+//! The reconcile of one namespace: the rules' decision
+//! ([`cluster::decide`]) carried out with the writes it needs, each behind
+//! the leadership's fence and with a deadline.
+//!
+//! * A new NAD is *created* (POST): where one of that name exists already
+//!   (the cache had not seen it yet), the API server answers AlreadyExists
+//!   and it stays whoever's it is; an Event on the Namespace says so.
+//! * Its own NAD, edited or out of date, is put back by a server-side apply
+//!   of exactly its fields (the label and `spec.config`) with `force`, so a
+//!   field taken by a hand edit is taken back; the apply carries the
+//!   resourceVersion the cache showed as its own, so a NAD taken over
+//!   meanwhile (Git's label) makes it fail with 409 instead.
+//! * Its own NAD no longer needed is deleted with the uid and
+//!   resourceVersion it saw as preconditions.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::{Namespace, ObjectReference};
+use kube::api::{
+    Api, ApiResource, DeleteParams, DynamicObject, Patch, PatchParams, PostParams, Preconditions,
+};
+use kube::core::PartialObjectMeta;
+use kube::runtime::controller::Action;
+use kube::runtime::reflector::{ObjectRef, Store};
+use kube::{Client, ResourceExt};
+use tokio::sync::watch;
+use tokio::time::Instant;
+
+use crate::controller::FIELD_MANAGER;
+use crate::controller::api::{CallError, call_until};
+use crate::controller::backoff::Backoff;
+use crate::controller::config_map::LiveConfig;
+use crate::controller::events::{Events, Kind};
+use crate::controller::lease::Fence;
+use crate::controller::metrics::Metrics;
+use crate::k8s::nad::{self, Maker};
+use crate::k8s::namespace::MULTUS_ANNOTATION;
+use crate::linkerd_cni::cluster::{self, Kept, LiveNad};
+use crate::linkerd_cni::cni_config::CONFIG_MAP_NAME;
+use crate::linkerd_cni::settings::Settings;
+
+/// Where the NAD cache keeps the digest of a NAD's `spec.config`.
+pub const CONFIG_DIGEST: &str = "configDigest";
+
+/// What every reconcile shares.
+pub struct Context {
+    /// The rules' settings.
+    pub settings: Arc<Settings>,
+    /// The API client.
+    pub client: Client,
+    /// The NADs of the controller's name, with the digest of their config.
+    pub nad_store: Store<DynamicObject>,
+    /// The NAD resource.
+    pub nad_resource: ApiResource,
+    /// The NAD config from the live ConfigMap.
+    pub config: watch::Receiver<LiveConfig>,
+    /// Where Events go.
+    pub events: Arc<Events>,
+    /// The controller's metrics.
+    pub metrics: Arc<Metrics>,
+    /// Each namespace's failures in a row.
+    pub backoff: Arc<Backoff>,
+    /// Whether this replica may write now.
+    pub fence: Fence,
+    /// The deadline of each call (`--api-timeout`).
+    pub api_timeout: Duration,
+}
+
+/// Why a reconcile failed; every one is retried after the namespace's backoff.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The API server refused a write, or did not answer in time.
+    #[error("{action} NetworkAttachmentDefinition {namespace}/{name}: {source}{}", hint(.source))]
+    Write {
+        /// What was written.
+        action: &'static str,
+        /// The NAD's namespace.
+        namespace: String,
+        /// The NAD's name.
+        name: String,
+        /// The failure (boxed: kube's errors are large).
+        #[source]
+        source: Box<CallError>,
+    },
+    /// The NAD changed since the cache saw it (409 on the guarded apply).
+    #[error(
+        "NetworkAttachmentDefinition {namespace}/{name} changed since the controller's cache saw it; tried again once the cache has it"
+    )]
+    Stale {
+        /// The NAD's namespace.
+        namespace: String,
+        /// The NAD's name.
+        name: String,
+    },
+    /// This replica's term ended before the write could start.
+    #[error(
+        "NetworkAttachmentDefinition {namespace}/{name} not written: this replica no longer leads (its Lease was not renewed within the renew deadline)"
+    )]
+    NotLeading {
+        /// The NAD's namespace.
+        namespace: String,
+        /// The NAD's name.
+        name: String,
+    },
+}
+
+/// What to do about a refused or unanswered write, after its message.
+fn hint(error: &CallError) -> &'static str {
+    match error.code() {
+        Some(403) => {
+            "; the controller's ServiceAccount lacks the right: apply deploy-nad-controller/ (rbac.yaml)"
+        }
+        None if matches!(error, CallError::Timeout(_)) => {
+            " (--api-timeout, or the end of this replica's term)"
+        }
+        _ => "",
+    }
+}
+
+impl Context {
+    /// The NADs of one namespace.
+    fn nads_in(&self, namespace: &str) -> Api<DynamicObject> {
+        Api::namespaced_with(self.client.clone(), namespace, &self.nad_resource)
+    }
+
+    /// Runs one NAD write, if this replica's term lasts: it must start
+    /// before the term ends, and is cut off at its end or `--api-timeout`.
+    async fn write<T>(
+        &self,
+        action: &'static str,
+        namespace: &str,
+        request: impl Future<Output = kube::Result<T>>,
+    ) -> Result<T, Error> {
+        let name = self.settings.nad_name.clone();
+        let Some(until) = self.fence.until() else {
+            return Err(Error::NotLeading {
+                namespace: namespace.to_string(),
+                name,
+            });
+        };
+        self.metrics.wrote();
+        let deadline = until.min(Instant::now() + self.api_timeout);
+        call_until(deadline, request)
+            .await
+            .map_err(|source| Error::Write {
+                action,
+                namespace: namespace.to_string(),
+                name,
+                source: Box::new(source),
+            })
+    }
+}
+
+/// Who made a NAD in the cache.
+pub fn maker(nad: &DynamicObject) -> Maker {
+    Maker::of(nad.labels().get(nad::MANAGED_BY_LABEL).map(String::as_str))
+}
+
+/// An Event's reason and note, for a write done.
+type Done = Option<(&'static str, String)>;
+
+/// Brings one namespace's NAD in line with the rules.
+pub async fn reconcile(
+    namespace: Arc<PartialObjectMeta<Namespace>>,
+    context: Arc<Context>,
+) -> Result<Action, Error> {
+    // The Controller starts once the NADs and the ConfigMap are known.
+    let config = match &*context.config.borrow() {
+        LiveConfig::Ready(config) => Some(config.clone()),
+        LiveConfig::Unread | LiveConfig::Unusable => None,
+    };
+    let settings = &context.settings;
+    let name = namespace.name_any();
+    let empty = BTreeMap::new();
+    let annotations = namespace.metadata.annotations.as_ref().unwrap_or(&empty);
+    let needed = cluster::needs_nad(&name, annotations, settings);
+    let terminating = namespace.metadata.deletion_timestamp.is_some();
+    let key = ObjectRef::new_with(&settings.nad_name, context.nad_resource.clone()).within(&name);
+    let live = context.nad_store.get(&key);
+    let live_view = live.as_deref().map(|nad| LiveNad {
+        maker: maker(nad),
+        config: nad.data[CONFIG_DIGEST].as_str(),
+    });
+    let digest = config.as_ref().map(|c| c.digest.as_str());
+    let action = cluster::decide(needed, terminating, live_view, digest);
+    let metrics = &context.metrics;
+    let done = match action {
+        cluster::Action::Keep(kept) => {
+            metrics.reconciled(match kept {
+                Kept::UpToDate | Kept::NotNeeded => "unchanged",
+                Kept::NotOurs(_) | Kept::NoConfig | Kept::Terminating => "skipped",
+            });
+            if let Kept::NotOurs(maker) = kept {
+                tracing::debug!(namespace = %name, ?maker, "NetworkAttachmentDefinition {name}/{} is not the controller's: left as it is", settings.nad_name);
+            }
+            Ok(None)
+        }
+        cluster::Action::Create => {
+            let config = config.expect("decide creates only with a config");
+            create(&context, &namespace, &config.text).await
+        }
+        cluster::Action::Update => {
+            let config = config.expect("decide applies only with a config");
+            let live = live.expect("decide updates only a live NAD");
+            update(&context, &name, &config.text, &live).await
+        }
+        cluster::Action::Delete => {
+            let live = live.expect("decide deletes only a live NAD");
+            delete(&context, &name, &live).await
+        }
+    };
+    match done {
+        Ok(done) => {
+            context.backoff.succeeded(&name);
+            if let Some((reason, note)) = done {
+                publish(&context, &namespace, Kind::Normal, reason, note).await;
+            }
+            Ok(Action::await_change())
+        }
+        Err(error) => Err(failed(&context, &namespace, error).await),
+    }
+}
+
+/// Creates the NAD; one that exists already is left to whoever made it.
+async fn create(
+    context: &Context,
+    namespace: &PartialObjectMeta<Namespace>,
+    config: &str,
+) -> Result<Done, Error> {
+    let name = namespace.name_any();
+    let nad_name = &context.settings.nad_name;
+    let at = format!("NetworkAttachmentDefinition {name}/{nad_name}");
+    let body: DynamicObject =
+        serde_json::from_value(cluster::controller_nad(&name, config, &context.settings))
+            .expect("the controller's NAD is an object");
+    let params = PostParams {
+        field_manager: Some(FIELD_MANAGER.to_string()),
+        ..PostParams::default()
+    };
+    let api = context.nads_in(&name);
+    match context
+        .write("creating", &name, api.create(&params, &body))
+        .await
+    {
+        Ok(_) => {}
+        Err(Error::Write { source, .. })
+            if source.status().is_some_and(|s| s.is_already_exists()) =>
+        {
+            context.metrics.reconciled("skipped");
+            tracing::info!(namespace = %name, "{at} exists already: not created, left as it is");
+            let note = format!(
+                "{at} exists already (made since the controller last looked), so the controller did not create it and adopts nothing: a NAD without the label {}: {} stays with whoever made it; delete it for the controller to make its own",
+                nad::MANAGED_BY_LABEL,
+                nad::CONTROLLER_MANAGED_BY
+            );
+            publish(context, namespace, Kind::Warning, "NADExists", note).await;
+            return Ok(None);
+        }
+        Err(e) => return Err(e),
+    }
+    context.metrics.reconciled("created");
+    tracing::info!(namespace = %name, "{at} created");
+    Ok(Some((
+        "NADCreated",
+        format!(
+            "{at} created from ConfigMap {}/{CONFIG_MAP_NAME}",
+            context.settings.cni_namespace
+        ),
+    )))
+}
+
+/// Puts its own NAD's fields back: a forced apply of exactly them, guarded
+/// by the resourceVersion the cache showed as its own.
+async fn update(
+    context: &Context,
+    name: &str,
+    config: &str,
+    live: &DynamicObject,
+) -> Result<Done, Error> {
+    let nad_name = &context.settings.nad_name;
+    let at = format!("NetworkAttachmentDefinition {name}/{nad_name}");
+    let mut body = cluster::controller_nad(name, config, &context.settings);
+    body["metadata"]["resourceVersion"] = serde_json::json!(live.resource_version());
+    let params = PatchParams::apply(FIELD_MANAGER).force();
+    let api = context.nads_in(name);
+    let patch = Patch::Apply(&body);
+    let applied = context.write("applying", name, api.patch(nad_name, &params, &patch));
+    stale_on_conflict(applied.await)?;
+    context.metrics.reconciled("updated");
+    tracing::info!(namespace = %name, "{at} updated");
+    Ok(Some((
+        "NADUpdated",
+        format!(
+            "{at}: spec.config set to the config of ConfigMap {}/{CONFIG_MAP_NAME} (the ConfigMap changed, or the NAD was edited by hand: the controller owns that field of its NADs)",
+            context.settings.cni_namespace
+        ),
+    )))
+}
+
+/// A write refused for its precondition (409: the NAD changed since the
+/// cache saw it) as [`Error::Stale`].
+fn stale_on_conflict<T>(result: Result<T, Error>) -> Result<T, Error> {
+    match result {
+        Err(Error::Write {
+            namespace,
+            name,
+            source,
+            ..
+        }) if source.code() == Some(409) => Err(Error::Stale { namespace, name }),
+        result => result,
+    }
+}
+
+/// Deletes its own NAD, as the cache showed it.
+async fn delete(context: &Context, name: &str, live: &DynamicObject) -> Result<Done, Error> {
+    let nad_name = &context.settings.nad_name;
+    let at = format!("NetworkAttachmentDefinition {name}/{nad_name}");
+    // Only the NAD it saw as its own: had Git or a user taken it over
+    // since, its resourceVersion changed and the delete fails.
+    let params = DeleteParams {
+        preconditions: Some(Preconditions {
+            uid: live.uid(),
+            resource_version: live.resource_version(),
+        }),
+        ..DeleteParams::default()
+    };
+    let api = context.nads_in(name);
+    let deleted = context.write("deleting", name, api.delete(nad_name, &params));
+    match stale_on_conflict(deleted.await) {
+        Err(Error::Write { source, .. }) if source.code() == Some(404) => {}
+        result => {
+            result?;
+        }
+    }
+    context.metrics.reconciled("deleted");
+    tracing::info!(namespace = %name, "{at} removed");
+    Ok(Some((
+        "NADRemoved",
+        format!("{at} removed: the namespace is no longer annotated {MULTUS_ANNOTATION}: enabled"),
+    )))
+}
+
+/// Counts, logs and reports a failed reconcile: a Warning Event for a write
+/// the API server refused or left unanswered.
+async fn failed(
+    context: &Context,
+    namespace: &PartialObjectMeta<Namespace>,
+    error: Error,
+) -> Error {
+    context.metrics.reconciled("error");
+    if let Error::Write { .. } = error {
+        publish(
+            context,
+            namespace,
+            Kind::Warning,
+            "NADFailed",
+            error.to_string(),
+        )
+        .await;
+    }
+    error
+}
+
+/// The wait before a failed namespace is tried again: its backoff. A write
+/// not started for want of leadership counts no failure: the next term
+/// starts over.
+pub fn error_policy(
+    namespace: Arc<PartialObjectMeta<Namespace>>,
+    error: &Error,
+    context: Arc<Context>,
+) -> Action {
+    let name = namespace.name_any();
+    if let Error::NotLeading { .. } = error {
+        tracing::debug!(namespace = %name, error = %error);
+        return Action::requeue(context.api_timeout);
+    }
+    let wait = context.backoff.failed(&name);
+    match error {
+        Error::Stale { .. } => {
+            tracing::debug!(namespace = %name, error = %error, "retrying in {wait:.1?}")
+        }
+        _ => {
+            tracing::warn!(namespace = %name, error = %error, "reconcile failed; retrying in {wait:.1?}")
+        }
+    }
+    Action::requeue(wait)
+}
+
+/// An Event on the Namespace (Events of cluster-scoped objects go to `default`).
+async fn publish(
+    context: &Context,
+    namespace: &PartialObjectMeta<Namespace>,
+    kind: Kind,
+    reason: &'static str,
+    note: String,
+) {
+    let reference = ObjectReference {
+        api_version: Some("v1".into()),
+        kind: Some("Namespace".into()),
+        name: Some(namespace.name_any()),
+        uid: namespace.uid(),
+        ..ObjectReference::default()
+    };
+    context
+        .events
+        .publish(&reference, kind, reason, "Reconcile", note)
+        .await;
+}
