@@ -242,9 +242,7 @@ async fn serve(
     let ops_listener = TcpListener::bind(args.ops_listen)
         .await
         .with_context(|| format!("--ops-listen {}", args.ops_listen))?;
-    let client = kube::Client::try_default()
-        .await
-        .context("connecting to the Kubernetes API (in-cluster service account, or KUBECONFIG)")?;
+    let client = api_client(args.api_timeout).await?;
     let managed = controller.is_some();
     let missing_nad = args.missing_nad.unwrap_or(if managed {
         MissingNad::Attach
@@ -344,6 +342,24 @@ async fn serve(
     }
     tracing::info!("stopped");
     Ok(())
+}
+
+/// Silence the client tolerates on any response: a watch asks the API server
+/// to end it after 290 s (and the API server's watch cache sends a bookmark
+/// every minute meanwhile), so only a dead connection stays silent longer.
+const API_READ_TIMEOUT: Duration = Duration::from_secs(295);
+
+/// The Kubernetes client: in-cluster service account, or KUBECONFIG. No call
+/// can hang: connecting is bounded by `api_timeout`, every read by
+/// [`API_READ_TIMEOUT`] from the request (lists made inside kube-runtime's
+/// watchers included), and the calls made here have their own deadlines.
+async fn api_client(api_timeout: Duration) -> anyhow::Result<kube::Client> {
+    let context = "connecting to the Kubernetes API (in-cluster service account, or KUBECONFIG)";
+    let mut config = kube::Config::infer().await.context(context)?;
+    config.connect_timeout = Some(api_timeout);
+    config.read_timeout = Some(API_READ_TIMEOUT);
+    config.reset_reader_on_write = true;
+    kube::Client::try_from(config).context(context)
 }
 
 /// The server limits the flags set.
