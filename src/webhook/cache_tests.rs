@@ -1,0 +1,235 @@
+//! The caches' unit tests.
+
+use std::collections::BTreeMap;
+
+use kube::core::PartialObjectMetaExt;
+
+use super::*;
+use crate::network_resources::NODE_SELECTOR_ANNOTATION;
+
+fn object<K>(
+    namespace: Option<&str>,
+    name: &str,
+    annotations: &[(&str, &str)],
+) -> PartialObjectMeta<K> {
+    ObjectMeta {
+        namespace: namespace.map(str::to_string),
+        name: Some(name.to_string()),
+        annotations: Some(
+            annotations
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect::<BTreeMap<_, _>>(),
+        ),
+        ..ObjectMeta::default()
+    }
+    .into_response_partial()
+}
+
+fn ns(name: &str, annotations: &[(&str, &str)]) -> ObjectMeta {
+    object::<Namespace>(None, name, annotations).metadata
+}
+
+/// A full list of `objects`, as the cache keeps it.
+fn listed(cache: &WatchCache, objects: &[ObjectMeta]) -> Change {
+    Change::Listed(objects.iter().filter_map(|o| cache.keep(o)).collect())
+}
+
+#[test]
+fn events_build_the_cache() {
+    let cache = WatchCache::namespaces("openshift.io/sa.scc.uid-range");
+    assert!(!cache.synced(), "not synced before a list");
+    cache.apply(listed(
+        &cache,
+        &[ns(
+            "demo",
+            &[("linkerd.io/multus", "enabled"), ("other", "x")],
+        )],
+    ));
+    let view = cache.view();
+    let demo = view.get("demo").unwrap();
+    assert_eq!(demo.lookup("linkerd.io/multus"), Some("enabled"));
+    assert_eq!(
+        demo.lookup("other"),
+        None,
+        "only the rule annotations are kept"
+    );
+    drop(view);
+    cache.apply(Change::Applied(ns(
+        "web",
+        &[("openshift.io/sa.scc.uid-range", "1/2")],
+    )));
+    cache.apply(Change::Deleted(ns("demo", &[])));
+    assert!(cache.view().get("demo").is_none());
+    assert_eq!(
+        cache.status(),
+        CacheStatus {
+            synced: true,
+            watch_up: true,
+            age_seconds: 0.0,
+            entries: 1,
+            lists: 1,
+        }
+    );
+    // A new list replaces the whole cache.
+    cache.apply(listed(&cache, &[ns("other", &[])]));
+    assert_eq!(cache.status().lists, 2);
+    assert!(cache.view().get("web").is_none());
+    assert!(cache.view().get("other").is_some());
+}
+
+const RESOURCE: &str = "k8s.v1.cni.cncf.io/resourceName";
+
+/// One step of a NAD cache's life.
+enum Step {
+    List(Vec<ObjectMeta>),
+    Apply(ObjectMeta),
+    Delete(ObjectMeta),
+}
+
+fn nad(namespace: Option<&str>, name: &str, annotations: &[(&str, &str)]) -> ObjectMeta {
+    object::<DynamicObject>(namespace, name, annotations).metadata
+}
+
+/// What a NAD cache answers after a list and some watch events: each
+/// lookup `(namespace, name)` and the annotations it should find (`None`:
+/// no such NAD).
+#[test]
+fn the_nad_cache_keeps_what_the_rules_read_by_namespace_and_name() {
+    type Lookups = &'static [(
+        (&'static str, &'static str),
+        Option<&'static [(&'static str, &'static str)]>,
+    )];
+    const SRIOV: &[(&str, &str)] = &[(RESOURCE, "intel.com/sriov")];
+    /// A list, then watch events: `Applied` (true) or `Deleted` (false).
+    type Events = Vec<Step>;
+    let cases: Vec<(&str, Events, Lookups)> = vec![
+        (
+            "only the resource name and the node selector are kept",
+            vec![Step::List(vec![nad(
+                Some("demo"),
+                "sriov",
+                &[
+                    (RESOURCE, "intel.com/sriov"),
+                    (NODE_SELECTOR_ANNOTATION, "sriov=true"),
+                    ("kubectl.kubernetes.io/last-applied-configuration", "{...}"),
+                ],
+            )])],
+            &[(
+                ("demo", "sriov"),
+                Some(&[
+                    (RESOURCE, "intel.com/sriov"),
+                    (NODE_SELECTOR_ANNOTATION, "sriov=true"),
+                ]),
+            )],
+        ),
+        (
+            "the same name in two namespaces is two NADs",
+            vec![Step::List(vec![
+                nad(Some("demo"), "sriov", SRIOV),
+                nad(Some("other"), "sriov", &[]),
+            ])],
+            &[
+                (("demo", "sriov"), Some(SRIOV)),
+                (("other", "sriov"), Some(&[])),
+                (("third", "sriov"), None),
+            ],
+        ),
+        (
+            "a watch event adds, changes and deletes",
+            vec![
+                Step::List(vec![nad(Some("demo"), "a", &[])]),
+                Step::Apply(nad(Some("demo"), "b", SRIOV)),
+                Step::Apply(nad(Some("demo"), "a", &[(NODE_SELECTOR_ANNOTATION, "k")])),
+                Step::Delete(nad(Some("demo"), "b", &[])),
+            ],
+            &[
+                (("demo", "a"), Some(&[(NODE_SELECTOR_ANNOTATION, "k")])),
+                (("demo", "b"), None),
+            ],
+        ),
+        (
+            "a new list replaces the whole cache",
+            vec![
+                Step::List(vec![nad(Some("demo"), "a", &[])]),
+                Step::List(vec![nad(Some("demo"), "c", &[])]),
+            ],
+            &[(("demo", "a"), None), (("demo", "c"), Some(&[]))],
+        ),
+        (
+            "an object without a namespace is not a NAD anyone selects",
+            vec![Step::List(vec![nad(None, "a", SRIOV)])],
+            &[(("", "a"), None)],
+        ),
+    ];
+    for (name, events, lookups) in cases {
+        let cache = WatchCache::nads(&[RESOURCE.to_string()]);
+        for step in events {
+            cache.apply(match step {
+                Step::List(objects) => listed(&cache, &objects),
+                Step::Apply(object) => Change::Applied(object),
+                Step::Delete(object) => Change::Deleted(object),
+            });
+        }
+        assert!(cache.synced(), "{name}");
+        let view = cache.view();
+        for ((namespace, nad), want) in lookups {
+            let got = view.annotations(namespace, nad).map(|a| {
+                [
+                    RESOURCE,
+                    NODE_SELECTOR_ANNOTATION,
+                    "kubectl.kubernetes.io/last-applied-configuration",
+                ]
+                .into_iter()
+                .filter_map(|k| Some((k, a.lookup(k)?)))
+                .collect::<Vec<_>>()
+            });
+            assert_eq!(got.as_deref(), *want, "{name}: {namespace}/{nad}");
+        }
+    }
+}
+
+#[test]
+fn backoff_doubles_up_to_a_ceiling() {
+    let mut b = Backoff::new();
+    let delays: Vec<u64> = (0..7).map(|_| b.next().as_secs()).collect();
+    assert_eq!(delays, [1, 2, 4, 8, 16, 30, 30]);
+    b.reset();
+    assert_eq!(b.next().as_secs(), 1);
+}
+
+/// A cache vouches once synced, while its watch is up or down for no longer
+/// than the outage allowed; otherwise it says why not.
+#[test]
+fn a_cache_vouches_while_synced_and_its_watch_is_down_no_longer_than_allowed() {
+    let (minute, second) = (Duration::from_secs(60), Duration::from_secs(1));
+    let mut cache = WatchCache::namespaces("openshift.io/sa.scc.uid-range");
+    assert!(!cache.vouches(minute));
+    assert_eq!(
+        cache.not_current(minute).as_deref(),
+        Some("the namespace cache has not synced yet")
+    );
+    cache.apply(listed(&cache, &[]));
+    assert!(cache.vouches(second));
+    assert_eq!(cache.not_current(second), None);
+    // The watch broke 5 s ago.
+    cache.epoch = Instant::now()
+        .checked_sub(Duration::from_secs(10))
+        .expect("an instant 10 s ago");
+    cache.broken_since.store(5_000 + 1, Ordering::Release);
+    cache.set_health(|h| h.error = Some("connection refused".into()));
+    assert!(cache.broken_for().is_some_and(|d| d >= Duration::from_secs(5)));
+    assert!(cache.vouches(minute), "within the outage allowed");
+    assert!(!cache.vouches(second));
+    assert_eq!(
+        cache.not_current(second).as_deref(),
+        Some(
+            "the namespace watch has been down for 5s, longer than --max-watch-outage 1s: connection refused"
+        )
+    );
+    assert!(!cache.status().watch_up);
+    // Up again.
+    cache.up();
+    assert!(cache.vouches(second));
+    assert_eq!(cache.status().age_seconds, 0.0);
+}
