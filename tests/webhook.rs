@@ -6,6 +6,9 @@
 //! same etcd.
 
 mod common;
+/// The server under hostile load: limits, budget, eviction, dual-stack.
+#[path = "webhook/limits.rs"]
+mod limits;
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -51,6 +54,17 @@ impl Webhook {
 
     /// Starts the webhook without waiting for it to be ready.
     fn spawn(kubeconfig: &Path, leaf: &Leaf, extra: &[&str], env: &[(&str, &str)]) -> Webhook {
+        Self::spawn_on("127.0.0.1", kubeconfig, leaf, extra, env)
+    }
+
+    /// Starts the webhook listening on `host` (both ports), reached on 127.0.0.1.
+    fn spawn_on(
+        host: &str,
+        kubeconfig: &Path,
+        leaf: &Leaf,
+        extra: &[&str],
+        env: &[(&str, &str)],
+    ) -> Webhook {
         let dir = tempfile::tempdir().unwrap();
         let (cert, key) = leaf.write(dir.path());
         let (port, ops_port) = (free_port(), free_port());
@@ -58,7 +72,8 @@ impl Webhook {
         let ops = format!("127.0.0.1:{ops_port}");
         let child = Command::new(bin())
             .arg("webhook")
-            .args(["--listen", &addr, "--ops-listen", &ops])
+            .args(["--listen", &format!("{host}:{port}")])
+            .args(["--ops-listen", &format!("{host}:{ops_port}")])
             .arg("--tls-cert")
             .arg(&cert)
             .arg("--tls-key")

@@ -350,7 +350,8 @@ mod tests {
         let handshake = |for_ms| (HANDSHAKE, ms(for_ms));
         let busy = |requests| (requests, ms(0));
         // (the connections, oldest first: state and how long unproductive; the one chosen)
-        let cases: Vec<(Vec<(u32, Duration)>, Option<u64>)> = vec![
+        type Connection = (u32, Duration);
+        let cases: Vec<(Vec<Connection>, Option<u64>)> = vec![
             // A keep-alive connection between two reviews goes after silent ones.
             (vec![idle(40), handshake(3_000), handshake(500)], Some(1)),
             (vec![idle(9_000), handshake(3_000)], Some(0)),
