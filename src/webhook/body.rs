@@ -124,6 +124,67 @@ pub enum BodyError {
     Overlong,
     /// The connection failed.
     Read(hyper::Error),
+    /// No memory mapping for a large body.
+    Memory(std::io::Error),
+}
+
+/// Bodies announcing this many bytes or more are read into an anonymous
+/// memory mapping of their own, given back to the kernel as soon as the
+/// reply is made: glibc's malloc, once it has freed a body this large,
+/// serves the next from its heap and keeps up to twice as much there, so
+/// the RSS would not come down after a flood of large bodies.
+pub const MAPPED_FROM: usize = 256 * 1024;
+
+/// Where a body is read to: a buffer of its announced size, or one that
+/// grows (doubling) with a body of unknown size.
+enum Buffer {
+    Heap(Vec<u8>),
+    Mapped { map: memmap2::MmapMut, len: usize },
+}
+
+impl Buffer {
+    fn new(declared: Option<usize>) -> Result<Buffer, BodyError> {
+        match declared {
+            Some(n) if n >= MAPPED_FROM => {
+                let map = memmap2::MmapMut::map_anon(n).map_err(BodyError::Memory)?;
+                Ok(Buffer::Mapped { map, len: 0 })
+            }
+            Some(n) => Ok(Buffer::Heap(Vec::with_capacity(n))),
+            None => Ok(Buffer::Heap(Vec::new())),
+        }
+    }
+
+    fn len(&self) -> usize {
+        match self {
+            Buffer::Heap(vec) => vec.len(),
+            Buffer::Mapped { len, .. } => *len,
+        }
+    }
+
+    fn capacity(&self) -> usize {
+        match self {
+            Buffer::Heap(vec) => vec.capacity(),
+            Buffer::Mapped { map, .. } => map.len(),
+        }
+    }
+
+    /// Appends `data`; the caller made room.
+    fn extend(&mut self, data: &[u8]) {
+        match self {
+            Buffer::Heap(vec) => vec.extend_from_slice(data),
+            Buffer::Mapped { map, len } => {
+                map[*len..*len + data.len()].copy_from_slice(data);
+                *len += data.len();
+            }
+        }
+    }
+
+    fn into_bytes(self) -> Bytes {
+        match self {
+            Buffer::Heap(vec) => Bytes::from(vec),
+            Buffer::Mapped { map, len } => Bytes::from_owner(map).slice(..len),
+        }
+    }
 }
 
 /// Reads `body` whole into one buffer, growing `reservation` with it: a
@@ -135,7 +196,7 @@ pub async fn read(
     max: usize,
     reservation: &mut Reservation,
 ) -> Result<Bytes, BodyError> {
-    let mut buffer = Vec::with_capacity(declared.unwrap_or(0));
+    let mut buffer = Buffer::new(declared)?;
     while let Some(frame) = body.frame().await {
         let Ok(data) = frame.map_err(BodyError::Read)?.into_data() else {
             continue; // trailers
@@ -147,16 +208,19 @@ pub async fn read(
         if needed > max {
             return Err(BodyError::TooLarge);
         }
-        if needed > buffer.capacity() {
-            let capacity = needed.max(2 * buffer.capacity()).max(8 * 1024).min(max);
+        if let Buffer::Heap(vec) = &mut buffer
+            && needed > vec.capacity()
+        {
+            let capacity = needed.max(2 * vec.capacity()).max(8 * 1024).min(max);
             if !reservation.grow_to(capacity) {
                 return Err(BodyError::OverBudget);
             }
-            buffer.reserve_exact(capacity - buffer.len());
+            vec.reserve_exact(capacity - vec.len());
         }
-        buffer.extend_from_slice(&data);
+        buffer.extend(&data);
     }
-    Ok(Bytes::from(buffer))
+    debug_assert!(buffer.capacity() <= reservation.bytes.max(declared.unwrap_or(0)));
+    Ok(buffer.into_bytes())
 }
 
 #[cfg(test)]
@@ -234,6 +298,33 @@ mod tests {
             );
             let expected = others + if want { after } else { before };
             assert_eq!(budget.held(), expected);
+        }
+    }
+
+    #[test]
+    fn large_announced_bodies_are_mapped_and_read_whole() {
+        let data: Vec<u8> = (0..MAPPED_FROM + 100).map(|i| (i % 251) as u8).collect();
+        // (announced length, whether mapped)
+        for (declared, mapped) in [
+            (Some(data.len()), true),
+            (Some(MAPPED_FROM - 1), false),
+            (None, false),
+        ] {
+            let data = &data[..declared.unwrap_or(data.len())];
+            let mut buffer = Buffer::new(declared).unwrap();
+            assert_eq!(
+                matches!(buffer, Buffer::Mapped { .. }),
+                mapped,
+                "{declared:?}"
+            );
+            for chunk in data.chunks(16 * KIB) {
+                if let Buffer::Heap(vec) = &mut buffer {
+                    vec.reserve(chunk.len());
+                }
+                buffer.extend(chunk);
+            }
+            assert_eq!(buffer.len(), data.len());
+            assert_eq!(buffer.into_bytes(), data, "{declared:?}");
         }
     }
 

@@ -1,12 +1,16 @@
 //! The open connections of the admission port and what each is doing: in
 //! its TLS handshake, idle between requests, or serving requests. At
-//! `--max-connections` a new connection evicts the one unproductive the
-//! longest (in its handshake since it was accepted, or idle since its last
-//! request), as nginx reuses its idle keep-alive connections longest idle
-//! first: a busy client's keep-alive connection, idle for milliseconds
-//! between reviews, goes after the connections that never sent a request.
-//! When every connection has a request in flight, the new one is closed at
-//! once. Requests in flight are never cut.
+//! `--max-connections` a new connection evicts an unproductive one (in its
+//! handshake, or idle with no request in flight), as nginx reuses its idle
+//! keep-alive connections, longest idle first. What a connection has shown
+//! of itself comes first: one that has not sent a byte goes before one in
+//! its TLS handshake, which goes before one that has not sent a request
+//! since, which goes before one idle between the requests it serves; among
+//! equals, the one unproductive the longest. So a flood of silent
+//! connections evicts itself, not the API server's handshakes or its
+//! keep-alive connections, idle for milliseconds between reviews. When
+//! every connection has a request in flight, the new one is closed at once.
+//! Requests in flight are never cut.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
@@ -21,6 +25,10 @@ use crate::webhook::metrics::{Eviction, Metrics, Refusal};
 const IN_FLIGHT: u32 = 0x00ff_ffff;
 /// Set until the TLS handshake completes.
 const HANDSHAKE: u32 = 1 << 24;
+/// Set until the first byte arrives.
+const SILENT: u32 = 1 << 27;
+/// Set once a request has started.
+const SERVED: u32 = 1 << 28;
 /// Set once evicted: no request may start, the connection closes now.
 const EVICTED: u32 = 1 << 25;
 /// Set once asked to close gracefully (shutdown): the requests in flight finish.
@@ -143,11 +151,26 @@ fn evict(open: &BTreeMap<u64, Arc<Conn>>) -> Option<(u64, u32)> {
 }
 
 /// Of the connections (id, state, how long unproductive), the one to evict:
-/// no request in flight, unproductive the longest, the oldest of equals.
+/// no request in flight; the least shown of itself (no byte, in its
+/// handshake, no request yet, idle between requests); of those, the one
+/// unproductive the longest; the oldest of equals.
 fn choose(candidates: impl Iterator<Item = (u64, u32, Duration)>) -> Option<u64> {
+    let shown = |state: u32| {
+        if state & SILENT != 0 {
+            0
+        } else if state & HANDSHAKE != 0 {
+            1
+        } else if state & SERVED == 0 {
+            2
+        } else {
+            3
+        }
+    };
     candidates
         .filter(|&(_, state, _)| state & (IN_FLIGHT | EVICTED) == 0)
-        .min_by_key(|&(id, _, unproductive)| (std::cmp::Reverse(unproductive), id))
+        .min_by_key(|&(id, state, unproductive)| {
+            (shown(state), std::cmp::Reverse(unproductive), id)
+        })
         .map(|(id, _, _)| id)
 }
 
@@ -166,7 +189,7 @@ impl Conn {
     fn new() -> Conn {
         Conn {
             opened: Instant::now(),
-            state: AtomicU32::new(HANDSHAKE),
+            state: AtomicU32::new(SILENT | HANDSHAKE),
             active_ms: AtomicU64::new(0),
             signal: Notify::new(),
         }
@@ -182,10 +205,16 @@ impl Conn {
             .ok()
     }
 
+    /// Its first byte arrived: its TLS handshake starts.
+    pub fn first_byte(&self) {
+        self.state.fetch_and(!SILENT, Ordering::AcqRel);
+    }
+
     /// Its handshake is over: idle from now.
     pub fn serving(&self) {
         self.touch();
-        self.state.fetch_and(!HANDSHAKE, Ordering::AcqRel);
+        self.state
+            .fetch_and(!(SILENT | HANDSHAKE), Ordering::AcqRel);
     }
 
     fn touch(&self) {
@@ -198,7 +227,8 @@ impl Conn {
     pub fn enter(self: &Arc<Self>) -> Option<InFlight> {
         self.state
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |state| {
-                (state & EVICTED == 0 && state & IN_FLIGHT < IN_FLIGHT).then_some(state + 1)
+                (state & EVICTED == 0 && state & IN_FLIGHT < IN_FLIGHT)
+                    .then_some((state + 1) | SERVED)
             })
             .ok()
             .map(|_| InFlight { conn: self.clone() })
@@ -288,8 +318,8 @@ mod tests {
         // (the open connections, oldest first; the one evicted, if any)
         let cases: [(&[Doing], Option<usize>); 7] = [
             (&[Handshake, Idle, Serving], Some(0)),
-            (&[Idle, Handshake, Serving], Some(0)),
-            (&[Serving, Idle, Handshake], Some(1)),
+            (&[Idle, Handshake, Serving], Some(1)),
+            (&[Serving, Idle, Handshake], Some(2)),
             (&[Serving, Serving, Handshake], Some(2)),
             (&[Serving, Serving, Idle], Some(2)),
             (&[Serving, Serving, Serving], None),
@@ -344,22 +374,31 @@ mod tests {
     }
 
     #[test]
-    fn the_connection_unproductive_the_longest_is_chosen() {
+    fn the_connection_least_shown_then_unproductive_the_longest_is_chosen() {
         let ms = Duration::from_millis;
-        let idle = |for_ms| (0, ms(for_ms));
+        let silent = |for_ms| (SILENT | HANDSHAKE, ms(for_ms));
         let handshake = |for_ms| (HANDSHAKE, ms(for_ms));
-        let busy = |requests| (requests, ms(0));
+        let fresh = |for_ms| (0, ms(for_ms));
+        let idle = |for_ms| (SERVED, ms(for_ms));
+        let busy = |requests| (SERVED | requests, ms(0));
         // (the connections, oldest first: state and how long unproductive; the one chosen)
         type Connection = (u32, Duration);
         let cases: Vec<(Vec<Connection>, Option<u64>)> = vec![
-            // A keep-alive connection between two reviews goes after silent ones.
-            (vec![idle(40), handshake(3_000), handshake(500)], Some(1)),
-            (vec![idle(9_000), handshake(3_000)], Some(0)),
-            (vec![busy(1), idle(10), busy(3)], Some(1)),
+            // One that has not sent a byte goes first, however young.
+            (
+                vec![idle(9_000), handshake(3_000), fresh(2_000), silent(1)],
+                Some(3),
+            ),
+            // Then one in its handshake, then one that has asked nothing yet.
+            (vec![idle(9_000), fresh(2_000), handshake(5)], Some(2)),
+            (vec![idle(9_000), fresh(2_000), busy(1)], Some(1)),
+            // Keep-alive connections between requests: the longest idle first.
+            (vec![idle(40), idle(900), busy(1)], Some(1)),
             (vec![idle(10), idle(10), idle(10)], Some(0)),
+            (vec![silent(100), silent(3_000)], Some(1)),
             (vec![busy(1), busy(2)], None),
-            (vec![(EVICTED, ms(5_000)), idle(1)], Some(1)),
-            (vec![(CLOSING, ms(2_000)), idle(1)], Some(0)),
+            (vec![(SILENT | EVICTED, ms(5_000)), idle(1)], Some(1)),
+            (vec![(SERVED | CLOSING, ms(2_000)), idle(1)], Some(0)),
             (vec![], None),
         ];
         for (connections, want) in cases {

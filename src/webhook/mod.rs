@@ -78,10 +78,11 @@ pub struct Args {
     /// Bytes of request bodies held at once, across all requests: a request
     /// reserves its Content-Length before its body is read, and gets 503 with
     /// Retry-After when it does not fit. Bodies over 64 KiB may use three
-    /// quarters of it, so ordinary reviews still get through. 16 MiB holds
-    /// two bodies of --max-body-bytes (6 MiB) and keeps the webhook under its
-    /// 64 Mi memory limit under a flood of them (docs/benchmarks.md).
-    #[arg(long, value_name = "BYTES", default_value_t = 16 * 1024 * 1024)]
+    /// quarters of it, so ordinary reviews still get through. 8 MiB reads one
+    /// body of --max-body-bytes (6 MiB) at a time, and keeps a webhook with
+    /// --manage-nads at 10,000 namespaces under its 64 Mi memory limit under a
+    /// flood of them (docs/benchmarks.md); must be at least 4/3 of --max-body-bytes.
+    #[arg(long, value_name = "BYTES", default_value_t = 8 * 1024 * 1024)]
     pub max_body_bytes_in_flight: usize,
     /// Connections open at once. At the limit a new connection evicts the
     /// oldest one in its TLS handshake or idle between requests, or is closed

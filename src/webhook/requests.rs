@@ -1,6 +1,8 @@
 //! One request on the admission paths: its path and method checked, its
 //! body reserved against the budget and read, the handler's reply sent.
 
+use std::time::Duration;
+
 use bytes::Bytes;
 use http_body_util::Full;
 use hyper::body::Incoming;
@@ -38,12 +40,19 @@ pub(super) async fn route<H: Handler>(
 ) -> Response<Full<Bytes>> {
     let answer = match in_flight {
         Some(_in_flight) => read_and_handle(request, server).await,
-        // Evicted as the request arrived: the connection is closing.
-        None => Reply::text(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "the connection is closing; retry on another",
-        )
-        .into(),
+        // Evicted as the request arrived: the connection is being dropped,
+        // and this request unanswered with it, so that the client sends it
+        // again on another, as if the eviction had come a moment sooner (the
+        // API server retries a reset call, not a 503). The 503 is for a
+        // connection that lingers.
+        None => {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            Reply::text(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "the connection is closing; retry on another",
+            )
+            .into()
+        }
     };
     let Answer {
         reply,
@@ -129,6 +138,14 @@ async fn read_and_handle<H: Handler>(request: Request<Incoming>, server: &Server
             format!("reading the body failed: {e}"),
         )
         .into(),
+        Ok(Err(BodyError::Memory(e))) => {
+            tracing::error!(error = %e, "no memory mapping for a request body");
+            Reply::text(
+                StatusCode::SERVICE_UNAVAILABLE,
+                format!("no memory for the body: {e}"),
+            )
+            .into()
+        }
         // The body's bytes stay reserved until the reply is made.
         Ok(Ok(bytes)) => server.handler.handle(bytes).await.into(),
     }

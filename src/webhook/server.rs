@@ -271,6 +271,7 @@ async fn connection<H: Handler>(
         // Evicted, or shutting down: nothing to finish.
         () = ticket.conn().signalled() => return,
     }
+    ticket.conn().first_byte();
     Box::pin(handshake_and_serve(server, tcp, peer, ticket, deadline)).await;
 }
 
