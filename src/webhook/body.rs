@@ -31,9 +31,18 @@ fn ceiling(limit: usize, body: usize) -> usize {
     }
 }
 
-/// The largest body the budget `limit` can ever take.
-pub fn largest_body(limit: usize) -> usize {
-    ceiling(limit, usize::MAX)
+/// The smallest budget that can take a body of `body` bytes.
+pub fn least_budget_for(body: usize) -> usize {
+    if body > LARGE_BODY_BYTES {
+        body.div_ceil(3) * 4
+    } else {
+        body
+    }
+}
+
+/// Whether the budget `limit` can ever take a body of `body` bytes.
+pub fn fits(limit: usize, body: usize) -> bool {
+    body <= ceiling(limit, body)
 }
 
 /// The bytes of request bodies held at once, and their limit.
@@ -329,7 +338,17 @@ mod tests {
     }
 
     #[test]
-    fn the_largest_body_is_three_quarters_of_the_budget() {
-        assert_eq!(largest_body(16 * LIMIT), 12 * LIMIT);
+    fn a_small_body_fits_the_whole_budget_a_large_one_three_quarters() {
+        // (budget, body, whether it can ever be read)
+        for (limit, body, want) in [
+            (8 * LIMIT, 6 * LIMIT, true),
+            (8 * LIMIT, 6 * LIMIT + 1, false),
+            (LARGE_BODY_BYTES, LARGE_BODY_BYTES, true),
+            (LARGE_BODY_BYTES, LARGE_BODY_BYTES + 1, false),
+            (4 * KIB, 4 * KIB, true),
+        ] {
+            assert_eq!(fits(limit, body), want, "{body} in {limit}");
+            assert!(fits(least_budget_for(body), body), "{body}");
+        }
     }
 }

@@ -113,18 +113,18 @@ impl Limits {
     pub fn check(&self) -> Result<(), LimitsError> {
         for (flag, zero) in [
             ("--max-connections", self.max_connections == 0),
-            ("--max-streams", self.max_streams == 0),
+            ("--max-concurrent-streams", self.max_streams == 0),
             ("--idle-timeout", self.idle_timeout.is_zero()),
         ] {
             if zero {
                 return Err(LimitsError::Zero { flag });
             }
         }
-        if body::largest_body(self.max_body_bytes_in_flight) < self.max_body_bytes {
+        if !body::fits(self.max_body_bytes_in_flight, self.max_body_bytes) {
             return Err(LimitsError::BudgetBelowLargestBody {
                 budget: self.max_body_bytes_in_flight,
                 max: self.max_body_bytes,
-                need: self.max_body_bytes.div_ceil(3) * 4,
+                need: body::least_budget_for(self.max_body_bytes),
             });
         }
         Ok(())
@@ -382,5 +382,124 @@ impl Throttle {
             *last = Some(Instant::now());
         }
         due
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::webhook::tls::TlsFiles;
+
+    struct Nothing;
+
+    impl Handler for Nothing {
+        async fn handle(&self, _: Bytes) -> Reply {
+            Reply::json("{}")
+        }
+    }
+
+    fn server(dir: &std::path::Path) -> Arc<Server<Nothing>> {
+        let rcgen::CertifiedKey { cert, signing_key } =
+            rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
+        let (cert_file, key_file) = (dir.join("tls.crt"), dir.join("tls.key"));
+        std::fs::write(&cert_file, cert.pem()).unwrap();
+        std::fs::write(&key_file, signing_key.serialize_pem()).unwrap();
+        let tls = Tls::load(TlsFiles {
+            cert: cert_file,
+            key: key_file,
+            client_ca: None,
+        })
+        .unwrap();
+        let limits = Limits {
+            paths: vec!["/mutate".into()],
+            max_body_bytes: 1024,
+            header_timeout: Duration::from_secs(5),
+            body_timeout: Duration::from_secs(5),
+            drain_timeout: Duration::from_secs(5),
+            max_connections: 4,
+            max_streams: 4,
+            idle_timeout: Duration::from_secs(5),
+            max_body_bytes_in_flight: 4096,
+        };
+        let metrics = Arc::new(Metrics::new());
+        Arc::new(Server {
+            tls: Arc::new(tls),
+            http: http_builder(&limits),
+            connections: Connections::new(limits.max_connections, metrics.clone()),
+            budget: Budget::new(limits.max_body_bytes_in_flight, metrics.clone()),
+            limits,
+            handler: Arc::new(Nothing),
+            metrics,
+            over_budget_warned: Throttle::default(),
+        })
+    }
+
+    #[test]
+    fn limits_that_cannot_work_together_are_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let limits = server(dir.path()).limits.clone();
+        let with = |change: fn(&mut Limits)| {
+            let mut limits = limits.clone();
+            change(&mut limits);
+            limits.check().map_err(|e| e.to_string())
+        };
+        assert_eq!(with(|_| {}), Ok(()));
+        // A small body may take the whole budget, a large one three quarters.
+        assert_eq!(with(|l| l.max_body_bytes = 4096), Ok(()));
+        assert_eq!(
+            with(|l| {
+                l.max_body_bytes_in_flight = 1 << 20;
+                l.max_body_bytes = 800_000;
+            }),
+            Err("--max-body-bytes-in-flight 1048576: a body of --max-body-bytes 800000 could never be read (bodies over 64 KiB may take three quarters of the budget): raise it to at least 1066668, or lower --max-body-bytes".into())
+        );
+        assert_eq!(
+            with(|l| l.max_connections = 0),
+            Err("--max-connections 0: must be more than 0".into())
+        );
+        assert_eq!(
+            with(|l| l.idle_timeout = Duration::ZERO),
+            Err("--idle-timeout 0: must be more than 0".into())
+        );
+    }
+
+    /// The spawned task of a connection that has not sent a byte holds no
+    /// TLS or HTTP state: what follows its first byte is boxed. Before it
+    /// was, the task was the size of that boxed part from the accept on.
+    #[tokio::test]
+    async fn a_connection_waiting_for_its_first_byte_is_a_small_task() {
+        let dir = tempfile::tempdir().unwrap();
+        let server = server(dir.path());
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let _clients = [
+            TcpStream::connect(addr).await.unwrap(),
+            TcpStream::connect(addr).await.unwrap(),
+        ];
+        let (first, peer) = listener.accept().await.unwrap();
+        let (second, _) = listener.accept().await.unwrap();
+        let deadline = tokio::time::Instant::now();
+        let waiting = connection(
+            server.clone(),
+            first,
+            peer,
+            server.connections.admit().unwrap(),
+        );
+        let boxed = handshake_and_serve(
+            server.clone(),
+            second,
+            peer,
+            server.connections.admit().unwrap(),
+            deadline,
+        );
+        let (waiting, boxed) = (
+            std::mem::size_of_val(&waiting),
+            std::mem::size_of_val(&boxed),
+        );
+        eprintln!(
+            "a connection's task: {waiting} bytes until its first byte, then {boxed} bytes boxed"
+        );
+        assert!(waiting <= 1024, "{waiting} bytes");
+        assert!(waiting * 2 < boxed, "{waiting} bytes, {boxed} boxed");
     }
 }
