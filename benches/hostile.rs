@@ -59,7 +59,6 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{Result, bail};
-use bytes::Bytes;
 use serde_json::Value;
 use tokio_rustls::TlsConnector;
 
@@ -319,34 +318,9 @@ fn attack_and_report(
         .worker_threads(2)
         .enable_all()
         .build()?;
-    let (h1, h2) = (
-        connector(&ca.pem, None, &[b"http/1.1"]),
-        connector(&ca.pem, None, &[b"h2"]),
-    );
-    let fixture: Value = serde_json::from_str(FIXTURE)?;
-    let reviews: Arc<Vec<(Bytes, String)>> = Arc::new(
-        namespaces
-            .iter()
-            .enumerate()
-            .map(|(i, ns)| {
-                let uid = format!("{i:08x}-b1df-410b-9f67-c7462560ec49");
-                (attack::review(&fixture, ns, &uid, None), uid)
-            })
-            .collect(),
-    );
-    let patch: Value = serde_json::from_str(baseline::ATTACH_PATCH)?;
-    let addr = server.addr.clone();
+    let reviews = ordinary_reviews(plan, server, ca, namespaces)?;
     // Warm-up: a second of ordinary reviews.
-    let until = Instant::now() + Duration::from_secs(1);
-    let warm = runtime.block_on(attack::ordinary(
-        addr.clone(),
-        h1.clone(),
-        reviews.clone(),
-        patch.clone(),
-        plan.rate,
-        plan.connections,
-        until,
-    ));
+    let warm = runtime.block_on(reviews.send_until(Instant::now() + Duration::from_secs(1)));
     if warm.answered == 0 || warm.first_problem.is_some() {
         bail!(
             "the webhook does not answer right before the attack: {:?}\n{}",
@@ -354,12 +328,78 @@ fn attack_and_report(
             server.log_tail(20)
         );
     }
-    let (rss_before, hwm_before) = common::memory_mib(pid);
-    let report = runtime.block_on(attack(plan, &addr, &h1, &h2, &reviews, &patch, pid));
-    let (rss_after, hwm) = common::memory_mib(pid);
-
+    let before = common::memory_mib(pid);
+    let h2 = connector(&ca.pem, None, &[b"h2"]);
+    let report = runtime.block_on(attack(plan, &reviews, &h2, pid));
+    let after = common::memory_mib(pid);
     println!("\n{what}:");
-    println!("  before the attack: VmRSS {rss_before:.1} MiB, VmHWM {hwm_before:.1} MiB");
+    println!(
+        "  before the attack: VmRSS {:.1} MiB, VmHWM {:.1} MiB",
+        before.0, before.1
+    );
+    let p99 = print_report(&report, server);
+    let hwm = after.1;
+    println!(
+        "  peak RSS (VmHWM): {hwm:.1} MiB, {:.1} MiB after the attack; the most during it {:.1} MiB",
+        after.0, report.rss_max
+    );
+    println!(
+        "  target: peak RSS < {target_mib:.0} MiB: {}; ordinary reviews' p99 < {TARGET_P99_MS:.0} ms: {}",
+        judged(plan, hwm < target_mib),
+        judged(plan, p99 < TARGET_P99_MS)
+    );
+    let mut failures = 0;
+    let mut fail = |what: String| {
+        eprintln!("  FAIL {what}");
+        failures += 1;
+    };
+    if !server.running() {
+        fail(format!(
+            "the webhook exited during the attack\n{}",
+            server.log_tail(20)
+        ));
+    }
+    let o = &report.ordinary;
+    if o.missing + o.wrong > 0 {
+        fail("ordinary reviews missing or wrong".into());
+    }
+    if hwm > LIMIT_MIB {
+        fail(format!(
+            "peak RSS {hwm:.1} MiB is over the {LIMIT_MIB:.0} MiB limit"
+        ));
+    }
+    Ok(failures)
+}
+
+/// The captured review once per namespace, each with its uid.
+fn ordinary_reviews(
+    plan: &Plan,
+    server: &Server,
+    ca: &Ca,
+    namespaces: &[String],
+) -> Result<attack::Reviews> {
+    let fixture: Value = serde_json::from_str(FIXTURE)?;
+    let reviews = namespaces
+        .iter()
+        .enumerate()
+        .map(|(i, ns)| {
+            let uid = format!("{i:08x}-b1df-410b-9f67-c7462560ec49");
+            (attack::review(&fixture, ns, &uid, None), uid)
+        })
+        .collect();
+    Ok(attack::Reviews {
+        addr: server.addr.clone(),
+        tls: connector(&ca.pem, None, &[b"http/1.1"]),
+        reviews: Arc::new(reviews),
+        patch: serde_json::from_str(baseline::ATTACH_PATCH)?,
+        rate: plan.rate,
+        connections: plan.connections,
+    })
+}
+
+/// Prints what the clients saw and the webhook counted; the ordinary
+/// reviews' p99, ms.
+fn print_report(report: &Report, server: &Server) -> f64 {
     let o = &report.ordinary;
     let ms = |q: f64| o.latency.value_at_quantile(q) as f64 / 1000.0;
     println!(
@@ -385,32 +425,7 @@ fn attack_and_report(
     println!("  silent connections: {}", report.silent.show());
     println!("  HTTP/2 streams: {}", report.h2.show());
     println!("  the webhook's counters: {}", counters(server));
-    println!(
-        "  peak RSS (VmHWM): {hwm:.1} MiB, {rss_after:.1} MiB after the attack; the most during it {:.1} MiB",
-        report.rss_max
-    );
-    println!(
-        "  target: peak RSS < {target_mib:.0} MiB: {}; ordinary reviews' p99 < {TARGET_P99_MS:.0} ms: {}",
-        judged(plan, hwm < target_mib),
-        judged(plan, ms(0.99) < TARGET_P99_MS)
-    );
-    let mut failures = 0;
-    if !server.running() {
-        eprintln!(
-            "  FAIL the webhook exited during the attack\n{}",
-            server.log_tail(20)
-        );
-        failures += 1;
-    }
-    if o.missing + o.wrong > 0 {
-        eprintln!("  FAIL ordinary reviews missing or wrong");
-        failures += 1;
-    }
-    if hwm > LIMIT_MIB {
-        eprintln!("  FAIL peak RSS {hwm:.1} MiB is over the {LIMIT_MIB:.0} MiB limit");
-        failures += 1;
-    }
-    Ok(failures)
+    ms(0.99)
 }
 
 fn judged(plan: &Plan, met: bool) -> &'static str {
@@ -454,60 +469,23 @@ struct Report {
     rss_max: f64,
 }
 
-async fn attack(
-    plan: &Plan,
-    addr: &str,
-    h1: &TlsConnector,
-    h2: &TlsConnector,
-    reviews: &Arc<Vec<(Bytes, String)>>,
-    patch: &Value,
-    pid: u32,
-) -> Report {
+async fn attack(plan: &Plan, reviews: &attack::Reviews, h2: &TlsConnector, pid: u32) -> Report {
     let until = Instant::now() + plan.attack;
-    let fixture: Value = serde_json::from_str(FIXTURE).expect("the fixture");
-    let ns = &reviews[0].0;
-    let namespace = serde_json::from_slice::<Value>(ns).expect("a review")["request"]["namespace"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string();
-    let large = attack::review(&fixture, &namespace, "large", Some(plan.body_bytes));
-    let medium = attack::review(&fixture, &namespace, "medium", Some(plan.h2_body_bytes));
     let (slow, silent, streams) = (
         Arc::new(Outcomes::default()),
         Arc::new(Outcomes::default()),
         Arc::new(Outcomes::default()),
     );
     let refused_in = Arc::new(Mutex::new(common::histogram()));
-    let mut tasks = Vec::new();
-    for _ in 0..plan.slow_bodies {
-        tasks.push(tokio::spawn(attack::slow_body(
-            addr.to_string(),
-            h1.clone(),
-            large.clone(),
-            plan.body_send,
-            until,
+    let tasks = {
+        let outcomes = (
             slow.clone(),
             refused_in.clone(),
-        )));
-    }
-    for _ in 0..plan.silent {
-        tasks.push(tokio::spawn(attack::silent(
-            addr.to_string(),
-            until,
             silent.clone(),
-        )));
-    }
-    for _ in 0..plan.h2_connections {
-        tasks.push(tokio::spawn(attack::h2_streams(
-            addr.to_string(),
-            h2.clone(),
-            plan.h2_streams,
-            medium.clone(),
-            plan.h2_send,
-            until,
             streams.clone(),
-        )));
-    }
+        );
+        spawn_hostile(plan, reviews, h2, until, outcomes)
+    };
     let sampler = tokio::spawn(async move {
         let mut most: f64 = 0.0;
         while Instant::now() < until {
@@ -516,19 +494,9 @@ async fn attack(
         }
         most
     });
-    let ordinary = attack::ordinary(
-        addr.to_string(),
-        h1.clone(),
-        reviews.clone(),
-        patch.clone(),
-        plan.rate,
-        plan.connections,
-        until,
-    )
-    .await;
+    let ordinary = reviews.send_until(until).await;
     // What is still sending gets its answer's time, then stops.
-    let grace = plan.body_send.max(plan.h2_send) + Duration::from_secs(5);
-    let deadline = until + grace;
+    let deadline = until + plan.body_send.max(plan.h2_send) + Duration::from_secs(5);
     for task in tasks {
         let abort = task.abort_handle();
         let left = deadline.saturating_duration_since(Instant::now());
@@ -544,4 +512,65 @@ async fn attack(
         h2: streams,
         rss_max: sampler.await.unwrap_or(f64::NAN),
     }
+}
+
+/// Where the hostile clients count what they get: slow bodies, how long
+/// their 503s took, silent connections, HTTP/2 streams.
+type HostileOutcomes = (
+    Arc<Outcomes>,
+    Arc<Mutex<hdrhistogram::Histogram<u64>>>,
+    Arc<Outcomes>,
+    Arc<Outcomes>,
+);
+
+/// Starts every hostile client; they stop at `until`.
+fn spawn_hostile(
+    plan: &Plan,
+    reviews: &attack::Reviews,
+    h2: &TlsConnector,
+    until: Instant,
+    (slow, refused_in, silent, streams): HostileOutcomes,
+) -> Vec<tokio::task::JoinHandle<()>> {
+    let fixture: Value = serde_json::from_str(FIXTURE).expect("the fixture");
+    let namespace = serde_json::from_slice::<Value>(&reviews.reviews[0].0).expect("a review")
+        ["request"]["namespace"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let large = attack::review(&fixture, &namespace, "large", Some(plan.body_bytes));
+    let medium = attack::review(&fixture, &namespace, "medium", Some(plan.h2_body_bytes));
+    let addr = &reviews.addr;
+    let mut tasks = Vec::new();
+    for _ in 0..plan.slow_bodies {
+        let (large, out, refused_in) = (large.clone(), slow.clone(), refused_in.clone());
+        let tls = reviews.tls.clone();
+        tasks.push(tokio::spawn(attack::slow_body(
+            addr.clone(),
+            tls,
+            large,
+            plan.body_send,
+            until,
+            out,
+            refused_in,
+        )));
+    }
+    for _ in 0..plan.silent {
+        tasks.push(tokio::spawn(attack::silent(
+            addr.clone(),
+            until,
+            silent.clone(),
+        )));
+    }
+    for _ in 0..plan.h2_connections {
+        tasks.push(tokio::spawn(attack::h2_streams(
+            addr.clone(),
+            h2.clone(),
+            plan.h2_streams,
+            medium.clone(),
+            plan.h2_send,
+            until,
+            streams.clone(),
+        )));
+    }
+    tasks
 }

@@ -253,59 +253,66 @@ pub struct Ordinary {
     pub first_problem: Option<String>,
 }
 
-/// The ordinary reviews: `rate` a second spread over `conns` keep-alive
-/// connections until `until`, each answer checked against `patch` (the uid
-/// echoed, allowed, exactly that patch); a failed connection is opened
-/// again and the review retried, as the API server does.
-pub async fn ordinary(
-    addr: String,
-    tls: TlsConnector,
-    reviews: Arc<Vec<(Bytes, String)>>,
-    patch: Value,
-    rate: f64,
-    conns: usize,
-    until: Instant,
-) -> Ordinary {
-    let patch = Arc::new(patch);
-    let mut queues = Vec::new();
-    let mut tasks = Vec::new();
-    for _ in 0..conns {
-        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(Instant, usize)>();
-        queues.push(tx);
-        let (addr, tls, reviews, patch) =
-            (addr.clone(), tls.clone(), reviews.clone(), patch.clone());
-        tasks.push(tokio::spawn(async move {
-            let mut tally = Ordinary::new();
-            let mut conn = None;
-            while let Some((scheduled, i)) = rx.recv().await {
-                let (body, uid) = &reviews[i % reviews.len()];
+/// The ordinary reviews, and where they go.
+#[derive(Clone)]
+pub struct Reviews {
+    pub addr: String,
+    pub tls: TlsConnector,
+    /// Each review and its uid.
+    pub reviews: Arc<Vec<(Bytes, String)>>,
+    /// The patch each answer must hold.
+    pub patch: Value,
+    /// Reviews a second.
+    pub rate: f64,
+    /// Keep-alive connections they are spread over.
+    pub connections: usize,
+}
+
+impl Reviews {
+    /// Sends them at the rate until `until`, each answer checked (the uid
+    /// echoed, allowed, exactly the patch); a failed connection is opened
+    /// again and the review retried, as the API server does.
+    pub async fn send_until(&self, until: Instant) -> Ordinary {
+        let patch = Arc::new(self.patch.clone());
+        let mut queues = Vec::new();
+        let mut tasks = Vec::new();
+        for _ in 0..self.connections {
+            let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(Instant, usize)>();
+            queues.push(tx);
+            let (addr, tls) = (self.addr.clone(), self.tls.clone());
+            let (reviews, patch) = (self.reviews.clone(), patch.clone());
+            tasks.push(tokio::spawn(async move {
+                let mut tally = Ordinary::new();
+                let mut conn = None;
+                while let Some((scheduled, i)) = rx.recv().await {
+                    let (body, uid) = &reviews[i % reviews.len()];
+                    let sent = (body, uid.as_str(), &*patch, scheduled);
+                    tally.one(&addr, &tls, &mut conn, sent).await;
+                }
                 tally
-                    .one(&addr, &tls, &mut conn, body, uid, &patch, scheduled)
-                    .await;
-            }
-            tally
-        }));
+            }));
+        }
+        let mut ticks = tokio::time::interval(Duration::from_secs_f64(1.0 / self.rate));
+        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Burst);
+        let mut k = 0;
+        while Instant::now() < until {
+            ticks.tick().await;
+            queues[k % queues.len()].send((Instant::now(), k)).ok();
+            k += 1;
+        }
+        drop(queues);
+        let mut all = Ordinary::new();
+        for task in tasks {
+            let tally = task.await.expect("a load task");
+            all.latency.add(&tally.latency).expect("same bounds");
+            all.answered += tally.answered;
+            all.retried += tally.retried;
+            all.missing += tally.missing;
+            all.wrong += tally.wrong;
+            all.first_problem = all.first_problem.or(tally.first_problem);
+        }
+        all
     }
-    let mut ticks = tokio::time::interval(Duration::from_secs_f64(1.0 / rate));
-    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Burst);
-    let mut k = 0;
-    while Instant::now() < until {
-        ticks.tick().await;
-        queues[k % conns].send((Instant::now(), k)).ok();
-        k += 1;
-    }
-    drop(queues);
-    let mut all = Ordinary::new();
-    for task in tasks {
-        let tally = task.await.expect("a load task");
-        all.latency.add(&tally.latency).expect("same bounds");
-        all.answered += tally.answered;
-        all.retried += tally.retried;
-        all.missing += tally.missing;
-        all.wrong += tally.wrong;
-        all.first_problem = all.first_problem.or(tally.first_problem);
-    }
-    all
 }
 
 impl Ordinary {
@@ -320,16 +327,13 @@ impl Ordinary {
         }
     }
 
-    #[allow(clippy::too_many_arguments)]
+    /// Sends one review (its body, uid, patch wanted and scheduled time).
     async fn one(
         &mut self,
         addr: &str,
         tls: &TlsConnector,
         conn: &mut Option<Connection>,
-        body: &Bytes,
-        uid: &str,
-        patch: &Value,
-        scheduled: Instant,
+        (body, uid, patch, scheduled): (&Bytes, &str, &Value, Instant),
     ) {
         for attempt in 0..ATTEMPTS {
             if attempt > 0 {
