@@ -941,6 +941,14 @@ fn bad_start_up_settings_are_named() {
             with_tls(&["--missing-nad", "allow"]),
             "invalid value 'allow' for '--missing-nad <POLICY>'",
         ),
+        (
+            with_tls(&["--max-body-bytes-in-flight", "1048576"]),
+            "--max-body-bytes-in-flight 1048576: a body of --max-body-bytes 6291456 could never be read (bodies over 64 KiB may take three quarters of the budget): raise it to at least 8388608, or lower --max-body-bytes",
+        ),
+        (
+            with_tls(&["--max-connections", "0"]),
+            "--max-connections 0: must be more than 0",
+        ),
     ];
     for (args, want) in cases {
         let out = Command::new(bin())

@@ -30,6 +30,13 @@ pub fn bind(addr: SocketAddr, flag: &str) -> anyhow::Result<TcpListener> {
     }
 }
 
+/// [`bind`], and the address bound: `0.0.0.0` where the kernel has no IPv6.
+pub fn bind_as(addr: SocketAddr, flag: &str) -> anyhow::Result<(TcpListener, SocketAddr)> {
+    let listener = bind(addr, flag)?;
+    let bound = listener.local_addr().unwrap_or(addr);
+    Ok((listener, bound))
+}
+
 fn bind_socket(addr: SocketAddr) -> io::Result<TcpListener> {
     let socket = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
     if addr.is_ipv6() {

@@ -84,11 +84,12 @@ pub struct Args {
     /// flood of them (docs/benchmarks.md); must be at least 4/3 of --max-body-bytes.
     #[arg(long, value_name = "BYTES", default_value_t = 8 * 1024 * 1024)]
     pub max_body_bytes_in_flight: usize,
-    /// Connections open at once. At the limit a new connection evicts the
-    /// oldest one in its TLS handshake or idle between requests, or is closed
-    /// at once when every one has a request in flight. The API servers need a
-    /// few (HTTP/2 carries many reviews on one); 128 idle TLS connections cost
-    /// under 4 MiB (docs/benchmarks.md).
+    /// Connections open at once. At the limit a new connection evicts one in
+    /// its TLS handshake or idle between requests (those that have shown least
+    /// of themselves first), or is closed at once when every one has a request
+    /// in flight. The API servers need a few (HTTP/2 carries many reviews on
+    /// one); 128 idle connections, at about 22 KiB each after an HTTP/1
+    /// request (5 KiB after a handshake), hold under 3 MiB (docs/benchmarks.md).
     #[arg(long, value_name = "N", default_value_t = 128)]
     pub max_connections: usize,
     /// HTTP/2 streams in flight on one connection (SETTINGS_MAX_CONCURRENT_STREAMS):
@@ -256,16 +257,8 @@ async fn serve(
     controller: Option<controller::Options>,
     tls: Arc<Tls>,
 ) -> anyhow::Result<()> {
-    let listener = listen::bind(args.listen, "--listen")?;
-    let ops_listener = listen::bind(args.ops_listen, "--ops-listen")?;
-    // What was bound: 0.0.0.0 where the kernel has no IPv6.
-    let bound = |listener: &tokio::net::TcpListener, flag: SocketAddr| {
-        listener.local_addr().unwrap_or(flag)
-    };
-    let (listen, ops_listen) = (
-        bound(&listener, args.listen),
-        bound(&ops_listener, args.ops_listen),
-    );
+    let (listener, listen) = listen::bind_as(args.listen, "--listen")?;
+    let (ops_listener, ops_listen) = listen::bind_as(args.ops_listen, "--ops-listen")?;
     let client = kube::Client::try_default()
         .await
         .context("connecting to the Kubernetes API (in-cluster service account, or KUBECONFIG)")?;
