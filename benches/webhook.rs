@@ -584,24 +584,8 @@ struct Memory {
 
 impl Memory {
     fn of(pid: u32) -> Memory {
-        let status = fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-        let kib = |key: &str| {
-            status
-                .lines()
-                .find_map(|l| {
-                    l.strip_prefix(key)?
-                        .trim()
-                        .strip_suffix("kB")?
-                        .trim()
-                        .parse::<f64>()
-                        .ok()
-                })
-                .unwrap_or(f64::NAN)
-        };
-        Memory {
-            hwm: kib("VmHWM:") / 1024.0,
-            rss: kib("VmRSS:") / 1024.0,
-        }
+        let (rss, hwm) = common::memory_mib(pid);
+        Memory { hwm, rss }
     }
 }
 

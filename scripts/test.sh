@@ -29,5 +29,6 @@ cargo test --locked --no-fail-fast
 ./scripts/fuzz.sh --smoke
 BENCH_QUICK=1 cargo bench --locked --profile dev --bench krm
 BENCH_QUICK=1 cargo bench --locked --profile dev --bench webhook
+BENCH_QUICK=1 cargo bench --locked --profile dev --bench hostile
 BENCH_QUICK=1 cargo bench --locked --profile dev --bench admission
 BENCH_QUICK=1 cargo bench --locked --profile dev --bench controller

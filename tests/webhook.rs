@@ -6,6 +6,9 @@
 //! same etcd.
 
 mod common;
+/// The server under hostile load: limits, budget, eviction, dual-stack.
+#[path = "webhook/limits.rs"]
+mod limits;
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -51,6 +54,17 @@ impl Webhook {
 
     /// Starts the webhook without waiting for it to be ready.
     fn spawn(kubeconfig: &Path, leaf: &Leaf, extra: &[&str], env: &[(&str, &str)]) -> Webhook {
+        Self::spawn_on("127.0.0.1", kubeconfig, leaf, extra, env)
+    }
+
+    /// Starts the webhook listening on `host` (both ports), reached on 127.0.0.1.
+    fn spawn_on(
+        host: &str,
+        kubeconfig: &Path,
+        leaf: &Leaf,
+        extra: &[&str],
+        env: &[(&str, &str)],
+    ) -> Webhook {
         let dir = tempfile::tempdir().unwrap();
         let (cert, key) = leaf.write(dir.path());
         let (port, ops_port) = (free_port(), free_port());
@@ -58,7 +72,8 @@ impl Webhook {
         let ops = format!("127.0.0.1:{ops_port}");
         let child = Command::new(bin())
             .arg("webhook")
-            .args(["--listen", &addr, "--ops-listen", &ops])
+            .args(["--listen", &format!("{host}:{port}")])
+            .args(["--ops-listen", &format!("{host}:{ops_port}")])
             .arg("--tls-cert")
             .arg(&cert)
             .arg("--tls-key")
@@ -1075,6 +1090,14 @@ fn bad_start_up_settings_are_named() {
             with_tls(&["--missing-nad", "allow"]),
             "invalid value 'allow' for '--missing-nad <POLICY>'",
         ),
+        (
+            with_tls(&["--max-body-bytes-in-flight", "1048576"]),
+            "--max-body-bytes-in-flight 1048576: a body of --max-body-bytes 6291456 could never be read (bodies over 64 KiB may take three quarters of the budget): raise it to at least 8388608, or lower --max-body-bytes",
+        ),
+        (
+            with_tls(&["--max-connections", "0"]),
+            "--max-connections 0: must be more than 0",
+        ),
     ];
     for (args, want) in cases {
         let out = Command::new(bin())
@@ -1496,6 +1519,10 @@ fn help_lists_only_the_flags_the_webhook_uses() {
             "max-body-bytes",
             "header-timeout",
             "body-timeout",
+            "max-body-bytes-in-flight",
+            "max-connections",
+            "max-concurrent-streams",
+            "idle-timeout",
             "api-timeout",
             "on-error",
             "max-watch-outage",

@@ -74,3 +74,27 @@ pub fn cpu_seconds(pid: u32) -> f64 {
     // USER_HZ is 100 on Linux.
     (ticks(11) + ticks(12)) / 100.0
 }
+
+/// A `kB` field of /proc/PID/status (`VmRSS:`, `VmHWM:`, `RssAnon:`); NaN if absent.
+pub fn status_kib(pid: u32, key: &str) -> f64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix(key)?
+                .trim()
+                .strip_suffix("kB")?
+                .trim()
+                .parse()
+                .ok()
+        })
+        .unwrap_or(f64::NAN)
+}
+
+/// Resident memory of a process, MiB: now (VmRSS) and at its peak (VmHWM).
+pub fn memory_mib(pid: u32) -> (f64, f64) {
+    (
+        status_kib(pid, "VmRSS:") / 1024.0,
+        status_kib(pid, "VmHWM:") / 1024.0,
+    )
+}

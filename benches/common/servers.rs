@@ -47,9 +47,22 @@ impl Server {
         key: &Path,
         extra: &[String],
     ) -> Result<Server> {
+        let bin = Path::new(env!("CARGO_BIN_EXE_linkerd-multus"));
+        Self::webhook_binary(bin, dir, kubeconfig, cert, key, extra)
+    }
+
+    /// [`Server::webhook`] with the binary `bin` (another build, to compare).
+    pub fn webhook_binary(
+        bin: &Path,
+        dir: &Path,
+        kubeconfig: &Path,
+        cert: &Path,
+        key: &Path,
+        extra: &[String],
+    ) -> Result<Server> {
         let (addr, ops) = (free_addr()?, free_addr()?);
         let log = dir.join("webhook.log");
-        let child = Command::new(env!("CARGO_BIN_EXE_linkerd-multus"))
+        let child = Command::new(bin)
             .arg("webhook")
             .args(["--listen", &addr, "--ops-listen", &ops])
             .arg("--tls-cert")
@@ -63,7 +76,7 @@ impl Server {
             .stdout(Stdio::null())
             .stderr(fs::File::create(&log)?)
             .spawn()
-            .context("starting linkerd-multus webhook")?;
+            .with_context(|| format!("starting {} webhook", bin.display()))?;
         Ok(Server {
             child,
             addr,

@@ -32,6 +32,11 @@ struct ReasonLabel {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct StateLabel {
+    state: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct ResultLabel {
     result: &'static str,
 }
@@ -47,14 +52,21 @@ pub enum Refusal {
     NotFound,
     /// Not a POST.
     Method,
+    /// The body would go over `--max-body-bytes-in-flight`: 503, unread.
+    OverBudget,
+    /// A new connection at `--max-connections`, every open one with a
+    /// request in flight: closed at once.
+    ConnectionLimit,
 }
 
 impl Refusal {
-    const ALL: [Refusal; 4] = [
+    const ALL: [Refusal; 6] = [
         Refusal::TooLarge,
         Refusal::Timeout,
         Refusal::NotFound,
         Refusal::Method,
+        Refusal::OverBudget,
+        Refusal::ConnectionLimit,
     ];
 
     fn as_str(self) -> &'static str {
@@ -63,6 +75,28 @@ impl Refusal {
             Refusal::Timeout => "timeout",
             Refusal::NotFound => "not_found",
             Refusal::Method => "method",
+            Refusal::OverBudget => "over_budget",
+            Refusal::ConnectionLimit => "connection_limit",
+        }
+    }
+}
+
+/// What a connection evicted at `--max-connections` was doing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Eviction {
+    /// Its TLS handshake, or waiting for its first byte.
+    Handshake,
+    /// Nothing: idle between requests.
+    Idle,
+}
+
+impl Eviction {
+    const ALL: [Eviction; 2] = [Eviction::Handshake, Eviction::Idle];
+
+    fn as_str(self) -> &'static str {
+        match self {
+            Eviction::Handshake => "handshake",
+            Eviction::Idle => "idle",
         }
     }
 }
@@ -130,11 +164,63 @@ pub struct Metrics {
     duration: Histogram,
     patches: Vec<Counter>,
     refusals: Vec<Counter>,
+    http: HttpGauges,
     tls_reloads: [Counter; 2],
     /// By [`LiveObject`], then [`LiveResult`].
     live_reads: [[Counter; 4]; 2],
     namespaces: CacheGauges,
     nads: Option<CacheGauges>,
+}
+
+/// The connections and request bodies of the admission port.
+struct HttpGauges {
+    connections: Gauge,
+    evictions: Vec<Counter>,
+    idle_closes: Counter,
+    body_bytes: Gauge,
+}
+
+impl HttpGauges {
+    fn register(registry: &mut Registry) -> Self {
+        let connections = Gauge::default();
+        registry.register(
+            "linkerd_multus_http_connections",
+            "Open connections of the admission port: in their TLS handshake, idle or serving",
+            connections.clone(),
+        );
+        let family = Family::<StateLabel, Counter>::default();
+        let evictions = Eviction::ALL
+            .iter()
+            .map(|e| {
+                family
+                    .get_or_create(&StateLabel { state: e.as_str() })
+                    .clone()
+            })
+            .collect();
+        registry.register(
+            "linkerd_multus_http_evictions",
+            "Connections closed to make room for a new one at --max-connections, by what they were doing",
+            family,
+        );
+        let idle_closes = Counter::default();
+        registry.register(
+            "linkerd_multus_http_idle_closes",
+            "Connections closed after --idle-timeout without a request in flight",
+            idle_closes.clone(),
+        );
+        let body_bytes = Gauge::default();
+        registry.register(
+            "linkerd_multus_http_body_bytes_in_flight",
+            "Bytes of request bodies held now, against --max-body-bytes-in-flight",
+            body_bytes.clone(),
+        );
+        HttpGauges {
+            connections,
+            evictions,
+            idle_closes,
+            body_bytes,
+        }
+    }
 }
 
 /// The gauges of one watch-fed cache.
@@ -289,6 +375,7 @@ impl Metrics {
             "HTTP requests refused before admission, by reason",
             family,
         );
+        let http = HttpGauges::register(&mut registry);
         let family = Family::<ResultLabel, Counter>::default();
         let tls_reloads = ["success", "error"]
             .map(|result| family.get_or_create(&ResultLabel { result }).clone());
@@ -314,6 +401,7 @@ impl Metrics {
             duration,
             patches,
             refusals,
+            http,
             tls_reloads,
             live_reads,
             namespaces,
@@ -347,6 +435,28 @@ impl Metrics {
     /// Counts a request refused before admission.
     pub fn refused(&self, refusal: Refusal) {
         self.refusals[refusal as usize].inc();
+    }
+
+    /// Shows how many connections are open.
+    pub fn connections(&self, open: usize) {
+        self.http
+            .connections
+            .set(i64::try_from(open).unwrap_or(i64::MAX));
+    }
+
+    /// Counts a connection evicted at `--max-connections`.
+    pub fn evicted(&self, eviction: Eviction) {
+        self.http.evictions[eviction as usize].inc();
+    }
+
+    /// Counts a connection closed after `--idle-timeout`.
+    pub fn idle_closed(&self) {
+        self.http.idle_closes.inc();
+    }
+
+    /// Adds `delta` to the body bytes held.
+    pub fn body_bytes(&self, delta: i64) {
+        self.http.body_bytes.inc_by(delta);
     }
 
     /// Counts a TLS reload.
@@ -402,6 +512,13 @@ mod tests {
             "linkerd_multus_admission_patches_total{change=\"network_resources\"} 1",
             "linkerd_multus_admission_patches_total{change=\"detached\"} 0",
             "linkerd_multus_http_refusals_total{reason=\"too_large\"} 1",
+            "linkerd_multus_http_refusals_total{reason=\"over_budget\"} 0",
+            "linkerd_multus_http_refusals_total{reason=\"connection_limit\"} 0",
+            "linkerd_multus_http_connections 0",
+            "linkerd_multus_http_evictions_total{state=\"handshake\"} 0",
+            "linkerd_multus_http_evictions_total{state=\"idle\"} 0",
+            "linkerd_multus_http_idle_closes_total 0",
+            "linkerd_multus_http_body_bytes_in_flight 0",
             "linkerd_multus_admission_request_duration_seconds_bucket{le=\"0.0001\"} 1",
             "linkerd_multus_admission_request_duration_seconds_count 1",
             "linkerd_multus_namespace_cache_namespaces 3",

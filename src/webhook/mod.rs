@@ -5,11 +5,15 @@
 //! wires the I/O around it: the HTTPS server, the namespace and NAD caches,
 //! TLS reloads, probes, metrics, logs and the shutdown sequence.
 
+pub mod body;
 pub mod cache;
+pub mod connections;
 pub mod handler;
+pub mod listen;
 pub mod live;
 pub mod metrics;
 pub mod ops;
+mod requests;
 pub mod server;
 pub mod tls;
 
@@ -20,7 +24,6 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use anyhow::{Context, anyhow};
-use tokio::net::TcpListener;
 
 use crate::admission::{MissingNad, OnError};
 use crate::controller;
@@ -42,8 +45,8 @@ pub const LEGACY_PATH: &str = "/annotate-multus-v1-pod";
 /// The webhook's own flags; the core settings come with them.
 #[derive(Debug, Clone, clap::Args)]
 pub struct Args {
-    /// HTTPS address the API server calls.
-    #[arg(long, value_name = "ADDR", default_value = "0.0.0.0:8443")]
+    /// HTTPS address the API server calls; [::] takes IPv4 and IPv6 (0.0.0.0 on a kernel without IPv6).
+    #[arg(long, value_name = "ADDR", default_value = "[::]:8443")]
     pub listen: SocketAddr,
     /// Admission path; the original operator's /annotate-multus-v1-pod is always answered too.
     #[arg(long, value_name = "PATH", default_value = "/mutate")]
@@ -60,8 +63,8 @@ pub struct Args {
     /// How often the TLS files are checked for changes.
     #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = humantime::parse_duration)]
     pub tls_reload_interval: Duration,
-    /// Plain-HTTP address of /healthz, /readyz and /metrics.
-    #[arg(long, value_name = "ADDR", default_value = "0.0.0.0:9090")]
+    /// Plain-HTTP address of /healthz, /readyz and /metrics; [::] takes IPv4 and IPv6.
+    #[arg(long, value_name = "ADDR", default_value = "[::]:9090")]
     pub ops_listen: SocketAddr,
     /// Largest request body accepted: two pods at etcd's 1.5 MiB limit, plus the review.
     #[arg(long, value_name = "BYTES", default_value_t = 6 * 1024 * 1024)]
@@ -72,6 +75,33 @@ pub struct Args {
     /// Deadline for each request's body.
     #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = humantime::parse_duration)]
     pub body_timeout: Duration,
+    /// Bytes of request bodies held at once, across all requests: a request
+    /// reserves its Content-Length before its body is read, and gets 503 with
+    /// Retry-After when it does not fit. Bodies over 64 KiB may use three
+    /// quarters of it, so ordinary reviews still get through. 8 MiB reads one
+    /// body of --max-body-bytes (6 MiB) at a time, and keeps a webhook with
+    /// --manage-nads at 10,000 namespaces under its 64 Mi memory limit under a
+    /// flood of them (docs/benchmarks.md); must be at least 4/3 of --max-body-bytes.
+    #[arg(long, value_name = "BYTES", default_value_t = 8 * 1024 * 1024)]
+    pub max_body_bytes_in_flight: usize,
+    /// Connections open at once. At the limit a new connection evicts one in
+    /// its TLS handshake or idle between requests (those that have shown least
+    /// of themselves first), or is closed at once when every one has a request
+    /// in flight. The API servers need a few (HTTP/2 carries many reviews on
+    /// one); 128 idle connections, at about 22 KiB each after an HTTP/1
+    /// request (5 KiB after a handshake), hold under 3 MiB (docs/benchmarks.md).
+    #[arg(long, value_name = "N", default_value_t = 128)]
+    pub max_connections: usize,
+    /// HTTP/2 streams in flight on one connection (SETTINGS_MAX_CONCURRENT_STREAMS):
+    /// the API server's client opens another connection when a connection is
+    /// at the limit, rather than queueing, and a review takes a millisecond.
+    #[arg(long, value_name = "N", default_value_t = 16)]
+    pub max_concurrent_streams: u32,
+    /// How long a connection with no request in flight stays open before it
+    /// is closed gracefully (HTTP/2 GOAWAY); HTTP/1 keep-alive connections
+    /// close sooner, after --header-timeout without a request.
+    #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = humantime::parse_duration)]
+    pub idle_timeout: Duration,
     /// Deadline of each call to the Kubernetes API other than a watch (which
     /// the API server ends itself every few minutes): lists, reads, writes,
     /// Events and the Lease.
@@ -207,6 +237,7 @@ pub fn run(
     network_resources: Option<network_resources::settings::Settings>,
 ) -> anyhow::Result<()> {
     init_logs(&args)?;
+    limits(&args).check()?;
     for warning in environment::unknown_variables_here() {
         tracing::warn!("{warning}");
     }
@@ -236,12 +267,8 @@ async fn serve(
     controller: Option<controller::Options>,
     tls: Arc<Tls>,
 ) -> anyhow::Result<()> {
-    let listener = TcpListener::bind(args.listen)
-        .await
-        .with_context(|| format!("--listen {}", args.listen))?;
-    let ops_listener = TcpListener::bind(args.ops_listen)
-        .await
-        .with_context(|| format!("--ops-listen {}", args.ops_listen))?;
+    let (listener, listen) = listen::bind_as(args.listen, "--listen")?;
+    let (ops_listener, ops_listen) = listen::bind_as(args.ops_listen, "--ops-listen")?;
     let client = api_client(args.api_timeout).await?;
     let managed = controller.is_some();
     let missing_nad = args.missing_nad.unwrap_or(if managed {
@@ -305,8 +332,8 @@ async fn serve(
     });
     tokio::spawn(ops::serve(ops_listener, health.clone()));
     tracing::info!(
-        listen = %args.listen,
-        ops_listen = %args.ops_listen,
+        %listen,
+        %ops_listen,
         path = %args.path,
         client_auth = args.client_ca.is_some(),
         network_resources = network_resources.is_some(),
@@ -374,6 +401,10 @@ pub fn limits(args: &Args) -> Limits {
         header_timeout: args.header_timeout,
         body_timeout: args.body_timeout,
         drain_timeout: args.drain_timeout,
+        max_connections: args.max_connections,
+        max_streams: args.max_concurrent_streams,
+        idle_timeout: args.idle_timeout,
+        max_body_bytes_in_flight: args.max_body_bytes_in_flight,
     }
 }
 

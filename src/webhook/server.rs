@@ -1,25 +1,31 @@
 //! The HTTPS server the API server calls: TLS with a handshake deadline,
 //! HTTP/1.1 or HTTP/2, a header and a body deadline, a body size limit, and
-//! a graceful shutdown that drains the requests in flight.
+//! a graceful shutdown that drains the requests in flight. Its memory is
+//! bounded whoever calls: a connection limit that evicts unproductive
+//! connections ([`crate::webhook::connections`]), idle connections closed,
+//! small HTTP/2 windows and stream caps, and a budget of request-body bytes
+//! held at once ([`crate::webhook::body`]).
 
 use std::convert::Infallible;
 use std::future::Future;
-use std::sync::Arc;
-use std::time::Duration;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use http_body_util::{BodyExt, Full, LengthLimitError, Limited};
-use hyper::body::Incoming;
-use hyper::header::{ALLOW, CONTENT_LENGTH, CONTENT_TYPE, HeaderValue};
+use futures_util::FutureExt;
+use hyper::StatusCode;
 use hyper::service::service_fn;
-use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto::Builder;
-use hyper_util::server::graceful::GracefulShutdown;
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpStream};
 use tokio_rustls::TlsAcceptor;
+use tokio_rustls::server::TlsStream;
 
+use crate::webhook::body::{self, Budget};
+use crate::webhook::connections::{Conn, Connections, Ticket};
 use crate::webhook::metrics::{Metrics, Refusal};
+use crate::webhook::requests::route;
 use crate::webhook::tls::Tls;
 
 /// What answers the POSTs to the admission paths.
@@ -74,6 +80,83 @@ pub struct Limits {
     pub body_timeout: Duration,
     /// How long a shutdown waits for requests in flight.
     pub drain_timeout: Duration,
+    /// Connections open at once; at the limit the oldest unproductive one
+    /// is evicted, or the new one closed.
+    pub max_connections: usize,
+    /// HTTP/2 streams in flight on one connection.
+    pub max_streams: u32,
+    /// How long a connection with no request in flight stays open.
+    pub idle_timeout: Duration,
+    /// Bytes of request bodies held at once across all requests.
+    pub max_body_bytes_in_flight: usize,
+}
+
+/// Limits that cannot work together.
+#[derive(Debug, thiserror::Error)]
+pub enum LimitsError {
+    /// The budget cannot take a body of the largest size.
+    #[error(
+        "--max-body-bytes-in-flight {budget}: a body of --max-body-bytes {max} could never be read (bodies over 64 KiB may take three quarters of the budget): raise it to at least {need}, or lower --max-body-bytes"
+    )]
+    BudgetBelowLargestBody {
+        budget: usize,
+        max: usize,
+        need: usize,
+    },
+    /// A limit of zero.
+    #[error("{flag} 0: must be more than 0")]
+    Zero { flag: &'static str },
+}
+
+impl Limits {
+    /// Checks that the limits can serve a request of every size they accept.
+    pub fn check(&self) -> Result<(), LimitsError> {
+        for (flag, zero) in [
+            ("--max-connections", self.max_connections == 0),
+            ("--max-concurrent-streams", self.max_streams == 0),
+            ("--idle-timeout", self.idle_timeout.is_zero()),
+        ] {
+            if zero {
+                return Err(LimitsError::Zero { flag });
+            }
+        }
+        if !body::fits(self.max_body_bytes_in_flight, self.max_body_bytes) {
+            return Err(LimitsError::BudgetBelowLargestBody {
+                budget: self.max_body_bytes_in_flight,
+                max: self.max_body_bytes,
+                need: body::least_budget_for(self.max_body_bytes),
+            });
+        }
+        Ok(())
+    }
+}
+
+/// HTTP/2 flow-control windows: what h2 may buffer of a stream's body, and
+/// of all of a connection's, before the server reads it (the protocol's
+/// default stream window; hyper's are 1 MiB each).
+const STREAM_WINDOW: u32 = 64 * 1024;
+const CONNECTION_WINDOW: u32 = 128 * 1024;
+/// The largest HTTP/2 header list: the API server sends a few hundred bytes.
+const MAX_HEADER_LIST: u32 = 8 * 1024;
+/// hyper's HTTP/1 read buffer, headers included (its smallest is 8 KiB):
+/// one TLS record of plaintext.
+const HTTP1_BUFFER: usize = 16 * 1024;
+/// How long a connection asked to close may take to say goodbye (HTTP/2's
+/// GOAWAY and its PING) once no request is in flight.
+const CLOSE_GRACE: Duration = Duration::from_secs(1);
+/// At most one warning per this long about refusals under load.
+const WARN_EVERY: Duration = Duration::from_secs(10);
+
+/// What every connection's task shares.
+pub(super) struct Server<H> {
+    tls: Arc<Tls>,
+    pub(super) limits: Limits,
+    pub(super) handler: Arc<H>,
+    pub(super) metrics: Arc<Metrics>,
+    http: Builder<TokioExecutor>,
+    connections: Arc<Connections>,
+    pub(super) budget: Arc<Budget>,
+    pub(super) over_budget_warned: Throttle,
 }
 
 /// Serves HTTPS on `listener` until `shutdown` completes, then stops
@@ -87,19 +170,17 @@ pub async fn serve<H: Handler>(
     metrics: Arc<Metrics>,
     shutdown: impl Future<Output = ()>,
 ) {
-    let limits = Arc::new(limits);
-    let mut builder = Builder::new(TokioExecutor::new());
-    builder
-        .http1()
-        .timer(TokioTimer::new())
-        .header_read_timeout(limits.header_timeout)
-        .keep_alive(true);
-    builder
-        .http2()
-        .timer(TokioTimer::new())
-        .keep_alive_interval(Duration::from_secs(30))
-        .keep_alive_timeout(Duration::from_secs(20));
-    let graceful = GracefulShutdown::new();
+    let server = Arc::new(Server {
+        tls,
+        http: http_builder(&limits),
+        connections: Connections::new(limits.max_connections, metrics.clone()),
+        budget: Budget::new(limits.max_body_bytes_in_flight, metrics.clone()),
+        limits,
+        handler,
+        metrics,
+        over_budget_warned: Throttle::default(),
+    });
+    let refusals_warned = Throttle::default();
     tokio::pin!(shutdown);
     loop {
         let (tcp, peer) = tokio::select! {
@@ -114,126 +195,311 @@ pub async fn serve<H: Handler>(
             },
             () = &mut shutdown => break,
         };
-        tcp.set_nodelay(true).ok();
-        let acceptor = TlsAcceptor::from(tls.config());
-        let builder = builder.clone();
-        let watcher = graceful.watcher();
-        let (limits, handler, metrics) = (limits.clone(), handler.clone(), metrics.clone());
-        tokio::spawn(async move {
-            let stream =
-                match tokio::time::timeout(limits.header_timeout, acceptor.accept(tcp)).await {
-                    Ok(Ok(stream)) => stream,
-                    Ok(Err(e)) => {
-                        tracing::debug!(%peer, error = %e, "TLS handshake failed");
-                        return;
-                    }
-                    Err(_) => {
-                        tracing::debug!(%peer, "TLS handshake timed out");
-                        metrics.refused(Refusal::Timeout);
-                        return;
-                    }
-                };
-            let service = service_fn(move |request| {
-                let (limits, handler, metrics) = (limits.clone(), handler.clone(), metrics.clone());
-                async move { Ok::<_, Infallible>(route(request, &limits, &*handler, &metrics).await) }
-            });
-            let connection = builder.serve_connection(TokioIo::new(stream), service);
-            if let Err(e) = watcher.watch(connection.into_owned()).await {
-                tracing::debug!(%peer, error = %e, "connection ended with an error");
+        let Some(ticket) = server.connections.admit() else {
+            if refusals_warned.due() {
+                tracing::warn!(
+                    %peer,
+                    max_connections = server.limits.max_connections,
+                    "closed a new connection: every open one has a request in flight (--max-connections); raise --max-connections if the API servers need more"
+                );
             }
-        });
+            continue;
+        };
+        tcp.set_nodelay(true).ok();
+        tokio::spawn(connection(server.clone(), tcp, peer, ticket));
     }
     drop(listener);
     tracing::info!(
-        connections = graceful.count(),
+        connections = server.connections.len(),
         "stopped accepting; draining requests in flight"
     );
+    server.connections.shut_down();
+    let drain_timeout = server.limits.drain_timeout;
     tokio::select! {
-        () = graceful.shutdown() => tracing::info!("drained"),
-        () = tokio::time::sleep(limits.drain_timeout) => {
-            tracing::warn!(timeout = ?limits.drain_timeout, "drain timed out; closing the remaining connections");
+        () = server.connections.emptied() => tracing::info!("drained"),
+        () = tokio::time::sleep(drain_timeout) => {
+            tracing::warn!(timeout = ?drain_timeout, "drain timed out; closing the remaining connections");
         }
     }
 }
 
-async fn route<H: Handler>(
-    request: Request<Incoming>,
-    limits: &Limits,
-    handler: &H,
-    metrics: &Metrics,
-) -> Response<Full<Bytes>> {
-    let reply = read_and_handle(request, limits, handler, metrics).await;
-    let mut response = Response::new(Full::new(reply.body));
-    *response.status_mut() = reply.status;
-    response
-        .headers_mut()
-        .insert(CONTENT_TYPE, HeaderValue::from_static(reply.content_type));
-    if reply.status == StatusCode::METHOD_NOT_ALLOWED {
-        response
-            .headers_mut()
-            .insert(ALLOW, HeaderValue::from_static("POST"));
-    }
-    response
+fn http_builder(limits: &Limits) -> Builder<TokioExecutor> {
+    let mut builder = Builder::new(TokioExecutor::new());
+    // An idle keep-alive connection waits for its next request's headers
+    // under header_read_timeout too, so it closes within --header-timeout.
+    builder
+        .http1()
+        .timer(TokioTimer::new())
+        .header_read_timeout(limits.header_timeout)
+        .max_buf_size(HTTP1_BUFFER)
+        .keep_alive(true);
+    builder
+        .http2()
+        .timer(TokioTimer::new())
+        .max_concurrent_streams(limits.max_streams)
+        .initial_stream_window_size(STREAM_WINDOW)
+        .initial_connection_window_size(CONNECTION_WINDOW)
+        .adaptive_window(false)
+        .max_header_list_size(MAX_HEADER_LIST)
+        .keep_alive_interval(Duration::from_secs(30))
+        .keep_alive_timeout(Duration::from_secs(20));
+    builder
 }
 
-async fn read_and_handle<H: Handler>(
-    request: Request<Incoming>,
-    limits: &Limits,
-    handler: &H,
-    metrics: &Metrics,
-) -> Reply {
-    let path = request.uri().path();
-    if !limits.paths.iter().any(|p| p == path) {
-        metrics.refused(Refusal::NotFound);
-        return Reply::text(
-            StatusCode::NOT_FOUND,
-            format!(
-                "{path} is not an admission path of this webhook; it answers {}",
-                limits.paths.join(" and ")
-            ),
-        );
+/// One connection, from its first byte: the spawned task stays small while
+/// it waits (no TLS state before a byte arrives), the rest is boxed.
+async fn connection<H: Handler>(
+    server: Arc<Server<H>>,
+    tcp: TcpStream,
+    peer: SocketAddr,
+    ticket: Ticket,
+) {
+    let deadline = tokio::time::Instant::now() + server.limits.header_timeout;
+    tokio::select! {
+        readable = tokio::time::timeout_at(deadline, tcp.readable()) => match readable {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => {
+                tracing::debug!(%peer, error = %e, "connection failed before its handshake");
+                return;
+            }
+            Err(_) => {
+                tracing::debug!(%peer, "no TLS handshake within --header-timeout");
+                server.metrics.refused(Refusal::Timeout);
+                return;
+            }
+        },
+        // Evicted, or shutting down: nothing to finish.
+        () = ticket.conn().signalled() => return,
     }
-    if request.method() != Method::POST {
-        metrics.refused(Refusal::Method);
-        return Reply::text(
-            StatusCode::METHOD_NOT_ALLOWED,
-            "admission reviews are POSTed",
-        );
-    }
-    let too_large = || {
-        metrics.refused(Refusal::TooLarge);
-        Reply::text(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            format!(
-                "the body is over the limit of {} bytes (--max-body-bytes)",
-                limits.max_body_bytes
-            ),
-        )
+    ticket.conn().first_byte();
+    Box::pin(handshake_and_serve(server, tcp, peer, ticket, deadline)).await;
+}
+
+async fn handshake_and_serve<H: Handler>(
+    server: Arc<Server<H>>,
+    tcp: TcpStream,
+    peer: SocketAddr,
+    ticket: Ticket,
+    deadline: tokio::time::Instant,
+) {
+    let conn = ticket.conn().clone();
+    let Some(stream) = handshake(&server, tcp, peer, &conn, deadline).await else {
+        return;
     };
-    let declared = request
-        .headers()
-        .get(CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
-    if declared.is_some_and(|n| n > limits.max_body_bytes as u64) {
-        return too_large();
-    }
-    let body = Limited::new(request.into_body(), limits.max_body_bytes);
-    match tokio::time::timeout(limits.body_timeout, body.collect()).await {
-        Err(_) => {
-            metrics.refused(Refusal::Timeout);
-            Reply::text(
-                StatusCode::REQUEST_TIMEOUT,
-                format!(
-                    "the body did not arrive within {:?} (--body-timeout)",
-                    limits.body_timeout
-                ),
-            )
+    conn.serving();
+    let service = {
+        let (server, conn) = (server.clone(), conn.clone());
+        service_fn(move |request| {
+            // Entered here, as hyper takes the request: the connection is
+            // busy from now, before the request's task first runs.
+            let in_flight = conn.enter();
+            let server = server.clone();
+            async move { Ok::<_, Infallible>(route(request, in_flight, &server).await) }
+        })
+    };
+    let http = server.http.serve_connection(TokioIo::new(stream), service);
+    tokio::pin!(http);
+    let idle_timeout = server.limits.idle_timeout;
+    loop {
+        let idle_for = conn.idle_for().unwrap_or_default();
+        let check = tokio::time::Instant::now() + idle_timeout.saturating_sub(idle_for);
+        tokio::select! {
+            ended = http.as_mut() => {
+                if let Err(e) = ended {
+                    tracing::debug!(%peer, error = %e, "connection ended with an error");
+                }
+                return;
+            }
+            () = conn.signalled() => {
+                if conn.evicted() {
+                    // Idle: a GOAWAY if it fits at once, then gone.
+                    http.as_mut().graceful_shutdown();
+                    http.as_mut().now_or_never();
+                    return;
+                }
+                if conn.closing() {
+                    break;
+                }
+            }
+            () = tokio::time::sleep_until(check) => {
+                if conn.idle_for().is_some_and(|idle| idle >= idle_timeout) {
+                    tracing::debug!(%peer, "closing a connection idle for --idle-timeout");
+                    server.metrics.idle_closed();
+                    break;
+                }
+            }
         }
-        Ok(Err(e)) if e.downcast_ref::<LengthLimitError>().is_some() => too_large(),
-        Ok(Err(e)) => Reply::text(
-            StatusCode::BAD_REQUEST,
-            format!("reading the body failed: {e}"),
-        ),
-        Ok(Ok(collected)) => handler.handle(collected.to_bytes()).await,
+    }
+    // Gracefully: HTTP/2 sends GOAWAY, the requests in flight finish; a
+    // peer that does not say goodbye is dropped once none is in flight.
+    http.as_mut().graceful_shutdown();
+    loop {
+        tokio::select! {
+            _ = http.as_mut() => return,
+            () = conn.signalled() => if conn.evicted() { return },
+            () = tokio::time::sleep(CLOSE_GRACE) => if conn.idle_for().is_some() { return },
+        }
+    }
+}
+
+/// The TLS handshake, by `deadline`; `None` when it fails, times out, or
+/// the connection is evicted meanwhile.
+async fn handshake<H>(
+    server: &Server<H>,
+    tcp: TcpStream,
+    peer: SocketAddr,
+    conn: &Conn,
+    deadline: tokio::time::Instant,
+) -> Option<TlsStream<TcpStream>> {
+    let acceptor = TlsAcceptor::from(server.tls.config());
+    tokio::select! {
+        accepted = tokio::time::timeout_at(deadline, acceptor.accept(tcp)) => match accepted {
+            Ok(Ok(stream)) => Some(stream),
+            Ok(Err(e)) => {
+                tracing::debug!(%peer, error = %e, "TLS handshake failed");
+                None
+            }
+            Err(_) => {
+                tracing::debug!(%peer, "TLS handshake timed out");
+                server.metrics.refused(Refusal::Timeout);
+                None
+            }
+        },
+        () = conn.signalled() => None,
+    }
+}
+
+/// Says yes at most once per [`WARN_EVERY`]: one log line for a flood.
+#[derive(Default)]
+pub(super) struct Throttle(Mutex<Option<Instant>>);
+
+impl Throttle {
+    /// Whether to warn now.
+    pub(super) fn due(&self) -> bool {
+        let mut last = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let due = last.is_none_or(|at| at.elapsed() >= WARN_EVERY);
+        if due {
+            *last = Some(Instant::now());
+        }
+        due
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::webhook::tls::TlsFiles;
+
+    struct Nothing;
+
+    impl Handler for Nothing {
+        async fn handle(&self, _: Bytes) -> Reply {
+            Reply::json("{}")
+        }
+    }
+
+    fn server(dir: &std::path::Path) -> Arc<Server<Nothing>> {
+        let rcgen::CertifiedKey { cert, signing_key } =
+            rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
+        let (cert_file, key_file) = (dir.join("tls.crt"), dir.join("tls.key"));
+        std::fs::write(&cert_file, cert.pem()).unwrap();
+        std::fs::write(&key_file, signing_key.serialize_pem()).unwrap();
+        let tls = Tls::load(TlsFiles {
+            cert: cert_file,
+            key: key_file,
+            client_ca: None,
+        })
+        .unwrap();
+        let limits = Limits {
+            paths: vec!["/mutate".into()],
+            max_body_bytes: 1024,
+            header_timeout: Duration::from_secs(5),
+            body_timeout: Duration::from_secs(5),
+            drain_timeout: Duration::from_secs(5),
+            max_connections: 4,
+            max_streams: 4,
+            idle_timeout: Duration::from_secs(5),
+            max_body_bytes_in_flight: 4096,
+        };
+        let metrics = Arc::new(Metrics::new());
+        Arc::new(Server {
+            tls: Arc::new(tls),
+            http: http_builder(&limits),
+            connections: Connections::new(limits.max_connections, metrics.clone()),
+            budget: Budget::new(limits.max_body_bytes_in_flight, metrics.clone()),
+            limits,
+            handler: Arc::new(Nothing),
+            metrics,
+            over_budget_warned: Throttle::default(),
+        })
+    }
+
+    #[test]
+    fn limits_that_cannot_work_together_are_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let limits = server(dir.path()).limits.clone();
+        let with = |change: fn(&mut Limits)| {
+            let mut limits = limits.clone();
+            change(&mut limits);
+            limits.check().map_err(|e| e.to_string())
+        };
+        assert_eq!(with(|_| {}), Ok(()));
+        // A small body may take the whole budget, a large one three quarters.
+        assert_eq!(with(|l| l.max_body_bytes = 4096), Ok(()));
+        assert_eq!(
+            with(|l| {
+                l.max_body_bytes_in_flight = 1 << 20;
+                l.max_body_bytes = 800_000;
+            }),
+            Err("--max-body-bytes-in-flight 1048576: a body of --max-body-bytes 800000 could never be read (bodies over 64 KiB may take three quarters of the budget): raise it to at least 1066668, or lower --max-body-bytes".into())
+        );
+        assert_eq!(
+            with(|l| l.max_connections = 0),
+            Err("--max-connections 0: must be more than 0".into())
+        );
+        assert_eq!(
+            with(|l| l.idle_timeout = Duration::ZERO),
+            Err("--idle-timeout 0: must be more than 0".into())
+        );
+    }
+
+    /// The spawned task of a connection that has not sent a byte holds no
+    /// TLS or HTTP state: what follows its first byte is boxed. Before it
+    /// was, the task was the size of that boxed part from the accept on.
+    #[tokio::test]
+    async fn a_connection_waiting_for_its_first_byte_is_a_small_task() {
+        let dir = tempfile::tempdir().unwrap();
+        let server = server(dir.path());
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let _clients = [
+            TcpStream::connect(addr).await.unwrap(),
+            TcpStream::connect(addr).await.unwrap(),
+        ];
+        let (first, peer) = listener.accept().await.unwrap();
+        let (second, _) = listener.accept().await.unwrap();
+        let deadline = tokio::time::Instant::now();
+        let waiting = connection(
+            server.clone(),
+            first,
+            peer,
+            server.connections.admit().unwrap(),
+        );
+        let boxed = handshake_and_serve(
+            server.clone(),
+            second,
+            peer,
+            server.connections.admit().unwrap(),
+            deadline,
+        );
+        let (waiting, boxed) = (
+            std::mem::size_of_val(&waiting),
+            std::mem::size_of_val(&boxed),
+        );
+        eprintln!(
+            "a connection's task: {waiting} bytes until its first byte, then {boxed} bytes boxed"
+        );
+        assert!(waiting <= 1024, "{waiting} bytes");
+        assert!(waiting * 2 < boxed, "{waiting} bytes, {boxed} boxed");
     }
 }

@@ -132,7 +132,9 @@ impl Connection {
         let tcp = TcpStream::connect(addr).await?;
         tcp.set_nodelay(true)?;
         let host = addr.rsplit_once(':').map_or(addr, |(h, _)| h).to_string();
-        let name = ServerName::try_from(host.clone()).expect("a server name");
+        // `[::1]` in an address and a Host header, `::1` as a name.
+        let name = host.trim_start_matches('[').trim_end_matches(']');
+        let name = ServerName::try_from(name.to_string()).expect("a server name");
         let tls = connector.connect(name, tcp).await?;
         let (sender, connection) = http1::handshake(TokioIo::new(tls))
             .await

@@ -1,0 +1,189 @@
+//! One request on the admission paths: its path and method checked, its
+//! body reserved against the budget and read, the handler's reply sent.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper::body::Incoming;
+use hyper::header::{ALLOW, CONNECTION, CONTENT_LENGTH, CONTENT_TYPE, HeaderValue, RETRY_AFTER};
+use hyper::{Method, Request, Response, StatusCode, Version};
+
+use crate::webhook::body::{self, BodyError};
+use crate::webhook::connections::InFlight;
+use crate::webhook::metrics::Refusal;
+use crate::webhook::server::{Handler, Reply, Server};
+
+/// A reply, and how to send it.
+struct Answer {
+    reply: Reply,
+    /// `Retry-After`, in seconds.
+    retry_after: Option<u32>,
+    /// HTTP/1: close the connection after the reply (the body was not read).
+    close: bool,
+}
+
+impl From<Reply> for Answer {
+    fn from(reply: Reply) -> Answer {
+        Answer {
+            reply,
+            retry_after: None,
+            close: false,
+        }
+    }
+}
+
+pub(super) async fn route<H: Handler>(
+    request: Request<Incoming>,
+    in_flight: Option<InFlight>,
+    server: &Server<H>,
+) -> Response<Full<Bytes>> {
+    let answer = match in_flight {
+        Some(_in_flight) => read_and_handle(request, server).await,
+        // Evicted as the request arrived: the connection is being dropped,
+        // and this request unanswered with it, so that the client sends it
+        // again on another, as if the eviction had come a moment sooner (the
+        // API server retries a reset call, not a 503). The 503 is for a
+        // connection that lingers.
+        None => {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            Reply::text(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "the connection is closing; retry on another",
+            )
+            .into()
+        }
+    };
+    let Answer {
+        reply,
+        retry_after,
+        close,
+    } = answer;
+    let mut response = Response::new(Full::new(reply.body));
+    *response.status_mut() = reply.status;
+    let headers = response.headers_mut();
+    headers.insert(CONTENT_TYPE, HeaderValue::from_static(reply.content_type));
+    if reply.status == StatusCode::METHOD_NOT_ALLOWED {
+        headers.insert(ALLOW, HeaderValue::from_static("POST"));
+    }
+    if let Some(seconds) = retry_after {
+        headers.insert(RETRY_AFTER, HeaderValue::from(seconds));
+    }
+    if close {
+        headers.insert(CONNECTION, HeaderValue::from_static("close"));
+    }
+    response
+}
+
+async fn read_and_handle<H: Handler>(request: Request<Incoming>, server: &Server<H>) -> Answer {
+    let limits = &server.limits;
+    let metrics = &server.metrics;
+    let path = request.uri().path();
+    if !limits.paths.iter().any(|p| p == path) {
+        metrics.refused(Refusal::NotFound);
+        return Reply::text(
+            StatusCode::NOT_FOUND,
+            format!(
+                "{path} is not an admission path of this webhook; it answers {}",
+                limits.paths.join(" and ")
+            ),
+        )
+        .into();
+    }
+    if request.method() != Method::POST {
+        metrics.refused(Refusal::Method);
+        return Reply::text(
+            StatusCode::METHOD_NOT_ALLOWED,
+            "admission reviews are POSTed",
+        )
+        .into();
+    }
+    let declared = request
+        .headers()
+        .get(CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
+    let declared = match declared.map(usize::try_from) {
+        Some(Ok(n)) if n <= limits.max_body_bytes => Some(n),
+        Some(_) => return too_large(server).into(),
+        None => None,
+    };
+    // Only the body is kept: the headers go before it is read.
+    let http1 = request.version() < Version::HTTP_2;
+    let body = request.into_body();
+    let Some(mut reservation) = server.budget.reserve(declared.unwrap_or(0)) else {
+        return over_budget(server, declared, http1);
+    };
+    let read = body::read(body, declared, limits.max_body_bytes, &mut reservation);
+    match tokio::time::timeout(limits.body_timeout, read).await {
+        Err(_) => {
+            metrics.refused(Refusal::Timeout);
+            Reply::text(
+                StatusCode::REQUEST_TIMEOUT,
+                format!(
+                    "the body did not arrive within {:?} (--body-timeout)",
+                    limits.body_timeout
+                ),
+            )
+            .into()
+        }
+        Ok(Err(BodyError::TooLarge)) => too_large(server).into(),
+        Ok(Err(BodyError::OverBudget)) => over_budget(server, None, http1),
+        Ok(Err(BodyError::Overlong)) => Reply::text(
+            StatusCode::BAD_REQUEST,
+            "the body is longer than its Content-Length",
+        )
+        .into(),
+        Ok(Err(BodyError::Read(e))) => Reply::text(
+            StatusCode::BAD_REQUEST,
+            format!("reading the body failed: {e}"),
+        )
+        .into(),
+        Ok(Err(BodyError::Memory(e))) => {
+            tracing::error!(error = %e, "no memory mapping for a request body");
+            Reply::text(
+                StatusCode::SERVICE_UNAVAILABLE,
+                format!("no memory for the body: {e}"),
+            )
+            .into()
+        }
+        // The body's bytes stay reserved until the reply is made.
+        Ok(Ok(bytes)) => server.handler.handle(bytes).await.into(),
+    }
+}
+
+fn too_large<H>(server: &Server<H>) -> Reply {
+    server.metrics.refused(Refusal::TooLarge);
+    Reply::text(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        format!(
+            "the body is over the limit of {} bytes (--max-body-bytes)",
+            server.limits.max_body_bytes
+        ),
+    )
+}
+
+/// 503 at once, the body unread; on HTTP/1 the connection closes after it,
+/// so the rest of the body is not drained.
+fn over_budget<H>(server: &Server<H>, declared: Option<usize>, http1: bool) -> Answer {
+    server.metrics.refused(Refusal::OverBudget);
+    let limit = server.limits.max_body_bytes_in_flight;
+    let held = server.budget.held();
+    if server.over_budget_warned.due() {
+        tracing::warn!(
+            held,
+            limit,
+            declared,
+            "refused request bodies over --max-body-bytes-in-flight (503, Retry-After); raise it if the API servers send that much at once"
+        );
+    }
+    Answer {
+        reply: Reply::text(
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!(
+                "request bodies of {held} bytes are being read, against a limit of {limit} (--max-body-bytes-in-flight): retry shortly"
+            ),
+        ),
+        retry_after: Some(1),
+        close: http1,
+    }
+}

@@ -1,0 +1,341 @@
+//! The server under hostile load, for real: the budget of body bytes, the
+//! connection limit and its evictions, the HTTP/2 stream cap and idle
+//! timeout, and one socket for IPv4 and IPv6. Each waits for conditions
+//! (metrics, closed sockets) with generous deadlines and asserts outcomes,
+//! never how long something took.
+
+use std::io::Read as _;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio_rustls::client::TlsStream;
+
+use super::*;
+
+const IN_FLIGHT: &str = "linkerd_multus_http_body_bytes_in_flight";
+const CONNECTIONS: &str = "linkerd_multus_http_connections";
+
+/// The patch of a pod in an enabled namespace.
+fn attached() -> Value {
+    json!([
+        {"op": "add", "path": "/metadata/annotations/k8s.v1.cni.cncf.io~1networks", "value": "linkerd-cni"},
+        {"op": "add", "path": "/metadata/annotations/multus.linkerd.io~1owned", "value": "network=created"}
+    ])
+}
+
+/// A POST head announcing `length` bytes; the server closes after answering.
+fn head(length: usize) -> String {
+    format!(
+        "POST /mutate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {length}\r\nConnection: close\r\n\r\n"
+    )
+}
+
+/// A TLS connection speaking HTTP/1.1 (or HTTP/2 with `h2`).
+async fn tls(addr: &str, ca: &Ca, h2: bool) -> TlsStream<TcpStream> {
+    let alpn: &[&[u8]] = if h2 { &[b"h2"] } else { &[b"http/1.1"] };
+    let tcp = TcpStream::connect(addr).await.unwrap();
+    connector(&ca.pem, None, alpn)
+        .connect("127.0.0.1".try_into().unwrap(), tcp)
+        .await
+        .unwrap()
+}
+
+/// A request in flight: `body` announced, its first half sent.
+async fn busy(addr: &str, ca: &Ca, body: &[u8]) -> TlsStream<TcpStream> {
+    let mut stream = tls(addr, ca, false).await;
+    stream.write_all(head(body.len()).as_bytes()).await.unwrap();
+    stream.write_all(&body[..body.len() / 2]).await.unwrap();
+    stream.flush().await.unwrap();
+    stream
+}
+
+/// Everything the server sends until it closes, for up to a minute.
+async fn read_to_close(stream: &mut TlsStream<TcpStream>) -> String {
+    let mut out = Vec::new();
+    let read = tokio::time::timeout(Duration::from_secs(60), stream.read_to_end(&mut out)).await;
+    assert!(read.is_ok(), "the server never closed: {out:?}");
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Sends the rest of `busy`'s body; the review's response.
+async fn finish(mut stream: TlsStream<TcpStream>, body: &[u8]) -> Value {
+    stream.write_all(&body[body.len() / 2..]).await.unwrap();
+    let text = read_to_close(&mut stream).await;
+    assert!(text.starts_with("HTTP/1.1 200"), "{text}");
+    response_of(text.split_once("\r\n\r\n").unwrap().1.as_bytes())
+}
+
+/// An HTTP/2 connection, driven by a task of its own: its sender, and the
+/// task's result when the connection ends.
+async fn h2_connect(
+    addr: &str,
+    ca: &Ca,
+) -> (
+    h2::client::SendRequest<Bytes>,
+    tokio::task::JoinHandle<Result<(), h2::Error>>,
+) {
+    let (sender, connection) = h2::client::handshake(tls(addr, ca, true).await)
+        .await
+        .unwrap();
+    (sender, tokio::spawn(connection))
+}
+
+/// A POST to /mutate announcing `length` bytes, on HTTP/2.
+fn h2_request(length: usize) -> hyper::Request<()> {
+    hyper::Request::post("https://127.0.0.1/mutate")
+        .header("content-type", "application/json")
+        .header("content-length", length)
+        .body(())
+        .unwrap()
+}
+
+/// The status and body of an HTTP/2 response.
+async fn h2_answer(response: h2::client::ResponseFuture) -> (u16, Vec<u8>) {
+    let response = response.await.unwrap();
+    let status = response.status().as_u16();
+    let mut body = response.into_body();
+    let mut out = Vec::new();
+    while let Some(data) = body.data().await {
+        let data = data.unwrap();
+        body.flow_control().release_capacity(data.len()).unwrap();
+        out.extend_from_slice(&data);
+    }
+    (status, out)
+}
+
+/// POSTs `review` whole on HTTP/2 once the connection can open a stream.
+async fn h2_post(sender: h2::client::SendRequest<Bytes>, review: Bytes) -> (u16, Vec<u8>) {
+    let mut sender = sender.ready().await.unwrap();
+    let (response, mut send) = sender
+        .send_request(h2_request(review.len()), false)
+        .unwrap();
+    send.send_data(review, true).unwrap();
+    h2_answer(response).await
+}
+
+#[test]
+fn a_body_over_the_budget_gets_a_fast_503_while_ordinary_reviews_are_answered() {
+    let c = cluster();
+    let ca = Ca::new("CA");
+    let webhook = Webhook::start(
+        &c.webhook_account(),
+        &ca.leaf(&["127.0.0.1"]),
+        &[
+            "--max-body-bytes",
+            "786432",
+            "--max-body-bytes-in-flight",
+            "1048576",
+            "--header-timeout",
+            "120s",
+            "--body-timeout",
+            "120s",
+        ],
+    );
+    // 700,000 bytes: a large body, which may take three quarters of the budget.
+    const LARGE: usize = 700_000;
+    let rt = runtime();
+    // A large body announced and begun, the rest held back: its length is reserved.
+    let holder = rt.block_on(busy(&webhook.addr, &ca, &vec![b' '; LARGE]));
+    webhook.wait_for_metric(IN_FLIGHT, LARGE as f64, "the body was never reserved");
+    // Another: 503 with Retry-After on its head alone (its body is never
+    // sent, so an answer proves it was not awaited), and the connection closed.
+    let text = rt.block_on(async {
+        let mut stream = tls(&webhook.addr, &ca, false).await;
+        stream.write_all(head(LARGE).as_bytes()).await.unwrap();
+        read_to_close(&mut stream).await
+    });
+    let lower = text.to_lowercase();
+    assert!(text.starts_with("HTTP/1.1 503"), "{text}");
+    assert!(lower.contains("\r\nretry-after: 1\r\n"), "{text}");
+    assert!(lower.contains("\r\nconnection: close\r\n"), "{text}");
+    assert!(text.contains("(--max-body-bytes-in-flight)"), "{text}");
+    // An ordinary review still fits, in the quarter large bodies leave.
+    let response = post_once(&webhook, &ca, review_in(&c.demo, json!({})));
+    assert_eq!(patch_of(&response), attached());
+    // On HTTP/2 the refused stream ends and the connection serves the next.
+    rt.block_on(async {
+        let (mut sender, _connection) = h2_connect(&webhook.addr, &ca).await;
+        let (response, _send) = sender.send_request(h2_request(LARGE), false).unwrap();
+        let (status, body) = h2_answer(response).await;
+        assert_eq!(status, 503, "{}", String::from_utf8_lossy(&body));
+        let (status, body) = h2_post(sender, review_in(&c.demo, json!({}))).await;
+        assert_eq!(status, 200);
+        assert_eq!(patch_of(&response_of(&body)), attached());
+    });
+    assert_eq!(
+        webhook.metric("linkerd_multus_http_refusals_total{reason=\"over_budget\"}"),
+        2.0
+    );
+    drop(holder);
+    webhook.wait_for_metric(IN_FLIGHT, 0.0, "the reservation was never given back");
+}
+
+#[test]
+fn at_the_connection_limit_unproductive_connections_make_room_and_busy_ones_are_kept() {
+    let c = cluster();
+    let ca = Ca::new("CA");
+    let webhook = Webhook::start(
+        &c.webhook_account(),
+        &ca.leaf(&["127.0.0.1"]),
+        &[
+            "--max-connections",
+            "3",
+            "--header-timeout",
+            "120s",
+            "--body-timeout",
+            "120s",
+            "--idle-timeout",
+            "300s",
+        ],
+    );
+    let review = review_in(&c.demo, json!({}));
+    let len = review.len() as f64;
+    let rt = runtime();
+    let open = |rt: &tokio::runtime::Runtime| {
+        rt.block_on(Connection::open(
+            &webhook.addr,
+            &connector(&ca.pem, None, &[]),
+        ))
+    };
+    let evictions = |state: &str| {
+        webhook.metric(&format!(
+            "linkerd_multus_http_evictions_total{{state=\"{state}\"}}"
+        ))
+    };
+    // A request in flight, a connection that never says a word, an idle one.
+    let first = rt.block_on(busy(&webhook.addr, &ca, &review));
+    webhook.wait_for_metric(IN_FLIGHT, len, "the first request never started");
+    let mut silent = std::net::TcpStream::connect(&webhook.addr).unwrap();
+    let mut idle = open(&rt).unwrap();
+    let (status, _) = rt.block_on(idle.post("/mutate", review.clone())).unwrap();
+    assert_eq!(status, 200);
+    webhook.wait_for_metric(CONNECTIONS, 3.0, "three connections never showed");
+    // A new client is answered: the silent connection, unproductive the longest, made room.
+    let mut newer = open(&rt).unwrap();
+    let (status, body) = rt.block_on(newer.post("/mutate", review.clone())).unwrap();
+    assert_eq!(status, 200);
+    assert_eq!(patch_of(&response_of(&body)), attached());
+    silent
+        .set_read_timeout(Some(Duration::from_secs(60)))
+        .unwrap();
+    assert_eq!(silent.read(&mut [0; 16]).unwrap(), 0, "evicted: closed");
+    assert_eq!(evictions("handshake"), 1.0);
+    // Two more requests in flight: the idle connections go, longest idle first.
+    let second = rt.block_on(busy(&webhook.addr, &ca, &review));
+    webhook.wait_for_metric(IN_FLIGHT, 2.0 * len, "the second request never started");
+    assert!(
+        rt.block_on(idle.post("/mutate", review.clone())).is_err(),
+        "the idle connection was evicted"
+    );
+    let third = rt.block_on(busy(&webhook.addr, &ca, &review));
+    webhook.wait_for_metric(IN_FLIGHT, 3.0 * len, "the third request never started");
+    assert!(rt.block_on(newer.post("/mutate", review.clone())).is_err());
+    assert_eq!(evictions("idle"), 2.0);
+    // Every connection has a request in flight: a new one is closed at once.
+    assert!(open(&rt).is_err(), "a fourth connection was let in");
+    assert_eq!(
+        webhook.metric("linkerd_multus_http_refusals_total{reason=\"connection_limit\"}"),
+        1.0
+    );
+    // And the requests in flight were never cut.
+    for stream in [first, second, third] {
+        assert_eq!(patch_of(&rt.block_on(finish(stream, &review))), attached());
+    }
+}
+
+#[test]
+fn http2_streams_are_capped_and_an_idle_connection_is_closed_with_goaway() {
+    let c = cluster();
+    let ca = Ca::new("CA");
+    let webhook = Webhook::start(
+        &c.webhook_account(),
+        &ca.leaf(&["127.0.0.1"]),
+        &[
+            "--max-concurrent-streams",
+            "3",
+            "--idle-timeout",
+            "2s",
+            "--body-timeout",
+            "120s",
+        ],
+    );
+    let review = review_in(&c.demo, json!({}));
+    let half = review.len() / 2;
+    let rt = runtime();
+    // The sender kept: the client would close a connection it can no longer use.
+    let (_sender, ended) = rt.block_on(async {
+        let (sender, ended) = h2_connect(&webhook.addr, &ca).await;
+        let (status, body) = h2_post(sender.clone(), review.clone()).await;
+        assert_eq!(status, 200);
+        assert_eq!(patch_of(&response_of(&body)), attached());
+        // The server's SETTINGS came before its answer.
+        assert_eq!(sender.current_max_send_streams(), 3);
+        // Three streams in flight, their bodies held back; a fourth waits
+        // for one of them to end, and is answered then.
+        let mut held = Vec::new();
+        for _ in 0..3 {
+            let mut sender = sender.clone().ready().await.unwrap();
+            let (response, mut send) = sender
+                .send_request(h2_request(review.len()), false)
+                .unwrap();
+            send.send_data(review.slice(..half), false).unwrap();
+            held.push((response, send));
+        }
+        let fourth = tokio::spawn(h2_post(sender.clone(), review.clone()));
+        for (response, mut send) in held {
+            send.send_data(review.slice(half..), true).unwrap();
+            let (status, body) = h2_answer(response).await;
+            assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
+        }
+        let (status, _) = fourth.await.unwrap();
+        assert_eq!(status, 200);
+        (sender, ended)
+    });
+    // Idle from now: closed after --idle-timeout, gracefully.
+    let ended = rt.block_on(async { tokio::time::timeout(Duration::from_secs(60), ended).await });
+    let ended = ended
+        .expect("the idle connection was never closed")
+        .unwrap();
+    assert!(ended.is_ok(), "not a graceful close: {ended:?}");
+    assert_eq!(webhook.metric("linkerd_multus_http_idle_closes_total"), 1.0);
+}
+
+#[test]
+fn one_socket_takes_ipv4_and_ipv6() {
+    let c = cluster();
+    let ca = Ca::new("CA");
+    let webhook = Webhook::spawn_on(
+        "[::]",
+        &c.webhook_account(),
+        &ca.leaf(&["127.0.0.1", "::1"]),
+        &[],
+        &[],
+    );
+    webhook.wait_for("/readyz", 200);
+    let port = |addr: &str| addr.rsplit_once(':').unwrap().1.to_string();
+    let mut hosts = vec!["127.0.0.1"];
+    if std::net::TcpListener::bind("[::1]:0").is_ok() {
+        hosts.push("[::1]");
+    } else {
+        eprintln!("this machine has no ::1: IPv6 not tried");
+    }
+    for host in hosts {
+        let addr = format!("{host}:{}", port(&webhook.addr));
+        let (status, body) = runtime()
+            .block_on(async {
+                let mut conn = Connection::open(&addr, &connector(&ca.pem, None, &[]))
+                    .await
+                    .unwrap();
+                conn.post("/mutate", review_in(&c.demo, json!({}))).await
+            })
+            .unwrap();
+        assert_eq!(status, 200, "{addr}");
+        assert_eq!(patch_of(&response_of(&body)), attached(), "{addr}");
+        let ops = format!("{host}:{}", port(&webhook.ops));
+        assert_eq!(
+            http_get(&ops, "/healthz").map(|(s, _)| s),
+            Some(200),
+            "{ops}"
+        );
+    }
+}
