@@ -218,7 +218,11 @@ fn a_cache_vouches_while_synced_and_its_watch_is_down_no_longer_than_allowed() {
         .expect("an instant 10 s ago");
     cache.broken_since.store(5_000 + 1, Ordering::Release);
     cache.set_health(|h| h.error = Some("connection refused".into()));
-    assert!(cache.broken_for().is_some_and(|d| d >= Duration::from_secs(5)));
+    assert!(
+        cache
+            .broken_for()
+            .is_some_and(|d| d >= Duration::from_secs(5))
+    );
     assert!(cache.vouches(minute), "within the outage allowed");
     assert!(!cache.vouches(second));
     assert_eq!(
