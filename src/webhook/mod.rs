@@ -9,6 +9,7 @@ pub mod body;
 pub mod cache;
 pub mod connections;
 pub mod handler;
+pub mod limits;
 pub mod listen;
 pub mod live;
 pub mod metrics;

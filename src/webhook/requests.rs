@@ -1,7 +1,10 @@
 //! One request on the admission paths: its path and method checked, its
-//! body reserved against the budget and read, the handler's reply sent.
+//! body reserved against the budget and read, and the reply of the
+//! [`Handler`] (what answers a body) sent.
 
-use std::time::Duration;
+use std::future::Future;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http_body_util::Full;
@@ -9,10 +12,71 @@ use hyper::body::Incoming;
 use hyper::header::{ALLOW, CONNECTION, CONTENT_LENGTH, CONTENT_TYPE, HeaderValue, RETRY_AFTER};
 use hyper::{Method, Request, Response, StatusCode, Version};
 
-use crate::webhook::body::{self, BodyError};
+use crate::webhook::body::{self, BodyError, Budget};
 use crate::webhook::connections::InFlight;
-use crate::webhook::metrics::Refusal;
-use crate::webhook::server::{Handler, Reply, Server};
+use crate::webhook::limits::Limits;
+use crate::webhook::metrics::{Metrics, Refusal};
+
+/// What answers the POSTs to the admission paths.
+pub trait Handler: Send + Sync + 'static {
+    /// Answers one request body; may wait (a live read of the API server).
+    fn handle(&self, body: Bytes) -> impl Future<Output = Reply> + Send;
+}
+
+/// An HTTP answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reply {
+    /// The status.
+    pub status: StatusCode,
+    /// The `Content-Type`.
+    pub content_type: &'static str,
+    /// The body.
+    pub body: Bytes,
+}
+
+impl Reply {
+    /// A JSON body with status 200.
+    pub fn json(body: impl Into<Bytes>) -> Self {
+        Reply {
+            status: StatusCode::OK,
+            content_type: "application/json",
+            body: body.into(),
+        }
+    }
+
+    /// A plain-text body, a line ending with a newline.
+    pub fn text(status: StatusCode, message: impl Into<String>) -> Self {
+        let mut message = message.into();
+        message.push('\n');
+        Reply {
+            status,
+            content_type: "text/plain; charset=utf-8",
+            body: message.into(),
+        }
+    }
+}
+
+/// What every request shares: the limits, the handler, the body budget.
+pub(super) struct Requests<H> {
+    limits: Limits,
+    handler: Arc<H>,
+    metrics: Arc<Metrics>,
+    budget: Arc<Budget>,
+    over_budget_warned: Throttle,
+}
+
+impl<H> Requests<H> {
+    /// The requests of a server with `limits`, answered by `handler`.
+    pub(super) fn new(limits: &Limits, handler: Arc<H>, metrics: Arc<Metrics>) -> Self {
+        Requests {
+            limits: limits.clone(),
+            handler,
+            budget: Budget::new(limits.max_body_bytes_in_flight, metrics.clone()),
+            metrics,
+            over_budget_warned: Throttle::default(),
+        }
+    }
+}
 
 /// A reply, and how to send it.
 struct Answer {
@@ -36,7 +100,7 @@ impl From<Reply> for Answer {
 pub(super) async fn route<H: Handler>(
     request: Request<Incoming>,
     in_flight: Option<InFlight>,
-    server: &Server<H>,
+    server: &Requests<H>,
 ) -> Response<Full<Bytes>> {
     let answer = match in_flight {
         Some(_in_flight) => read_and_handle(request, server).await,
@@ -75,7 +139,7 @@ pub(super) async fn route<H: Handler>(
     response
 }
 
-async fn read_and_handle<H: Handler>(request: Request<Incoming>, server: &Server<H>) -> Answer {
+async fn read_and_handle<H: Handler>(request: Request<Incoming>, server: &Requests<H>) -> Answer {
     let limits = &server.limits;
     let metrics = &server.metrics;
     let path = request.uri().path();
@@ -151,7 +215,7 @@ async fn read_and_handle<H: Handler>(request: Request<Incoming>, server: &Server
     }
 }
 
-fn too_large<H>(server: &Server<H>) -> Reply {
+fn too_large<H>(server: &Requests<H>) -> Reply {
     server.metrics.refused(Refusal::TooLarge);
     Reply::text(
         StatusCode::PAYLOAD_TOO_LARGE,
@@ -164,7 +228,7 @@ fn too_large<H>(server: &Server<H>) -> Reply {
 
 /// 503 at once, the body unread; on HTTP/1 the connection closes after it,
 /// so the rest of the body is not drained.
-fn over_budget<H>(server: &Server<H>, declared: Option<usize>, http1: bool) -> Answer {
+fn over_budget<H>(server: &Requests<H>, declared: Option<usize>, http1: bool) -> Answer {
     server.metrics.refused(Refusal::OverBudget);
     let limit = server.limits.max_body_bytes_in_flight;
     let held = server.budget.held();
@@ -185,5 +249,24 @@ fn over_budget<H>(server: &Server<H>, declared: Option<usize>, http1: bool) -> A
         ),
         retry_after: Some(1),
         close: http1,
+    }
+}
+
+/// At most one warning per this long about refusals under load.
+const WARN_EVERY: Duration = Duration::from_secs(10);
+
+/// Says yes at most once per [`WARN_EVERY`]: one log line for a flood.
+#[derive(Default)]
+pub(super) struct Throttle(Mutex<Option<Instant>>);
+
+impl Throttle {
+    /// Whether to warn now.
+    pub(super) fn due(&self) -> bool {
+        let mut last = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let due = last.is_none_or(|at| at.elapsed() >= WARN_EVERY);
+        if due {
+            *last = Some(Instant::now());
+        }
+        due
     }
 }

@@ -9,12 +9,10 @@
 use std::convert::Infallible;
 use std::future::Future;
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::time::Duration;
 
-use bytes::Bytes;
 use futures_util::FutureExt;
-use hyper::StatusCode;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto::Builder;
@@ -22,114 +20,12 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio_rustls::TlsAcceptor;
 use tokio_rustls::server::TlsStream;
 
-use crate::webhook::body::{self, Budget};
 use crate::webhook::connections::{Conn, Connections, Ticket};
+pub use crate::webhook::limits::{Limits, LimitsError};
 use crate::webhook::metrics::{Metrics, Refusal};
-use crate::webhook::requests::route;
+pub use crate::webhook::requests::{Handler, Reply};
+use crate::webhook::requests::{Requests, Throttle, route};
 use crate::webhook::tls::Tls;
-
-/// What answers the POSTs to the admission paths.
-pub trait Handler: Send + Sync + 'static {
-    /// Answers one request body; may wait (a live read of the API server).
-    fn handle(&self, body: Bytes) -> impl Future<Output = Reply> + Send;
-}
-
-/// An HTTP answer.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Reply {
-    /// The status.
-    pub status: StatusCode,
-    /// The `Content-Type`.
-    pub content_type: &'static str,
-    /// The body.
-    pub body: Bytes,
-}
-
-impl Reply {
-    /// A JSON body with status 200.
-    pub fn json(body: impl Into<Bytes>) -> Self {
-        Reply {
-            status: StatusCode::OK,
-            content_type: "application/json",
-            body: body.into(),
-        }
-    }
-
-    /// A plain-text body, a line ending with a newline.
-    pub fn text(status: StatusCode, message: impl Into<String>) -> Self {
-        let mut message = message.into();
-        message.push('\n');
-        Reply {
-            status,
-            content_type: "text/plain; charset=utf-8",
-            body: message.into(),
-        }
-    }
-}
-
-/// How the server treats requests and connections.
-#[derive(Debug, Clone)]
-pub struct Limits {
-    /// The paths answered; every other path gets 404.
-    pub paths: Vec<String>,
-    /// The largest body accepted; larger ones get 413.
-    pub max_body_bytes: usize,
-    /// Deadline for the TLS handshake, and for each request's headers.
-    pub header_timeout: Duration,
-    /// Deadline for each request's body once its headers are in.
-    pub body_timeout: Duration,
-    /// How long a shutdown waits for requests in flight.
-    pub drain_timeout: Duration,
-    /// Connections open at once; at the limit the oldest unproductive one
-    /// is evicted, or the new one closed.
-    pub max_connections: usize,
-    /// HTTP/2 streams in flight on one connection.
-    pub max_streams: u32,
-    /// How long a connection with no request in flight stays open.
-    pub idle_timeout: Duration,
-    /// Bytes of request bodies held at once across all requests.
-    pub max_body_bytes_in_flight: usize,
-}
-
-/// Limits that cannot work together.
-#[derive(Debug, thiserror::Error)]
-pub enum LimitsError {
-    /// The budget cannot take a body of the largest size.
-    #[error(
-        "--max-body-bytes-in-flight {budget}: a body of --max-body-bytes {max} could never be read (bodies over 64 KiB may take three quarters of the budget): raise it to at least {need}, or lower --max-body-bytes"
-    )]
-    BudgetBelowLargestBody {
-        budget: usize,
-        max: usize,
-        need: usize,
-    },
-    /// A limit of zero.
-    #[error("{flag} 0: must be more than 0")]
-    Zero { flag: &'static str },
-}
-
-impl Limits {
-    /// Checks that the limits can serve a request of every size they accept.
-    pub fn check(&self) -> Result<(), LimitsError> {
-        for (flag, zero) in [
-            ("--max-connections", self.max_connections == 0),
-            ("--max-concurrent-streams", self.max_streams == 0),
-            ("--idle-timeout", self.idle_timeout.is_zero()),
-        ] {
-            if zero {
-                return Err(LimitsError::Zero { flag });
-            }
-        }
-        if !body::fits(self.max_body_bytes_in_flight, self.max_body_bytes) {
-            return Err(LimitsError::BudgetBelowLargestBody {
-                budget: self.max_body_bytes_in_flight,
-                max: self.max_body_bytes,
-                need: body::least_budget_for(self.max_body_bytes),
-            });
-        }
-        Ok(())
-    }
-}
 
 /// HTTP/2 flow-control windows: what h2 may buffer of a stream's body, and
 /// of all of a connection's, before the server reads it (the protocol's
@@ -144,19 +40,16 @@ const HTTP1_BUFFER: usize = 16 * 1024;
 /// How long a connection asked to close may take to say goodbye (HTTP/2's
 /// GOAWAY and its PING) once no request is in flight.
 const CLOSE_GRACE: Duration = Duration::from_secs(1);
-/// At most one warning per this long about refusals under load.
-const WARN_EVERY: Duration = Duration::from_secs(10);
 
 /// What every connection's task shares.
-pub(super) struct Server<H> {
+struct Server<H> {
     tls: Arc<Tls>,
-    pub(super) limits: Limits,
-    pub(super) handler: Arc<H>,
-    pub(super) metrics: Arc<Metrics>,
+    limits: Limits,
+    metrics: Arc<Metrics>,
     http: Builder<TokioExecutor>,
     connections: Arc<Connections>,
-    pub(super) budget: Arc<Budget>,
-    pub(super) over_budget_warned: Throttle,
+    /// What each request shares.
+    requests: Requests<H>,
 }
 
 /// Serves HTTPS on `listener` until `shutdown` completes, then stops
@@ -174,11 +67,9 @@ pub async fn serve<H: Handler>(
         tls,
         http: http_builder(&limits),
         connections: Connections::new(limits.max_connections, metrics.clone()),
-        budget: Budget::new(limits.max_body_bytes_in_flight, metrics.clone()),
+        requests: Requests::new(&limits, handler, metrics.clone()),
         limits,
-        handler,
         metrics,
-        over_budget_warned: Throttle::default(),
     });
     let refusals_warned = Throttle::default();
     tokio::pin!(shutdown);
@@ -294,7 +185,7 @@ async fn handshake_and_serve<H: Handler>(
             // busy from now, before the request's task first runs.
             let in_flight = conn.enter();
             let server = server.clone();
-            async move { Ok::<_, Infallible>(route(request, in_flight, &server).await) }
+            async move { Ok::<_, Infallible>(route(request, in_flight, &server.requests).await) }
         })
     };
     let http = server.http.serve_connection(TokioIo::new(stream), service);
@@ -369,24 +260,10 @@ async fn handshake<H>(
     }
 }
 
-/// Says yes at most once per [`WARN_EVERY`]: one log line for a flood.
-#[derive(Default)]
-pub(super) struct Throttle(Mutex<Option<Instant>>);
-
-impl Throttle {
-    /// Whether to warn now.
-    pub(super) fn due(&self) -> bool {
-        let mut last = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        let due = last.is_none_or(|at| at.elapsed() >= WARN_EVERY);
-        if due {
-            *last = Some(Instant::now());
-        }
-        due
-    }
-}
-
 #[cfg(test)]
 mod tests {
+    use bytes::Bytes;
+
     use super::*;
     use crate::webhook::tls::TlsFiles;
 
@@ -426,11 +303,9 @@ mod tests {
             tls: Arc::new(tls),
             http: http_builder(&limits),
             connections: Connections::new(limits.max_connections, metrics.clone()),
-            budget: Budget::new(limits.max_body_bytes_in_flight, metrics.clone()),
+            requests: Requests::new(&limits, Arc::new(Nothing), metrics.clone()),
             limits,
-            handler: Arc::new(Nothing),
             metrics,
-            over_budget_warned: Throttle::default(),
         })
     }
 
