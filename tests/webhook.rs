@@ -937,6 +937,9 @@ fn not_ready_until_synced_and_sigterm_drains_requests_in_flight() {
             "webhook",
             "--log-format",
             "json",
+            // Each patch is logged at debug.
+            "--log-level",
+            "info,linkerd_multus=debug",
             "--shutdown-delay",
             "500ms",
         ])
