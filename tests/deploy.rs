@@ -85,6 +85,12 @@ impl Package {
         self.get("Deployment", NAME)
     }
 
+    fn pod_labels(&self) -> &Yaml {
+        self.deployment()
+            .at(&["spec", "template", "metadata", "labels"])
+            .expect("Deployment has pod labels")
+    }
+
     fn pod_spec(&self) -> &Yaml {
         self.deployment()
             .at(&["spec", "template", "spec"])
@@ -628,10 +634,7 @@ fn probes_ports_and_tls_files_agree() {
 fn service_matches_the_container_ports() {
     let pkg = Package::load();
     let svc = pkg.get("Service", NAME);
-    let pod_labels = pkg
-        .deployment()
-        .at(&["spec", "template", "metadata", "labels"])
-        .unwrap();
+    let pod_labels = pkg.pod_labels();
     assert!(selects(svc.at(&["spec", "selector"]).unwrap(), pod_labels));
     let container_ports = pkg.container_ports();
     // Service port -> the container port number its targetPort names or gives.
@@ -677,13 +680,9 @@ fn service_matches_the_container_ports() {
 fn network_policy_admits_the_api_server_and_the_scraper_only() {
     let pkg = Package::load();
     let policy = pkg.get("NetworkPolicy", NAME);
-    let pod_labels = pkg
-        .deployment()
-        .at(&["spec", "template", "metadata", "labels"])
-        .unwrap();
     assert!(selects(
         policy.at(&["spec", "podSelector", "matchLabels"]).unwrap(),
-        pod_labels
+        pkg.pod_labels()
     ));
     assert_eq!(strings(policy.at(&["spec", "policyTypes"])), ["Ingress"]);
     let rules = policy.at(&["spec", "ingress"]).unwrap().seq();

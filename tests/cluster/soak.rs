@@ -275,6 +275,15 @@ struct Namespaces {
 }
 
 impl Namespaces {
+    fn all(&self) -> BTreeSet<String> {
+        self.enabled
+            .iter()
+            .chain(&self.plain)
+            .chain(self.switched.keys())
+            .cloned()
+            .collect()
+    }
+
     fn expected_nads(&self) -> BTreeSet<String> {
         let switched = self.switched.iter().filter(|(_, on)| **on);
         self.enabled
@@ -410,14 +419,7 @@ fn soak_admissions_and_nads_hold_through_restarts_compaction_and_a_leader_killed
         )
     ));
 
-    let targets: Vec<String> = namespaces
-        .enabled
-        .iter()
-        .chain(&namespaces.plain)
-        .chain(namespaces.switched.keys())
-        .cloned()
-        .collect();
-    let targets = Arc::new(Mutex::new(targets));
+    let targets = Arc::new(Mutex::new(Vec::from_iter(namespaces.all())));
     let stop = Arc::new(AtomicBool::new(false));
     let load = {
         let (targets, stop) = (targets.clone(), stop.clone());
@@ -483,13 +485,7 @@ fn soak_admissions_and_nads_hold_through_restarts_compaction_and_a_leader_killed
     let rss_last = replicas[steady].rss_kib();
 
     // The NADs converge to exactly the expected set.
-    let all: BTreeSet<String> = namespaces
-        .enabled
-        .iter()
-        .chain(&namespaces.plain)
-        .chain(namespaces.switched.keys())
-        .cloned()
-        .collect();
+    let all = namespaces.all();
     let want = namespaces.expected_nads();
     let converged = Instant::now();
     loop {
