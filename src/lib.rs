@@ -4,17 +4,16 @@
 //! vocabulary [`k8s`]; three rule sets side by side, none importing another
 //! ([`linkerd_cni`], [`network_resources`], [`validation`]); the function
 //! [`pipeline`], which hands a package to one rule set; and the fronts
-//! ([`krm`], [`files`], [`environment`], [`admission`], [`controller`],
+//! ([`commands`], [`environment`], [`admission`], [`controller`],
 //! [`webhook`], and the binary's `main.rs`).
 #![forbid(unsafe_code)]
 
 pub mod admission;
+pub mod commands;
 #[cfg(feature = "webhook")]
 pub mod controller;
 pub mod environment;
-pub mod files;
 pub mod k8s;
-pub mod krm;
 pub mod linkerd_cni;
 pub mod network_resources;
 pub mod pipeline;

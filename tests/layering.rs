@@ -23,8 +23,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     (
         "the fronts",
         &[
-            "krm",
-            "files",
+            "commands",
             "environment",
             "admission",
             "controller",
@@ -92,8 +91,8 @@ fn the_check_names_each_offending_import() {
             "fn f() { crate::k8s::resource::g() }\n",
         ),
         ("src/validation/mod.rs", "use crate::pipeline::run;\n"),
-        ("src/pipeline.rs", "use crate::krm::Outcome;\n"),
-        ("src/krm.rs", "use crate::pipeline;\n"),
+        ("src/pipeline.rs", "use crate::commands::Outcome;\n"),
+        ("src/commands/mod.rs", ""),
         ("src/stray.rs", ""),
     ]
     .map(|(path, text)| (path.to_string(), text.to_string()));
@@ -102,7 +101,7 @@ fn the_check_names_each_offending_import() {
         "src/k8s/resource.rs:3: `crate::{yaml::Node, linkerd_cni::attach}`: k8s (the Kubernetes vocabulary) imports linkerd_cni (the rule sets)",
         "src/linkerd_cni/mod.rs:3: `super::super::validation::x`: linkerd_cni (the rule sets) imports validation (the rule sets)",
         "src/validation/mod.rs:1: `crate::pipeline::run`: validation (the rule sets) imports pipeline (the function pipeline)",
-        "src/pipeline.rs:1: `crate::krm::Outcome`: pipeline (the function pipeline) imports krm (the fronts)",
+        "src/pipeline.rs:1: `crate::commands::Outcome`: pipeline (the function pipeline) imports commands (the fronts)",
         "src/stray.rs: the top-level module stray is in no layer",
         "a circle: k8s -> linkerd_cni -> k8s",
     ];

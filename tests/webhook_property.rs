@@ -6,7 +6,7 @@
 //! LinkerdMultus then NetworkResources, over generated NADs and settings too.
 
 use linkerd_multus::admission::{self, NetworkResources, OnError, Outcome};
-use linkerd_multus::krm;
+use linkerd_multus::commands::function as krm;
 use linkerd_multus::linkerd_cni::settings::Settings;
 use linkerd_multus::network_resources::settings;
 use linkerd_multus::yaml;

@@ -9,8 +9,8 @@ use std::path::Path;
 
 use base64::Engine as _;
 use linkerd_multus::admission::{self, MissingNad, NadCheck, OnError};
-use linkerd_multus::files::manifests::Input;
-use linkerd_multus::files::render::{self, Mode, Options};
+use linkerd_multus::commands::manifests::Input;
+use linkerd_multus::commands::render::{self, Mode, Options};
 use linkerd_multus::k8s::namespace::Lookup;
 use linkerd_multus::k8s::networks::Networks;
 use linkerd_multus::k8s::resource_list::ResourceList;
@@ -20,7 +20,8 @@ use linkerd_multus::network_resources::Nads;
 use linkerd_multus::network_resources::settings::read_network_resources;
 use linkerd_multus::pipeline::FunctionConfig;
 use linkerd_multus::yaml::{self, Map, Node};
-use linkerd_multus::{krm, validation};
+use linkerd_multus::commands::function as krm;
+use linkerd_multus::validation;
 use serde_json::{Value, json};
 
 /// A target: its name and the function checking one input.
@@ -115,7 +116,7 @@ pub fn manifests(data: &[u8]) {
     );
 }
 
-fn post_render(text: &str) -> linkerd_multus::krm::Outcome {
+fn post_render(text: &str) -> krm::Outcome {
     let options = Options {
         inputs: vec![Input::Stdin],
         context: Vec::new(),

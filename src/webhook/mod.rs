@@ -19,7 +19,7 @@ pub mod server;
 pub mod tls;
 
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -29,8 +29,7 @@ use anyhow::{Context, anyhow};
 use crate::admission::{MissingNad, OnError};
 use crate::controller;
 use crate::environment;
-use crate::k8s::settings_object;
-use crate::linkerd_cni::settings::{self as core_settings, Settings};
+use crate::linkerd_cni::settings::Settings;
 use crate::network_resources;
 use cache::WatchCache;
 use handler::Admission;
@@ -152,9 +151,6 @@ pub struct Args {
     pub controller: controller::Args,
 }
 
-/// The environment variable of `--network-resources`.
-pub use environment::NETWORK_RESOURCES_VARIABLE;
-
 /// How logs are written to stderr.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum LogFormat {
@@ -162,72 +158,6 @@ pub enum LogFormat {
     Plain,
     /// One JSON object per line.
     Json,
-}
-
-/// The core settings for the webhook: `--config`, then `LINKERD_MULTUS_*`,
-/// then the flags, each naming itself in errors.
-pub fn settings(
-    config: Option<&Path>,
-    flags: &[(&'static str, String)],
-    env: &dyn Fn(&str) -> Option<String>,
-) -> anyhow::Result<Settings> {
-    let mut settings = match config {
-        None => Settings::default(),
-        Some(path) => {
-            let node = crate::files::read_config(path).map_err(|e| anyhow!(e))?;
-            if is_network_resources(&node) {
-                return Err(anyhow!(
-                    "--config {path}: is a {kind}: the webhook takes it as --network-resources {path} (--config holds the {lm} settings)",
-                    path = path.display(),
-                    kind = network_resources::settings::KIND,
-                    lm = core_settings::KIND,
-                ));
-            }
-            Settings::from_function_config(Some(&node))
-                .map_err(|e| anyhow!("--config {}: {e}", path.display()))?
-        }
-    };
-    let mut values = environment::prefixed(env, environment::PREFIX);
-    values.extend(environment::flags(flags));
-    environment::apply(&mut settings, &values).map_err(|e| anyhow!(e))?;
-    Ok(settings)
-}
-
-fn is_network_resources(node: &crate::yaml::Node) -> bool {
-    node.as_map().is_some_and(|m| {
-        m.get_text("apiVersion") == Some(settings_object::API_VERSION)
-            && m.get_text("kind") == Some(network_resources::settings::KIND)
-    })
-}
-
-/// The settings of the network-resources rules: the file of
-/// `--network-resources`, else of `LINKERD_MULTUS_NETWORK_RESOURCES`; `None`
-/// when neither is set (the rules are off). Errors name the file and setting.
-pub fn network_resources_settings(
-    flag: Option<&Path>,
-    env: &dyn Fn(&str) -> Option<String>,
-) -> anyhow::Result<Option<network_resources::settings::Settings>> {
-    let (path, source) = match (flag, env(NETWORK_RESOURCES_VARIABLE)) {
-        (Some(path), _) => (path.to_path_buf(), "--network-resources".to_string()),
-        (None, Some(path)) if !path.is_empty() => (
-            PathBuf::from(path),
-            format!("environment variable {NETWORK_RESOURCES_VARIABLE}"),
-        ),
-        (None, _) => return Ok(None),
-    };
-    let node = crate::files::read_settings_file(&source, &path).map_err(|e| anyhow!(e))?;
-    let at = format!("{source} {}", path.display());
-    if node.as_map().and_then(|m| m.get_text("kind")) == Some(core_settings::KIND) {
-        return Err(anyhow!(
-            "{at}: is a {}: give it as --config; {source} takes a {} ({}) or a ConfigMap",
-            core_settings::KIND,
-            network_resources::settings::KIND,
-            settings_object::API_VERSION,
-        ));
-    }
-    network_resources::settings::read_network_resources(&node)
-        .map(Some)
-        .map_err(|e| anyhow!("{at}: {e}"))
 }
 
 /// Runs the webhook until SIGTERM or SIGINT, then drains and returns; with

@@ -4,14 +4,80 @@
 use std::io;
 use std::path::PathBuf;
 
-use crate::files::manifests::{Input, Manifests};
-use crate::files::read_config;
+use clap::Args;
+
+use crate::commands::function::Outcome;
+use crate::commands::manifests::{Input, Manifests};
+use crate::commands::read_config;
 use crate::k8s::resource::{self, identify};
 use crate::k8s::results::{FnResult, Severity};
 use crate::k8s::settings_object::API_VERSION;
-use crate::krm::Outcome;
 use crate::validation::{self, settings::KIND, settings::Settings};
 use crate::yaml::Node;
+
+/// `validate`: its inputs and settings; flags win over the config file.
+#[derive(Args)]
+pub struct ValidateArgs {
+    /// Files and directories, as for render, or - for stdin. A Validation
+    /// object among them holds the settings, as --config does.
+    #[arg(value_name = "PATH|-", required = true)]
+    paths: Vec<String>,
+    /// A file holding the settings: a Validation object (or a ConfigMap).
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// Pods may select NADs only in their own namespace and the global ones,
+    /// as Multus with namespaceIsolation (OpenShift) allows [default: false].
+    #[arg(
+        long,
+        value_name = "BOOL",
+        num_args = 0..=1,
+        require_equals = true,
+        default_missing_value = "true"
+    )]
+    namespace_isolation: Option<String>,
+    /// A namespace whose NADs any pod may select under namespace isolation;
+    /// repeat it or give a comma-separated list. Replaces the default list
+    /// [default: default,openshift-multus,openshift-sriov-network-operator].
+    #[arg(long, value_name = "NAMESPACE", value_delimiter = ',')]
+    global_namespace: Vec<String>,
+    /// Workload kinds beyond the built-in ones, as YAML or JSON:
+    /// '[{apiVersion: argoproj.io/v1alpha1, kind: Rollout, podTemplatePath: /spec/template}]'.
+    #[arg(long, value_name = "YAML")]
+    workload_kinds: Option<String>,
+    /// Namespace of resources without metadata.namespace.
+    #[arg(long, value_name = "NAMESPACE")]
+    default_namespace: Option<String>,
+}
+
+impl ValidateArgs {
+    /// Runs `validate`; `stdin` supplies the text of `-`.
+    pub fn run(self, stdin: impl FnMut() -> io::Result<String>) -> Outcome {
+        let global = (!self.global_namespace.is_empty()).then(|| self.global_namespace.join(","));
+        let flags = [
+            (
+                "namespace-isolation",
+                "namespaceIsolation",
+                self.namespace_isolation,
+            ),
+            ("global-namespace", "globalNamespaces", global),
+            ("workload-kinds", "workloadKinds", self.workload_kinds),
+            (
+                "default-namespace",
+                "defaultNamespace",
+                self.default_namespace,
+            ),
+        ]
+        .into_iter()
+        .filter_map(|(flag, key, value)| Some((flag, key, value?)))
+        .collect();
+        let options = Options {
+            inputs: self.paths.iter().map(|p| Input::from_arg(p)).collect(),
+            config: self.config,
+            flags,
+        };
+        run(&options, stdin)
+    }
+}
 
 /// A run of `validate`.
 #[derive(Debug, Clone)]

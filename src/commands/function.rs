@@ -1,4 +1,5 @@
-//! The KRM function front: a ResourceList in, a ResourceList out.
+//! The KRM function: a ResourceList in, a ResourceList out. What the binary
+//! is with no subcommand, under kpt, kustomize and the container image.
 
 use crate::k8s::resource::resource_ref;
 use crate::k8s::resource_list::ResourceList;

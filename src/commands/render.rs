@@ -1,23 +1,189 @@
 //! The file renderer: manifest files in, a YAML stream (or a diff) out.
-//! What Argo CD, Helm, kustomize's exec plugins and CI run; the KRM function's
-//! core does the work.
+//! What Argo CD, Helm, kustomize's exec plugins and CI run (`render`, `render
+//! --diff`, `check`, `post-render`); the KRM function's core does the work.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io;
 use std::path::PathBuf;
 
+use clap::Args;
+
+use crate::commands::flags::{NadSettings, PodSettings, given};
+use crate::commands::function::Outcome;
+use crate::commands::manifests::{self, Input, Manifests, STDIN};
+use crate::commands::{diff, read_config};
 use crate::environment::{self, ARGOCD_ENV_PREFIX, PREFIX};
-use crate::files::manifests::{self, Input, Manifests, STDIN};
-use crate::files::{diff, read_config};
 use crate::k8s::resource::{self, FileRef};
 use crate::k8s::results::{FnResult, Severity, plural};
 use crate::k8s::settings_object;
 use crate::k8s::workload::WorkloadKinds;
-use crate::krm::Outcome;
 use crate::linkerd_cni::settings;
 use crate::network_resources;
 use crate::pipeline::{FunctionConfig, render_with};
 use crate::yaml::{self, Node};
+
+/// What `post-render` says when workloads have no namespace and none is set.
+const POST_RENDER_NAMESPACE_HINT: &str = "Helm does not tell a post-renderer the release namespace; pass it as --post-renderer-args=--default-namespace=NAMESPACE (the namespace of helm -n), so that the namespace's linkerd.io/multus and linkerd.io/inject annotations count and the NAD is generated in it";
+
+/// What `check` exits with, as its help shows it.
+pub const CHECK_EXIT_CODES: &str = "\
+Exit codes:
+  0  every file is rendered
+  1  rendering would change a file: the diff is on stdout
+  2  the files could not be checked (an input or a setting is wrong, or the rules found an error: stderr says which), or the command line is wrong";
+
+/// `render`: files, directories or stdin to a YAML stream, or a diff.
+#[derive(Args)]
+pub struct RenderArgs {
+    /// Files and directories (walked recursively; hidden ones, Kptfiles and
+    /// local-config objects are left out), or - for stdin.
+    #[arg(value_name = "PATH|-", default_value = "-")]
+    paths: Vec<String>,
+    /// Prints a unified diff of what rendering changes instead of the result.
+    #[arg(long)]
+    diff: bool,
+    #[command(flatten)]
+    settings: SettingsArgs,
+}
+
+/// `check`: whether rendering would change the files.
+#[derive(Args)]
+pub struct CheckArgs {
+    /// Files and directories, as for render.
+    #[arg(value_name = "PATH", required = true)]
+    paths: Vec<String>,
+    #[command(flatten)]
+    settings: SettingsArgs,
+}
+
+/// `post-render`: Helm's manifests on stdin, rendered on stdout.
+#[derive(Args)]
+pub struct PostRenderArgs {
+    #[command(flatten)]
+    settings: SettingsArgs,
+}
+
+/// The renderer's settings and inputs.
+#[derive(Args)]
+struct SettingsArgs {
+    /// Files or directories read to decide but not printed: the Linkerd-CNI
+    /// ConfigMap, Namespaces, NADs already in the cluster.
+    #[arg(long, value_name = "PATH")]
+    context: Vec<PathBuf>,
+    /// Succeeds with empty output when the inputs hold no resources.
+    #[arg(long)]
+    allow_empty: bool,
+    #[command(flatten)]
+    core: CoreSettings,
+}
+
+/// The settings for rendering files: those of a pod and those of the NADs,
+/// namespaces and workloads of a package.
+#[derive(Args)]
+struct CoreSettings {
+    /// A file holding the settings: a LinkerdMultus object (or a ConfigMap).
+    /// A LinkerdMultus among the inputs is read the same way. For `render`, a
+    /// NetworkResources object runs the network-resources rules instead.
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    #[command(flatten)]
+    pod: PodSettings,
+    #[command(flatten)]
+    nad: NadSettings,
+    /// Annotations of namespaces not in the input, as YAML or JSON:
+    /// '{demo: {annotations: {linkerd.io/multus: enabled}}}'.
+    #[arg(long, value_name = "YAML")]
+    namespaces: Option<String>,
+    /// Workload kinds beyond the built-in ones, as YAML or JSON:
+    /// '[{apiVersion: argoproj.io/v1alpha1, kind: Rollout, podTemplatePath: /spec/template}]'.
+    #[arg(long, value_name = "YAML")]
+    workload_kinds: Option<String>,
+    /// Namespace of resources without metadata.namespace (helm -n, Argo CD's
+    /// destination).
+    #[arg(long, value_name = "NAMESPACE")]
+    default_namespace: Option<String>,
+    /// Stamp the hash of their NAD config on attached pod templates, so a
+    /// changed config rolls them: off, all, or labelled (only those labelled
+    /// config.linkerd.io/reconcile: auto) [default: off].
+    #[arg(long, value_name = "MODE")]
+    config_rollout: Option<String>,
+}
+
+impl CoreSettings {
+    /// The flags given, by settings key.
+    fn flags(self) -> Vec<(&'static str, String)> {
+        let mut flags = self.pod.flags();
+        flags.extend(self.nad.flags());
+        flags.extend(given([
+            ("namespaces", self.namespaces),
+            ("workloadKinds", self.workload_kinds),
+            ("defaultNamespace", self.default_namespace),
+            ("configRollout", self.config_rollout),
+        ]));
+        flags
+    }
+}
+
+impl SettingsArgs {
+    fn into_options(self, inputs: Vec<Input>, mode: Mode) -> Options {
+        Options {
+            inputs,
+            context: self.context.into_iter().map(Input::Path).collect(),
+            config: self.core.config.clone(),
+            flags: self.core.flags(),
+            mode,
+            allow_empty: self.allow_empty,
+            namespace_variables: &[],
+            namespace_hint: None,
+        }
+    }
+}
+
+/// The inputs of command-line arguments: `-` is stdin.
+fn inputs(paths: &[String]) -> Vec<Input> {
+    paths.iter().map(|p| Input::from_arg(p)).collect()
+}
+
+impl RenderArgs {
+    /// Runs `render`; `env` reads environment variables, `stdin` the text of `-`.
+    pub fn run(
+        self,
+        env: &dyn Fn(&str) -> Option<String>,
+        stdin: impl FnMut() -> io::Result<String>,
+    ) -> Outcome {
+        let mode = if self.diff { Mode::Diff } else { Mode::Stream };
+        let mut options = self.settings.into_options(inputs(&self.paths), mode);
+        // Argo CD applies resources without a namespace in the application's
+        // destination namespace.
+        options.namespace_variables = &["ARGOCD_APP_NAMESPACE"];
+        run(&options, env, stdin)
+    }
+}
+
+impl CheckArgs {
+    /// Runs `check`.
+    pub fn run(
+        self,
+        env: &dyn Fn(&str) -> Option<String>,
+        stdin: impl FnMut() -> io::Result<String>,
+    ) -> Outcome {
+        let options = self.settings.into_options(inputs(&self.paths), Mode::Check);
+        run(&options, env, stdin)
+    }
+}
+
+impl PostRenderArgs {
+    /// Runs `post-render`.
+    pub fn run(
+        self,
+        env: &dyn Fn(&str) -> Option<String>,
+        stdin: impl FnMut() -> io::Result<String>,
+    ) -> Outcome {
+        let mut options = self.settings.into_options(vec![Input::Stdin], Mode::Stream);
+        options.namespace_hint = Some(POST_RENDER_NAMESPACE_HINT);
+        run(&options, env, stdin)
+    }
+}
 
 /// What to print.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

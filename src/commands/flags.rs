@@ -1,0 +1,70 @@
+//! The flags of the Linkerd-CNI settings that more than one command takes:
+//! those that decide a pod (`render` and `webhook`) and those that make a
+//! NAD's config (`render`, and the webhook's NAD controller). Each is also read
+//! from `LINKERD_MULTUS_<NAME>`; flags win.
+
+use clap::Args;
+
+/// The settings that decide a pod.
+#[derive(Args)]
+pub struct PodSettings {
+    /// The Linkerd control-plane namespace [default: linkerd].
+    #[arg(long, value_name = "NAMESPACE")]
+    linkerd_namespace: Option<String>,
+    /// Name of the NetworkAttachmentDefinition [default: linkerd-cni].
+    #[arg(long, value_name = "NAME")]
+    nad_name: Option<String>,
+    /// Namespace annotation holding the OpenShift UID range.
+    #[arg(long, value_name = "KEY")]
+    uid_range_annotation: Option<String>,
+    /// Offset of the proxy UID in that range [default: 2102].
+    #[arg(long, value_name = "N")]
+    proxy_uid_offset: Option<String>,
+}
+
+impl PodSettings {
+    /// The flags given, by settings key.
+    pub fn flags(self) -> Vec<(&'static str, String)> {
+        given([
+            ("linkerdNamespace", self.linkerd_namespace),
+            ("nadName", self.nad_name),
+            ("uidRangeAnnotation", self.uid_range_annotation),
+            ("proxyUIDOffset", self.proxy_uid_offset),
+        ])
+    }
+}
+
+/// The settings that make a NAD's config from the Linkerd-CNI ConfigMap.
+#[derive(Args)]
+pub struct NadSettings {
+    /// Namespace of the Linkerd-CNI ConfigMap [default: linkerd-cni].
+    #[arg(long, value_name = "NAMESPACE")]
+    cni_namespace: Option<String>,
+    /// Kubeconfig path the CNI plugin uses [default: from the ConfigMap].
+    #[arg(long, value_name = "PATH")]
+    cni_kubeconfig: Option<String>,
+    /// cniVersion added to NAD configs that have none [default: 0.3.0].
+    #[arg(long, value_name = "VERSION")]
+    cni_version: Option<String>,
+}
+
+impl NadSettings {
+    /// The flags given, by settings key.
+    pub fn flags(self) -> Vec<(&'static str, String)> {
+        given([
+            ("cniNamespace", self.cni_namespace),
+            ("cniKubeconfig", self.cni_kubeconfig),
+            ("cniVersion", self.cni_version),
+        ])
+    }
+}
+
+/// The flags among `flags` that were given.
+pub fn given<const N: usize>(
+    flags: [(&'static str, Option<String>); N],
+) -> Vec<(&'static str, String)> {
+    flags
+        .into_iter()
+        .filter_map(|(key, value)| Some((key, value?)))
+        .collect()
+}

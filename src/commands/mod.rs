@@ -1,0 +1,143 @@
+//! The command line: each command beside its flags. With no subcommand the
+//! binary is the KRM function ([`function`]); [`render`] is `render`, `render
+//! --diff`, `check` and `post-render`; [`validate`] the `validate` command;
+//! [`webhook`] the webhook and its NAD controller. What the file commands share:
+//! reading manifests ([`manifests`]), unified diffs ([`diff`]) and the
+//! Linkerd-CNI settings flags ([`flags`]).
+
+pub mod diff;
+pub mod flags;
+pub mod function;
+pub mod manifests;
+pub mod render;
+pub mod validate;
+#[cfg(feature = "webhook")]
+pub mod webhook;
+
+use std::io::{Read, Write};
+use std::path::Path;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::{Parser, Subcommand};
+
+use crate::yaml::{self, Node};
+use function::Outcome;
+
+/// Attaches Linkerd-CNI to workloads through Multus, at render time.
+///
+/// With no subcommand it is a KRM function: it reads a ResourceList on stdin
+/// and writes one on stdout (kpt fn render, kpt fn eval, kustomize).
+#[derive(Parser)]
+#[command(version, about)]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Renders manifest files, directories or stdin (-) to a YAML stream on
+    /// stdout: for Argo CD plugins, kustomize exec plugins and scripts.
+    Render(render::RenderArgs),
+    /// Exits 1 with a unified diff when rendering would change the files, 0
+    /// when they are already rendered, 2 when they cannot be checked: a CI
+    /// gate for GitOps repositories.
+    #[command(after_help = render::CHECK_EXIT_CODES)]
+    Check(render::CheckArgs),
+    /// A Helm post-renderer: Helm's manifests on stdin, rendered on stdout.
+    /// Helm does not tell a post-renderer the release namespace: pass it as
+    /// --default-namespace (Helm leaves most resources without one).
+    PostRender(render::PostRenderArgs),
+    /// Checks manifests without changing them and prints one line per problem:
+    /// NAD configs that are not valid CNI JSON, networks annotations Multus
+    /// would reject, selections across namespaces under namespace isolation.
+    /// Exits 1 when there is an error, 0 when there is none: a CI gate.
+    Validate(validate::ValidateArgs),
+    /// The mutating admission webhook for pods created outside Git: the same
+    /// rules over HTTPS, with namespaces from a watch of the cluster.
+    #[cfg(feature = "webhook")]
+    Webhook(Box<webhook::WebhookArgs>),
+}
+
+/// The binary: parses the command line, runs the command, prints what it
+/// gives and exits with its code.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli.command) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn read_stdin() -> std::io::Result<String> {
+    let mut input = String::new();
+    std::io::stdin().read_to_string(&mut input)?;
+    Ok(input)
+}
+
+fn run(command: Option<Command>) -> anyhow::Result<ExitCode> {
+    let env = |name: &str| std::env::var(name).ok();
+    // The renderer's commands read LINKERD_MULTUS_*; the webhook logs its own warnings.
+    if matches!(
+        command,
+        Some(Command::Render(_) | Command::Check(_) | Command::PostRender(_))
+    ) {
+        for warning in crate::environment::unknown_variables_here() {
+            eprintln!("warning: {warning}");
+        }
+    }
+    let outcome = match command {
+        None => {
+            let input = read_stdin().context("reading the ResourceList from stdin")?;
+            function::run(&input)
+        }
+        Some(Command::Render(args)) => args.run(&env, read_stdin),
+        Some(Command::Check(args)) => args.run(&env, read_stdin),
+        Some(Command::PostRender(args)) => args.run(&env, read_stdin),
+        Some(Command::Validate(args)) => args.run(read_stdin),
+        #[cfg(feature = "webhook")]
+        Some(Command::Webhook(args)) => {
+            args.run(&env)?;
+            return Ok(ExitCode::SUCCESS);
+        }
+    };
+    print(&outcome)
+}
+
+fn print(outcome: &Outcome) -> anyhow::Result<ExitCode> {
+    std::io::stdout()
+        .lock()
+        .write_all(outcome.stdout.as_bytes())
+        .context("writing to stdout")?;
+    std::io::stderr().write_all(outcome.stderr.as_bytes()).ok();
+    Ok(ExitCode::from(u8::try_from(outcome.code).unwrap_or(1)))
+}
+
+/// The settings object of `--config FILE`; the error names the file.
+pub fn read_config(path: &Path) -> Result<Node, String> {
+    read_settings_file("--config", path)
+}
+
+/// Reads the YAML settings file `path` given as `source` (a flag, or an
+/// environment variable); errors start with both.
+pub fn read_settings_file(source: &str, path: &Path) -> Result<Node, String> {
+    let at = format!("{source} {}", path.display());
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{at}: {e}"))?;
+    yaml::parse_document(&text).map_err(|e| format!("{at}: not valid YAML: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    /// clap's own checks of the command line (unique names and groups, ...),
+    /// which otherwise run only when a subcommand is parsed.
+    #[test]
+    fn the_command_line_is_well_formed() {
+        super::Cli::command().debug_assert();
+    }
+}
