@@ -3,8 +3,8 @@
 //! set. The only module that knows all three rule sets.
 
 use crate::k8s::resource::{InputError, identify};
-use crate::k8s::results::FnResult;
-use crate::k8s::settings_object::{API_VERSION, SettingsError};
+use crate::krm::function_config::{API_VERSION, SettingsError};
+use crate::krm::results::FnResult;
 use crate::linkerd_cni::{self, settings::Settings};
 use crate::network_resources::{self, settings::read_network_resources};
 use crate::validation;

@@ -15,6 +15,7 @@ use std::path::Path;
 const LAYERS: &[(&str, &[&str])] = &[
     ("the YAML tree", &["yaml"]),
     ("the Kubernetes vocabulary", &["k8s"]),
+    ("the KRM protocol and Multus", &["krm", "multus"]),
     (
         "the rule sets",
         &["linkerd_cni", "network_resources", "validation"],

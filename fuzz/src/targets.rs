@@ -9,19 +9,19 @@ use std::path::Path;
 
 use base64::Engine as _;
 use linkerd_multus::admission::{self, MissingNad, NadCheck, OnError};
+use linkerd_multus::commands::function as krm;
 use linkerd_multus::commands::manifests::Input;
 use linkerd_multus::commands::render::{self, Mode, Options};
 use linkerd_multus::k8s::namespace::Lookup;
-use linkerd_multus::k8s::networks::Networks;
-use linkerd_multus::k8s::resource_list::ResourceList;
+use linkerd_multus::krm::resource_list::ResourceList;
 use linkerd_multus::linkerd_cni::cni_config::{nad_config, to_text};
 use linkerd_multus::linkerd_cni::settings::Settings;
+use linkerd_multus::multus::networks::Networks;
 use linkerd_multus::network_resources::Nads;
 use linkerd_multus::network_resources::settings::read_network_resources;
 use linkerd_multus::pipeline::FunctionConfig;
-use linkerd_multus::yaml::{self, Map, Node};
-use linkerd_multus::commands::function as krm;
 use linkerd_multus::validation;
+use linkerd_multus::yaml::{self, Map, Node};
 use serde_json::{Value, json};
 
 /// A target: its name and the function checking one input.

@@ -13,10 +13,10 @@ use serde_json::Value;
 
 use crate::k8s::json_patch::{self, Writer};
 use crate::k8s::namespace::Lookup;
-use crate::k8s::networks::NETWORKS_ANNOTATION;
 use crate::k8s::workload::WorkloadKind;
 use crate::linkerd_cni::attach::{self, Change, Edit, WorkloadOutcome};
 use crate::linkerd_cni::settings::Settings;
+use crate::multus::networks::NETWORKS_ANNOTATION;
 use crate::network_resources::{self, Nads};
 use crate::yaml::Node;
 

@@ -2,8 +2,8 @@
 //! is with no subcommand, under kpt, kustomize and the container image.
 
 use crate::k8s::resource::resource_ref;
-use crate::k8s::resource_list::ResourceList;
-use crate::k8s::results::{FnResult, Severity};
+use crate::krm::resource_list::ResourceList;
+use crate::krm::results::{FnResult, Severity};
 use crate::pipeline::{FunctionConfig, render_with};
 
 /// What the process prints and how it exits.

@@ -14,9 +14,9 @@ use crate::commands::manifests::{self, Input, Manifests, STDIN};
 use crate::commands::{diff, read_config};
 use crate::environment::{self, ARGOCD_ENV_PREFIX, PREFIX};
 use crate::k8s::resource::{self, FileRef};
-use crate::k8s::results::{FnResult, Severity, plural};
-use crate::k8s::settings_object;
 use crate::k8s::workload::WorkloadKinds;
+use crate::krm::function_config;
+use crate::krm::results::{FnResult, Severity, plural};
 use crate::linkerd_cni::settings;
 use crate::network_resources;
 use crate::pipeline::{FunctionConfig, render_with};
@@ -384,7 +384,7 @@ fn take_settings_objects(items: &mut Vec<Node>) -> Vec<Node> {
     let (settings, rest): (Vec<Node>, Vec<Node>) =
         std::mem::take(items).into_iter().partition(|item| {
             resource::resource_ref(item).is_ok_and(|r| {
-                r.api_version == settings_object::API_VERSION
+                r.api_version == function_config::API_VERSION
                     && [settings::KIND, network_resources::settings::KIND]
                         .contains(&r.kind.as_str())
             })

@@ -10,8 +10,8 @@ use crate::commands::function::Outcome;
 use crate::commands::manifests::{Input, Manifests};
 use crate::commands::read_config;
 use crate::k8s::resource::{self, identify};
-use crate::k8s::results::{FnResult, Severity};
-use crate::k8s::settings_object::API_VERSION;
+use crate::krm::function_config::API_VERSION;
+use crate::krm::results::{FnResult, Severity};
 use crate::validation::{self, settings::KIND, settings::Settings};
 use crate::yaml::Node;
 

@@ -9,7 +9,7 @@ use clap::Args;
 use crate::commands::flags::{NadSettings, PodSettings};
 use crate::commands::{read_config, read_settings_file};
 use crate::environment::{self, NETWORK_RESOURCES_VARIABLE};
-use crate::k8s::settings_object;
+use crate::krm::function_config;
 use crate::linkerd_cni::settings::{self as core_settings, Settings};
 use crate::network_resources;
 use crate::webhook;
@@ -71,7 +71,7 @@ fn settings(
 
 fn is_network_resources(node: &crate::yaml::Node) -> bool {
     node.as_map().is_some_and(|m| {
-        m.get_text("apiVersion") == Some(settings_object::API_VERSION)
+        m.get_text("apiVersion") == Some(function_config::API_VERSION)
             && m.get_text("kind") == Some(network_resources::settings::KIND)
     })
 }
@@ -98,7 +98,7 @@ fn network_resources_settings(
             "{at}: is a {}: give it as --config; {source} takes a {} ({}) or a ConfigMap",
             core_settings::KIND,
             network_resources::settings::KIND,
-            settings_object::API_VERSION,
+            function_config::API_VERSION,
         ));
     }
     network_resources::settings::read_network_resources(&node)

@@ -35,11 +35,11 @@ use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Client, ResourceExt};
 use tokio::sync::{mpsc, watch};
 
-use crate::k8s::nad::{self, Maker};
 use crate::k8s::namespace::MULTUS_ANNOTATION;
 use crate::linkerd_cni::cluster;
 use crate::linkerd_cni::cni_config::CONFIG_MAP_NAME;
 use crate::linkerd_cni::settings::Settings;
+use crate::multus::nad::{self, Maker};
 use backoff::Backoff;
 use config_map::LiveConfig;
 use events::Events;

@@ -35,11 +35,11 @@ use crate::controller::config_map::LiveConfig;
 use crate::controller::events::{Events, Kind};
 use crate::controller::lease::Fence;
 use crate::controller::metrics::Metrics;
-use crate::k8s::nad::{self, Maker};
 use crate::k8s::namespace::MULTUS_ANNOTATION;
 use crate::linkerd_cni::cluster::{self, Kept, LiveNad};
 use crate::linkerd_cni::cni_config::CONFIG_MAP_NAME;
 use crate::linkerd_cni::settings::Settings;
+use crate::multus::nad::{self, Maker};
 
 /// Where the NAD cache keeps the digest of a NAD's `spec.config`.
 pub const CONFIG_DIGEST: &str = "configDigest";

@@ -10,15 +10,15 @@
 
 use std::fmt;
 
-use crate::k8s::interface_name;
 use crate::k8s::namespace::{INJECT_ANNOTATION, Lookup, MULTUS_ANNOTATION};
-use crate::k8s::networks::{NETWORKS_ANNOTATION, Networks, NetworksError, Selection};
 use crate::k8s::resource;
 use crate::k8s::workload::{
     WorkloadKind, metadata_is_a_map, remove_annotation, set_annotation, template_annotations,
     template_labels,
 };
 use crate::linkerd_cni::settings::Settings;
+use crate::multus::interface_name;
+use crate::multus::networks::{NETWORKS_ANNOTATION, Networks, NetworksError, Selection};
 use crate::yaml::{Map, Node};
 
 /// Records on a workload what the function added to it.

@@ -11,11 +11,11 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use crate::k8s::cni_config::{self as cni_check, check_cni_config};
-use crate::k8s::nad::{self, Maker};
 use crate::k8s::namespace::{Lookup, MULTUS_ANNOTATION};
 use crate::linkerd_cni::cni_config::{self, CniConfigError, NETWORK_CONFIG_KEY};
 use crate::linkerd_cni::settings::Settings;
+use crate::multus::cni_config::{self as cni_check, check_cni_config};
+use crate::multus::nad::{self, Maker};
 use crate::yaml::{Map, Node};
 
 /// Whether a live namespace needs the NAD: annotated `linkerd.io/multus:

@@ -3,16 +3,16 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-use crate::k8s::nad;
 use crate::k8s::namespace::{Lookup, MULTUS_ANNOTATION, MULTUS_VALUES, Namespace, Source};
 use crate::k8s::resource::{self, FileRef, ResourceRef, files};
-use crate::k8s::results::{self, FnResult, Severity, plural};
 use crate::k8s::workload::{self, WorkloadKinds};
+use crate::krm::results::{self, FnResult, Severity, plural};
 use crate::linkerd_cni::attach::{self, WorkloadError, WorkloadOutcome};
 use crate::linkerd_cni::cluster;
 use crate::linkerd_cni::cni_config::{self, CONFIG_MAP_NAME, NETWORK_CONFIG_KEY};
 use crate::linkerd_cni::rollout::{self, ConfigRollout};
 use crate::linkerd_cni::settings::Settings;
+use crate::multus::nad;
 use crate::yaml::Node;
 
 /// Why a namespace needs the NAD.
@@ -565,7 +565,7 @@ impl Renderer<'_> {
             {
                 let message = format!(
                     "NetworkAttachmentDefinition {nad_name} in namespace {ns_label} exists only because this workload references it in {}; the namespace does not enable {MULTUS_ANNOTATION}",
-                    crate::k8s::networks::NETWORKS_ANNOTATION
+                    crate::multus::networks::NETWORKS_ANNOTATION
                 );
                 self.report(first, Severity::Warning, message);
             }

@@ -4,14 +4,14 @@
 
 use std::collections::BTreeMap;
 
-use crate::k8s::nad::CNI_VERSIONS;
-use crate::k8s::networks::is_dns1123_label;
-use crate::k8s::settings_object::{
-    SettingsError, annotation_sets, bad, is_qualified_name, label, settings_section, structured,
-    text, text_settings, workload_kinds,
-};
+use crate::k8s::names::{is_dns1123_label, is_qualified_name};
 use crate::k8s::workload::WorkloadKind;
+use crate::krm::function_config::{
+    SettingsError, annotation_sets, bad, label, settings_section, structured, text, text_settings,
+    workload_kinds,
+};
 use crate::linkerd_cni::rollout::ConfigRollout;
+use crate::multus::nad::CNI_VERSIONS;
 use crate::yaml::{Map, Node};
 
 /// The kind of the typed settings object.

@@ -6,11 +6,11 @@ use std::collections::BTreeMap;
 use super::record::Record;
 use super::settings::Settings;
 use super::{Applied, Error};
-use crate::k8s::interface_name::{self, InterfaceNameError};
-use crate::k8s::networks::{NETWORKS_ANNOTATION, Networks, Selection};
 use crate::k8s::workload::{
     remove_annotation, set_annotation, template_annotations, template_labels,
 };
+use crate::multus::interface_name::{self, InterfaceNameError};
+use crate::multus::networks::{NETWORKS_ANNOTATION, Networks, Selection};
 use crate::yaml::Map;
 
 /// Adds the annotations of the injections whose label is `true`, removes those

@@ -12,7 +12,7 @@
 //! exposes labels, annotations and hugepages. Injections add annotations to
 //! pods labelled `<label>: "true"`. With `interfaceNames: deterministic`, every
 //! selection without an interface gets the Kaloom podagent name
-//! ([`crate::k8s::interface_name`]). What the rules add is recorded on the
+//! ([`crate::multus::interface_name`]). What the rules add is recorded on the
 //! workload ([`record::RECORD_ANNOTATION`]), so a later render changes or
 //! removes exactly that.
 //!
@@ -31,14 +31,14 @@ pub mod settings;
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use crate::k8s::interface_name::InterfaceNameError;
 use crate::k8s::namespace::Lookup;
-use crate::k8s::networks::{
-    DEFAULT_NETWORK_ANNOTATION, NETWORKS_ANNOTATION, Networks, NetworksError,
-};
 use crate::k8s::resource;
 use crate::k8s::workload::{
     WorkloadKind, metadata_is_a_map, remove_annotation, template_annotations, template_labels,
+};
+use crate::multus::interface_name::InterfaceNameError;
+use crate::multus::networks::{
+    DEFAULT_NETWORK_ANNOTATION, NETWORKS_ANNOTATION, Networks, NetworksError,
 };
 use crate::yaml::{Map, Node, Scalar, Style};
 

@@ -3,11 +3,11 @@
 
 use super::settings::Settings;
 use super::{Error, NadTable, nad_annotation_keys, workload};
-use crate::k8s::nad;
-use crate::k8s::networks::DEFAULT_NETWORK_ANNOTATION;
 use crate::k8s::resource::{self, ResourceRef};
-use crate::k8s::results::{self, FnResult, Severity, plural};
 use crate::k8s::workload::{WorkloadKind, WorkloadKinds};
+use crate::krm::results::{self, FnResult, Severity, plural};
+use crate::multus::nad;
+use crate::multus::networks::DEFAULT_NETWORK_ANNOTATION;
 use crate::yaml::Node;
 
 /// Applies the rules to every workload of the package (its items and their

@@ -3,15 +3,16 @@
 
 use std::collections::BTreeMap;
 
-use crate::k8s::networks::{NETWORKS_ANNOTATION, Networks};
-use crate::k8s::settings_object::{
-    SettingsError, annotation_sets, bad, boolean, is_qualified_name, label, settings_section,
-    structured, text, workload_kinds,
-};
+use crate::k8s::names::is_qualified_name;
 use crate::k8s::workload::WorkloadKind;
+use crate::krm::function_config::{
+    SettingsError, annotation_sets, bad, boolean, label, settings_section, structured, text,
+    workload_kinds,
+};
+use crate::multus::networks::{NETWORKS_ANNOTATION, Networks};
 use crate::yaml::{Map, Node};
 
-/// The kind of the typed configuration object (API version [`crate::k8s::settings_object::API_VERSION`]).
+/// The kind of the typed configuration object (API version [`crate::krm::function_config::API_VERSION`]).
 pub const KIND: &str = "NetworkResources";
 
 /// The NAD annotation naming a device-plugin resource, read by default.

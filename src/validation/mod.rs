@@ -21,7 +21,7 @@
 //! cluster already.
 //!
 //! [`package`] checks a package (a CNI configuration by
-//! [`crate::k8s::cni_config`], which the NAD controller shares); [`settings`]
+//! [`crate::multus::cni_config`], which the NAD controller shares); [`settings`]
 //! reads the `Validation` kind.
 
 pub mod package;

@@ -4,14 +4,13 @@
 
 use std::collections::BTreeSet;
 
-use crate::k8s::cni_config::check_cni_config;
-use crate::k8s::nad;
-use crate::k8s::networks::{
-    DEFAULT_NETWORK_ANNOTATION, NETWORKS_ANNOTATION, Networks, is_dns1123_label,
-};
+use crate::k8s::names::is_dns1123_label;
 use crate::k8s::resource::{self, ResourceRef, files};
-use crate::k8s::results::{self, FnResult, Severity, plural};
 use crate::k8s::workload::{WorkloadKind, WorkloadKinds};
+use crate::krm::results::{self, FnResult, Severity, plural};
+use crate::multus::cni_config::check_cni_config;
+use crate::multus::nad;
+use crate::multus::networks::{DEFAULT_NETWORK_ANNOTATION, NETWORKS_ANNOTATION, Networks};
 use crate::yaml::Node;
 
 use super::settings::Settings;

@@ -1,12 +1,12 @@
 //! The `Validation` function configuration: what validation checks, read
 //! from a settings object's `spec` (or a ConfigMap's `data`) and from flags.
 
-use crate::k8s::networks::is_dns1123_label;
-use crate::k8s::settings_object::{
+use crate::k8s::names::is_dns1123_label;
+use crate::k8s::workload::WorkloadKind;
+use crate::krm::function_config::{
     API_VERSION, SettingsError, bad, boolean, label, settings_section, structured, text,
     text_settings, workload_kinds,
 };
-use crate::k8s::workload::WorkloadKind;
 use crate::yaml::{Map, Node};
 
 /// The kind of the typed configuration object (API version [`API_VERSION`]).

@@ -4,7 +4,7 @@
 
 use serde_json::{Map as JsonMap, Value};
 
-use crate::k8s::nad::CNI_VERSIONS;
+use crate::multus::nad::CNI_VERSIONS;
 use crate::yaml::describe_json;
 
 /// Why a NAD's CNI configuration would be refused.

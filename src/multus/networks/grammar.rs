@@ -11,10 +11,10 @@ use serde_json::error::Category;
 use serde_json::value::RawValue;
 
 use super::{Selection, Slot};
+use crate::k8s::names::is_dns1123_label;
 use crate::yaml::describe_json;
 
 /// Longest DNS-1123 label.
-const MAX_LABEL_LEN: usize = 63;
 /// Longest interface name the kernel accepts (`IFNAMSIZ - 1` bytes).
 pub(crate) const MAX_INTERFACE_LEN: usize = 15;
 
@@ -474,16 +474,6 @@ fn validate(
     Ok(())
 }
 
-/// `^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`, at most 63 characters.
-pub(crate) fn is_dns1123_label(s: &str) -> bool {
-    let alnum = |b: &u8| b.is_ascii_lowercase() || b.is_ascii_digit();
-    let bytes = s.as_bytes();
-    (1..=MAX_LABEL_LEN).contains(&bytes.len())
-        && bytes.first().is_some_and(alnum)
-        && bytes.last().is_some_and(alnum)
-        && bytes.iter().all(|b| alnum(b) || *b == b'-')
-}
-
 /// 1 to 15 bytes, no `/` or ASCII whitespace, not `.` or `..`: Multus's check of the comma
 /// form (at most 15 bytes, no `/` or ASCII whitespace) and the kernel's (`dev_valid_name`)
 /// but for the characters [`refused_character`] finds.
@@ -506,7 +496,7 @@ fn refused_character(s: &str) -> Option<char> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::k8s::networks::Networks;
+    use crate::multus::networks::Networks;
 
     /// Members Multus reads into typed fields and checks (`parsePodNetworkAnnotation`):
     /// what it refuses is refused here too.

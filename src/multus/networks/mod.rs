@@ -12,8 +12,8 @@ mod grammar;
 use std::fmt;
 use std::ops::Range;
 
+pub(crate) use grammar::MAX_INTERFACE_LEN;
 pub use grammar::{ItemProblem, NetworksError};
-pub(crate) use grammar::{MAX_INTERFACE_LEN, is_dns1123_label};
 use grammar::{parse_comma, parse_json};
 
 /// The Multus networks annotation key.

@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 
 use md5::{Digest, Md5};
 
-use crate::k8s::networks::{MAX_INTERFACE_LEN, Networks, NetworksError, Selection};
+use crate::multus::networks::{MAX_INTERFACE_LEN, Networks, NetworksError, Selection};
 
 /// How many bytes of the digest go into a name: 12 hex digits.
 const DIGEST_BYTES: usize = 6;

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::k8s::networks::is_dns1123_label;
+use crate::k8s::names::is_dns1123_label;
 use crate::k8s::workload::WorkloadKind;
 use crate::yaml::{Map, Node, parse_document};
 
@@ -254,41 +254,4 @@ pub(crate) fn workload_kinds(key: &str, value: &Node) -> Result<Vec<WorkloadKind
         kinds.push(kind);
     }
     Ok(kinds)
-}
-
-/// A Kubernetes qualified name: an optional DNS subdomain prefix and `/`, then a name.
-pub(crate) fn is_qualified_name(s: &str) -> bool {
-    let (prefix, name) = match s.split_once('/') {
-        Some((p, n)) => (Some(p), n),
-        None => (None, s),
-    };
-    let name_ok = !name.is_empty()
-        && name.len() <= 63
-        && name.starts_with(|c: char| c.is_ascii_alphanumeric())
-        && name.ends_with(|c: char| c.is_ascii_alphanumeric())
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
-    let prefix_ok = prefix
-        .is_none_or(|p| p.len() <= 253 && !p.is_empty() && p.split('.').all(is_dns1123_label));
-    name_ok && prefix_ok
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn qualified_names() {
-        for (s, ok) in [
-            ("openshift.io/sa.scc.uid-range", true),
-            ("uid-range", true),
-            ("a/b/c", false),
-            ("/x", false),
-            ("Example.com/x", false),
-            ("x/", false),
-        ] {
-            assert_eq!(is_qualified_name(s), ok, "{s}");
-        }
-    }
 }

@@ -1,6 +1,6 @@
 //! The KRM `ResourceList`: what a host sends a function and reads back.
 
-use crate::k8s::results::FnResult;
+use crate::krm::results::FnResult;
 use crate::yaml::{self, Map, Node, ParseError};
 
 /// The ResourceList apiVersion kpt and kustomize send.
