@@ -4,7 +4,7 @@
 //! vocabulary [`k8s`]; three rule sets side by side, none importing another
 //! ([`linkerd_cni`], [`network_resources`], [`validation`]); the function
 //! [`pipeline`], which hands a package to one rule set; and the fronts
-//! ([`commands`], [`environment`], [`admission`], [`controller`],
+//! ([`commands`], [`admission`], [`controller`],
 //! [`webhook`], and the binary's `main.rs`).
 #![forbid(unsafe_code)]
 
@@ -12,7 +12,6 @@ pub mod admission;
 pub mod commands;
 #[cfg(feature = "webhook")]
 pub mod controller;
-pub mod environment;
 pub mod k8s;
 pub mod krm;
 pub mod linkerd_cni;

@@ -1400,7 +1400,8 @@ fn network_resources_recipe_agrees_with_the_webhook() {
     let file = config_map
         .str_at(&["data", "network-resources.yaml"])
         .expect("data key network-resources.yaml");
-    let settings = linkerd_multus::network_resources::settings::read_network_resources(
+    use linkerd_multus::krm::function_config::SettingsKind;
+    let settings = linkerd_multus::network_resources::settings::Settings::from_object(
         &linkerd_multus::yaml::parse_document(file).expect("the settings file is YAML"),
     )
     .expect("the settings file is what --network-resources reads");

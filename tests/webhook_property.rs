@@ -7,6 +7,7 @@
 
 use linkerd_multus::admission::{self, NetworkResources, OnError, Outcome};
 use linkerd_multus::commands::function as krm;
+use linkerd_multus::krm::function_config::SettingsKind;
 use linkerd_multus::linkerd_cni::settings::Settings;
 use linkerd_multus::network_resources::settings;
 use linkerd_multus::yaml;
@@ -142,7 +143,7 @@ fn webhook_answer(case: &Case, network_resources: Option<(&Value, &Nads)>) -> Op
     let body = review.to_string();
     let request = admission::parse(body.as_bytes()).unwrap();
     let nr_settings = network_resources.map(|(config, _)| {
-        settings::read_network_resources(&yaml::parse_document(&config.to_string()).unwrap())
+        settings::Settings::from_object(&yaml::parse_document(&config.to_string()).unwrap())
             .unwrap()
     });
     let nr = network_resources.map(|(_, nads)| NetworkResources {

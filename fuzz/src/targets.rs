@@ -18,9 +18,7 @@ use linkerd_multus::linkerd_cni::cni_config::{nad_config, to_text};
 use linkerd_multus::linkerd_cni::settings::Settings;
 use linkerd_multus::multus::networks::Networks;
 use linkerd_multus::network_resources::Nads;
-use linkerd_multus::network_resources::settings::read_network_resources;
-use linkerd_multus::pipeline::FunctionConfig;
-use linkerd_multus::validation;
+use linkerd_multus::pipeline::settings::{self, Given, Sources, Takes};
 use linkerd_multus::yaml::{self, Map, Node};
 use serde_json::{Value, json};
 
@@ -236,14 +234,12 @@ pub fn settings(data: &[u8]) {
     let Ok(node) = yaml::parse_document(text) else {
         return;
     };
-    if let Err(e) = FunctionConfig::read(Some(&node)) {
-        assert!(!e.to_string().trim().is_empty(), "an empty error");
-    }
-    if let Err(e) = validation::settings::Settings::from_config(&node) {
-        assert!(!e.to_string().trim().is_empty(), "an empty error");
-    }
-    if let Err(e) = read_network_resources(&node) {
-        assert!(!e.to_string().trim().is_empty(), "an empty error");
+    for takes in [Takes::Any, Takes::Validation, Takes::NetworkResources] {
+        let mut sources = Sources::new(takes);
+        sources.given = Given::FunctionConfig(&node);
+        if let Err(e) = settings::resolve(sources) {
+            assert!(!e.to_string().trim().is_empty(), "an empty error");
+        }
     }
 }
 

@@ -4,7 +4,7 @@
 use crate::k8s::resource::resource_ref;
 use crate::krm::resource_list::ResourceList;
 use crate::krm::results::{FnResult, Severity};
-use crate::pipeline::{FunctionConfig, render_with};
+use crate::pipeline::{self, settings};
 
 /// What the process prints and how it exits.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -33,7 +33,11 @@ pub fn run(input: &str) -> Outcome {
         Ok(list) => list,
         Err(e) => return Outcome::failed(e.to_string()),
     };
-    let results = match FunctionConfig::read(list.function_config.as_ref()) {
+    let mut sources = settings::Sources::new(settings::Takes::Any);
+    if let Some(config) = &list.function_config {
+        sources.given = settings::Given::FunctionConfig(config);
+    }
+    let results = match settings::resolve(sources) {
         Err(e) => {
             let mut error = FnResult::new(Severity::Error, e.to_string()).field("functionConfig");
             error.resource = list
@@ -48,7 +52,7 @@ pub fn run(input: &str) -> Outcome {
                 error,
             ]
         }
-        Ok(config) => match render_with(&mut list.items, &config) {
+        Ok(config) => match pipeline::render(&mut list.items, &config) {
             Ok(results) => results,
             Err(e) => return Outcome::failed(format!("the input is malformed: {e}")),
         },

@@ -15,13 +15,11 @@ pub mod validate;
 pub mod webhook;
 
 use std::io::{Read, Write};
-use std::path::Path;
 use std::process::ExitCode;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand};
 
-use crate::yaml::{self, Node};
 use function::Outcome;
 
 /// Attaches Linkerd-CNI to workloads through Multus, at render time.
@@ -86,7 +84,7 @@ fn run(command: Option<Command>) -> anyhow::Result<ExitCode> {
         command,
         Some(Command::Render(_) | Command::Check(_) | Command::PostRender(_))
     ) {
-        for warning in crate::environment::unknown_variables_here() {
+        for warning in crate::pipeline::environment::unknown_variables_here() {
             eprintln!("warning: {warning}");
         }
     }
@@ -115,19 +113,6 @@ fn print(outcome: &Outcome) -> anyhow::Result<ExitCode> {
         .context("writing to stdout")?;
     std::io::stderr().write_all(outcome.stderr.as_bytes()).ok();
     Ok(ExitCode::from(u8::try_from(outcome.code).unwrap_or(1)))
-}
-
-/// The settings object of `--config FILE`; the error names the file.
-pub fn read_config(path: &Path) -> Result<Node, String> {
-    read_settings_file("--config", path)
-}
-
-/// Reads the YAML settings file `path` given as `source` (a flag, or an
-/// environment variable); errors start with both.
-pub fn read_settings_file(source: &str, path: &Path) -> Result<Node, String> {
-    let at = format!("{source} {}", path.display());
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{at}: {e}"))?;
-    yaml::parse_document(&text).map_err(|e| format!("{at}: not valid YAML: {e}"))
 }
 
 #[cfg(test)]

@@ -8,18 +8,16 @@ use std::path::PathBuf;
 
 use clap::Args;
 
+use crate::commands::diff;
 use crate::commands::flags::{NadSettings, PodSettings, given};
 use crate::commands::function::Outcome;
 use crate::commands::manifests::{self, Input, Manifests, STDIN};
-use crate::commands::{diff, read_config};
-use crate::environment::{self, ARGOCD_ENV_PREFIX, PREFIX};
 use crate::k8s::resource::{self, FileRef};
 use crate::k8s::workload::WorkloadKinds;
-use crate::krm::function_config;
 use crate::krm::results::{FnResult, Severity, plural};
-use crate::linkerd_cni::settings;
-use crate::network_resources;
-use crate::pipeline::{FunctionConfig, render_with};
+use crate::pipeline::environment::{self, Environment};
+use crate::pipeline::settings::{self, Given, Sources, Takes};
+use crate::pipeline::{self, FunctionConfig};
 use crate::yaml::{self, Node};
 
 /// What `post-render` says when workloads have no namespace and none is set.
@@ -284,7 +282,7 @@ fn run_inner(
 
     let mut items = std::mem::take(&mut manifests.items);
     items.extend(context.items);
-    let results = render_with(&mut items, &config)
+    let results = pipeline::render(&mut items, &config)
         .map_err(|e| Failure(format!("the input is malformed: {e}")))?;
     // Generated NADs get new files, so a resource from a context file is
     // exactly one whose file and position are a context file's.
@@ -378,17 +376,12 @@ fn namespace_warning(
     ))
 }
 
-/// Removes the `LinkerdMultus` and `NetworkResources` objects from the
-/// resources: they configure the renderer and are not applied.
+/// Removes the settings objects (`LinkerdMultus`, `NetworkResources`) from
+/// the resources: they configure the renderer and are not applied.
 fn take_settings_objects(items: &mut Vec<Node>) -> Vec<Node> {
-    let (settings, rest): (Vec<Node>, Vec<Node>) =
-        std::mem::take(items).into_iter().partition(|item| {
-            resource::resource_ref(item).is_ok_and(|r| {
-                r.api_version == function_config::API_VERSION
-                    && [settings::KIND, network_resources::settings::KIND]
-                        .contains(&r.kind.as_str())
-            })
-        });
+    let (settings, rest): (Vec<Node>, Vec<Node>) = std::mem::take(items)
+        .into_iter()
+        .partition(|item| Takes::Rendering.is_settings_object(item));
     *items = rest;
     settings
 }
@@ -404,70 +397,21 @@ fn settings(
         resource::file_ref(item)
             .map_or_else(|| "the input".to_string(), |f| show_file(&f, manifests))
     };
-    let from_file;
-    let (config, source) = match (&options.config, objects) {
-        (Some(path), []) => {
-            from_file = read_config(path).map_err(Failure)?;
-            (Some(&from_file), format!("--config {}", path.display()))
-        }
-        (None, []) => (None, String::new()),
-        (None, [one]) => (Some(one), where_is(one)),
-        (Some(path), [one, ..]) => {
-            return Err(Failure(format!(
-                "settings are given twice: --config {} and the {} in {}; keep one",
-                path.display(),
-                settings::KIND,
-                where_is(one)
-            )));
-        }
-        (None, [first, second, ..]) => {
-            return Err(Failure(format!(
-                "settings are given twice: a {} in {} and another in {}; keep one",
-                settings::KIND,
-                where_is(first),
-                where_is(second)
-            )));
-        }
-    };
-    let mut settings = match FunctionConfig::read(config)
-        .map_err(|e| Failure(format!("{source}: {e}")))?
-    {
-        FunctionConfig::LinkerdMultus(settings) => settings,
-        FunctionConfig::NetworkResources(settings) => {
-            if let Some((key, _)) = options.flags.first() {
-                return Err(Failure(format!(
-                    "--{} is a {} setting, but {source} is a {}: settings of the network-resources rules go in it",
-                    environment::flag_name(key),
-                    settings::KIND,
-                    network_resources::settings::KIND
-                )));
-            }
-            return Ok(FunctionConfig::NetworkResources(settings));
-        }
-        FunctionConfig::Validation(_) => {
-            return Err(Failure(format!(
-                "{source} is a {}: it configures linkerd-multus validate, which checks files without rendering them",
-                crate::validation::settings::KIND
-            )));
-        }
-    };
-    let argo_env = format!("{ARGOCD_ENV_PREFIX}{PREFIX}");
-    let mut values = environment::prefixed(env, PREFIX);
-    values.extend(environment::prefixed(env, &argo_env));
-    values.extend(environment::argocd_parameters(env)?);
-    values.extend(environment::flags(&options.flags));
-    environment::apply(&mut settings, &values).map_err(Failure)?;
-    if settings.default_namespace.is_none()
-        && let Some((variable, namespace)) = options
-            .namespace_variables
-            .iter()
-            .find_map(|v| env(v).filter(|n| !n.is_empty()).map(|n| (v, n)))
-    {
-        settings
-            .override_with([("defaultNamespace", namespace.as_str())])
-            .map_err(|e| Failure(format!("environment variable {variable}: {e}")))?;
+    let mut sources = Sources::new(Takes::Rendering);
+    if let Some(path) = &options.config {
+        sources.given = Given::File {
+            source: "--config",
+            path,
+        };
     }
-    Ok(FunctionConfig::LinkerdMultus(settings))
+    sources.found = objects.iter().map(|o| (o, where_is(o))).collect();
+    sources.environment = Some(Environment {
+        read: env,
+        argocd: true,
+        namespace_variables: options.namespace_variables,
+    });
+    sources.flags = environment::flags(options.flags.clone());
+    Ok(settings::resolve(sources)?)
 }
 
 /// Each file before and after rendering, by the path to show.

@@ -8,11 +8,12 @@ use clap::Args;
 
 use crate::commands::function::Outcome;
 use crate::commands::manifests::{Input, Manifests};
-use crate::commands::read_config;
 use crate::k8s::resource::{self, identify};
-use crate::krm::function_config::API_VERSION;
 use crate::krm::results::{FnResult, Severity};
-use crate::validation::{self, settings::KIND, settings::Settings};
+use crate::pipeline::FunctionConfig;
+use crate::pipeline::environment::Value;
+use crate::pipeline::settings::{self, Given, Sources, Takes};
+use crate::validation::{self, settings::Settings};
 use crate::yaml::Node;
 
 /// `validate`: its inputs and settings; flags win over the config file.
@@ -68,7 +69,7 @@ impl ValidateArgs {
             ),
         ]
         .into_iter()
-        .filter_map(|(flag, key, value)| Some((flag, key, value?)))
+        .filter_map(|(flag, key, value)| Some(Value::flag(flag, key, value?)))
         .collect();
         let options = Options {
             inputs: self.paths.iter().map(|p| Input::from_arg(p)).collect(),
@@ -86,8 +87,8 @@ pub struct Options {
     pub inputs: Vec<Input>,
     /// A file holding a `Validation` object (or a ConfigMap).
     pub config: Option<PathBuf>,
-    /// Settings from flags, applied last: flag as typed, settings key, value.
-    pub flags: Vec<(&'static str, &'static str, String)>,
+    /// Settings from flags, applied last.
+    pub flags: Vec<Value>,
 }
 
 /// Validates the inputs; `stdin` supplies the text of `-`. Exits 1 when
@@ -126,51 +127,29 @@ fn run_inner(
 
 /// The settings: `--config` or a `Validation` among the inputs, then the flags.
 fn settings(options: &Options, manifests: &Manifests) -> Result<Settings, String> {
-    let objects: Vec<&Node> = manifests
-        .items
-        .iter()
-        .filter(|item| {
-            resource::resource_ref(item)
-                .is_ok_and(|r| r.api_version == API_VERSION && r.kind == KIND)
-        })
-        .collect();
     let where_is = |item: &Node| {
         resource::file_ref(item).map_or_else(
             || "the input".to_string(),
             |f| manifests.display_path(&f.path),
         )
     };
-    let mut settings = match (&options.config, objects.as_slice()) {
-        (None, []) => Settings::default(),
-        (Some(path), []) => {
-            let config = read_config(path)?;
-            Settings::from_config(&config)
-                .map_err(|e| format!("--config {}: {e}", path.display()))?
-        }
-        (None, [one]) => {
-            Settings::from_config(one).map_err(|e| format!("{}: {e}", where_is(one)))?
-        }
-        (Some(path), [one, ..]) => {
-            return Err(format!(
-                "settings are given twice: --config {} and the {KIND} in {}; keep one",
-                path.display(),
-                where_is(one)
-            ));
-        }
-        (None, [first, second, ..]) => {
-            return Err(format!(
-                "settings are given twice: a {KIND} in {} and another in {}; keep one",
-                where_is(first),
-                where_is(second)
-            ));
-        }
-    };
-    for (flag, key, value) in &options.flags {
-        settings
-            .override_with([(*key, value.as_str())])
-            .map_err(|e| format!("--{flag}: {e}"))?;
+    let mut sources = Sources::new(Takes::Validation);
+    if let Some(path) = &options.config {
+        sources.given = Given::File {
+            source: "--config",
+            path,
+        };
     }
-    Ok(settings)
+    sources.found = (manifests.items.iter())
+        .filter(|item| Takes::Validation.is_settings_object(item))
+        .map(|item| (item, where_is(item)))
+        .collect();
+    sources.flags = options.flags.clone();
+    match settings::resolve(sources) {
+        Ok(FunctionConfig::Validation(settings)) => Ok(settings),
+        Ok(_) => unreachable!("validate takes Validation settings only"),
+        Err(e) => Err(e.to_string()),
+    }
 }
 
 /// One problem as a line: `file: severity: resource: field: message`.

@@ -1,7 +1,8 @@
-//! Settings objects, as a `functionConfig` or a settings file holds them: the
-//! `spec` of a typed kind (API version [`API_VERSION`]) or the `data` of a
-//! ConfigMap (values as text), the errors that name a key, and the readers of
-//! the values every kind shares.
+//! The functionConfig: a settings object, as a ResourceList or a settings
+//! file holds it: the `spec` of a typed kind (API version [`API_VERSION`]) or
+//! the `data` of a ConfigMap (values as text); the settings of a kind
+//! ([`SettingsKind`]), the errors that name a key, and the readers of the
+//! values every kind shares.
 
 use std::collections::BTreeMap;
 
@@ -9,16 +10,19 @@ use crate::k8s::names::is_dns1123_label;
 use crate::k8s::workload::WorkloadKind;
 use crate::yaml::{Map, Node, parse_document};
 
-/// The API version of the typed settings object.
+/// The API version of the typed settings objects.
 pub const API_VERSION: &str = "multus.linkerd.io/v1alpha1";
+
 /// A settings problem, naming the key.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SettingsError {
-    /// The functionConfig is of a kind this function does not read.
+    /// The object is of a kind the reader does not take.
     #[error(
-        "functionConfig must be a LinkerdMultus, NetworkResources or Validation ({API_VERSION}) or a ConfigMap, not {kind} ({api_version})"
+        "functionConfig must be a {expected} ({API_VERSION}) or a ConfigMap, not {kind} ({api_version})"
     )]
     WrongKind {
+        /// The kinds it takes, as a phrase: `Validation`, `A, B or C`.
+        expected: String,
         /// Its kind.
         kind: String,
         /// Its apiVersion.
@@ -52,43 +56,118 @@ pub(crate) fn bad(key: &str, problem: impl Into<String>) -> SettingsError {
     }
 }
 
-/// The settings of a settings object: the `spec` of a `kind`
-/// (`multus.linkerd.io/v1alpha1`, with no stray top-level field) or the `data`
-/// of a ConfigMap, and whether it is the ConfigMap form; `None` when that
-/// section is absent or null.
-pub(crate) fn settings_section<'a>(
-    config: &'a Node,
-    kind: &str,
-) -> Result<(Option<&'a Map>, bool), SettingsError> {
-    let map = config
-        .as_map()
-        .ok_or_else(|| SettingsError::Shape(format!("is {}, not a mapping", config.kind_name())))?;
-    let found = map.get_text("kind").unwrap_or_default();
-    let api_version = map.get_text("apiVersion").unwrap_or_default();
-    let (key, from_config_map) = match (api_version, found) {
-        (API_VERSION, found) if found == kind => {
-            typed_fields(map)?;
-            ("spec", false)
-        }
-        ("v1", "ConfigMap") => ("data", true),
-        _ => {
-            return Err(SettingsError::WrongKind {
-                kind: found.to_string(),
-                api_version: api_version.to_string(),
-            });
-        }
-    };
-    Ok((section(map, key)?, from_config_map))
+/// A settings object as its apiVersion and kind make it: the one place they
+/// are read.
+#[derive(Debug, Clone, Copy)]
+pub enum SettingsObject<'a> {
+    /// A typed object of [`API_VERSION`]: its kind and the object.
+    Typed {
+        /// Its kind.
+        kind: &'a str,
+        /// The object.
+        object: &'a Map,
+    },
+    /// A ConfigMap: settings as text under `data`.
+    ConfigMap(&'a Map),
+    /// Any other object: its kind and apiVersion as written.
+    Other {
+        /// Its kind.
+        kind: &'a str,
+        /// Its apiVersion.
+        api_version: &'a str,
+    },
 }
 
-/// Settings given as text (flags, environment variables) as the `data` of a
-/// ConfigMap holds them, for a kind's `apply`.
-pub(crate) fn text_settings<'a>(values: impl IntoIterator<Item = (&'a str, &'a str)>) -> Map {
-    let mut map = Map::default();
-    for (key, value) in values {
-        map.insert(key, Node::string(value));
+impl<'a> SettingsObject<'a> {
+    /// What `node` is; an error when it is not a mapping.
+    pub fn of(node: &'a Node) -> Result<Self, SettingsError> {
+        let map = node.as_map().ok_or_else(|| {
+            SettingsError::Shape(format!("is {}, not a mapping", node.kind_name()))
+        })?;
+        let kind = map.get_text("kind").unwrap_or_default();
+        let api_version = map.get_text("apiVersion").unwrap_or_default();
+        Ok(match (api_version, kind) {
+            (API_VERSION, kind) => SettingsObject::Typed { kind, object: map },
+            ("v1", "ConfigMap") => SettingsObject::ConfigMap(map),
+            (api_version, kind) => SettingsObject::Other { kind, api_version },
+        })
     }
-    map
+
+    /// Its kind as written (`ConfigMap` for a ConfigMap).
+    pub fn kind(&self) -> &'a str {
+        match self {
+            SettingsObject::Typed { kind, .. } | SettingsObject::Other { kind, .. } => kind,
+            SettingsObject::ConfigMap(_) => "ConfigMap",
+        }
+    }
+
+    /// The error for an object of a kind the reader does not take; `expected`
+    /// names the kinds it takes.
+    pub fn wrong_kind(&self, expected: impl Into<String>) -> SettingsError {
+        let api_version = match self {
+            SettingsObject::Typed { .. } => API_VERSION,
+            SettingsObject::ConfigMap(_) => "v1",
+            SettingsObject::Other { api_version, .. } => api_version,
+        };
+        SettingsError::WrongKind {
+            expected: expected.into(),
+            kind: self.kind().to_string(),
+            api_version: api_version.to_string(),
+        }
+    }
+}
+
+/// The settings of one kind of settings object: a rule set's, with its
+/// defaults. Read from an object of that kind (or a ConfigMap), then from text
+/// values (environment variables, flags).
+pub trait SettingsKind: Default {
+    /// The kind of the typed object (API version [`API_VERSION`]).
+    const KIND: &'static str;
+    /// Every settings key, in the order the docs list them.
+    const KEYS: &'static [&'static str];
+
+    /// Applies settings: a typed object's `spec`, or `text` values as a
+    /// ConfigMap's `data` holds them (structured ones as YAML or JSON text).
+    fn apply(&mut self, settings: &Map, text: bool) -> Result<(), SettingsError>;
+
+    /// Reads the settings of an object of this kind, or of a ConfigMap: a
+    /// typed object's `spec` (it may have no other top-level field but
+    /// `apiVersion`, `kind` and `metadata`), a ConfigMap's `data`.
+    fn from_object(node: &Node) -> Result<Self, SettingsError> {
+        let object = SettingsObject::of(node)?;
+        let (map, key, text) = match object {
+            SettingsObject::Typed { kind, object } if kind == Self::KIND => {
+                typed_fields(object)?;
+                (object, "spec", false)
+            }
+            SettingsObject::ConfigMap(map) => (map, "data", true),
+            _ => return Err(object.wrong_kind(Self::KIND)),
+        };
+        let mut settings = Self::default();
+        if let Some(section) = section(map, key)? {
+            settings.apply(section, text)?;
+        }
+        Ok(settings)
+    }
+
+    /// Overrides settings with text values, each checked as in a ConfigMap.
+    fn override_with<'a>(
+        &mut self,
+        values: impl IntoIterator<Item = (&'a str, &'a str)>,
+    ) -> Result<(), SettingsError> {
+        let mut map = Map::default();
+        for (key, value) in values {
+            map.insert(key, Node::string(value));
+        }
+        self.apply(&map, true)
+    }
+}
+
+/// Reads settings of kind `S` from the YAML text of a settings object, for tests.
+#[cfg(test)]
+pub(crate) fn read<S: SettingsKind>(src: &str) -> Result<S, SettingsError> {
+    let node = parse_document(src).expect("the settings object is YAML");
+    S::from_object(&node)
 }
 
 /// The settings mapping under `key` (`spec` or `data`); `None` when absent or null.

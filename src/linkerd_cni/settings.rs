@@ -7,8 +7,7 @@ use std::collections::BTreeMap;
 use crate::k8s::names::{is_dns1123_label, is_qualified_name};
 use crate::k8s::workload::WorkloadKind;
 use crate::krm::function_config::{
-    SettingsError, annotation_sets, bad, label, settings_section, structured, text, text_settings,
-    workload_kinds,
+    SettingsError, SettingsKind, annotation_sets, bad, label, structured, text, workload_kinds,
 };
 use crate::linkerd_cni::rollout::ConfigRollout;
 use crate::multus::nad::CNI_VERSIONS;
@@ -83,30 +82,10 @@ impl Default for Settings {
     }
 }
 
-impl Settings {
-    /// Reads settings from a functionConfig; `None` means all defaults.
-    pub fn from_function_config(config: Option<&Node>) -> Result<Self, SettingsError> {
-        let mut settings = Settings::default();
-        let Some(config) = config.filter(|c| !c.is_null()) else {
-            return Ok(settings);
-        };
-        if let (Some(section), from_config_map) = settings_section(config, KIND)? {
-            settings.apply(section, from_config_map)?;
-        }
-        Ok(settings)
-    }
+impl SettingsKind for Settings {
+    const KIND: &'static str = KIND;
+    const KEYS: &'static [&'static str] = KEYS;
 
-    /// Overrides settings with text values, as a ConfigMap's `data` holds them
-    /// (structured settings are YAML or JSON text): what flags and environment
-    /// variables give. Each is checked as in a functionConfig.
-    pub fn override_with<'a>(
-        &mut self,
-        values: impl IntoIterator<Item = (&'a str, &'a str)>,
-    ) -> Result<(), SettingsError> {
-        self.apply(&text_settings(values), true)
-    }
-
-    /// Applies the settings of a `spec`, or of a ConfigMap's `data` (values as text).
     fn apply(&mut self, spec: &Map, from_config_map: bool) -> Result<(), SettingsError> {
         for (key, value) in &spec.entries {
             let key = key.as_str().unwrap_or_default();
@@ -114,45 +93,10 @@ impl Settings {
                 "cniNamespace" => self.cni_namespace = label(key, value)?,
                 "linkerdNamespace" => self.linkerd_namespace = label(key, value)?,
                 "nadName" => self.nad_name = label(key, value)?,
-                "cniKubeconfig" => {
-                    let path = text(key, value)?;
-                    if !path.starts_with('/') {
-                        return Err(bad(key, format!("{path:?} is not an absolute path")));
-                    }
-                    self.cni_kubeconfig = Some(path);
-                }
-                "cniVersion" => {
-                    let v = text(key, value)?;
-                    if !CNI_VERSIONS.contains(&v.as_str()) {
-                        return Err(bad(
-                            key,
-                            format!(
-                                "{v:?} is not a CNI spec version; valid: {}",
-                                CNI_VERSIONS.join(", ")
-                            ),
-                        ));
-                    }
-                    self.cni_version = v;
-                }
-                "uidRangeAnnotation" => {
-                    let v = text(key, value)?;
-                    if !is_qualified_name(&v) {
-                        return Err(bad(key, format!("{v:?} is not a valid annotation key")));
-                    }
-                    self.uid_range_annotation = v;
-                }
-                "proxyUIDOffset" => {
-                    let v = text(key, value)?;
-                    self.proxy_uid_offset = v
-                        .parse::<u32>()
-                        .map_err(|_| {
-                            bad(
-                                key,
-                                format!("{v:?} is not a whole number from 0 to 4294967295"),
-                            )
-                        })?
-                        .into();
-                }
+                "cniKubeconfig" => self.cni_kubeconfig = Some(absolute_path(key, value)?),
+                "cniVersion" => self.cni_version = cni_version(key, value)?,
+                "uidRangeAnnotation" => self.uid_range_annotation = annotation_key(key, value)?,
+                "proxyUIDOffset" => self.proxy_uid_offset = proxy_uid_offset(key, value)?,
                 "namespaces" => {
                     let parsed = structured(key, value, from_config_map)?;
                     self.namespaces = namespaces(key, &parsed)?;
@@ -162,30 +106,8 @@ impl Settings {
                     self.workload_kinds = workload_kinds(key, &parsed)?;
                 }
                 "defaultNamespace" => self.default_namespace = Some(label(key, value)?),
-                "configRollout" => {
-                    let v = text(key, value)?;
-                    self.config_rollout = ConfigRollout::parse(&v).ok_or_else(|| {
-                        bad(
-                            key,
-                            format!(
-                                "{v:?} is not a rollout mode; valid: {}",
-                                ConfigRollout::VALUES.join(", ")
-                            ),
-                        )
-                    })?;
-                }
-                "nadSyncWave" => {
-                    let v = text(key, value)?;
-                    if v.trim().parse::<i32>().is_err() || v.trim() != v {
-                        return Err(bad(
-                            key,
-                            format!(
-                                "{v:?} is not a whole number, as Argo CD's sync waves are (\"-1\" applies the NADs before wave 0)"
-                            ),
-                        ));
-                    }
-                    self.nad_sync_wave = Some(v);
-                }
+                "configRollout" => self.config_rollout = config_rollout(key, value)?,
+                "nadSyncWave" => self.nad_sync_wave = Some(sync_wave(key, value)?),
                 _ => {
                     return Err(SettingsError::UnknownKey {
                         key: key.to_string(),
@@ -196,6 +118,73 @@ impl Settings {
         }
         Ok(())
     }
+}
+
+fn absolute_path(key: &str, value: &Node) -> Result<String, SettingsError> {
+    let path = text(key, value)?;
+    if !path.starts_with('/') {
+        return Err(bad(key, format!("{path:?} is not an absolute path")));
+    }
+    Ok(path)
+}
+
+fn cni_version(key: &str, value: &Node) -> Result<String, SettingsError> {
+    let v = text(key, value)?;
+    if !CNI_VERSIONS.contains(&v.as_str()) {
+        return Err(bad(
+            key,
+            format!(
+                "{v:?} is not a CNI spec version; valid: {}",
+                CNI_VERSIONS.join(", ")
+            ),
+        ));
+    }
+    Ok(v)
+}
+
+fn annotation_key(key: &str, value: &Node) -> Result<String, SettingsError> {
+    let v = text(key, value)?;
+    if !is_qualified_name(&v) {
+        return Err(bad(key, format!("{v:?} is not a valid annotation key")));
+    }
+    Ok(v)
+}
+
+fn proxy_uid_offset(key: &str, value: &Node) -> Result<u64, SettingsError> {
+    let v = text(key, value)?;
+    let offset = v.parse::<u32>().map_err(|_| {
+        bad(
+            key,
+            format!("{v:?} is not a whole number from 0 to 4294967295"),
+        )
+    })?;
+    Ok(offset.into())
+}
+
+fn config_rollout(key: &str, value: &Node) -> Result<ConfigRollout, SettingsError> {
+    let v = text(key, value)?;
+    ConfigRollout::parse(&v).ok_or_else(|| {
+        bad(
+            key,
+            format!(
+                "{v:?} is not a rollout mode; valid: {}",
+                ConfigRollout::VALUES.join(", ")
+            ),
+        )
+    })
+}
+
+fn sync_wave(key: &str, value: &Node) -> Result<String, SettingsError> {
+    let v = text(key, value)?;
+    if v.trim().parse::<i32>().is_err() || v.trim() != v {
+        return Err(bad(
+            key,
+            format!(
+                "{v:?} is not a whole number, as Argo CD's sync waves are (\"-1\" applies the NADs before wave 0)"
+            ),
+        ));
+    }
+    Ok(v)
 }
 
 fn namespaces(
@@ -210,18 +199,9 @@ fn namespaces(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::yaml::parse_document;
 
     fn read(src: &str) -> Result<Settings, SettingsError> {
-        Settings::from_function_config(Some(&parse_document(src).unwrap()))
-    }
-
-    #[test]
-    fn defaults_without_config() {
-        assert_eq!(
-            Settings::from_function_config(None).unwrap(),
-            Settings::default()
-        );
+        crate::krm::function_config::read(src)
     }
 
     #[test]
@@ -352,10 +332,14 @@ mod tests {
             let err = cm(data).unwrap_err().to_string();
             assert!(err.starts_with(want), "{data}: {err}");
         }
+    }
+
+    #[test]
+    fn the_object_is_a_linkerd_multus_or_a_config_map() {
         let err = read("apiVersion: v1\nkind: Secret\nmetadata: {name: s}\n").unwrap_err();
         assert_eq!(
             err.to_string(),
-            "functionConfig must be a LinkerdMultus, NetworkResources or Validation (multus.linkerd.io/v1alpha1) or a ConfigMap, not Secret (v1)"
+            "functionConfig must be a LinkerdMultus (multus.linkerd.io/v1alpha1) or a ConfigMap, not Secret (v1)"
         );
         let err = read("apiVersion: multus.linkerd.io/v1alpha1\nkind: LinkerdMultus\nnadName: x\n")
             .unwrap_err();

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use crate::k8s::names::is_qualified_name;
 use crate::k8s::workload::WorkloadKind;
 use crate::krm::function_config::{
-    SettingsError, annotation_sets, bad, boolean, label, settings_section, structured, text,
+    SettingsError, SettingsKind, annotation_sets, bad, boolean, label, structured, text,
     workload_kinds,
 };
 use crate::multus::networks::{NETWORKS_ANNOTATION, Networks};
@@ -74,10 +74,11 @@ impl Default for Settings {
     }
 }
 
-impl Settings {
-    /// Applies the settings of a `spec` (typed object) or `data` (ConfigMap,
-    /// where structured values are YAML text and booleans are `"true"`).
-    pub fn apply(&mut self, spec: &Map, from_config_map: bool) -> Result<(), SettingsError> {
+impl SettingsKind for Settings {
+    const KIND: &'static str = KIND;
+    const KEYS: &'static [&'static str] = KEYS;
+
+    fn apply(&mut self, spec: &Map, from_config_map: bool) -> Result<(), SettingsError> {
         for (key, value) in &spec.entries {
             let key = key.as_str().unwrap_or_default();
             match key {
@@ -172,18 +173,6 @@ fn injections(
     Ok(sets)
 }
 
-/// Reads the settings of the network-resources rules from a
-/// `NetworkResources` object (its `spec`) or a ConfigMap (its `data`, where
-/// structured values are YAML text): what the webhook's
-/// `--network-resources` file holds.
-pub fn read_network_resources(config: &Node) -> Result<Settings, SettingsError> {
-    let mut settings = Settings::default();
-    if let (Some(section), from_config_map) = settings_section(config, KIND)? {
-        settings.apply(section, from_config_map)?;
-    }
-    Ok(settings)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -191,7 +180,7 @@ mod tests {
 
     #[test]
     fn network_resources_in_either_form() {
-        let read = |src: &str| read_network_resources(&parse_document(src).unwrap());
+        let read = crate::krm::function_config::read::<Settings>;
         let typed = read(
             "apiVersion: multus.linkerd.io/v1alpha1\nkind: NetworkResources\nmetadata: {name: x}\nspec:\n  honorResources: true\n  resourceNameKeys: [example.com/resource]\n",
         )

@@ -270,6 +270,7 @@ fn isolation(
 mod tests {
     use super::*;
     use crate::k8s::resource::identify;
+    use crate::krm::function_config::SettingsKind;
     use crate::yaml::parse_stream;
 
     fn results(input: &str, settings: &Settings) -> Vec<String> {

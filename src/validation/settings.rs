@@ -4,12 +4,11 @@
 use crate::k8s::names::is_dns1123_label;
 use crate::k8s::workload::WorkloadKind;
 use crate::krm::function_config::{
-    API_VERSION, SettingsError, bad, boolean, label, settings_section, structured, text,
-    text_settings, workload_kinds,
+    SettingsError, SettingsKind, bad, boolean, label, structured, text, workload_kinds,
 };
 use crate::yaml::{Map, Node};
 
-/// The kind of the typed configuration object (API version [`API_VERSION`]).
+/// The kind of the typed configuration object.
 pub const KIND: &str = "Validation";
 
 /// Every setting of the kind, in the order the docs list them.
@@ -61,10 +60,11 @@ impl Default for Settings {
     }
 }
 
-impl Settings {
-    /// Applies the settings of a `spec` (typed object) or `data` (ConfigMap,
-    /// where structured values are YAML text and booleans are `"true"`).
-    pub fn apply(&mut self, spec: &Map, from_config_map: bool) -> Result<(), SettingsError> {
+impl SettingsKind for Settings {
+    const KIND: &'static str = KIND;
+    const KEYS: &'static [&'static str] = KEYS;
+
+    fn apply(&mut self, spec: &Map, from_config_map: bool) -> Result<(), SettingsError> {
         for (key, value) in &spec.entries {
             let key = key.as_str().unwrap_or_default();
             match key {
@@ -87,35 +87,6 @@ impl Settings {
             }
         }
         Ok(())
-    }
-
-    /// Reads a settings file's object: a `Validation` (settings under `spec`)
-    /// or a ConfigMap (settings under `data`).
-    pub fn from_config(config: &Node) -> Result<Self, SettingsError> {
-        let mut settings = Settings::default();
-        if config.is_null() {
-            return Ok(settings);
-        }
-        let section = settings_section(config, KIND).map_err(|e| match e {
-            // Only this kind (or a ConfigMap) configures validation.
-            SettingsError::WrongKind { kind, api_version } => SettingsError::Shape(format!(
-                "must be a {KIND} ({API_VERSION}) or a ConfigMap, not {kind} ({api_version})"
-            )),
-            e => e,
-        })?;
-        if let (Some(section), from_config_map) = section {
-            settings.apply(section, from_config_map)?;
-        }
-        Ok(settings)
-    }
-
-    /// Overrides settings with text values, as flags give them (and as a
-    /// ConfigMap's `data` holds them).
-    pub fn override_with<'a>(
-        &mut self,
-        values: impl IntoIterator<Item = (&'a str, &'a str)>,
-    ) -> Result<(), SettingsError> {
-        self.apply(&text_settings(values), true)
     }
 }
 
@@ -150,23 +121,16 @@ fn global_namespaces(key: &str, value: &Node) -> Result<Vec<String>, SettingsErr
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::yaml::parse_document;
+
+    fn read(src: &str) -> Result<Settings, SettingsError> {
+        crate::krm::function_config::read(src)
+    }
 
     #[test]
     fn settings_forms_and_errors() {
-        let typed = Settings::from_config(
-            &parse_document(
-                "apiVersion: multus.linkerd.io/v1alpha1\nkind: Validation\nmetadata: {name: v}\nspec:\n  namespaceIsolation: true\n  globalNamespaces: [default, shared]\n  defaultNamespace: demo\n",
-            )
-            .unwrap(),
-        )
+        let typed = read("apiVersion: multus.linkerd.io/v1alpha1\nkind: Validation\nmetadata: {name: v}\nspec:\n  namespaceIsolation: true\n  globalNamespaces: [default, shared]\n  defaultNamespace: demo\n")
         .unwrap();
-        let cm = Settings::from_config(
-            &parse_document(
-                "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: v}\ndata:\n  namespaceIsolation: \"true\"\n  globalNamespaces: default, shared\n  defaultNamespace: demo\n",
-            )
-            .unwrap(),
-        )
+        let cm = read("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: v}\ndata:\n  namespaceIsolation: \"true\"\n  globalNamespaces: default, shared\n  defaultNamespace: demo\n")
         .unwrap();
         assert_eq!(typed, cm);
         assert!(typed.namespace_isolation);
@@ -182,12 +146,9 @@ mod tests {
         assert_eq!(flags, typed);
 
         let spec = |body: &str| {
-            Settings::from_config(
-                &parse_document(&format!(
-                    "apiVersion: multus.linkerd.io/v1alpha1\nkind: Validation\nspec:\n  {body}\n"
-                ))
-                .unwrap(),
-            )
+            read(&format!(
+                "apiVersion: multus.linkerd.io/v1alpha1\nkind: Validation\nspec:\n  {body}\n"
+            ))
             .unwrap_err()
             .to_string()
         };
@@ -215,8 +176,7 @@ mod tests {
         ] {
             assert_eq!(spec(body), want, "{body}");
         }
-        let err = Settings::from_config(&parse_document("apiVersion: v1\nkind: Secret\n").unwrap())
-            .unwrap_err();
+        let err = read("apiVersion: v1\nkind: Secret\n").unwrap_err();
         assert_eq!(
             err.to_string(),
             "functionConfig must be a Validation (multus.linkerd.io/v1alpha1) or a ConfigMap, not Secret (v1)"

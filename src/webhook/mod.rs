@@ -28,9 +28,9 @@ use anyhow::{Context, anyhow};
 
 use crate::admission::{MissingNad, OnError};
 use crate::controller;
-use crate::environment;
 use crate::linkerd_cni::settings::Settings;
 use crate::network_resources;
+use crate::pipeline::environment;
 use cache::WatchCache;
 use handler::Admission;
 use live::LiveReader;

@@ -1,8 +1,10 @@
-//! Settings a host passes in environment variables: `LINKERD_MULTUS_*` for
-//! every host, and what Argo CD gives a config-management plugin (the
-//! application's `env`, prefixed `ARGOCD_ENV_`, and its `parameters`).
+//! Settings given as text, each a [`Value`] that names where it came from:
+//! environment variables (`LINKERD_MULTUS_*` for every host, and what Argo CD
+//! gives a config-management plugin: the application's `env`, prefixed
+//! `ARGOCD_ENV_`, and its `parameters`) and command-line flags. They are the
+//! `LinkerdMultus` settings' keys.
 
-use crate::linkerd_cni::settings::{KEYS, Settings};
+use crate::linkerd_cni::settings::KEYS;
 
 /// Prefix of the environment variable of each setting.
 pub const PREFIX: &str = "LINKERD_MULTUS_";
@@ -27,6 +29,17 @@ pub struct Value {
     pub source: String,
 }
 
+impl Value {
+    /// A setting given as the command-line flag `--name`.
+    pub fn flag(name: &str, key: &'static str, value: String) -> Self {
+        Value {
+            key,
+            value,
+            source: format!("--{name}"),
+        }
+    }
+}
+
 /// A variable that does not make sense.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{variable}: {problem}")]
@@ -35,6 +48,40 @@ pub struct EnvError {
     pub variable: String,
     /// What is wrong.
     pub problem: String,
+}
+
+/// The environment a front reads settings from.
+#[derive(Clone, Copy)]
+pub struct Environment<'a> {
+    /// Reads a variable.
+    pub read: &'a dyn Fn(&str) -> Option<String>,
+    /// Whether Argo CD's plugin `env` and `parameters` count too.
+    pub argocd: bool,
+    /// Variables naming the namespace the host puts resources without one in
+    /// (Argo CD's `ARGOCD_APP_NAMESPACE`): the `defaultNamespace` when no
+    /// setting gives one.
+    pub namespace_variables: &'static [&'static str],
+}
+
+impl Environment<'_> {
+    /// The settings the variables give, lowest precedence first:
+    /// `LINKERD_MULTUS_*`, then Argo CD's plugin `env` and its parameters.
+    pub fn values(&self) -> Result<Vec<Value>, EnvError> {
+        let mut values = prefixed(self.read, PREFIX);
+        if self.argocd {
+            values.extend(prefixed(self.read, &format!("{ARGOCD_ENV_PREFIX}{PREFIX}")));
+            values.extend(argocd_parameters(self.read)?);
+        }
+        Ok(values)
+    }
+
+    /// The first of [`Environment::namespace_variables`] that is set and not
+    /// empty, and its value.
+    pub fn namespace(&self) -> Option<(&'static str, String)> {
+        self.namespace_variables
+            .iter()
+            .find_map(|&v| (self.read)(v).filter(|n| !n.is_empty()).map(|n| (v, n)))
+    }
 }
 
 /// The environment variable of a setting: `proxyUIDOffset` is `PROXY_UID_OFFSET`.
@@ -150,27 +197,12 @@ pub fn flag_name(key: &str) -> String {
     variable(key).to_ascii_lowercase().replace('_', "-")
 }
 
-/// Settings given as command-line flags, by settings key.
-pub fn flags(flags: &[(&'static str, String)]) -> Vec<Value> {
+/// Settings given as command-line flags named after their keys.
+pub fn flags(flags: Vec<(&'static str, String)>) -> Vec<Value> {
     flags
-        .iter()
-        .map(|(key, value)| Value {
-            key,
-            value: value.clone(),
-            source: format!("--{}", flag_name(key)),
-        })
+        .into_iter()
+        .map(|(key, value)| Value::flag(&flag_name(key), key, value))
         .collect()
-}
-
-/// Applies the values in order on top of `settings`; the error names the
-/// source of the first bad value.
-pub fn apply(settings: &mut Settings, values: &[Value]) -> Result<(), String> {
-    for value in values {
-        settings
-            .override_with([(value.key, value.value.as_str())])
-            .map_err(|e| format!("{}: {e}", value.source))?;
-    }
-    Ok(())
 }
 
 /// Settings from an Argo CD Application's parameters: `ARGOCD_APP_PARAMETERS`

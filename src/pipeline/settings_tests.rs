@@ -1,0 +1,240 @@
+use std::collections::HashMap;
+
+use super::*;
+use crate::yaml::parse_document;
+
+const LM: &str =
+    "apiVersion: multus.linkerd.io/v1alpha1\nkind: LinkerdMultus\nspec: {nadName: from-object}\n";
+const NR: &str = "apiVersion: multus.linkerd.io/v1alpha1\nkind: NetworkResources\n";
+const VALIDATION: &str = "apiVersion: multus.linkerd.io/v1alpha1\nkind: Validation\n";
+const CONFIG_MAP: &str = "apiVersion: v1\nkind: ConfigMap\ndata: {}\n";
+const SECRET: &str = "apiVersion: v1\nkind: Secret\n";
+
+/// What the functionConfig `src` resolves to for a front that takes `takes`:
+/// the rule set's kind, or the error.
+fn dispatch(takes: Takes, src: &str) -> String {
+    let node = parse_document(src).unwrap();
+    let mut sources = Sources::new(takes);
+    sources.given = Given::FunctionConfig(&node);
+    match resolve(sources) {
+        Ok(FunctionConfig::LinkerdMultus(_)) => "LinkerdMultus".into(),
+        Ok(FunctionConfig::NetworkResources(_)) => "NetworkResources".into(),
+        Ok(FunctionConfig::Validation(_)) => "Validation".into(),
+        Err(e) => format!("error: {e}"),
+    }
+}
+
+#[test]
+fn the_kind_names_the_rules_a_front_takes() {
+    let all = "LinkerdMultus, NetworkResources or Validation (multus.linkerd.io/v1alpha1)";
+    let cases = [
+        (Takes::Any, LM, "LinkerdMultus".to_string()),
+        (Takes::Any, NR, "NetworkResources".into()),
+        (Takes::Any, VALIDATION, "Validation".into()),
+        (Takes::Any, CONFIG_MAP, "LinkerdMultus".into()),
+        (Takes::Any, "null", "LinkerdMultus".into()),
+        (
+            Takes::Any,
+            SECRET,
+            format!("error: functionConfig must be a {all} or a ConfigMap, not Secret (v1)"),
+        ),
+        (
+            Takes::Any,
+            "[]",
+            "error: functionConfig is a sequence, not a mapping".into(),
+        ),
+        (Takes::Validation, VALIDATION, "Validation".into()),
+        (Takes::Validation, CONFIG_MAP, "Validation".into()),
+        (Takes::Validation, "null", "Validation".into()),
+        (
+            Takes::Validation,
+            LM,
+            "error: functionConfig must be a Validation (multus.linkerd.io/v1alpha1) or a ConfigMap, not LinkerdMultus (multus.linkerd.io/v1alpha1)".into(),
+        ),
+        (Takes::LinkerdMultus, CONFIG_MAP, "LinkerdMultus".into()),
+        (
+            Takes::LinkerdMultus,
+            VALIDATION,
+            format!(
+                "error: functionConfig must be a {all} or a ConfigMap, not Validation (multus.linkerd.io/v1alpha1)"
+            ),
+        ),
+        (Takes::NetworkResources, NR, "NetworkResources".into()),
+        (Takes::NetworkResources, CONFIG_MAP, "NetworkResources".into()),
+        (
+            Takes::NetworkResources,
+            "null",
+            "error: functionConfig is null, not a mapping".into(),
+        ),
+        (
+            Takes::NetworkResources,
+            SECRET,
+            format!("error: functionConfig must be a {all} or a ConfigMap, not Secret (v1)"),
+        ),
+    ];
+    for (takes, src, want) in cases {
+        assert_eq!(dispatch(takes, src), want, "{takes:?} {src}");
+    }
+    let err = resolve(Sources::new(Takes::Rendering)).unwrap();
+    assert_eq!(err, FunctionConfig::LinkerdMultus(Default::default()));
+}
+
+#[test]
+fn one_object_at_most() {
+    let (lm, other) = (parse_document(LM).unwrap(), parse_document(LM).unwrap());
+    let found = vec![(&lm, "a.yaml".to_string()), (&other, "b.yaml".to_string())];
+    let mut sources = Sources::new(Takes::Rendering);
+    sources.found = found.clone();
+    let err = resolve(sources).unwrap_err().to_string();
+    assert_eq!(
+        err,
+        "settings are given twice: a LinkerdMultus in a.yaml and another in b.yaml; keep one"
+    );
+    let mut sources = Sources::new(Takes::Validation);
+    sources.found = found[..1].to_vec();
+    sources.given = Given::File {
+        source: "--config",
+        path: Path::new("v.yaml"),
+    };
+    let err = resolve(sources).unwrap_err().to_string();
+    assert_eq!(
+        err,
+        "settings are given twice: --config v.yaml and the Validation in a.yaml; keep one"
+    );
+    let mut sources = Sources::new(Takes::Rendering);
+    sources.found = found[..1].to_vec();
+    let Ok(FunctionConfig::LinkerdMultus(settings)) = resolve(sources) else {
+        panic!("the object is read");
+    };
+    assert_eq!(settings.nad_name, "from-object");
+}
+
+#[test]
+fn files_name_themselves_and_where_their_kind_goes() {
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, text: &str| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        path
+    };
+    let (lm, nr, val, bad) = (
+        write("lm.yaml", LM),
+        write("nr.yaml", NR),
+        write("v.yaml", VALIDATION),
+        write("bad.yaml", "a: ["),
+    );
+    let missing = dir.path().join("missing.yaml");
+    let file = |takes, source, path: &Path| {
+        let mut sources = Sources::new(takes);
+        sources.given = Given::File { source, path };
+        resolve(sources).map(|_| ()).unwrap_err().to_string()
+    };
+    let shown = |path: &Path| path.display().to_string();
+    let cases = [
+        (
+            file(Takes::LinkerdMultus, "--config", &nr),
+            format!(
+                "--config {nr}: is a NetworkResources: the webhook takes it as --network-resources {nr} (--config holds the LinkerdMultus settings)",
+                nr = shown(&nr)
+            ),
+        ),
+        (
+            file(Takes::NetworkResources, "--network-resources", &lm),
+            format!(
+                "--network-resources {}: is a LinkerdMultus: give it as --config; --network-resources takes a NetworkResources (multus.linkerd.io/v1alpha1) or a ConfigMap",
+                shown(&lm)
+            ),
+        ),
+        (
+            file(Takes::Rendering, "--config", &val),
+            format!(
+                "--config {} is a Validation: it configures linkerd-multus validate, which checks files without rendering them",
+                shown(&val)
+            ),
+        ),
+        (
+            file(Takes::Rendering, "--config", &bad),
+            format!("--config {}: not valid YAML: ", shown(&bad)),
+        ),
+        (
+            file(Takes::Validation, "--config", &missing),
+            format!("--config {}: No such file", shown(&missing)),
+        ),
+    ];
+    for (got, want) in cases {
+        assert!(got.starts_with(&want), "{got}\nwant {want}");
+    }
+}
+
+fn env(vars: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+    let map: HashMap<String, String> = vars
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    move |name| map.get(name).cloned()
+}
+
+#[test]
+fn the_environment_then_flags_then_the_namespace_variable() {
+    let read = env(&[
+        ("LINKERD_MULTUS_NAD_NAME", "plain"),
+        ("LINKERD_MULTUS_CNI_NAMESPACE", "plain"),
+        ("ARGOCD_ENV_LINKERD_MULTUS_NAD_NAME", "argo"),
+        ("PARAM_LINKERDNAMESPACE", "param"),
+        ("ARGOCD_APP_NAMESPACE", "destination"),
+    ]);
+    let resolved = |argocd, flags: Vec<Value>, node: Option<&Node>| {
+        let mut sources = Sources::new(Takes::Rendering);
+        sources.environment = Some(Environment {
+            read: &read,
+            argocd,
+            namespace_variables: &["ARGOCD_APP_NAMESPACE"],
+        });
+        sources.flags = flags;
+        if let Some(node) = node {
+            sources.found = vec![(node, "nr.yaml".to_string())];
+        }
+        resolve(sources)
+    };
+    let Ok(FunctionConfig::LinkerdMultus(settings)) = resolved(true, Vec::new(), None) else {
+        panic!("resolves");
+    };
+    assert_eq!(
+        (
+            &*settings.nad_name,
+            &*settings.cni_namespace,
+            &*settings.linkerd_namespace,
+            settings.default_namespace.as_deref()
+        ),
+        ("argo", "plain", "param", Some("destination"))
+    );
+    let flags = vec![
+        Value::flag("nad-name", "nadName", "flag".into()),
+        Value::flag("default-namespace", "defaultNamespace", "apps".into()),
+    ];
+    let Ok(FunctionConfig::LinkerdMultus(settings)) = resolved(false, flags, None) else {
+        panic!("resolves");
+    };
+    assert_eq!(
+        (&*settings.nad_name, settings.default_namespace.as_deref()),
+        ("flag", Some("apps"))
+    );
+    let bad = vec![Value::flag("nad-name", "nadName", "Bad_".into())];
+    let err = resolved(false, bad, None).unwrap_err().to_string();
+    assert!(
+        err.starts_with("--nad-name: setting nadName: \"Bad_\""),
+        "{err}"
+    );
+    // The network-resources rules read no variable, and refuse the flags.
+    let nr = parse_document(NR).unwrap();
+    assert!(matches!(
+        resolved(true, Vec::new(), Some(&nr)),
+        Ok(FunctionConfig::NetworkResources(_))
+    ));
+    let flags = vec![Value::flag("nad-name", "nadName", "x".into())];
+    let err = resolved(true, flags, Some(&nr)).unwrap_err().to_string();
+    assert_eq!(
+        err,
+        "--nad-name is a LinkerdMultus setting, but nr.yaml is a NetworkResources: settings of the network-resources rules go in it"
+    );
+}
