@@ -27,7 +27,7 @@ pub use review::{
 };
 
 /// What to answer for a pod the webhook cannot act on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum OnError {
     /// Admit it unchanged, with a warning.
     #[default]
@@ -46,7 +46,7 @@ pub struct NetworkResources<'a> {
 
 /// What to do with a pod the rules attach in a namespace that has no
 /// Linkerd-CNI NAD (Multus could not start it until the NAD exists).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum MissingNad {
     /// Deny it, naming the namespace, the NAD and the ways out.
     Deny,

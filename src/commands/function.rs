@@ -1,38 +1,22 @@
 //! The KRM function: a ResourceList in, a ResourceList out. What the binary
 //! is with no subcommand, under kpt, kustomize and the container image.
 
+pub use crate::commands::outcome::Outcome;
+
+use crate::commands::outcome::Error;
 use crate::k8s::resource::resource_ref;
 use crate::krm::resource_list::ResourceList;
 use crate::krm::results::{FnResult, Severity};
 use crate::pipeline::{self, settings};
 
-/// What the process prints and how it exits.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Outcome {
-    /// The ResourceList to print, empty when the input was unusable.
-    pub stdout: String,
-    /// Messages for people; the first line says what is wrong.
-    pub stderr: String,
-    /// 1 exactly when there is an error.
-    pub code: i32,
-}
-
-impl Outcome {
-    fn failed(message: String) -> Self {
-        Outcome {
-            stdout: String::new(),
-            stderr: format!("error: {message}\n"),
-            code: 1,
-        }
-    }
-}
-
-/// Runs the function on the text of a ResourceList.
+/// Runs the function on the text of a ResourceList: its results in the
+/// ResourceList printed, exit 1 exactly when there is an error.
 pub fn run(input: &str) -> Outcome {
-    let mut list = match ResourceList::parse(input) {
-        Ok(list) => list,
-        Err(e) => return Outcome::failed(e.to_string()),
-    };
+    run_inner(input).unwrap_or_else(|e| Outcome::failed(&e, false))
+}
+
+fn run_inner(input: &str) -> Result<Outcome, Error> {
+    let mut list = ResourceList::parse(input)?;
     let mut sources = settings::Sources::new(settings::Takes::Any);
     if let Some(config) = &list.function_config {
         sources.given = settings::Given::FunctionConfig(config);
@@ -52,10 +36,7 @@ pub fn run(input: &str) -> Outcome {
                 error,
             ]
         }
-        Ok(config) => match pipeline::render(&mut list.items, &config) {
-            Ok(results) => results,
-            Err(e) => return Outcome::failed(format!("the input is malformed: {e}")),
-        },
+        Ok(config) => pipeline::render(&mut list.items, &config)?,
     };
     let errors: Vec<_> = results
         .iter()
@@ -67,9 +48,9 @@ pub fn run(input: &str) -> Outcome {
         [first, rest @ ..] => format!("{first}\n({} more errors in the results)\n", rest.len()),
     };
     let code = i32::from(!errors.is_empty());
-    Outcome {
+    Ok(Outcome {
         stdout: list.to_yaml(results),
         stderr,
         code,
-    }
+    })
 }

@@ -9,6 +9,7 @@ pub mod diff;
 pub mod flags;
 pub mod function;
 pub mod manifests;
+pub mod outcome;
 pub mod render;
 pub mod validate;
 #[cfg(feature = "webhook")]
@@ -17,10 +18,9 @@ pub mod webhook;
 use std::io::{Read, Write};
 use std::process::ExitCode;
 
-use anyhow::Context;
 use clap::{Parser, Subcommand};
 
-use function::Outcome;
+use outcome::{Error, Outcome};
 
 /// Attaches Linkerd-CNI to workloads through Multus, at render time.
 ///
@@ -62,12 +62,10 @@ enum Command {
 /// gives and exits with its code.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
-    match run(cli.command) {
+    let outcome = run(cli.command).unwrap_or_else(|e| Outcome::failed(&e, false));
+    match print(&outcome) {
         Ok(code) => code,
-        Err(e) => {
-            eprintln!("error: {e:#}");
-            ExitCode::from(1)
-        }
+        Err(e) => print(&Outcome::failed(&e, false)).unwrap_or(ExitCode::FAILURE),
     }
 }
 
@@ -77,7 +75,7 @@ fn read_stdin() -> std::io::Result<String> {
     Ok(input)
 }
 
-fn run(command: Option<Command>) -> anyhow::Result<ExitCode> {
+fn run(command: Option<Command>) -> Result<Outcome, Error> {
     let env = |name: &str| std::env::var(name).ok();
     // The renderer's commands read LINKERD_MULTUS_*; the webhook logs its own warnings.
     if matches!(
@@ -90,7 +88,7 @@ fn run(command: Option<Command>) -> anyhow::Result<ExitCode> {
     }
     let outcome = match command {
         None => {
-            let input = read_stdin().context("reading the ResourceList from stdin")?;
+            let input = read_stdin().map_err(Error::Stdin)?;
             function::run(&input)
         }
         Some(Command::Render(args)) => args.run(&env, read_stdin),
@@ -100,17 +98,22 @@ fn run(command: Option<Command>) -> anyhow::Result<ExitCode> {
         #[cfg(feature = "webhook")]
         Some(Command::Webhook(args)) => {
             args.run(&env)?;
-            return Ok(ExitCode::SUCCESS);
+            Outcome {
+                stdout: String::new(),
+                stderr: String::new(),
+                code: 0,
+            }
         }
     };
-    print(&outcome)
+    Ok(outcome)
 }
 
-fn print(outcome: &Outcome) -> anyhow::Result<ExitCode> {
+/// Prints the outcome; its exit code.
+fn print(outcome: &Outcome) -> Result<ExitCode, Error> {
     std::io::stdout()
         .lock()
         .write_all(outcome.stdout.as_bytes())
-        .context("writing to stdout")?;
+        .map_err(Error::Stdout)?;
     std::io::stderr().write_all(outcome.stderr.as_bytes()).ok();
     Ok(ExitCode::from(u8::try_from(outcome.code).unwrap_or(1)))
 }

@@ -10,8 +10,8 @@ use clap::Args;
 
 use crate::commands::diff;
 use crate::commands::flags::{NadSettings, PodSettings, given};
-use crate::commands::function::Outcome;
 use crate::commands::manifests::{self, Input, Manifests, STDIN};
+use crate::commands::outcome::{Error, Outcome};
 use crate::k8s::resource::{self, FileRef};
 use crate::k8s::workload::WorkloadKinds;
 use crate::krm::results::{FnResult, Severity, plural};
@@ -219,71 +219,36 @@ pub struct Options {
     pub namespace_hint: Option<&'static str>,
 }
 
-/// A failure before rendering: printed as one line, exit non-zero, no output.
-struct Failure(String);
-
-impl<E: std::fmt::Display> From<E> for Failure {
-    fn from(e: E) -> Self {
-        Failure(e.to_string())
-    }
-}
-
 /// Renders the inputs; `env` reads environment variables, `stdin` the text of `-`.
 pub fn run(
     options: &Options,
     env: &dyn Fn(&str) -> Option<String>,
     stdin: impl FnMut() -> io::Result<String>,
 ) -> Outcome {
-    let error_code = if options.mode == Mode::Check { 2 } else { 1 };
-    match run_inner(options, env, stdin) {
-        Ok(outcome) => outcome,
-        Err(Failure(message)) => Outcome {
-            stdout: String::new(),
-            stderr: format!("error: {message}\n"),
-            code: error_code,
-        },
-    }
+    run_inner(options, env, stdin)
+        .unwrap_or_else(|e| Outcome::failed(&e, options.mode == Mode::Check))
 }
 
 fn run_inner(
     options: &Options,
     env: &dyn Fn(&str) -> Option<String>,
     stdin: impl FnMut() -> io::Result<String>,
-) -> Result<Outcome, Failure> {
+) -> Result<Outcome, Error> {
     if options.context.contains(&Input::Stdin) {
-        return Err(Failure(
-            "--context reads files and directories, not stdin".into(),
-        ));
+        return Err(Error::ContextFromStdin);
     }
     let mut manifests = Manifests::read(&options.inputs, options.mode != Mode::Stream, stdin)?;
-    let context =
-        Manifests::read(&options.context, false, || unreachable!("checked above"))?.without_root();
-    let mut context_origins = BTreeSet::new();
-    for item in &context.items {
-        if let Some(origin) = manifests::origin(item) {
-            if manifests.files.contains_key(&origin.0) {
-                return Err(Failure(format!(
-                    "{} is given both as an input and as --context",
-                    origin.0
-                )));
-            }
-            context_origins.insert(origin);
-        }
-    }
+    let (context, context_origins) = read_context(options, &manifests)?;
     let set_aside = take_settings_objects(&mut manifests.items);
     let config = settings(options, env, &set_aside, &manifests)?;
     if manifests.items.is_empty() && !options.allow_empty {
         let inputs: Vec<String> = options.inputs.iter().map(ToString::to_string).collect();
-        return Err(Failure(format!(
-            "no Kubernetes objects in {}; an empty output makes Argo CD prune every resource of the application (pass --allow-empty if that is what you want)",
-            inputs.join(", ")
-        )));
+        return Err(Error::NoObjects(inputs.join(", ")));
     }
 
     let mut items = std::mem::take(&mut manifests.items);
     items.extend(context.items);
-    let results = pipeline::render(&mut items, &config)
-        .map_err(|e| Failure(format!("the input is malformed: {e}")))?;
+    let results = pipeline::render(&mut items, &config)?;
     // Generated NADs get new files, so a resource from a context file is
     // exactly one whose file and position are a context file's.
     let is_context =
@@ -343,6 +308,26 @@ fn run_inner(
     }
 }
 
+/// The `--context` files, and the file and position of each of their
+/// resources; a file may not be both an input and context.
+fn read_context(
+    options: &Options,
+    manifests: &Manifests,
+) -> Result<(Manifests, BTreeSet<(String, usize)>), Error> {
+    let context =
+        Manifests::read(&options.context, false, || unreachable!("checked above"))?.without_root();
+    let mut origins = BTreeSet::new();
+    for item in &context.items {
+        if let Some(origin) = manifests::origin(item) {
+            if manifests.files.contains_key(&origin.0) {
+                return Err(Error::InputAndContext(origin.0));
+            }
+            origins.insert(origin);
+        }
+    }
+    Ok((context, origins))
+}
+
 /// The warning that workloads have no namespace and none is set, with
 /// [`Options::namespace_hint`]; `None` without a hint or such workloads.
 fn namespace_warning(
@@ -392,7 +377,7 @@ fn settings(
     env: &dyn Fn(&str) -> Option<String>,
     objects: &[Node],
     manifests: &Manifests,
-) -> Result<FunctionConfig, Failure> {
+) -> Result<FunctionConfig, settings::Error> {
     let where_is = |item: &Node| {
         resource::file_ref(item)
             .map_or_else(|| "the input".to_string(), |f| show_file(&f, manifests))
@@ -411,7 +396,7 @@ fn settings(
         namespace_variables: options.namespace_variables,
     });
     sources.flags = environment::flags(options.flags.clone());
-    Ok(settings::resolve(sources)?)
+    settings::resolve(sources)
 }
 
 /// Each file before and after rendering, by the path to show.

@@ -6,8 +6,8 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use crate::commands::function::Outcome;
 use crate::commands::manifests::{Input, Manifests};
+use crate::commands::outcome::{Error, Outcome};
 use crate::k8s::resource::{self, identify};
 use crate::krm::results::{FnResult, Severity};
 use crate::pipeline::FunctionConfig;
@@ -94,30 +94,28 @@ pub struct Options {
 /// Validates the inputs; `stdin` supplies the text of `-`. Exits 1 when
 /// there is an error, or when the inputs or settings cannot be read.
 pub fn run(options: &Options, stdin: impl FnMut() -> io::Result<String>) -> Outcome {
-    run_inner(options, stdin).unwrap_or_else(|message| Outcome {
-        stdout: String::new(),
-        stderr: format!("error: {message}\n"),
-        code: 1,
-    })
+    run_inner(options, stdin).unwrap_or_else(|e| Outcome::failed(&e, false))
 }
 
 fn run_inner(
     options: &Options,
     stdin: impl FnMut() -> io::Result<String>,
-) -> Result<Outcome, String> {
-    let manifests = Manifests::read(&options.inputs, false, stdin).map_err(|e| e.to_string())?;
+) -> Result<Outcome, Error> {
+    let manifests = Manifests::read(&options.inputs, false, stdin)?;
     let settings = settings(options, &manifests)?;
-    let refs = identify(&manifests.items).map_err(|e| format!("the input is malformed: {e}"))?;
-    let results = validation::package::validate(&manifests.items, &refs, &settings);
+    let refs = identify(&manifests.items)?;
+    let report = validation::package::validate(&manifests.items, &refs, &settings);
     let mut stdout = String::new();
-    let (summary, problems) = results.split_first().expect("a summary comes first");
-    for result in problems {
+    for result in &report.problems {
         stdout.push_str(&line(result, &manifests));
         stdout.push('\n');
     }
-    stdout.push_str(&summary.message);
+    stdout.push_str(&report.summary.message);
     stdout.push('\n');
-    let errors = problems.iter().any(|r| r.severity == Severity::Error);
+    let errors = report
+        .problems
+        .iter()
+        .any(|r| r.severity == Severity::Error);
     Ok(Outcome {
         stdout,
         stderr: String::new(),
@@ -126,7 +124,7 @@ fn run_inner(
 }
 
 /// The settings: `--config` or a `Validation` among the inputs, then the flags.
-fn settings(options: &Options, manifests: &Manifests) -> Result<Settings, String> {
+fn settings(options: &Options, manifests: &Manifests) -> Result<Settings, settings::Error> {
     let where_is = |item: &Node| {
         resource::file_ref(item).map_or_else(
             || "the input".to_string(),
@@ -145,10 +143,9 @@ fn settings(options: &Options, manifests: &Manifests) -> Result<Settings, String
         .map(|item| (item, where_is(item)))
         .collect();
     sources.flags = options.flags.clone();
-    match settings::resolve(sources) {
-        Ok(FunctionConfig::Validation(settings)) => Ok(settings),
-        Ok(_) => unreachable!("validate takes Validation settings only"),
-        Err(e) => Err(e.to_string()),
+    match settings::resolve(sources)? {
+        FunctionConfig::Validation(settings) => Ok(settings),
+        _ => unreachable!("validate takes Validation settings only"),
     }
 }
 

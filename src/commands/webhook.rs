@@ -2,10 +2,16 @@
 //! webhook (with `--manage-nads`, its NAD controller) run with them.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
 
 use clap::Args;
+use clap::builder::PossibleValue;
 
+use crate::admission::{MissingNad, OnError};
 use crate::commands::flags::{NadSettings, PodSettings};
+use crate::commands::outcome::Error;
+use crate::controller;
 use crate::linkerd_cni;
 use crate::network_resources;
 use crate::pipeline::FunctionConfig;
@@ -18,6 +24,8 @@ use crate::webhook;
 pub struct WebhookArgs {
     #[command(flatten)]
     args: webhook::Args,
+    #[command(flatten)]
+    controller: ControllerArgs,
     /// A file holding the settings: a LinkerdMultus object (or a ConfigMap).
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
@@ -29,12 +37,128 @@ pub struct WebhookArgs {
 
 impl WebhookArgs {
     /// Runs the webhook until SIGTERM or SIGINT; `env` reads environment variables.
-    pub fn run(self, env: &dyn Fn(&str) -> Option<String>) -> anyhow::Result<()> {
+    pub fn run(self, env: &dyn Fn(&str) -> Option<String>) -> Result<(), Error> {
         let mut flags = self.settings.flags();
         flags.extend(self.nad.flags());
         let settings = settings(self.config.as_deref(), flags, env)?;
         let network_resources = network_resources(self.args.network_resources.as_deref(), env)?;
-        webhook::run(self.args, settings, network_resources)
+        let controller = self.controller.options(env, self.args.api_timeout)?;
+        let companion = controller.map(|options| nad_controller(settings.clone(), options));
+        webhook::run(self.args, settings, network_resources, companion).map_err(Error::Webhook)
+    }
+}
+
+/// The NAD controller of `--manage-nads`, run beside the webhook's server.
+fn nad_controller(
+    settings: linkerd_cni::settings::Settings,
+    options: controller::Options,
+) -> webhook::Companion {
+    Box::new(move |client, registry, stop| {
+        let metrics = Arc::new(controller::Metrics::register(registry));
+        Box::pin(controller::run(client, settings, options, metrics, stop))
+    })
+}
+
+/// The NAD controller's flags, on `linkerd-multus webhook`.
+#[derive(Debug, Clone, Args)]
+#[group(id = "nad_controller")]
+pub struct ControllerArgs {
+    /// Also keeps the Linkerd-CNI NAD in every namespace that needs it
+    /// (annotated linkerd.io/multus: enabled, and the control-plane
+    /// namespace), built from the live Linkerd-CNI ConfigMap: the Go
+    /// operator's namespace controller. One replica writes, through a Lease.
+    #[arg(long)]
+    manage_nads: bool,
+    /// The Lease that elects the replica which writes NADs.
+    #[arg(
+        long,
+        value_name = "NAME",
+        default_value = "linkerd-multus-nad-controller"
+    )]
+    lease_name: String,
+    /// Namespace of the Lease [default: $POD_NAMESPACE, the webhook's own].
+    #[arg(long, value_name = "NAMESPACE")]
+    lease_namespace: Option<String>,
+    /// How long the Lease holds without a renewal: the longest a new leader
+    /// waits after the old one died without releasing it. The leader renews
+    /// every 2/15 of it and stops writing when it has not renewed within 2/3
+    /// of it (client-go's 2 s and 10 s of 15 s).
+    #[arg(long, value_name = "DURATION", default_value = "15s", value_parser = humantime::parse_duration)]
+    lease_duration: Duration,
+    /// This replica's name in the Lease [default: $POD_NAME, else the host name].
+    #[arg(long, value_name = "NAME")]
+    identity: Option<String>,
+}
+
+impl ControllerArgs {
+    /// The controller's options; `None` without `--manage-nads`. Errors say
+    /// which flag or variable to set.
+    fn options(
+        &self,
+        env: &dyn Fn(&str) -> Option<String>,
+        api_timeout: Duration,
+    ) -> Result<Option<controller::Options>, Error> {
+        if !self.manage_nads {
+            return Ok(None);
+        }
+        let lease_namespace = self
+            .lease_namespace
+            .clone()
+            .or_else(|| env("POD_NAMESPACE").filter(|n| !n.is_empty()))
+            .ok_or(Error::NoLeaseNamespace)?;
+        let lease_seconds = self.lease_duration.as_secs();
+        if lease_seconds < 3 {
+            let given = humantime::format_duration(self.lease_duration).to_string();
+            return Err(Error::LeaseTooShort(given));
+        }
+        let identity = self
+            .identity
+            .clone()
+            .or_else(|| env("POD_NAME").filter(|n| !n.is_empty()))
+            .or_else(|| env("HOSTNAME").filter(|n| !n.is_empty()))
+            .unwrap_or_else(|| format!("linkerd-multus-{}", std::process::id()));
+        Ok(Some(controller::Options {
+            lease_name: self.lease_name.clone(),
+            lease_namespace,
+            lease_seconds,
+            identity,
+            api_timeout,
+        }))
+    }
+}
+
+/// `--on-error`: the admission policy as the command line names it.
+impl clap::ValueEnum for OnError {
+    fn value_variants<'a>() -> &'a [Self] {
+        &[OnError::Allow, OnError::Deny]
+    }
+
+    fn to_possible_value(&self) -> Option<PossibleValue> {
+        Some(match self {
+            OnError::Allow => {
+                PossibleValue::new("allow").help("Admit it unchanged, with a warning")
+            }
+            OnError::Deny => PossibleValue::new("deny").help("Deny it, saying why"),
+        })
+    }
+}
+
+/// `--missing-nad`: the policy as the command line names it.
+impl clap::ValueEnum for MissingNad {
+    fn value_variants<'a>() -> &'a [Self] {
+        &[MissingNad::Deny, MissingNad::Attach, MissingNad::Ignore]
+    }
+
+    fn to_possible_value(&self) -> Option<PossibleValue> {
+        Some(match self {
+            MissingNad::Deny => PossibleValue::new("deny")
+                .help("Deny it, naming the namespace, the NAD and the ways out"),
+            MissingNad::Attach => PossibleValue::new("attach")
+                .help("Attach it with a warning; kubelet retries its sandbox until the NAD exists"),
+            MissingNad::Ignore => PossibleValue::new("ignore").help(
+                "Do not look: attach it without a warning (and the webhook needs no NAD watch)",
+            ),
+        })
     }
 }
 
@@ -44,7 +168,7 @@ fn settings(
     config: Option<&Path>,
     flags: Vec<(&'static str, String)>,
     env: &dyn Fn(&str) -> Option<String>,
-) -> anyhow::Result<linkerd_cni::settings::Settings> {
+) -> Result<linkerd_cni::settings::Settings, settings::Error> {
     let mut sources = Sources::new(Takes::LinkerdMultus);
     if let Some(path) = config {
         sources.given = Given::File {
@@ -70,7 +194,7 @@ fn settings(
 fn network_resources(
     flag: Option<&Path>,
     env: &dyn Fn(&str) -> Option<String>,
-) -> anyhow::Result<Option<network_resources::settings::Settings>> {
+) -> Result<Option<network_resources::settings::Settings>, settings::Error> {
     let variable = format!("environment variable {NETWORK_RESOURCES_VARIABLE}");
     let (path, source) = match (flag, env(NETWORK_RESOURCES_VARIABLE)) {
         (Some(path), _) => (path.to_path_buf(), "--network-resources"),

@@ -27,7 +27,7 @@ use std::time::Duration;
 
 use futures_util::{StreamExt, future};
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
-use kube::api::{Api, ApiResource, DynamicObject};
+use kube::api::{Api, DynamicObject};
 use kube::core::PartialObjectMeta;
 use kube::runtime::controller::{Config as ControllerConfig, Controller, Error as ControllerError};
 use kube::runtime::reflector::{self, ObjectRef, Store};
@@ -57,38 +57,7 @@ const CONCURRENCY: u16 = 16;
 /// series due, the failures of namespaces gone.
 const HOUSEKEEPING: Duration = Duration::from_secs(1);
 
-/// The NAD controller's flags, on `linkerd-multus webhook`.
-#[derive(Debug, Clone, clap::Args)]
-#[group(id = "nad_controller")]
-pub struct Args {
-    /// Also keeps the Linkerd-CNI NAD in every namespace that needs it
-    /// (annotated linkerd.io/multus: enabled, and the control-plane
-    /// namespace), built from the live Linkerd-CNI ConfigMap: the Go
-    /// operator's namespace controller. One replica writes, through a Lease.
-    #[arg(long)]
-    pub manage_nads: bool,
-    /// The Lease that elects the replica which writes NADs.
-    #[arg(
-        long,
-        value_name = "NAME",
-        default_value = "linkerd-multus-nad-controller"
-    )]
-    pub lease_name: String,
-    /// Namespace of the Lease [default: $POD_NAMESPACE, the webhook's own].
-    #[arg(long, value_name = "NAMESPACE")]
-    pub lease_namespace: Option<String>,
-    /// How long the Lease holds without a renewal: the longest a new leader
-    /// waits after the old one died without releasing it. The leader renews
-    /// every 2/15 of it and stops writing when it has not renewed within 2/3
-    /// of it (client-go's 2 s and 10 s of 15 s).
-    #[arg(long, value_name = "DURATION", default_value = "15s", value_parser = humantime::parse_duration)]
-    pub lease_duration: Duration,
-    /// This replica's name in the Lease [default: $POD_NAME, else the host name].
-    #[arg(long, value_name = "NAME")]
-    pub identity: Option<String>,
-}
-
-/// What [`run`] needs, resolved from [`Args`] and the environment.
+/// What [`run`] needs: the flags of `--manage-nads` and the environment, resolved.
 #[derive(Debug, Clone)]
 pub struct Options {
     /// The Lease's name.
@@ -101,57 +70,6 @@ pub struct Options {
     pub identity: String,
     /// Deadline of each API call other than a watch (`--api-timeout`).
     pub api_timeout: Duration,
-}
-
-impl Args {
-    /// The options of [`run`]; `None` without `--manage-nads`. Errors say
-    /// which flag or variable to set.
-    pub fn options(
-        &self,
-        env: &dyn Fn(&str) -> Option<String>,
-        api_timeout: Duration,
-    ) -> anyhow::Result<Option<Options>> {
-        if !self.manage_nads {
-            return Ok(None);
-        }
-        let lease_namespace = self
-            .lease_namespace
-            .clone()
-            .or_else(|| env("POD_NAMESPACE").filter(|n| !n.is_empty()))
-            .ok_or_else(|| {
-                anyhow::anyhow!(
-                    "--manage-nads needs the Lease's namespace: set --lease-namespace, or POD_NAMESPACE from the downward API (metadata.namespace)"
-                )
-            })?;
-        let lease_seconds = self.lease_duration.as_secs();
-        if lease_seconds < 3 {
-            anyhow::bail!(
-                "--lease-duration {}: must be at least 3s (the leader must renew within two thirds of it, trying every 2/15)",
-                humantime::format_duration(self.lease_duration)
-            );
-        }
-        let identity = self
-            .identity
-            .clone()
-            .or_else(|| env("POD_NAME").filter(|n| !n.is_empty()))
-            .or_else(|| env("HOSTNAME").filter(|n| !n.is_empty()))
-            .unwrap_or_else(|| format!("linkerd-multus-{}", std::process::id()));
-        Ok(Some(Options {
-            lease_name: self.lease_name.clone(),
-            lease_namespace,
-            lease_seconds,
-            identity,
-            api_timeout,
-        }))
-    }
-}
-
-/// The NetworkAttachmentDefinition resource.
-pub fn nad_resource() -> ApiResource {
-    ApiResource::from_gvk_with_plural(
-        &kube::api::GroupVersionKind::gvk(nad::GROUP, "v1", nad::KIND),
-        "network-attachment-definitions",
-    )
 }
 
 /// Runs the controller until `stop` turns true: waits for the Lease, writes
@@ -217,7 +135,7 @@ fn nad_cache(
     Store<DynamicObject>,
     impl futures_util::Stream<Item = Result<DynamicObject, watcher::Error>> + Send + 'static,
 ) {
-    let nad_resource = nad_resource();
+    let nad_resource = nad::api_resource();
     let nads: Api<DynamicObject> = Api::all_with(client.clone(), &nad_resource);
     let writer = reflector::store::Writer::new(nad_resource);
     let store = writer.as_reader();
@@ -293,7 +211,7 @@ async fn reconcile_all(client: Client, shared: &Shared, fence: Fence) {
         settings: shared.settings.clone(),
         client,
         nad_store: nad_store.clone(),
-        nad_resource: nad_resource(),
+        nad_resource: nad::api_resource(),
         config: config_rx.clone(),
         events: shared.events.clone(),
         metrics: shared.metrics.clone(),

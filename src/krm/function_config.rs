@@ -21,7 +21,7 @@ pub enum SettingsError {
         "functionConfig must be a {expected} ({API_VERSION}) or a ConfigMap, not {kind} ({api_version})"
     )]
     WrongKind {
-        /// The kinds it takes, as a phrase: `Validation`, `A, B or C`.
+        /// The kinds it takes, as a phrase: `A`, or `A, B or C`.
         expected: String,
         /// Its kind.
         kind: String,

@@ -166,6 +166,16 @@ pub const CNI_VERSIONS: &[&str] = &[
     "0.1.0", "0.2.0", "0.3.0", "0.3.1", "0.4.0", "1.0.0", "1.1.0",
 ];
 
+/// The NetworkAttachmentDefinition resource, for kube's dynamic API: what
+/// the webhook's caches and the NAD controller watch.
+#[cfg(feature = "webhook")]
+pub fn api_resource() -> kube::api::ApiResource {
+    kube::api::ApiResource::from_gvk_with_plural(
+        &kube::api::GroupVersionKind::gvk(GROUP, "v1", KIND),
+        "network-attachment-definitions",
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -27,7 +27,7 @@ pub fn render(items: &mut Vec<Node>, config: &FunctionConfig) -> Result<Vec<FnRe
             network_resources::package::render(items, &refs, settings)
         }
         FunctionConfig::Validation(settings) => {
-            validation::package::validate(items, &refs, settings)
+            validation::package::validate(items, &refs, settings).into_results()
         }
     })
 }

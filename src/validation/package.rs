@@ -22,9 +22,27 @@ struct Checked {
     workloads: usize,
 }
 
-/// Checks every NAD and workload of the input; the results are in input
-/// order, after a summary. Nothing is changed.
-pub fn validate(items: &[Node], refs: &[ResourceRef], settings: &Settings) -> Vec<FnResult> {
+/// What validation found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Report {
+    /// What was checked and how many problems there are.
+    pub summary: FnResult,
+    /// The problems, in input order.
+    pub problems: Vec<FnResult>,
+}
+
+impl Report {
+    /// The results as the KRM function reports them: the summary first.
+    pub fn into_results(self) -> Vec<FnResult> {
+        let mut results = Vec::with_capacity(self.problems.len() + 1);
+        results.push(self.summary);
+        results.extend(self.problems);
+        results
+    }
+}
+
+/// Checks every NAD and workload of the input. Nothing is changed.
+pub fn validate(items: &[Node], refs: &[ResourceRef], settings: &Settings) -> Report {
     let files = files(items);
     let kinds = WorkloadKinds::new(&settings.workload_kinds);
     let mut results = Vec::new();
@@ -55,8 +73,10 @@ pub fn validate(items: &[Node], refs: &[ResourceRef], settings: &Settings) -> Ve
         plural(checked.workloads, "workload"),
         results::problems(&results)
     );
-    results.insert(0, FnResult::new(Severity::Info, summary));
-    results
+    Report {
+        summary: FnResult::new(Severity::Info, summary),
+        problems: results,
+    }
 }
 
 /// One finding on a resource.
@@ -276,6 +296,7 @@ mod tests {
     fn results(input: &str, settings: &Settings) -> Vec<String> {
         let items = parse_stream(input).unwrap();
         validate(&items, &identify(&items).unwrap(), settings)
+            .into_results()
             .iter()
             .map(|r| {
                 format!(

@@ -496,7 +496,7 @@ pub async fn run_namespaces(cache: Arc<NamespaceCache>, client: kube::Client) {
 pub async fn run_nads(cache: Arc<NadCache>, client: kube::Client) {
     let api = Api::<PartialObjectMeta<DynamicObject>>::all_with(
         client,
-        &crate::controller::nad_resource(),
+        &crate::multus::nad::api_resource(),
     );
     cache.run(api).await
 }

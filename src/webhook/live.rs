@@ -186,7 +186,7 @@ impl LiveReader {
                     Target::Nad { namespace, name } => Api::<DynamicObject>::namespaced_with(
                         client,
                         namespace,
-                        &crate::controller::nad_resource(),
+                        &crate::multus::nad::api_resource(),
                     )
                     .get_metadata_opt(name)
                     .await

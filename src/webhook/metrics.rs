@@ -319,9 +319,10 @@ impl Metrics {
         Self::build(true)
     }
 
-    /// Registers the NAD controller's metrics beside these.
-    pub fn with_controller(&mut self) -> crate::controller::Metrics {
-        crate::controller::Metrics::register(&mut self.registry)
+    /// The registry, for a task beside the server (the NAD controller) to
+    /// register its own metrics in.
+    pub fn registry(&mut self) -> &mut Registry {
+        &mut self.registry
     }
 
     fn build(nad_cache: bool) -> Self {

@@ -25,9 +25,11 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use anyhow::{Context, anyhow};
+use futures_util::future::BoxFuture;
+use prometheus_client::registry::Registry;
+use tokio::sync::watch;
 
 use crate::admission::{MissingNad, OnError};
-use crate::controller;
 use crate::linkerd_cni::settings::Settings;
 use crate::network_resources;
 use crate::pipeline::environment;
@@ -147,9 +149,14 @@ pub struct Args {
     /// no NAD watch).
     #[arg(long, value_enum, value_name = "POLICY")]
     pub missing_nad: Option<MissingNad>,
-    #[command(flatten)]
-    pub controller: controller::Args,
 }
+
+/// A task run beside the server, in its runtime (the NAD controller of
+/// `--manage-nads`): given the API client, the metrics registry to register
+/// its own in, and a flag that turns true when the webhook shuts down.
+pub type Companion = Box<
+    dyn FnOnce(kube::Client, &mut Registry, watch::Receiver<bool>) -> BoxFuture<'static, ()> + Send,
+>;
 
 /// How logs are written to stderr.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -161,11 +168,13 @@ pub enum LogFormat {
 }
 
 /// Runs the webhook until SIGTERM or SIGINT, then drains and returns; with
-/// `network_resources`, the network-resources rules run on pods CREATEd.
+/// `network_resources`, the network-resources rules run on pods CREATEd;
+/// with a `companion`, that task runs beside the server.
 pub fn run(
     args: Args,
     settings: Settings,
     network_resources: Option<network_resources::settings::Settings>,
+    companion: Option<Companion>,
 ) -> anyhow::Result<()> {
     init_logs(&args)?;
     limits(&args).check()?;
@@ -176,9 +185,6 @@ pub fn run(
     rustls::crypto::ring::default_provider()
         .install_default()
         .ok();
-    let controller = args
-        .controller
-        .options(&|name| std::env::var(name).ok(), args.api_timeout)?;
     let tls = Arc::new(Tls::load(TlsFiles {
         cert: args.tls_cert.clone(),
         key: args.tls_key.clone(),
@@ -188,20 +194,20 @@ pub fn run(
         .enable_all()
         .build()
         .context("starting the async runtime")?
-        .block_on(serve(args, settings, network_resources, controller, tls))
+        .block_on(serve(args, settings, network_resources, companion, tls))
 }
 
 async fn serve(
     args: Args,
     settings: Settings,
     network_resources: Option<network_resources::settings::Settings>,
-    controller: Option<controller::Options>,
+    companion: Option<Companion>,
     tls: Arc<Tls>,
 ) -> anyhow::Result<()> {
     let (listener, listen) = listen::bind_as(args.listen, "--listen")?;
     let (ops_listener, ops_listen) = listen::bind_as(args.ops_listen, "--ops-listen")?;
     let client = api_client(args.api_timeout).await?;
-    let managed = controller.is_some();
+    let managed = companion.is_some();
     let missing_nad = args.missing_nad.unwrap_or(if managed {
         MissingNad::Attach
     } else {
@@ -216,16 +222,8 @@ async fn serve(
         false => Metrics::new(),
     };
     let (stop, stopped) = tokio::sync::watch::channel(false);
-    let controller_task = controller.map(|options| {
-        let metrics = Arc::new(metrics.with_controller());
-        tokio::spawn(controller::run(
-            client.clone(),
-            settings.clone(),
-            options,
-            metrics,
-            stopped,
-        ))
-    });
+    let companion_task =
+        companion.map(|start| tokio::spawn(start(client.clone(), metrics.registry(), stopped)));
     let metrics = Arc::new(metrics);
     let cache = Arc::new(
         WatchCache::namespaces(&settings.uid_range_annotation).with_api_timeout(args.api_timeout),
@@ -295,7 +293,7 @@ async fn serve(
         tokio::time::sleep(shutdown_delay).await;
     };
     server::serve(listener, tls, limits(&args), handler, metrics, shutdown).await;
-    if let Some(task) = controller_task {
+    if let Some(task) = companion_task {
         task.await.ok();
     }
     tracing::info!("stopped");

@@ -1,0 +1,80 @@
+//! What a command prints and how it exits, and why a command could not run
+//! ([`Error`]): the one place a failure becomes an exit code.
+
+use std::io;
+
+use crate::commands::manifests::ReadError;
+use crate::k8s::resource::InputError;
+use crate::krm::resource_list::ResourceListError;
+use crate::pipeline::settings;
+
+/// What the process prints and how it exits.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Outcome {
+    /// What goes to stdout, empty when the command could not run.
+    pub stdout: String,
+    /// Messages for people; the first line says what is wrong.
+    pub stderr: String,
+    /// 0 on success; what else a command exits with, its help says.
+    pub code: i32,
+}
+
+impl Outcome {
+    /// A command that could not run: the error on stderr, nothing on stdout;
+    /// exit 2 for `check` (whose 1 says the files are not rendered), 1 for
+    /// every other command.
+    pub fn failed(error: &Error, check: bool) -> Self {
+        Outcome {
+            stdout: String::new(),
+            stderr: format!("error: {error}\n"),
+            code: if check { 2 } else { 1 },
+        }
+    }
+}
+
+/// Why a command could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The input of the KRM function is not a ResourceList.
+    #[error(transparent)]
+    ResourceList(#[from] ResourceListError),
+    /// A manifest file or stdin could not be read.
+    #[error(transparent)]
+    Read(#[from] ReadError),
+    /// The settings could not be resolved.
+    #[error(transparent)]
+    Settings(#[from] settings::Error),
+    /// An item is not a resource.
+    #[error("the input is malformed: {0}")]
+    Malformed(#[from] InputError),
+    /// `--context -`.
+    #[error("--context reads files and directories, not stdin")]
+    ContextFromStdin,
+    /// A file given both as an input and as `--context`.
+    #[error("{0} is given both as an input and as --context")]
+    InputAndContext(String),
+    /// Inputs without a resource, without `--allow-empty`.
+    #[error(
+        "no Kubernetes objects in {0}; an empty output makes Argo CD prune every resource of the application (pass --allow-empty if that is what you want)"
+    )]
+    NoObjects(String),
+    /// Stdin could not be read.
+    #[error("reading the ResourceList from stdin: {0}")]
+    Stdin(io::Error),
+    /// Stdout could not be written.
+    #[error("writing to stdout: {0}")]
+    Stdout(io::Error),
+    /// `--manage-nads` without the Lease's namespace.
+    #[error(
+        "--manage-nads needs the Lease's namespace: set --lease-namespace, or POD_NAMESPACE from the downward API (metadata.namespace)"
+    )]
+    NoLeaseNamespace,
+    /// A `--lease-duration` too short to renew in.
+    #[error(
+        "--lease-duration {0}: must be at least 3s (the leader must renew within two thirds of it, trying every 2/15)"
+    )]
+    LeaseTooShort(String),
+    /// The webhook failed to start or stopped with an error.
+    #[error("{0:#}")]
+    Webhook(anyhow::Error),
+}
