@@ -1,11 +1,13 @@
 //! linkerd-multus: attaches Linkerd-CNI to workloads through Multus, at render time.
 //!
-//! Layers, each importing only those before it: [`yaml`]; the Kubernetes
-//! vocabulary [`k8s`]; three rule sets side by side, none importing another
-//! ([`linkerd_cni`], [`network_resources`], [`validation`]); the function
-//! [`pipeline`], which hands a package to one rule set; and the fronts
-//! ([`commands`], [`admission`], [`controller`],
-//! [`webhook`], and the binary's `main.rs`).
+//! Layers, each importing only those below it and none beside it
+//! (`tests/layering.rs`): [`yaml`]; the Kubernetes vocabulary [`k8s`]; the
+//! KRM protocol [`krm`] and [`multus`]; three rule sets ([`linkerd_cni`],
+//! [`network_resources`], [`validation`]); the [`pipeline`] (settings resolved
+//! from every source, a package handed to one rule set) and [`admission`]
+//! (the rules on one pod of an admission review); the cluster fronts
+//! [`webhook`] and [`controller`]; the command line [`commands`], which wires
+//! them; and the binary's `main.rs`.
 #![forbid(unsafe_code)]
 
 pub mod admission;

@@ -1,7 +1,10 @@
 //! The layering of `src/`, as README's code map draws it: each top-level
 //! module (a file or a folder of `src/`) is in one layer and imports only the
-//! layers below it; the rule sets do not import one another; no two modules
-//! import each other, directly or around a circle.
+//! layers below it, never one beside it: the rule sets do not import one
+//! another, and neither do the fronts (the webhook and the NAD controller run
+//! in one process, which the command line wires); no two modules import each
+//! other, directly or around a circle. The layers below the rule sets do not
+//! name them either, not even in a message or a comment.
 //!
 //! The imports are read from the text: every `crate::` path (with `use
 //! crate::{a, b::c}` groups), every `super::` path that climbs out of its
@@ -20,22 +23,27 @@ const LAYERS: &[(&str, &[&str])] = &[
         "the rule sets",
         &["linkerd_cni", "network_resources", "validation"],
     ),
-    ("the function pipeline", &["pipeline"]),
     (
-        "the fronts",
-        &[
-            "commands",
-            "environment",
-            "admission",
-            "controller",
-            "webhook",
-            "main",
-        ],
+        "the settings pipeline and admission",
+        &["pipeline", "admission"],
     ),
+    ("the cluster fronts", &["webhook", "controller"]),
+    ("the command line", &["commands"]),
+    ("the binary", &["main"]),
 ];
 
-/// The only layer whose modules may import each other (without a circle).
-const SIDEWAYS: &str = "the fronts";
+/// The layers below the rule sets, which must not name them.
+const BELOW_THE_RULE_SETS: &[&str] = &["yaml", "k8s", "krm", "multus"];
+
+/// How the rule sets are named: their modules and the kinds of their settings.
+const RULE_SET_NAMES: &[&str] = &[
+    "linkerd_cni",
+    "network_resources",
+    "validation::",
+    "LinkerdMultus",
+    "NetworkResources",
+    "Validation",
+];
 
 /// A module path below `crate`: `["k8s", "networks"]`; the crate root is empty.
 type Module = Vec<String>;
@@ -93,7 +101,9 @@ fn the_check_names_each_offending_import() {
         ),
         ("src/validation/mod.rs", "use crate::pipeline::run;\n"),
         ("src/pipeline.rs", "use crate::commands::Outcome;\n"),
-        ("src/commands/mod.rs", ""),
+        ("src/commands/mod.rs", "use crate::webhook;\n"),
+        ("src/webhook/mod.rs", "use crate::controller::run;\n"),
+        ("src/controller/mod.rs", ""),
         ("src/stray.rs", ""),
     ]
     .map(|(path, text)| (path.to_string(), text.to_string()));
@@ -101,8 +111,9 @@ fn the_check_names_each_offending_import() {
     let expect = [
         "src/k8s/resource.rs:3: `crate::{yaml::Node, linkerd_cni::attach}`: k8s (the Kubernetes vocabulary) imports linkerd_cni (the rule sets)",
         "src/linkerd_cni/mod.rs:3: `super::super::validation::x`: linkerd_cni (the rule sets) imports validation (the rule sets)",
-        "src/validation/mod.rs:1: `crate::pipeline::run`: validation (the rule sets) imports pipeline (the function pipeline)",
-        "src/pipeline.rs:1: `crate::commands::Outcome`: pipeline (the function pipeline) imports commands (the fronts)",
+        "src/validation/mod.rs:1: `crate::pipeline::run`: validation (the rule sets) imports pipeline (the settings pipeline and admission)",
+        "src/pipeline.rs:1: `crate::commands::Outcome`: pipeline (the settings pipeline and admission) imports commands (the command line)",
+        "src/webhook/mod.rs:1: `crate::controller::run`: webhook (the cluster fronts) imports controller (the cluster fronts)",
         "src/stray.rs: the top-level module stray is in no layer",
         "a circle: k8s -> linkerd_cni -> k8s",
     ];
@@ -114,6 +125,67 @@ fn the_check_names_each_offending_import() {
         );
     }
     assert_eq!(problems.len(), expect.len(), "{}", problems.join("\n"));
+}
+
+#[test]
+fn the_lower_layers_do_not_name_a_rule_set() {
+    let files = read_tree(Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/src")));
+    let problems = rule_set_names(&files);
+    assert!(
+        problems.is_empty(),
+        "a layer below the rule sets names one; say what it needs in its own terms (a kind, a phrase the caller gives):\n{}",
+        problems.join("\n")
+    );
+}
+
+/// The check finds a kind in a comment and a module in a path, not a word
+/// that only contains a name.
+#[test]
+fn the_name_check_names_the_line() {
+    let files = [
+        (
+            "src/krm/mod.rs",
+            "//! Reads a LinkerdMultus.\nconst X: &str = \"MyValidation\";\n",
+        ),
+        ("src/multus/nad.rs", "use crate::linkerd_cni::settings;\n"),
+        ("src/linkerd_cni/mod.rs", "//! LinkerdMultus\n"),
+    ]
+    .map(|(path, text)| (path.to_string(), text.to_string()));
+    assert_eq!(
+        rule_set_names(&files),
+        [
+            "src/krm/mod.rs:1: names LinkerdMultus: `//! Reads a LinkerdMultus.`",
+            "src/multus/nad.rs:1: names linkerd_cni: `use crate::linkerd_cni::settings;`",
+        ]
+    );
+}
+
+/// Each line of a layer below the rule sets that names one.
+fn rule_set_names(files: &[(String, String)]) -> Vec<String> {
+    let mut problems = Vec::new();
+    for (path, text) in files {
+        let module = module_of(path);
+        if !module
+            .first()
+            .is_some_and(|top| BELOW_THE_RULE_SETS.contains(&top.as_str()))
+        {
+            continue;
+        }
+        for (n, line) in text.lines().enumerate() {
+            for name in RULE_SET_NAMES {
+                let named = line.match_indices(name).any(|(at, _)| {
+                    let before = line[..at].chars().next_back();
+                    let after = line[at + name.len()..].chars().next();
+                    let word = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
+                    !word(before) && (name.ends_with("::") || !word(after))
+                });
+                if named {
+                    problems.push(format!("{path}:{}: names {name}: `{}`", n + 1, line.trim()));
+                }
+            }
+        }
+    }
+    problems
 }
 
 /// Every `.rs` file below `src`, as `src/...` paths and their text.
@@ -172,7 +244,7 @@ fn check(files: &[(String, String)]) -> Vec<String> {
         let (Some(a), Some(b)) = (layer_of(from), layer_of(to)) else {
             continue;
         };
-        if b > a || (b == a && LAYERS[a].0 != SIDEWAYS) {
+        if b >= a {
             problems.push(format!(
                 "{}: {from} ({}) imports {to} ({})",
                 import.at(),
