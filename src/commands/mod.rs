@@ -3,7 +3,8 @@
 //! --diff`, `check` and `post-render`; [`validate`] the `validate` command;
 //! [`webhook`] the webhook and its NAD controller. What the file commands share:
 //! reading manifests ([`manifests`]), unified diffs ([`diff`]) and the
-//! Linkerd-CNI settings flags ([`flags`]).
+//! Linkerd-CNI settings flags ([`flags`]); what every command shares: what it
+//! prints, why it could not run and the exit code that makes ([`outcome`]).
 
 pub mod diff;
 pub mod flags;
