@@ -3,12 +3,17 @@
 
 use std::collections::BTreeSet;
 
+use super::error::Error;
+use super::pod_template::{Applied, container_name, containers, containers_mut};
 use super::record::Record;
-use super::{
-    Applied, CONTAINER_NAME_ENV, Error, PODNETINFO, PODNETINFO_PATH, container_name, containers,
-    containers_mut,
-};
 use crate::yaml::{Map, Node, Seq};
+
+/// The downward-API volume (and its mounts).
+const PODNETINFO: &str = "podnetinfo";
+/// Where the volume is mounted.
+const PODNETINFO_PATH: &str = "/etc/podnetinfo";
+/// The variable telling a container its name, for its hugepage files.
+const CONTAINER_NAME_ENV: &str = "CONTAINER_NAME";
 
 /// The prefix of hugepage resource names, `hugepages-<page size>`.
 const HUGEPAGES_PREFIX: &str = "hugepages-";

@@ -3,9 +3,10 @@
 
 use std::collections::BTreeMap;
 
+use super::error::Error;
+use super::pod_template::Applied;
 use super::record::Record;
 use super::settings::Settings;
-use super::{Applied, Error};
 use crate::k8s::workload::{
     remove_annotation, set_annotation, template_annotations, template_labels,
 };

@@ -3,9 +3,10 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use super::error::Error;
+use super::pod_template::{Applied, container_name, containers, containers_mut, resource_value};
 use super::record::{Record, Share};
 use super::settings::Settings;
-use super::{Applied, Error, container_name, containers, containers_mut, resource_value};
 use crate::yaml::{Map, Node};
 
 /// A quantity as written: a whole number, or something else the rules do not add to.
