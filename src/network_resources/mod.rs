@@ -34,7 +34,7 @@ mod resources;
 pub mod settings;
 
 pub use error::Error;
-pub use nads::{NODE_SELECTOR_ANNOTATION, NadTable, Nads, nad_annotation_keys};
 #[cfg(test)]
 pub(crate) use nads::nad_table;
+pub use nads::{NODE_SELECTOR_ANNOTATION, NadTable, Nads, nad_annotation_keys};
 pub use pod_template::{Applied, apply, workload};
