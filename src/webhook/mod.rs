@@ -31,7 +31,7 @@ use crate::controller;
 use crate::environment;
 use crate::linkerd_cni::settings::Settings;
 use crate::network_resources;
-use cache::WatchCache;
+use cache::{NadCache, NamespaceCache, WatchCache};
 use handler::Admission;
 use live::LiveReader;
 use metrics::Metrics;
@@ -202,10 +202,9 @@ async fn serve(
     let (ops_listener, ops_listen) = listen::bind_as(args.ops_listen, "--ops-listen")?;
     let client = api_client(args.api_timeout).await?;
     let managed = controller.is_some();
-    let missing_nad = args.missing_nad.unwrap_or(if managed {
-        MissingNad::Attach
-    } else {
-        MissingNad::Deny
+    let missing_nad = args.missing_nad.unwrap_or(match managed {
+        true => MissingNad::Attach,
+        false => MissingNad::Deny,
     });
     // The NAD cache only when something reads it: with --missing-nad ignore
     // and no network-resources rules, the webhook neither watches NADs nor
@@ -216,47 +215,24 @@ async fn serve(
         false => Metrics::new(),
     };
     let (stop, stopped) = tokio::sync::watch::channel(false);
-    let controller_task = controller.map(|options| {
-        let metrics = Arc::new(metrics.with_controller());
-        tokio::spawn(controller::run(
-            client.clone(),
-            settings.clone(),
-            options,
-            metrics,
-            stopped,
-        ))
-    });
+    let controller_task = controller
+        .map(|options| start_controller(options, &client, &settings, &mut metrics, stopped));
     let metrics = Arc::new(metrics);
-    let cache = Arc::new(
-        WatchCache::namespaces(&settings.uid_range_annotation).with_api_timeout(args.api_timeout),
+    let caches = start_caches(
+        &args,
+        &client,
+        &settings,
+        network_resources.as_ref(),
+        watch_nads,
+        &metrics,
     );
-    tokio::spawn(cache::run_namespaces(cache.clone(), client.clone()));
-    let nad_keys = WatchCache::nads(
-        network_resources
-            .as_ref()
-            .map(|s| s.resource_name_keys.as_slice())
-            .unwrap_or_default(),
-    )
-    .with_api_timeout(args.api_timeout);
-    let live = LiveReader::new(
-        client.clone(),
-        args.live_read_timeout,
-        cache.keys(),
-        nad_keys.keys(),
-        metrics.clone(),
-    );
-    let nads = watch_nads.then(|| {
-        let nads = Arc::new(nad_keys);
-        tokio::spawn(cache::run_nads(nads.clone(), client.clone()));
-        nads
-    });
     let reload_metrics = metrics.clone();
     tokio::spawn(tls.clone().watch(args.tls_reload_interval, move |ok| {
         reload_metrics.tls_reloaded(ok)
     }));
     let health = Arc::new(ops::Health {
-        cache: Some(cache.clone()),
-        nads: nads.clone(),
+        cache: Some(caches.namespaces.clone()),
+        nads: caches.nads.clone(),
         max_watch_outage: args.max_watch_outage,
         shutting_down: false.into(),
         metrics: metrics.clone(),
@@ -275,31 +251,107 @@ async fn serve(
     let handler = Arc::new(Admission {
         settings,
         network_resources,
-        nads,
+        nads: caches.nads,
         missing_nad,
         managed,
         on_error: args.on_error,
-        cache,
-        live,
+        cache: caches.namespaces,
+        live: caches.live,
         max_watch_outage: args.max_watch_outage,
         metrics: metrics.clone(),
     });
-    let shutdown_delay = args.shutdown_delay;
-    let shutdown = async move {
-        let signal = termination().await;
-        // The NAD controller stops writing and releases its Lease at once, for
-        // the other replica to take over while this one drains.
-        stop.send_replace(true);
-        health.shutting_down.store(true, Ordering::Relaxed);
-        tracing::info!(signal, delay = ?shutdown_delay, "shutting down: /readyz fails from now on");
-        tokio::time::sleep(shutdown_delay).await;
-    };
+    let shutdown = shutdown(stop, health, args.shutdown_delay);
     server::serve(listener, tls, limits(&args), handler, metrics, shutdown).await;
     if let Some(task) = controller_task {
         task.await.ok();
     }
     tracing::info!("stopped");
     Ok(())
+}
+
+/// Starts the NAD controller (`--manage-nads`), its metrics registered with
+/// the webhook's; it runs until `stop`.
+fn start_controller(
+    options: controller::Options,
+    client: &kube::Client,
+    settings: &Settings,
+    metrics: &mut Metrics,
+    stop: tokio::sync::watch::Receiver<bool>,
+) -> tokio::task::JoinHandle<()> {
+    let metrics = Arc::new(metrics.with_controller());
+    tokio::spawn(controller::run(
+        client.clone(),
+        settings.clone(),
+        options,
+        metrics,
+        stop,
+    ))
+}
+
+/// The webhook's caches, their watches started, and the live reader of what
+/// they cannot vouch for.
+struct Caches {
+    /// The namespace cache.
+    namespaces: Arc<NamespaceCache>,
+    /// The NAD cache, when something reads NADs.
+    nads: Option<Arc<NadCache>>,
+    /// The live reader.
+    live: LiveReader,
+}
+
+/// Starts the namespace cache's watch, and the NAD cache's with `watch_nads`;
+/// the NAD cache keeps the annotations the network-resources rules read.
+fn start_caches(
+    args: &Args,
+    client: &kube::Client,
+    settings: &Settings,
+    network_resources: Option<&network_resources::settings::Settings>,
+    watch_nads: bool,
+    metrics: &Arc<Metrics>,
+) -> Caches {
+    let cache = Arc::new(
+        WatchCache::namespaces(&settings.uid_range_annotation).with_api_timeout(args.api_timeout),
+    );
+    tokio::spawn(cache::run_namespaces(cache.clone(), client.clone()));
+    let nad_keys = WatchCache::nads(
+        network_resources
+            .map(|s| s.resource_name_keys.as_slice())
+            .unwrap_or_default(),
+    )
+    .with_api_timeout(args.api_timeout);
+    let live = LiveReader::new(
+        client.clone(),
+        args.live_read_timeout,
+        cache.keys(),
+        nad_keys.keys(),
+        metrics.clone(),
+    );
+    let nads = watch_nads.then(|| {
+        let nads = Arc::new(nad_keys);
+        tokio::spawn(cache::run_nads(nads.clone(), client.clone()));
+        nads
+    });
+    Caches {
+        namespaces: cache,
+        nads,
+        live,
+    }
+}
+
+/// Waits for SIGTERM or SIGINT, then stops the NAD controller, fails /readyz
+/// and keeps serving for `delay`, for the pod to leave the Service's endpoints.
+async fn shutdown(
+    stop: tokio::sync::watch::Sender<bool>,
+    health: Arc<ops::Health>,
+    delay: Duration,
+) {
+    let signal = termination().await;
+    // The NAD controller stops writing and releases its Lease at once, for
+    // the other replica to take over while this one drains.
+    stop.send_replace(true);
+    health.shutting_down.store(true, Ordering::Relaxed);
+    tracing::info!(signal, delay = ?delay, "shutting down: /readyz fails from now on");
+    tokio::time::sleep(delay).await;
 }
 
 /// Silence the client tolerates on any response: a watch asks the API server
