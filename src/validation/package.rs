@@ -11,7 +11,7 @@ use crate::krm::results::{self, FnResult, Severity, plural};
 use crate::multus::cni_config::check_cni_config;
 use crate::multus::nad;
 use crate::multus::networks::{DEFAULT_NETWORK_ANNOTATION, NETWORKS_ANNOTATION, Networks};
-use crate::yaml::Node;
+use crate::yaml::{Map, Node};
 
 use super::settings::Settings;
 
@@ -139,31 +139,8 @@ fn check_workload(
     settings: &Settings,
     problems: &mut Vec<Problem>,
 ) {
-    let template = match kind.pod_template(item) {
-        Ok(Some(template)) => template,
-        Ok(None) => return,
-        Err(problem) => {
-            problems.push(Problem::error(kind.field(""), problem));
-            return;
-        }
-    };
-    let annotations = match template.get("metadata").and_then(|m| match m {
-        Node::Map(m) => m.get("annotations"),
-        _ => None,
-    }) {
-        None => return,
-        Some(a) if a.is_null() => return,
-        Some(Node::Map(a)) => a,
-        Some(other) => {
-            problems.push(Problem::error(
-                kind.field("metadata.annotations"),
-                format!(
-                    "metadata.annotations is {}, not a mapping",
-                    other.kind_name()
-                ),
-            ));
-            return;
-        }
+    let Some(annotations) = template_annotations(item, kind, problems) else {
+        return;
     };
     let namespace = r
         .namespace
@@ -215,6 +192,42 @@ fn check_workload(
             isolation(&networks, namespace, settings, &field, problems);
         }
     }
+}
+
+/// The annotations of a workload's pod template, if it has any; a template
+/// or annotations of the wrong shape is a problem.
+fn template_annotations<'a>(
+    item: &'a Node,
+    kind: &WorkloadKind,
+    problems: &mut Vec<Problem>,
+) -> Option<&'a Map> {
+    let template = match kind.pod_template(item) {
+        Ok(Some(template)) => template,
+        Ok(None) => return None,
+        Err(problem) => {
+            problems.push(Problem::error(kind.field(""), problem));
+            return None;
+        }
+    };
+    let annotations = match template.get("metadata").and_then(|m| match m {
+        Node::Map(m) => m.get("annotations"),
+        _ => None,
+    }) {
+        None => return None,
+        Some(a) if a.is_null() => return None,
+        Some(Node::Map(a)) => a,
+        Some(other) => {
+            problems.push(Problem::error(
+                kind.field("metadata.annotations"),
+                format!(
+                    "metadata.annotations is {}, not a mapping",
+                    other.kind_name()
+                ),
+            ));
+            return None;
+        }
+    };
+    Some(annotations)
 }
 
 /// Selections of NADs in other namespaces that are not global.

@@ -1,5 +1,6 @@
 //! Builds [`Node`] trees from the events of `saphyr-parser`.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 use saphyr_parser::{Event, Parser, ScalarStyle, Span, Tag};
@@ -290,25 +291,7 @@ impl<'s> Builder<'s> {
             })?;
             match event {
                 Event::Scalar(value, style, anchor, tag) => {
-                    let mut value = Text::from(value);
-                    if matches!(style, ScalarStyle::Literal | ScalarStyle::Folded)
-                        && value.ends_with('\n')
-                        && self.ends_without_break(&span)
-                    {
-                        value.pop();
-                    }
-                    let name = if anchor != 0 {
-                        let (name, _) = self.properties(&span, true);
-                        Some(Anchor::Defines(name.unwrap_or_else(|| Box::from(""))))
-                    } else {
-                        None
-                    };
-                    let node = Node::Scalar(Scalar {
-                        value,
-                        style: style_of(style),
-                        props: Props::new(tag.map(|t| tag_text(&t)), name),
-                    });
-                    self.complete(node, anchor);
+                    self.scalar(&span, value, style, anchor, tag)
                 }
                 Event::SequenceStart(anchor, tag) => {
                     let flow = self.collection_start(&span, anchor, tag.is_some(), '[');
@@ -333,36 +316,8 @@ impl<'s> Builder<'s> {
                         None,
                     ))
                 }
-                Event::SequenceEnd | Event::MappingEnd => {
-                    let (mut node, anchor) = match self.stack.pop() {
-                        Some(Frame::Seq(seq, anchor)) => (Node::Seq(seq), anchor),
-                        Some(Frame::Map(map, anchor, _)) => (Node::Map(map), anchor),
-                        None => {
-                            return Err(ParseError::at(&span, "unbalanced collection end").into());
-                        }
-                    };
-                    if let Some(name) = self.open_anchors.remove(&anchor) {
-                        set_anchor(&mut node, Some(Anchor::Defines(name)));
-                    }
-                    self.complete(node, anchor);
-                }
-                Event::Alias(id) => {
-                    let (name, node, size) = self
-                        .anchors
-                        .get(&id)
-                        .ok_or_else(|| ParseError::at(&span, "alias to an unknown anchor"))?;
-                    self.alias_nodes += size;
-                    if self.alias_nodes > MAX_ALIAS_NODES {
-                        return Err(ParseError::at(
-                            &span,
-                            format!("aliases expand to more than {MAX_ALIAS_NODES} nodes"),
-                        )
-                        .into());
-                    }
-                    let mut node = node.clone();
-                    set_anchor(&mut node, Some(Anchor::AliasOf(name.clone())));
-                    self.complete(node, 0);
-                }
+                Event::SequenceEnd | Event::MappingEnd => self.collection_end(&span)?,
+                Event::Alias(id) => self.alias(&span, id)?,
                 // An alias names an anchor of its own document only.
                 Event::DocumentEnd => self.anchors.clear(),
                 Event::StreamStart
@@ -372,6 +327,73 @@ impl<'s> Builder<'s> {
             }
         }
         Ok(self.docs)
+    }
+
+    /// A scalar; a block scalar that ends the stream without a line break
+    /// keeps none.
+    fn scalar(
+        &mut self,
+        span: &Span,
+        value: Cow<'_, str>,
+        style: ScalarStyle,
+        anchor: usize,
+        tag: Option<Cow<'_, Tag>>,
+    ) {
+        let mut value = Text::from(value);
+        if matches!(style, ScalarStyle::Literal | ScalarStyle::Folded)
+            && value.ends_with('\n')
+            && self.ends_without_break(span)
+        {
+            value.pop();
+        }
+        let name = if anchor != 0 {
+            let (name, _) = self.properties(span, true);
+            Some(Anchor::Defines(name.unwrap_or_else(|| Box::from(""))))
+        } else {
+            None
+        };
+        let node = Node::Scalar(Scalar {
+            value,
+            style: style_of(style),
+            props: Props::new(tag.map(|t| tag_text(&t)), name),
+        });
+        self.complete(node, anchor);
+    }
+
+    /// The end of the innermost sequence or mapping.
+    fn collection_end(&mut self, span: &Span) -> Result<(), Failure> {
+        let (mut node, anchor) = match self.stack.pop() {
+            Some(Frame::Seq(seq, anchor)) => (Node::Seq(seq), anchor),
+            Some(Frame::Map(map, anchor, _)) => (Node::Map(map), anchor),
+            None => {
+                return Err(ParseError::at(span, "unbalanced collection end").into());
+            }
+        };
+        if let Some(name) = self.open_anchors.remove(&anchor) {
+            set_anchor(&mut node, Some(Anchor::Defines(name)));
+        }
+        self.complete(node, anchor);
+        Ok(())
+    }
+
+    /// An alias: a copy of its anchor's node, within [`MAX_ALIAS_NODES`].
+    fn alias(&mut self, span: &Span, id: usize) -> Result<(), Failure> {
+        let (name, node, size) = self
+            .anchors
+            .get(&id)
+            .ok_or_else(|| ParseError::at(span, "alias to an unknown anchor"))?;
+        self.alias_nodes += size;
+        if self.alias_nodes > MAX_ALIAS_NODES {
+            return Err(ParseError::at(
+                span,
+                format!("aliases expand to more than {MAX_ALIAS_NODES} nodes"),
+            )
+            .into());
+        }
+        let mut node = node.clone();
+        set_anchor(&mut node, Some(Anchor::AliasOf(name.clone())));
+        self.complete(node, 0);
+        Ok(())
     }
 
     fn complete(&mut self, node: Node, anchor: usize) {
