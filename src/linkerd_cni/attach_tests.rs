@@ -10,109 +10,117 @@ fn lookup(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
         .collect()
 }
 
+/// A namespace that enables Linkerd and Multus.
+const ON: [(&str, &str); 2] = [
+    (MULTUS_ANNOTATION, "enabled"),
+    (INJECT_ANNOTATION, "enabled"),
+];
+/// A namespace UID range.
+const RANGE: [(&str, &str); 1] = [("openshift.io/sa.scc.uid-range", "1000000000/10000")];
+/// A control-plane label.
+const CP: [(&str, &str); 1] = [(CONTROL_PLANE_LABEL, "destination")];
+
+/// A decision case: name, pod namespace, pod annotations, pod labels,
+/// namespace annotations, and whether it is attached and with which proxy UID.
+type DecisionCase = (
+    &'static str,
+    &'static str,
+    &'static [(&'static str, &'static str)],
+    &'static [(&'static str, &'static str)],
+    &'static [(&'static str, &'static str)],
+    bool,
+    Option<u64>,
+);
+
+const DECISIONS: &[DecisionCase] = &[
+    ("namespace enables", "demo", &[], &[], &ON, true, None),
+    ("pod enables", "demo", &ON, &[], &[], true, None),
+    (
+        "ingress counts",
+        "demo",
+        &[
+            (MULTUS_ANNOTATION, "enabled"),
+            (INJECT_ANNOTATION, "ingress"),
+        ],
+        &[],
+        &[],
+        true,
+        None,
+    ),
+    (
+        "pod overrides namespace",
+        "demo",
+        &[(MULTUS_ANNOTATION, "disabled")],
+        &[],
+        &ON,
+        false,
+        None,
+    ),
+    (
+        "per-key fallback",
+        "demo",
+        &[(INJECT_ANNOTATION, "enabled")],
+        &[],
+        &[(MULTUS_ANNOTATION, "enabled")],
+        true,
+        None,
+    ),
+    (
+        "inject disabled",
+        "demo",
+        &[(INJECT_ANNOTATION, "disabled")],
+        &[],
+        &ON,
+        false,
+        None,
+    ),
+    ("nothing", "demo", &[], &[], &[], false, None),
+    ("control plane", "linkerd", &[], &CP, &[], true, None),
+    (
+        "empty control-plane label",
+        "linkerd",
+        &[],
+        &[(CONTROL_PLANE_LABEL, "")],
+        &[],
+        false,
+        None,
+    ),
+    (
+        "control-plane label elsewhere",
+        "demo",
+        &[],
+        &CP,
+        &[],
+        false,
+        None,
+    ),
+    (
+        "uid range",
+        "demo",
+        &ON,
+        &[],
+        &RANGE,
+        true,
+        Some(1_000_002_102),
+    ),
+    (
+        "no uid for control plane",
+        "linkerd",
+        &[],
+        &CP,
+        &[RANGE[0], ON[0], ON[1]],
+        true,
+        None,
+    ),
+];
+
 #[test]
 fn decision_table() {
     let s = Settings::default();
-    let on = [
-        (MULTUS_ANNOTATION, "enabled"),
-        (INJECT_ANNOTATION, "enabled"),
-    ];
-    let range = [("openshift.io/sa.scc.uid-range", "1000000000/10000")];
-    let cp = [(CONTROL_PLANE_LABEL, "destination")];
-    #[allow(clippy::type_complexity)]
-    let cases: &[(
-        &str,
-        &str,
-        &[(&str, &str)],
-        &[(&str, &str)],
-        &[(&str, &str)],
-        bool,
-        Option<u64>,
-    )] = &[
-        ("namespace enables", "demo", &[], &[], &on, true, None),
-        ("pod enables", "demo", &on, &[], &[], true, None),
-        (
-            "ingress counts",
-            "demo",
-            &[
-                (MULTUS_ANNOTATION, "enabled"),
-                (INJECT_ANNOTATION, "ingress"),
-            ],
-            &[],
-            &[],
-            true,
-            None,
-        ),
-        (
-            "pod overrides namespace",
-            "demo",
-            &[(MULTUS_ANNOTATION, "disabled")],
-            &[],
-            &on,
-            false,
-            None,
-        ),
-        (
-            "per-key fallback",
-            "demo",
-            &[(INJECT_ANNOTATION, "enabled")],
-            &[],
-            &[(MULTUS_ANNOTATION, "enabled")],
-            true,
-            None,
-        ),
-        (
-            "inject disabled",
-            "demo",
-            &[(INJECT_ANNOTATION, "disabled")],
-            &[],
-            &on,
-            false,
-            None,
-        ),
-        ("nothing", "demo", &[], &[], &[], false, None),
-        ("control plane", "linkerd", &[], &cp, &[], true, None),
-        (
-            "empty control-plane label",
-            "linkerd",
-            &[],
-            &[(CONTROL_PLANE_LABEL, "")],
-            &[],
-            false,
-            None,
-        ),
-        (
-            "control-plane label elsewhere",
-            "demo",
-            &[],
-            &cp,
-            &[],
-            false,
-            None,
-        ),
-        (
-            "uid range",
-            "demo",
-            &on,
-            &[],
-            &range,
-            true,
-            Some(1_000_002_102),
-        ),
-        (
-            "no uid for control plane",
-            "linkerd",
-            &[],
-            &cp,
-            &[range[0], on[0], on[1]],
-            true,
-            None,
-        ),
-    ];
-    for (name, ns, ann, labels, ns_ann, attach, uid) in cases {
+    for (name, ns, ann, labels, ns_ann, attach, uid) in DECISIONS {
         let mut ns_ann = lookup(ns_ann);
         if *name == "uid range" {
-            ns_ann.extend(lookup(&on));
+            ns_ann.extend(lookup(&ON));
         }
         let d = decide(&s, ns, &lookup(ann), &lookup(labels), &ns_ann);
         assert_eq!((d.attach, d.proxy_uid), (*attach, *uid), "{name}");
