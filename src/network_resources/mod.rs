@@ -37,4 +37,4 @@ pub use error::Error;
 #[cfg(test)]
 pub(crate) use nads::nad_table;
 pub use nads::{NODE_SELECTOR_ANNOTATION, NadTable, Nads, nad_annotation_keys};
-pub use pod_template::{Applied, apply, workload};
+pub use pod_template::workload;
