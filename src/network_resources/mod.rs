@@ -16,21 +16,17 @@
 //! workload ([`record::RECORD_ANNOTATION`]), so a later render changes or
 //! removes exactly that.
 //!
-//! The rules for one pod template are in [`pod_template`], the NADs they see
-//! in [`nads`] and their errors in [`error`]; the edits are in `injections`,
-//! `resources`, `node_selector` and `downward_api`; [`package`] applies the
-//! rules to a whole package and [`settings`] reads the `NetworkResources`
-//! kind.
+//! The rules for one pod template are in [`pod_template`], its edits in the
+//! files below it (`injections`, `resources`, `node_selector` and
+//! `downward_api`); the NADs they see are in [`nads`] and their errors in
+//! [`error`]; [`package`] applies the rules to a whole package and
+//! [`settings`] reads the `NetworkResources` kind.
 
-mod downward_api;
 pub mod error;
-mod injections;
 pub mod nads;
-mod node_selector;
 pub mod package;
 pub mod pod_template;
 pub mod record;
-mod resources;
 pub mod settings;
 
 pub use error::Error;

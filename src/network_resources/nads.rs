@@ -1,10 +1,8 @@
-//! The NetworkAttachmentDefinitions the rules see, and what the selected ones
-//! ask for: resources to count and node labels.
+//! The NetworkAttachmentDefinitions the rules see, and the annotations they
+//! read.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
-use super::error::Error;
-use super::settings::Settings;
 use crate::k8s::namespace::Lookup;
 
 /// The NAD annotation naming the node label a network needs (`key=value` or `key`).
@@ -80,76 +78,4 @@ pub(crate) fn nad_table(entries: &[TestNad]) -> NadTable {
             ((ns.to_string(), name.to_string()), annotations)
         })
         .collect()
-}
-
-/// What the selected NADs ask for.
-#[derive(Default)]
-pub(super) struct Wanted {
-    /// Resource name to count.
-    pub(super) counts: BTreeMap<String, u64>,
-    /// Node label to its value and the NAD asking for it.
-    pub(super) node_selector: BTreeMap<String, (String, String)>,
-}
-
-/// What the NADs `selected` (`(namespace, name)`) ask for; every one must exist.
-pub(super) fn wanted(
-    selected: &[(String, String)],
-    settings: &Settings,
-    nads: &dyn Nads,
-) -> Result<Wanted, Error> {
-    let mut wanted = Wanted::default();
-    let mut missing: Vec<String> = Vec::new();
-    for (namespace, name) in selected {
-        let id = || format!("{namespace}/{name}");
-        let Some(annotations) = nads.annotations(namespace, name) else {
-            if !missing.contains(&id()) {
-                missing.push(id());
-            }
-            continue;
-        };
-        let resources: BTreeSet<&str> = settings
-            .resource_name_keys
-            .iter()
-            .filter_map(|k| annotations.lookup(k))
-            .map(str::trim)
-            .filter(|r| !r.is_empty())
-            .collect();
-        for r in resources {
-            *wanted.counts.entry(r.to_string()).or_default() += 1;
-        }
-        if let Some(value) = annotations.lookup(NODE_SELECTOR_ANNOTATION) {
-            let (key, label) = match value.split('=').collect::<Vec<_>>().as_slice() {
-                [key] => (key.trim(), ""),
-                [key, label] => (key.trim(), label.trim()),
-                _ => {
-                    return Err(Error::NodeSelector {
-                        nad: id(),
-                        value: value.to_string(),
-                    });
-                }
-            };
-            let source = format!("NetworkAttachmentDefinition {}", id());
-            match wanted.node_selector.get(key) {
-                Some((v, first)) if v != label => {
-                    return Err(Error::NodeSelectorConflict {
-                        key: key.to_string(),
-                        first: first.clone(),
-                        first_value: v.clone(),
-                        second: source,
-                        second_value: label.to_string(),
-                    });
-                }
-                Some(_) => {}
-                None => {
-                    wanted
-                        .node_selector
-                        .insert(key.to_string(), (label.to_string(), source));
-                }
-            }
-        }
-    }
-    if !missing.is_empty() {
-        return Err(Error::MissingNads(missing));
-    }
-    Ok(wanted)
 }

@@ -2,19 +2,23 @@
 //! ask for, and the edits, checked before any is made so that an error leaves
 //! the template as it was.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use super::error::Error;
-use super::nads::{Nads, wanted};
+use super::nads::{NODE_SELECTOR_ANNOTATION, Nads};
 use super::record::{RECORD_ANNOTATION, Record};
 use super::settings::{InterfaceNames, Settings};
-use super::{downward_api, injections, node_selector, resources};
 use crate::k8s::resource;
 use crate::k8s::workload::{
     WorkloadKind, metadata_is_a_map, remove_annotation, template_annotations, template_labels,
 };
 use crate::multus::networks::{DEFAULT_NETWORK_ANNOTATION, NETWORKS_ANNOTATION, Networks};
 use crate::yaml::{Map, Node, Scalar, Style};
+
+mod downward_api;
+mod injections;
+mod node_selector;
+mod resources;
 
 /// What the rules did to one pod template.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -252,15 +256,87 @@ fn selections(t: &Map, pod_namespace: &str) -> Result<Vec<(String, String)>, Err
     Ok(out)
 }
 
+/// What the selected NADs ask for.
+#[derive(Default)]
+struct Wanted {
+    /// Resource name to count.
+    counts: BTreeMap<String, u64>,
+    /// Node label to its value and the NAD asking for it.
+    node_selector: BTreeMap<String, (String, String)>,
+}
+
+/// What the NADs `selected` (`(namespace, name)`) ask for; every one must exist.
+fn wanted(
+    selected: &[(String, String)],
+    settings: &Settings,
+    nads: &dyn Nads,
+) -> Result<Wanted, Error> {
+    let mut wanted = Wanted::default();
+    let mut missing: Vec<String> = Vec::new();
+    for (namespace, name) in selected {
+        let id = || format!("{namespace}/{name}");
+        let Some(annotations) = nads.annotations(namespace, name) else {
+            if !missing.contains(&id()) {
+                missing.push(id());
+            }
+            continue;
+        };
+        let resources: BTreeSet<&str> = settings
+            .resource_name_keys
+            .iter()
+            .filter_map(|k| annotations.lookup(k))
+            .map(str::trim)
+            .filter(|r| !r.is_empty())
+            .collect();
+        for r in resources {
+            *wanted.counts.entry(r.to_string()).or_default() += 1;
+        }
+        if let Some(value) = annotations.lookup(NODE_SELECTOR_ANNOTATION) {
+            let (key, label) = match value.split('=').collect::<Vec<_>>().as_slice() {
+                [key] => (key.trim(), ""),
+                [key, label] => (key.trim(), label.trim()),
+                _ => {
+                    return Err(Error::NodeSelector {
+                        nad: id(),
+                        value: value.to_string(),
+                    });
+                }
+            };
+            let source = format!("NetworkAttachmentDefinition {}", id());
+            match wanted.node_selector.get(key) {
+                Some((v, first)) if v != label => {
+                    return Err(Error::NodeSelectorConflict {
+                        key: key.to_string(),
+                        first: first.clone(),
+                        first_value: v.clone(),
+                        second: source,
+                        second_value: label.to_string(),
+                    });
+                }
+                Some(_) => {}
+                None => {
+                    wanted
+                        .node_selector
+                        .insert(key.to_string(), (label.to_string(), source));
+                }
+            }
+        }
+    }
+    if !missing.is_empty() {
+        return Err(Error::MissingNads(missing));
+    }
+    Ok(wanted)
+}
+
 /// The containers of a pod spec.
-pub(super) fn containers(spec: &Map) -> &[Node] {
+fn containers(spec: &Map) -> &[Node] {
     spec.get("containers")
         .and_then(Node::as_seq)
         .map_or(&[], |s| s.items.as_slice())
 }
 
 /// The containers of a pod spec, to edit.
-pub(super) fn containers_mut(spec: &mut Map) -> &mut [Node] {
+fn containers_mut(spec: &mut Map) -> &mut [Node] {
     match spec.get_mut("containers") {
         Some(Node::Seq(s)) => s.items.as_mut_slice(),
         _ => &mut [],
@@ -268,7 +344,7 @@ pub(super) fn containers_mut(spec: &mut Map) -> &mut [Node] {
 }
 
 /// A container's name, empty when it has none.
-pub(super) fn container_name(c: &Node) -> String {
+fn container_name(c: &Node) -> String {
     c.as_map()
         .and_then(|m| m.get_text("name"))
         .unwrap_or_default()
@@ -276,11 +352,7 @@ pub(super) fn container_name(c: &Node) -> String {
 }
 
 /// `resources.<field>.<resource>` of a container.
-pub(super) fn resource_value<'a>(
-    container: &'a Node,
-    field: &str,
-    resource: &str,
-) -> Option<&'a Node> {
+fn resource_value<'a>(container: &'a Node, field: &str, resource: &str) -> Option<&'a Node> {
     container
         .as_map()?
         .get("resources")?

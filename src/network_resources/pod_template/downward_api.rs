@@ -3,9 +3,9 @@
 
 use std::collections::BTreeSet;
 
-use super::error::Error;
-use super::pod_template::{Applied, container_name, containers, containers_mut};
-use super::record::Record;
+use super::{Applied, container_name, containers, containers_mut};
+use crate::network_resources::error::Error;
+use crate::network_resources::record::Record;
 use crate::yaml::{Map, Node, Seq};
 
 /// The downward-API volume (and its mounts).

@@ -3,10 +3,10 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::error::Error;
-use super::pod_template::{Applied, container_name, containers, containers_mut, resource_value};
-use super::record::{Record, Share};
-use super::settings::Settings;
+use super::{Applied, container_name, containers, containers_mut, resource_value};
+use crate::network_resources::error::Error;
+use crate::network_resources::record::{Record, Share};
+use crate::network_resources::settings::Settings;
 use crate::yaml::{Map, Node};
 
 /// A quantity as written: a whole number, or something else the rules do not add to.

@@ -2,9 +2,9 @@
 
 use std::collections::BTreeMap;
 
-use super::error::Error;
-use super::pod_template::Applied;
-use super::record::Record;
+use super::Applied;
+use crate::network_resources::error::Error;
+use crate::network_resources::record::Record;
 use crate::yaml::{Map, Node};
 
 /// Merges the NADs' node labels into `spec.nodeSelector`.

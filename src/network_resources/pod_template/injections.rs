@@ -3,15 +3,15 @@
 
 use std::collections::BTreeMap;
 
-use super::error::Error;
-use super::pod_template::Applied;
-use super::record::Record;
-use super::settings::Settings;
+use super::Applied;
 use crate::k8s::workload::{
     remove_annotation, set_annotation, template_annotations, template_labels,
 };
 use crate::multus::interface_name::{self, InterfaceNameError};
 use crate::multus::networks::{NETWORKS_ANNOTATION, Networks, Selection};
+use crate::network_resources::error::Error;
+use crate::network_resources::record::Record;
+use crate::network_resources::settings::Settings;
 use crate::yaml::Map;
 
 /// Adds the annotations of the injections whose label is `true`, removes those
