@@ -3,8 +3,11 @@
 
 use super::*;
 
+/// The denial of a pod whose namespace has no Linkerd-CNI NAD.
 const DENY: &str = "linkerd-multus: namespace demo has no NetworkAttachmentDefinition linkerd-cni, which Multus needs to start this pod with Linkerd-CNI: render the NAD from Git (linkerd-multus generates it for namespaces annotated linkerd.io/multus: enabled), or run the webhook with --manage-nads so that it makes it";
+/// The warning while the NAD controller makes the NAD.
 const MAKING: &str = "linkerd-multus: namespace demo has no NetworkAttachmentDefinition linkerd-cni yet: the NAD controller (--manage-nads) is making it; until it exists the pod's sandbox fails and kubelet retries it";
+/// The warning with `--missing-nad attach`.
 const ATTACH: &str = "linkerd-multus: namespace demo has no NetworkAttachmentDefinition linkerd-cni: the pod cannot start until it exists (--missing-nad attach)";
 
 /// A missing-NAD case: its name, whether the NAD is there, the policy,
@@ -18,6 +21,7 @@ type NadCase = (
     &'static [&'static str],
 );
 
+/// The missing-NAD cases.
 const NAD_CASES: &[NadCase] = &[
     (
         "present, deny",
