@@ -78,11 +78,6 @@ impl WorkloadKind {
         }
     }
 
-    /// Whether the resource is a Pod itself, not a holder of a template.
-    pub fn is_pod(&self) -> bool {
-        self.segments.is_empty()
-    }
-
     /// The pod template of a resource of this kind: `Ok(None)` when the
     /// resource has none (an Argo Rollout with a `workloadRef`, say).
     pub fn pod_template_mut<'a>(&self, item: &'a mut Node) -> Result<Option<&'a mut Map>, String> {

@@ -304,50 +304,92 @@ pub fn plan(
     before: &Owned,
 ) -> Result<(Applied, Vec<Edit>), AttachError> {
     let nad = settings.nad_name.as_str();
-    let Current {
-        networks: text,
-        proxy_uid: current_uid,
-    } = current;
-    let networks = text.map(Networks::parse).transpose()?;
-
-    let own = own_entry(nad);
+    let networks = current.networks.map(Networks::parse).transpose()?;
     let mut out = Applied::default();
-    let mut new_networks: Option<Option<String>> = None;
-    let referenced = networks
-        .as_ref()
-        .is_some_and(|n| n.references(nad, pod_namespace));
+    let new_networks = plan_network(
+        networks.as_ref(),
+        nad,
+        pod_namespace,
+        decision,
+        before,
+        &mut out,
+    );
+    let new_uid = plan_proxy_uid(current.proxy_uid, decision, before, &mut out);
+    let edited = match &new_networks {
+        Some(Some(t)) => Some(Networks::parse(t)?),
+        _ => None,
+    };
+    let after = match &new_networks {
+        Some(Some(_)) => edited.as_ref(),
+        Some(None) => None,
+        None => networks.as_ref(),
+    };
+    out.references = references(after, nad, out.owned.network.is_some());
+    let edits = [
+        (NETWORKS_ANNOTATION, new_networks),
+        (PROXY_UID_ANNOTATION, new_uid),
+    ]
+    .into_iter()
+    .filter_map(|(key, value)| Some((key, value?)))
+    .collect();
+    Ok((out, edits))
+}
+
+/// The NAD's entry in the networks annotation: appended when the pod is to be
+/// attached and selects no such NAD, removed when it is to be detached and the
+/// function added it. The annotation's new value (`Some(None)` removes it), or
+/// `None` when it stays as it is.
+fn plan_network(
+    networks: Option<&Networks>,
+    nad: &str,
+    pod_namespace: &str,
+    decision: &Decision,
+    before: &Owned,
+    out: &mut Applied,
+) -> Option<Option<String>> {
+    let own = own_entry(nad);
+    let referenced = networks.is_some_and(|n| n.references(nad, pod_namespace));
     if decision.attach {
         if !referenced {
-            let appended = match &networks {
+            let appended = match networks {
                 Some(n) => n.with_appended(nad),
                 None => nad.to_string(),
             };
-            new_networks = Some(Some(appended));
-            out.owned.network = Some(match text {
+            out.owned.network = Some(match networks {
                 Some(_) => NetworkOwnership::Appended,
                 None => NetworkOwnership::Created,
             });
             out.changes.push(Change::Attached);
+            return Some(Some(appended));
         } else if before.network.is_some()
-            && networks
-                .as_ref()
-                .is_some_and(|n| n.selections().iter().any(&own))
+            && networks.is_some_and(|n| n.selections().iter().any(&own))
         {
             out.owned.network = before.network;
         }
     } else if let Some(how) = before.network {
-        match networks.as_ref().and_then(|n| n.without_first(&own)) {
+        match networks.and_then(|n| n.without_first(&own)) {
             Some(rest) => {
                 let remove_key = how == NetworkOwnership::Created && rest.trim().is_empty();
-                new_networks = Some((!remove_key).then_some(rest));
                 out.changes.push(Change::Detached);
+                return Some((!remove_key).then_some(rest));
             }
             None => out.warnings.push(format!(
                 "the {nad} entry this function added to {NETWORKS_ANNOTATION} is gone or was edited; the annotation is left as it is"
             )),
         }
     }
+    None
+}
 
+/// The proxy UID annotation: the UID the decision asks for unless the user set
+/// one, and removed when the function set it and no longer wants it. Its new
+/// value (`Some(None)` removes it), or `None` when it stays as it is.
+fn plan_proxy_uid(
+    current_uid: Option<&str>,
+    decision: &Decision,
+    before: &Owned,
+    out: &mut Applied,
+) -> Option<Option<String>> {
     // As in the Go operator (and for Linkerd's injector), an empty proxy UID is none: the
     // range's UID replaces it, and undoing that removes the annotation.
     let current_uid = current_uid.filter(|v| !v.is_empty());
@@ -372,18 +414,15 @@ pub fn plan(
             }
         }
     }
+    new_uid
+}
 
-    let edited = match &new_networks {
-        Some(Some(t)) => Some(Networks::parse(t)?),
-        _ => None,
-    };
-    let after = match &new_networks {
-        Some(Some(_)) => edited.as_ref(),
-        Some(None) => None,
-        None => networks.as_ref(),
-    };
-    let mut own_entry_left = out.owned.network.is_some();
-    out.references = after
+/// The pod's references to the NAD once the annotation is `after`; the first
+/// entry the function owns, if it owns one, is marked as owned.
+fn references(after: Option<&Networks>, nad: &str, owns_entry: bool) -> Vec<NadReference> {
+    let own = own_entry(nad);
+    let mut own_entry_left = owns_entry;
+    after
         .map(Networks::selections)
         .unwrap_or_default()
         .iter()
@@ -396,15 +435,7 @@ pub fn plan(
                 owned,
             }
         })
-        .collect();
-    let edits = [
-        (NETWORKS_ANNOTATION, new_networks),
-        (PROXY_UID_ANNOTATION, new_uid),
-    ]
-    .into_iter()
-    .filter_map(|(key, value)| Some((key, value?)))
-    .collect();
-    Ok((out, edits))
+        .collect()
 }
 
 /// The edit of the record of what the function owns, when it changes.
@@ -555,363 +586,5 @@ pub fn pod(
 }
 
 #[cfg(test)]
-mod tests {
-    use std::collections::BTreeMap;
-
-    use super::*;
-    use crate::yaml::{emit_document, parse_document};
-
-    fn lookup(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
-    }
-
-    #[test]
-    fn decision_table() {
-        let s = Settings::default();
-        let on = [
-            (MULTUS_ANNOTATION, "enabled"),
-            (INJECT_ANNOTATION, "enabled"),
-        ];
-        let range = [("openshift.io/sa.scc.uid-range", "1000000000/10000")];
-        let cp = [(CONTROL_PLANE_LABEL, "destination")];
-        #[allow(clippy::type_complexity)]
-        let cases: &[(
-            &str,
-            &str,
-            &[(&str, &str)],
-            &[(&str, &str)],
-            &[(&str, &str)],
-            bool,
-            Option<u64>,
-        )] = &[
-            ("namespace enables", "demo", &[], &[], &on, true, None),
-            ("pod enables", "demo", &on, &[], &[], true, None),
-            (
-                "ingress counts",
-                "demo",
-                &[
-                    (MULTUS_ANNOTATION, "enabled"),
-                    (INJECT_ANNOTATION, "ingress"),
-                ],
-                &[],
-                &[],
-                true,
-                None,
-            ),
-            (
-                "pod overrides namespace",
-                "demo",
-                &[(MULTUS_ANNOTATION, "disabled")],
-                &[],
-                &on,
-                false,
-                None,
-            ),
-            (
-                "per-key fallback",
-                "demo",
-                &[(INJECT_ANNOTATION, "enabled")],
-                &[],
-                &[(MULTUS_ANNOTATION, "enabled")],
-                true,
-                None,
-            ),
-            (
-                "inject disabled",
-                "demo",
-                &[(INJECT_ANNOTATION, "disabled")],
-                &[],
-                &on,
-                false,
-                None,
-            ),
-            ("nothing", "demo", &[], &[], &[], false, None),
-            ("control plane", "linkerd", &[], &cp, &[], true, None),
-            (
-                "empty control-plane label",
-                "linkerd",
-                &[],
-                &[(CONTROL_PLANE_LABEL, "")],
-                &[],
-                false,
-                None,
-            ),
-            (
-                "control-plane label elsewhere",
-                "demo",
-                &[],
-                &cp,
-                &[],
-                false,
-                None,
-            ),
-            (
-                "uid range",
-                "demo",
-                &on,
-                &[],
-                &range,
-                true,
-                Some(1_000_002_102),
-            ),
-            (
-                "no uid for control plane",
-                "linkerd",
-                &[],
-                &cp,
-                &[range[0], on[0], on[1]],
-                true,
-                None,
-            ),
-        ];
-        for (name, ns, ann, labels, ns_ann, attach, uid) in cases {
-            let mut ns_ann = lookup(ns_ann);
-            if *name == "uid range" {
-                ns_ann.extend(lookup(&on));
-            }
-            let d = decide(&s, ns, &lookup(ann), &lookup(labels), &ns_ann);
-            assert_eq!((d.attach, d.proxy_uid), (*attach, *uid), "{name}");
-        }
-    }
-
-    #[test]
-    fn bad_ranges_are_explained() {
-        for (range, want) in [
-            ("1000/x", "is not a range like 1000000000/10000"),
-            ("1000", "is not a range"),
-            (
-                "1000/100",
-                "proxy UID offset 2102 is outside the range \"1000/100\"",
-            ),
-            ("4294967290/10000", "is not a valid UID"),
-        ] {
-            assert!(
-                proxy_uid(range, 2102).unwrap_err().contains(want),
-                "{range}"
-            );
-        }
-    }
-
-    #[test]
-    fn owned_round_trips() {
-        for text in [
-            "network=created",
-            "network=appended,proxy-uid=1000002102",
-            "proxy-uid=5",
-            "",
-        ] {
-            assert_eq!(Owned::parse(text).unwrap().to_string(), text);
-        }
-        assert!(Owned::parse("network=mine").is_err());
-    }
-
-    fn run(src: &str, attach: bool, uid: Option<u64>, before: &str) -> (String, Applied) {
-        let mut doc = parse_document(src).unwrap();
-        let decision = Decision {
-            attach,
-            proxy_uid: uid,
-            ..Decision::default()
-        };
-        let applied = apply(
-            doc.as_map_mut().unwrap(),
-            &Settings::default(),
-            "demo",
-            &decision,
-            &Owned::parse(before).unwrap(),
-        )
-        .unwrap();
-        (emit_document(&doc), applied)
-    }
-
-    #[test]
-    fn attaching_and_detaching_round_trips() {
-        let cases = [
-            "spec: {}\n",
-            "metadata:\n  labels:\n    app: web\nspec: {}\n",
-            "metadata:\n  annotations:\n    k8s.v1.cni.cncf.io/networks: a, other/b@net2\n",
-            "metadata:\n  annotations:\n    k8s.v1.cni.cncf.io/networks: '[{\"name\": \"a\", \"ips\": [\"10.0.0.1/24\"]}]'\n",
-            "metadata:\n  annotations:\n    x: y1\n",
-        ];
-        for src in cases {
-            let (attached, applied) = run(src, true, Some(1_000_002_102), "");
-            assert!(attached.contains("linkerd-cni"), "{attached}");
-            assert!(
-                attached.contains("config.linkerd.io/proxy-uid: \"1000002102\""),
-                "{attached}"
-            );
-            let owned = applied.owned.to_string();
-            let (again, same) = run(&attached, true, Some(1_000_002_102), &owned);
-            assert_eq!(again, attached, "not idempotent");
-            assert!(same.changes.is_empty());
-            assert_eq!(same.owned, applied.owned);
-            let (detached, undone) = run(&attached, false, None, &owned);
-            assert_eq!(detached, src, "detach did not restore");
-            assert_eq!(undone.changes, [Change::Detached, Change::ProxyUidRemoved]);
-            assert!(undone.owned.is_empty());
-        }
-    }
-
-    /// An empty proxy UID counts as none, as in the Go operator: the range's UID
-    /// replaces it; a later detach removes the annotation (`""` and none mean the same).
-    #[test]
-    fn an_empty_proxy_uid_is_none() {
-        let src = "metadata:\n  annotations:\n    config.linkerd.io/proxy-uid: \"\"\n";
-        let (attached, applied) = run(src, true, Some(1_000_002_102), "");
-        assert!(
-            attached.contains("config.linkerd.io/proxy-uid: \"1000002102\""),
-            "{attached}"
-        );
-        assert_eq!(
-            applied.changes,
-            [Change::Attached, Change::ProxyUidSet("1000002102".into())]
-        );
-        let owned = applied.owned.to_string();
-        assert_eq!(owned, "network=created,proxy-uid=1000002102");
-        let (again, same) = run(&attached, true, Some(1_000_002_102), &owned);
-        assert_eq!((again.as_str(), same.changes.len()), (attached.as_str(), 0));
-        let (detached, _) = run(&attached, false, None, &owned);
-        assert!(!detached.contains("proxy-uid"), "{detached}");
-        // Not attached, or no range: an empty value stays as the user wrote it.
-        for (attach, uid) in [(false, None), (true, None)] {
-            let (out, applied) = run(src, attach, uid, "");
-            assert!(out.contains("config.linkerd.io/proxy-uid: \"\""), "{out}");
-            assert_eq!(applied.owned.proxy_uid, None);
-        }
-        // A user's UID blanked after the function set its own: the range's UID again.
-        let (out, applied) = run(src, true, Some(1_000_002_102), "proxy-uid=1000002102");
-        assert!(out.contains("\"1000002102\""), "{out}");
-        assert_eq!(applied.owned.proxy_uid.as_deref(), Some("1000002102"));
-    }
-
-    /// `src` after interface naming has run on its networks annotation.
-    fn with_named_interfaces(src: &str) -> String {
-        let mut doc = parse_document(src).unwrap();
-        let template = doc.as_map_mut().unwrap();
-        let text = template_annotations(template)
-            .and_then(|a| a.get_text(NETWORKS_ANNOTATION))
-            .map(str::to_owned);
-        if let Some(named) = text.and_then(|t| interface_name::name_interfaces(&t).unwrap()) {
-            set_annotation(template, NETWORKS_ANNOTATION, named).unwrap();
-        }
-        emit_document(&doc)
-    }
-
-    #[test]
-    fn the_own_entry_with_its_named_interface_stays_owned() {
-        let cases = [
-            ("spec: {}\n", "linkerd-cni@net6a72ae7dcd39"),
-            (
-                "metadata:\n  annotations:\n    k8s.v1.cni.cncf.io/networks: a, other/b@net2\n",
-                "a@net0cc175b9c0f1, other/b@net2, linkerd-cni@net6a72ae7dcd39",
-            ),
-            (
-                "metadata:\n  annotations:\n    k8s.v1.cni.cncf.io/networks: '[{\"name\":\"a\",\"ips\":[\"10.0.0.1/24\"]}]'\n",
-                r#"[{"name":"a","ips":["10.0.0.1/24"],"interface":"net0cc175b9c0f1"},{"name":"linkerd-cni","interface":"net6a72ae7dcd39"}]"#,
-            ),
-        ];
-        for (src, networks) in cases {
-            let (attached, applied) = run(src, true, None, "");
-            let named = with_named_interfaces(&attached);
-            let mut doc = parse_document(&named).unwrap();
-            let value = template_annotations(doc.as_map_mut().unwrap())
-                .and_then(|a| a.get_text(NETWORKS_ANNOTATION))
-                .map(str::to_owned);
-            assert_eq!(value.as_deref(), Some(networks), "{src}");
-
-            let owned = applied.owned.to_string();
-            let (again, same) = run(&named, true, None, &owned);
-            assert_eq!(again, named, "{src}");
-            assert!(same.changes.is_empty(), "{src}: {:?}", same.changes);
-            assert_eq!(same.owned, applied.owned, "{src}");
-            assert_eq!(
-                same.references,
-                [NadReference {
-                    namespace: None,
-                    owned: true
-                }],
-                "{src}"
-            );
-
-            let (detached, undone) = run(&named, false, None, &owned);
-            assert_eq!(detached, with_named_interfaces(src), "{src}");
-            assert_eq!(undone.changes, [Change::Detached], "{src}");
-            assert!(undone.owned.is_empty(), "{src}");
-        }
-    }
-
-    #[test]
-    fn only_the_exact_named_entry_counts_as_own() {
-        let template = |networks: &str| {
-            format!("metadata:\n  annotations:\n    k8s.v1.cni.cncf.io/networks: '{networks}'\n")
-        };
-        for networks in [
-            "a, linkerd-cni@eth1",
-            "a, demo/linkerd-cni@net6a72ae7dcd39",
-            r#"[{"name": "linkerd-cni", "interface": "net6a72ae7dcd39", "ips": []}]"#,
-        ] {
-            let src = template(networks);
-            let (out, applied) = run(&src, false, None, "network=appended");
-            assert_eq!(out, src, "{networks}");
-            assert!(applied.changes.is_empty(), "{networks}");
-            assert_eq!(applied.warnings.len(), 1, "{networks}");
-            let (out, applied) = run(&src, true, None, "network=appended");
-            assert_eq!(out, src, "{networks}");
-            assert!(applied.owned.is_empty(), "{networks}");
-        }
-        let src = template("linkerd-cni@net6a72ae7dcd39, b");
-        let (out, applied) = run(&src, true, None, "");
-        assert_eq!(out, src);
-        assert!(applied.owned.is_empty(), "a user's entry is not taken over");
-        assert_eq!(
-            applied.references,
-            [NadReference {
-                namespace: None,
-                owned: false
-            }]
-        );
-        let (out, applied) = run(&src, false, None, "network=appended");
-        assert_eq!(out, template("b"));
-        assert_eq!(applied.changes, [Change::Detached]);
-    }
-
-    #[test]
-    fn user_values_are_never_taken_over() {
-        let src = "metadata:\n  annotations:\n    k8s.v1.cni.cncf.io/networks: demo/linkerd-cni@eth9\n    config.linkerd.io/proxy-uid: \"7\"\n";
-        let (out, applied) = run(src, true, Some(1_000_002_102), "");
-        assert_eq!(out, src);
-        assert!(applied.owned.is_empty());
-        let (out, applied) = run(src, false, None, "network=created,proxy-uid=1000002102");
-        assert_eq!(out, src);
-        assert_eq!(applied.warnings.len(), 1);
-        assert_eq!(applied.changes, [Change::ProxyUidReleased]);
-        assert!(applied.owned.is_empty());
-    }
-
-    #[test]
-    fn a_bad_annotation_changes_nothing() {
-        let mut doc =
-            parse_document("metadata:\n  annotations:\n    k8s.v1.cni.cncf.io/networks: 'a,,b'\n")
-                .unwrap();
-        let before = doc.clone();
-        let err = apply(
-            doc.as_map_mut().unwrap(),
-            &Settings::default(),
-            "demo",
-            &Decision {
-                attach: true,
-                ..Decision::default()
-            },
-            &Owned::default(),
-        )
-        .unwrap_err();
-        assert!(
-            err.to_string()
-                .starts_with("annotation k8s.v1.cni.cncf.io/networks: item 2"),
-            "{err}"
-        );
-        assert_eq!(doc, before);
-    }
-}
+#[path = "attach_tests.rs"]
+mod tests;

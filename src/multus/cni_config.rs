@@ -226,8 +226,87 @@ fn expect(errors: &mut Vec<CniConfigError>, field: &str, value: &Value, kind: Ki
 mod tests {
     use super::*;
 
+    /// CNI configs the checks refuse, and the start of the one error each gets.
+    const INVALID: &[(&str, &str)] = &[
+        ("{\"cniVersion\": \"0.3.1\" x}", "is not valid JSON: "),
+        ("[]", "is a list, not a JSON object"),
+        ("\"text\"", "is a string, not a JSON object"),
+        (
+            r#"{"name": "a", "type": "macvlan"}"#,
+            "has no \"cniVersion\" (the CNI spec requires it)",
+        ),
+        (
+            r#"{"cniVersion": 1, "type": "macvlan"}"#,
+            "\"cniVersion\" is a number, not a string",
+        ),
+        (
+            r#"{"cniVersion": "0.5.0", "type": "macvlan"}"#,
+            "\"cniVersion\" \"0.5.0\" is not a CNI spec version; valid: 0.1.0, 0.2.0, 0.3.0, 0.3.1, 0.4.0, 1.0.0, 1.1.0",
+        ),
+        (
+            r#"{"cniVersion": "0.3.1", "name": "a"}"#,
+            "has no \"type\" (a single configuration needs one; a list needs \"plugins\")",
+        ),
+        (
+            r#"{"cniVersion": "0.3.1", "type": ""}"#,
+            "\"type\" is empty",
+        ),
+        (
+            r#"{"cniVersion": "0.3.1", "type": ["macvlan"]}"#,
+            "\"type\" is a list, not a string",
+        ),
+        (
+            r#"{"cniVersion": "0.3.1", "type": "macvlan", "name": 7}"#,
+            "\"name\" is a number, not a string",
+        ),
+        (
+            r#"{"cniVersion": "0.3.1", "plugins": [{"type": "a"}]}"#,
+            "has no \"name\" (a configuration list needs one)",
+        ),
+        (
+            r#"{"cniVersion": "0.3.1", "name": "l", "plugins": []}"#,
+            "\"plugins\" is empty; a configuration list needs at least one plugin",
+        ),
+        (
+            r#"{"cniVersion": "0.3.1", "name": "l", "plugins": null}"#,
+            "\"plugins\" is null, not a list",
+        ),
+        (
+            r#"{"cniVersion": "0.3.1", "name": "l", "plugins": {"type": "a"}}"#,
+            "\"plugins\" is an object, not a list",
+        ),
+        (
+            r#"{"cniVersion": "0.3.1", "name": "l", "plugins": [{"type": "a"}, {"mtu": 1500}]}"#,
+            "has no \"plugins[1].type\"",
+        ),
+        (
+            r#"{"cniVersion": "0.3.1", "name": "l", "plugins": ["bridge"]}"#,
+            "\"plugins[0]\" is a string, not an object",
+        ),
+        (
+            r#"{"cniVersion": "0.3.1", "name": "l", "disableCheck": "yes", "plugins": [{"type": "a"}]}"#,
+            "\"disableCheck\" is a string, not a boolean",
+        ),
+        (
+            r#"{"cniVersion": "0.3.1", "type": "a", "capabilities": {"mac": "true"}}"#,
+            "\"capabilities.mac\" is a string, not a boolean",
+        ),
+        (
+            r#"{"cniVersion": "0.3.1", "type": "a", "ipam": "host-local"}"#,
+            "\"ipam\" is a string, not an object",
+        ),
+        (
+            r#"{"cniVersion": "0.3.1", "type": "a", "dns": {"nameservers": "10.0.0.1"}}"#,
+            "\"dns.nameservers\" is a string, not a list",
+        ),
+        (
+            r#"{"cniVersion": "0.3.1", "name": "l", "plugins": [{"type": "a", "ipam": {"type": 1}}]}"#,
+            "\"plugins[0].ipam.type\" is a number, not a string",
+        ),
+    ];
+
     #[test]
-    fn cni_configs() {
+    fn valid_cni_configs_pass() {
         let ok = [
             r#"{"cniVersion": "0.3.1", "name": "a", "type": "macvlan"}"#,
             r#"{"cniVersion": "1.0.0", "type": "bridge"}"#,
@@ -238,84 +317,11 @@ mod tests {
         for config in ok {
             assert_eq!(check_cni_config(config), vec![], "{config}");
         }
-        let bad = [
-            ("{\"cniVersion\": \"0.3.1\" x}", "is not valid JSON: "),
-            ("[]", "is a list, not a JSON object"),
-            ("\"text\"", "is a string, not a JSON object"),
-            (
-                r#"{"name": "a", "type": "macvlan"}"#,
-                "has no \"cniVersion\" (the CNI spec requires it)",
-            ),
-            (
-                r#"{"cniVersion": 1, "type": "macvlan"}"#,
-                "\"cniVersion\" is a number, not a string",
-            ),
-            (
-                r#"{"cniVersion": "0.5.0", "type": "macvlan"}"#,
-                "\"cniVersion\" \"0.5.0\" is not a CNI spec version; valid: 0.1.0, 0.2.0, 0.3.0, 0.3.1, 0.4.0, 1.0.0, 1.1.0",
-            ),
-            (
-                r#"{"cniVersion": "0.3.1", "name": "a"}"#,
-                "has no \"type\" (a single configuration needs one; a list needs \"plugins\")",
-            ),
-            (
-                r#"{"cniVersion": "0.3.1", "type": ""}"#,
-                "\"type\" is empty",
-            ),
-            (
-                r#"{"cniVersion": "0.3.1", "type": ["macvlan"]}"#,
-                "\"type\" is a list, not a string",
-            ),
-            (
-                r#"{"cniVersion": "0.3.1", "type": "macvlan", "name": 7}"#,
-                "\"name\" is a number, not a string",
-            ),
-            (
-                r#"{"cniVersion": "0.3.1", "plugins": [{"type": "a"}]}"#,
-                "has no \"name\" (a configuration list needs one)",
-            ),
-            (
-                r#"{"cniVersion": "0.3.1", "name": "l", "plugins": []}"#,
-                "\"plugins\" is empty; a configuration list needs at least one plugin",
-            ),
-            (
-                r#"{"cniVersion": "0.3.1", "name": "l", "plugins": null}"#,
-                "\"plugins\" is null, not a list",
-            ),
-            (
-                r#"{"cniVersion": "0.3.1", "name": "l", "plugins": {"type": "a"}}"#,
-                "\"plugins\" is an object, not a list",
-            ),
-            (
-                r#"{"cniVersion": "0.3.1", "name": "l", "plugins": [{"type": "a"}, {"mtu": 1500}]}"#,
-                "has no \"plugins[1].type\"",
-            ),
-            (
-                r#"{"cniVersion": "0.3.1", "name": "l", "plugins": ["bridge"]}"#,
-                "\"plugins[0]\" is a string, not an object",
-            ),
-            (
-                r#"{"cniVersion": "0.3.1", "name": "l", "disableCheck": "yes", "plugins": [{"type": "a"}]}"#,
-                "\"disableCheck\" is a string, not a boolean",
-            ),
-            (
-                r#"{"cniVersion": "0.3.1", "type": "a", "capabilities": {"mac": "true"}}"#,
-                "\"capabilities.mac\" is a string, not a boolean",
-            ),
-            (
-                r#"{"cniVersion": "0.3.1", "type": "a", "ipam": "host-local"}"#,
-                "\"ipam\" is a string, not an object",
-            ),
-            (
-                r#"{"cniVersion": "0.3.1", "type": "a", "dns": {"nameservers": "10.0.0.1"}}"#,
-                "\"dns.nameservers\" is a string, not a list",
-            ),
-            (
-                r#"{"cniVersion": "0.3.1", "name": "l", "plugins": [{"type": "a", "ipam": {"type": 1}}]}"#,
-                "\"plugins[0].ipam.type\" is a number, not a string",
-            ),
-        ];
-        for (config, want) in bad {
+    }
+
+    #[test]
+    fn invalid_cni_configs_are_refused() {
+        for &(config, want) in INVALID {
             let errors = check_cni_config(config);
             assert_eq!(errors.len(), 1, "{config}: {errors:?}");
             let got = errors[0].to_string();

@@ -14,42 +14,8 @@ use crate::yaml::Node;
 /// identities), in place, and returns
 /// the results, the summary first.
 pub fn render(items: &mut [Node], refs: &[ResourceRef], settings: &Settings) -> Vec<FnResult> {
-    // Files are read only for the items that get a result, while they are at hand.
-    let namespace_of = |r: &ResourceRef| {
-        r.namespace
-            .as_deref()
-            .or(settings.default_namespace.as_deref())
-            .map(str::to_string)
-    };
     let mut results = Vec::new();
-    let mut nads = NadTable::default();
-    let keys = nad_annotation_keys(&settings.resource_name_keys);
-    for (i, item) in items.iter().enumerate() {
-        let r = &refs[i];
-        if !nad::is_nad(r) {
-            continue;
-        }
-        let annotations = resource::annotations(item)
-            .map(|a| {
-                keys.iter()
-                    .filter_map(|k| Some((k.clone(), a.get_text(k)?.to_string())))
-                    .collect()
-            })
-            .unwrap_or_default();
-        if !nads.insert(
-            namespace_of(r).unwrap_or_default(),
-            r.name.to_string(),
-            annotations,
-        ) {
-            results.push(
-                FnResult::new(
-                    Severity::Error,
-                    "the NetworkAttachmentDefinition is in the input twice",
-                )
-                .on(r, resource::file_ref(item).as_ref()),
-            );
-        }
-    }
+    let nads = input_nads(items, refs, settings, &mut results);
     let kinds = WorkloadKinds::new(&settings.workload_kinds);
     let mut changed = 0;
     for (i, item) in items.iter_mut().enumerate() {
@@ -57,7 +23,7 @@ pub fn render(items: &mut [Node], refs: &[ResourceRef], settings: &Settings) -> 
         let Some(kind) = kinds.find(r.group(), &r.kind) else {
             continue;
         };
-        let namespace = namespace_of(r);
+        let namespace = namespace_of(r, settings);
         let applied = workload(
             item,
             kind,
@@ -80,15 +46,7 @@ pub fn render(items: &mut [Node], refs: &[ResourceRef], settings: &Settings) -> 
                 }
             }
             Err(e) => {
-                let message = match (&e, &namespace) {
-                    (Error::MissingNads(_), Some(_)) => {
-                        format!("{e} in the input; add it, or pass the cluster's NADs as context")
-                    }
-                    (Error::MissingNads(_), None) => format!(
-                        "{e}: the workload has no metadata.namespace and no defaultNamespace is set"
-                    ),
-                    _ => e.to_string(),
-                };
+                let message = error_message(&e, namespace.is_some());
                 let mut result = report(Severity::Error, message);
                 result.field = field_of(&e, kind);
                 results.push(result);
@@ -105,6 +63,69 @@ pub fn render(items: &mut [Node], refs: &[ResourceRef], settings: &Settings) -> 
     );
     results.insert(0, FnResult::new(Severity::Info, summary));
     results
+}
+
+/// The namespace a resource is in: its own, else the default namespace the
+/// host puts it in, if the settings name one.
+fn namespace_of(r: &ResourceRef, settings: &Settings) -> Option<String> {
+    r.namespace
+        .as_deref()
+        .or(settings.default_namespace.as_deref())
+        .map(str::to_string)
+}
+
+/// The NADs of the input, with the annotations the rules read; a NAD in the
+/// input twice is an error result.
+fn input_nads(
+    items: &[Node],
+    refs: &[ResourceRef],
+    settings: &Settings,
+    results: &mut Vec<FnResult>,
+) -> NadTable {
+    // Files are read only for the items that get a result, while they are at hand.
+    let mut nads = NadTable::default();
+    let keys = nad_annotation_keys(&settings.resource_name_keys);
+    for (i, item) in items.iter().enumerate() {
+        let r = &refs[i];
+        if !nad::is_nad(r) {
+            continue;
+        }
+        let annotations = resource::annotations(item)
+            .map(|a| {
+                keys.iter()
+                    .filter_map(|k| Some((k.clone(), a.get_text(k)?.to_string())))
+                    .collect()
+            })
+            .unwrap_or_default();
+        if !nads.insert(
+            namespace_of(r, settings).unwrap_or_default(),
+            r.name.to_string(),
+            annotations,
+        ) {
+            results.push(
+                FnResult::new(
+                    Severity::Error,
+                    "the NetworkAttachmentDefinition is in the input twice",
+                )
+                .on(r, resource::file_ref(item).as_ref()),
+            );
+        }
+    }
+    nads
+}
+
+/// The message of a workload's error; a missing NAD says where it was looked
+/// for, given whether the workload has a namespace.
+fn error_message(e: &Error, has_namespace: bool) -> String {
+    match (e, has_namespace) {
+        (Error::MissingNads(_), true) => {
+            format!("{e} in the input; add it, or pass the cluster's NADs as context")
+        }
+        (Error::MissingNads(_), false) => {
+            format!("{e}: the workload has no metadata.namespace and no defaultNamespace is set")
+        }
+        _ => e.to_string(),
+    }
 }
 
 /// The field an error is about, as a dotted path from the resource.

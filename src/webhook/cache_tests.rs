@@ -91,19 +91,21 @@ fn nad(namespace: Option<&str>, name: &str, annotations: &[(&str, &str)]) -> Obj
     object::<DynamicObject>(namespace, name, annotations).metadata
 }
 
-/// What a NAD cache answers after a list and some watch events: each
-/// lookup `(namespace, name)` and the annotations it should find (`None`:
-/// no such NAD).
-#[test]
-fn the_nad_cache_keeps_what_the_rules_read_by_namespace_and_name() {
-    type Lookups = &'static [(
-        (&'static str, &'static str),
-        Option<&'static [(&'static str, &'static str)]>,
-    )];
-    const SRIOV: &[(&str, &str)] = &[(RESOURCE, "intel.com/sriov")];
-    /// A list, then watch events: `Applied` (true) or `Deleted` (false).
-    type Events = Vec<Step>;
-    let cases: Vec<(&str, Events, Lookups)> = vec![
+/// Lookups in the cache, `(namespace, name)`, and the annotations found.
+type Lookups = &'static [(
+    (&'static str, &'static str),
+    Option<&'static [(&'static str, &'static str)]>,
+)];
+
+/// A NAD's SR-IOV resource name.
+const SRIOV: &[(&str, &str)] = &[(RESOURCE, "intel.com/sriov")];
+
+/// A list, then watch events: `Applied` (true) or `Deleted` (false).
+type Events = Vec<Step>;
+
+/// The NAD cache cases: a name, the events, and the lookups after them.
+fn nad_cache_cases() -> Vec<(&'static str, Events, Lookups)> {
+    vec![
         (
             "only the resource name and the node selector are kept",
             vec![Step::List(vec![nad(
@@ -161,8 +163,15 @@ fn the_nad_cache_keeps_what_the_rules_read_by_namespace_and_name() {
             vec![Step::List(vec![nad(None, "a", SRIOV)])],
             &[(("", "a"), None)],
         ),
-    ];
-    for (name, events, lookups) in cases {
+    ]
+}
+
+/// What a NAD cache answers after a list and some watch events: each
+/// lookup `(namespace, name)` and the annotations it should find (`None`:
+/// no such NAD).
+#[test]
+fn the_nad_cache_keeps_what_the_rules_read_by_namespace_and_name() {
+    for (name, events, lookups) in nad_cache_cases() {
         let cache = WatchCache::nads(&[RESOURCE.to_string()]);
         for step in events {
             cache.apply(match step {

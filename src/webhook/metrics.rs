@@ -156,6 +156,26 @@ fn change_index(change: &Change) -> usize {
     }
 }
 
+/// Registers a family of counters and makes the counter of each label set,
+/// in order: each is exported from the start, with no lookup per event.
+fn counters<L>(
+    registry: &mut Registry,
+    name: &str,
+    help: &str,
+    labels: impl IntoIterator<Item = L>,
+) -> Vec<Counter>
+where
+    L: Clone + std::hash::Hash + Eq + EncodeLabelSet + std::fmt::Debug + Send + Sync + 'static,
+{
+    let family = Family::<L, Counter>::default();
+    let counters = labels
+        .into_iter()
+        .map(|label| family.get_or_create(&label).clone())
+        .collect();
+    registry.register(name, help, family);
+    counters
+}
+
 /// Every metric of the webhook.
 pub struct Metrics {
     registry: Registry,
@@ -327,21 +347,13 @@ impl Metrics {
 
     fn build(nad_cache: bool) -> Self {
         let mut registry = Registry::default();
-        let family = Family::<OutcomeLabel, Counter>::default();
-        let requests = Outcome::ALL
-            .iter()
-            .map(|o| {
-                family
-                    .get_or_create(&OutcomeLabel {
-                        outcome: o.as_str(),
-                    })
-                    .clone()
-            })
-            .collect();
-        registry.register(
+        let requests = counters(
+            &mut registry,
             "linkerd_multus_admission_requests",
             "Admission reviews answered, by outcome",
-            family,
+            Outcome::ALL.iter().map(|o| OutcomeLabel {
+                outcome: o.as_str(),
+            }),
         );
         // From 50 µs: a review takes tens of microseconds.
         let duration = Histogram::new([
@@ -352,29 +364,19 @@ impl Metrics {
             "Time from the end of the request body to the response, in seconds",
             duration.clone(),
         );
-        let family = Family::<ChangeLabel, Counter>::default();
-        let patches = CHANGES
-            .iter()
-            .map(|&change| family.get_or_create(&ChangeLabel { change }).clone())
-            .collect();
-        registry.register(
+        let patches = counters(
+            &mut registry,
             "linkerd_multus_admission_patches",
             "Changes made by the patches returned, by change (dry runs included)",
-            family,
+            CHANGES.iter().map(|&change| ChangeLabel { change }),
         );
-        let family = Family::<ReasonLabel, Counter>::default();
-        let refusals = Refusal::ALL
-            .iter()
-            .map(|r| {
-                family
-                    .get_or_create(&ReasonLabel { reason: r.as_str() })
-                    .clone()
-            })
-            .collect();
-        registry.register(
+        let refusals = counters(
+            &mut registry,
             "linkerd_multus_http_refusals",
             "HTTP requests refused before admission, by reason",
-            family,
+            Refusal::ALL
+                .iter()
+                .map(|r| ReasonLabel { reason: r.as_str() }),
         );
         let http = HttpGauges::register(&mut registry);
         let family = Family::<ResultLabel, Counter>::default();

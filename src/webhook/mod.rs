@@ -33,7 +33,7 @@ use crate::admission::{MissingNad, OnError};
 use crate::linkerd_cni::settings::Settings;
 use crate::network_resources;
 use crate::pipeline::environment;
-use cache::WatchCache;
+use cache::{NadCache, NamespaceCache, WatchCache};
 use handler::Admission;
 use live::LiveReader;
 use metrics::Metrics;
@@ -225,36 +225,21 @@ async fn serve(
     let companion_task =
         companion.map(|start| tokio::spawn(start(client.clone(), metrics.registry(), stopped)));
     let metrics = Arc::new(metrics);
-    let cache = Arc::new(
-        WatchCache::namespaces(&settings.uid_range_annotation).with_api_timeout(args.api_timeout),
+    let caches = start_caches(
+        &args,
+        &client,
+        &settings,
+        network_resources.as_ref(),
+        watch_nads,
+        &metrics,
     );
-    tokio::spawn(cache::run_namespaces(cache.clone(), client.clone()));
-    let nad_keys = WatchCache::nads(
-        network_resources
-            .as_ref()
-            .map(|s| s.resource_name_keys.as_slice())
-            .unwrap_or_default(),
-    )
-    .with_api_timeout(args.api_timeout);
-    let live = LiveReader::new(
-        client.clone(),
-        args.live_read_timeout,
-        cache.keys(),
-        nad_keys.keys(),
-        metrics.clone(),
-    );
-    let nads = watch_nads.then(|| {
-        let nads = Arc::new(nad_keys);
-        tokio::spawn(cache::run_nads(nads.clone(), client.clone()));
-        nads
-    });
     let reload_metrics = metrics.clone();
     tokio::spawn(tls.clone().watch(args.tls_reload_interval, move |ok| {
         reload_metrics.tls_reloaded(ok)
     }));
     let health = Arc::new(ops::Health {
-        cache: Some(cache.clone()),
-        nads: nads.clone(),
+        cache: Some(caches.namespaces.clone()),
+        nads: caches.nads.clone(),
         max_watch_outage: args.max_watch_outage,
         shutting_down: false.into(),
         metrics: metrics.clone(),
@@ -273,31 +258,88 @@ async fn serve(
     let handler = Arc::new(Admission {
         settings,
         network_resources,
-        nads,
+        nads: caches.nads,
         missing_nad,
         managed,
         on_error: args.on_error,
-        cache,
-        live,
+        cache: caches.namespaces,
+        live: caches.live,
         max_watch_outage: args.max_watch_outage,
         metrics: metrics.clone(),
     });
-    let shutdown_delay = args.shutdown_delay;
-    let shutdown = async move {
-        let signal = termination().await;
-        // The NAD controller stops writing and releases its Lease at once, for
-        // the other replica to take over while this one drains.
-        stop.send_replace(true);
-        health.shutting_down.store(true, Ordering::Relaxed);
-        tracing::info!(signal, delay = ?shutdown_delay, "shutting down: /readyz fails from now on");
-        tokio::time::sleep(shutdown_delay).await;
-    };
+    let shutdown = shutdown(stop, health, args.shutdown_delay);
     server::serve(listener, tls, limits(&args), handler, metrics, shutdown).await;
     if let Some(task) = companion_task {
         task.await.ok();
     }
     tracing::info!("stopped");
     Ok(())
+}
+
+/// The webhook's caches, their watches started, and the live reader of what
+/// they cannot vouch for.
+struct Caches {
+    /// The namespace cache.
+    namespaces: Arc<NamespaceCache>,
+    /// The NAD cache, when something reads NADs.
+    nads: Option<Arc<NadCache>>,
+    /// The live reader.
+    live: LiveReader,
+}
+
+/// Starts the namespace cache's watch, and the NAD cache's with `watch_nads`;
+/// the NAD cache keeps the annotations the network-resources rules read.
+fn start_caches(
+    args: &Args,
+    client: &kube::Client,
+    settings: &Settings,
+    network_resources: Option<&network_resources::settings::Settings>,
+    watch_nads: bool,
+    metrics: &Arc<Metrics>,
+) -> Caches {
+    let cache = Arc::new(
+        WatchCache::namespaces(&settings.uid_range_annotation).with_api_timeout(args.api_timeout),
+    );
+    tokio::spawn(cache::run_namespaces(cache.clone(), client.clone()));
+    let nad_keys = WatchCache::nads(
+        network_resources
+            .map(|s| s.resource_name_keys.as_slice())
+            .unwrap_or_default(),
+    )
+    .with_api_timeout(args.api_timeout);
+    let live = LiveReader::new(
+        client.clone(),
+        args.live_read_timeout,
+        cache.keys(),
+        nad_keys.keys(),
+        metrics.clone(),
+    );
+    let nads = watch_nads.then(|| {
+        let nads = Arc::new(nad_keys);
+        tokio::spawn(cache::run_nads(nads.clone(), client.clone()));
+        nads
+    });
+    Caches {
+        namespaces: cache,
+        nads,
+        live,
+    }
+}
+
+/// Waits for SIGTERM or SIGINT, then stops the NAD controller, fails /readyz
+/// and keeps serving for `delay`, for the pod to leave the Service's endpoints.
+async fn shutdown(
+    stop: tokio::sync::watch::Sender<bool>,
+    health: Arc<ops::Health>,
+    delay: Duration,
+) {
+    let signal = termination().await;
+    // The NAD controller stops writing and releases its Lease at once, for
+    // the other replica to take over while this one drains.
+    stop.send_replace(true);
+    health.shutting_down.store(true, Ordering::Relaxed);
+    tracing::info!(signal, delay = ?delay, "shutting down: /readyz fails from now on");
+    tokio::time::sleep(delay).await;
 }
 
 /// Silence the client tolerates on any response: a watch asks the API server

@@ -305,86 +305,89 @@ mod tests {
         move |s| (s.name != skip).then(|| format!("if-{}", s.name))
     }
 
+    /// Annotations, and what naming every network but `skip` makes of them
+    /// (`None`: nothing to name).
+    const NAMINGS: &[(&str, Option<&str>)] = &[
+        ("", None),
+        ("  ", None),
+        ("[]", None),
+        ("ns/net@if", None),
+        ("a@e1, ns/b@e2", None),
+        ("skip", None),
+        ("a", Some("a@if-a")),
+        ("ns/a", Some("ns/a@if-a")),
+        (" a ,ns/b@e2,\tc  ", Some(" a@if-a ,ns/b@e2,\tc@if-c  ")),
+        ("a, skip, b", Some("a@if-a, skip, b@if-b")),
+        ("a,a", Some("a@if-a,a@if-a")),
+        (
+            r#"[{"name": "a"}]"#,
+            Some(r#"[{"name": "a", "interface": "if-a"}]"#),
+        ),
+        (
+            r#"[{"name":"a"}]"#,
+            Some(r#"[{"name":"a","interface":"if-a"}]"#),
+        ),
+        (
+            r#"[ { "name" : "a" } ]"#,
+            Some(r#"[ { "name" : "a", "interface" : "if-a" } ]"#),
+        ),
+        (
+            r#"[{"name":"a","ips":["10.0.0.1/24"],"x-unknown":{"k":[1,{}]}}]"#,
+            Some(
+                r#"[{"name":"a","ips":["10.0.0.1/24"],"x-unknown":{"k":[1,{}]},"interface":"if-a"}]"#,
+            ),
+        ),
+        (
+            r#"[{"name": "a", "interface": null, "mac": "c2:b0:57:49:47:f1"}]"#,
+            Some(r#"[{"name": "a", "interface": "if-a", "mac": "c2:b0:57:49:47:f1"}]"#),
+        ),
+        (
+            r#"[{"interface":"", "name":"a"}]"#,
+            Some(r#"[{"interface":"if-a", "name":"a"}]"#),
+        ),
+        (
+            r#"[{"name":"a","interf\u0061ce":null}]"#,
+            Some(r#"[{"name":"a","interf\u0061ce":"if-a"}]"#),
+        ),
+        // Go's decoder leaves a string as it was on `null`: the interface is `e1`.
+        (r#"[{"name":"a","interface":"e1","interface":null}]"#, None),
+        (
+            r#"[{"name":"a","interface":"","Interface":null}]"#,
+            Some(r#"[{"name":"a","interface":"","Interface":"if-a"}]"#),
+        ),
+        (r#"[{"name":"a","interfaceRequest":"e1"}]"#, None),
+        (
+            r#"[{"name":"a","interfaceRequest":""}]"#,
+            Some(r#"[{"name":"a","interfaceRequest":"","interface":"if-a"}]"#),
+        ),
+        ("a@", Some("a@if-a")),
+        (" ns / a @ , b", Some(" ns / a @if-a , b@if-b")),
+        ("/a", Some("/a@if-a")),
+        (
+            r#"[{"name": "a", "interface": "e1"}, {"name": "b", "namespace": "n"}, {"name": "skip"}]"#,
+            Some(
+                r#"[{"name": "a", "interface": "e1"}, {"name": "b", "namespace": "n", "interface": "if-b"}, {"name": "skip"}]"#,
+            ),
+        ),
+        (
+            "[\n  {\n    \"name\": \"a\"\n  }\n]\n",
+            Some("[\n  {\n    \"name\": \"a\",\n    \"interface\": \"if-a\"\n  }\n]\n"),
+        ),
+        (
+            "[\r\n  {\r\n    \"name\":\"a\"\r\n  }\r\n]",
+            Some("[\r\n  {\r\n    \"name\":\"a\",\r\n    \"interface\":\"if-a\"\r\n  }\r\n]"),
+        ),
+        (
+            "[\n  {\n    \"name\": \"c\",\n    \"cni-args\": {\"k\": [1, {}]}\n  }\n]",
+            Some(
+                "[\n  {\n    \"name\": \"c\",\n    \"cni-args\": {\"k\": [1, {}]},\n    \"interface\": \"if-c\"\n  }\n]",
+            ),
+        ),
+    ];
+
     #[test]
     fn names_interfaces_in_the_users_form() {
-        let cases = [
-            ("", None),
-            ("  ", None),
-            ("[]", None),
-            ("ns/net@if", None),
-            ("a@e1, ns/b@e2", None),
-            ("skip", None),
-            ("a", Some("a@if-a")),
-            ("ns/a", Some("ns/a@if-a")),
-            (" a ,ns/b@e2,\tc  ", Some(" a@if-a ,ns/b@e2,\tc@if-c  ")),
-            ("a, skip, b", Some("a@if-a, skip, b@if-b")),
-            ("a,a", Some("a@if-a,a@if-a")),
-            (
-                r#"[{"name": "a"}]"#,
-                Some(r#"[{"name": "a", "interface": "if-a"}]"#),
-            ),
-            (
-                r#"[{"name":"a"}]"#,
-                Some(r#"[{"name":"a","interface":"if-a"}]"#),
-            ),
-            (
-                r#"[ { "name" : "a" } ]"#,
-                Some(r#"[ { "name" : "a", "interface" : "if-a" } ]"#),
-            ),
-            (
-                r#"[{"name":"a","ips":["10.0.0.1/24"],"x-unknown":{"k":[1,{}]}}]"#,
-                Some(
-                    r#"[{"name":"a","ips":["10.0.0.1/24"],"x-unknown":{"k":[1,{}]},"interface":"if-a"}]"#,
-                ),
-            ),
-            (
-                r#"[{"name": "a", "interface": null, "mac": "c2:b0:57:49:47:f1"}]"#,
-                Some(r#"[{"name": "a", "interface": "if-a", "mac": "c2:b0:57:49:47:f1"}]"#),
-            ),
-            (
-                r#"[{"interface":"", "name":"a"}]"#,
-                Some(r#"[{"interface":"if-a", "name":"a"}]"#),
-            ),
-            (
-                r#"[{"name":"a","interf\u0061ce":null}]"#,
-                Some(r#"[{"name":"a","interf\u0061ce":"if-a"}]"#),
-            ),
-            // Go's decoder leaves a string as it was on `null`: the interface is `e1`.
-            (r#"[{"name":"a","interface":"e1","interface":null}]"#, None),
-            (
-                r#"[{"name":"a","interface":"","Interface":null}]"#,
-                Some(r#"[{"name":"a","interface":"","Interface":"if-a"}]"#),
-            ),
-            (r#"[{"name":"a","interfaceRequest":"e1"}]"#, None),
-            (
-                r#"[{"name":"a","interfaceRequest":""}]"#,
-                Some(r#"[{"name":"a","interfaceRequest":"","interface":"if-a"}]"#),
-            ),
-            ("a@", Some("a@if-a")),
-            (" ns / a @ , b", Some(" ns / a @if-a , b@if-b")),
-            ("/a", Some("/a@if-a")),
-            (
-                r#"[{"name": "a", "interface": "e1"}, {"name": "b", "namespace": "n"}, {"name": "skip"}]"#,
-                Some(
-                    r#"[{"name": "a", "interface": "e1"}, {"name": "b", "namespace": "n", "interface": "if-b"}, {"name": "skip"}]"#,
-                ),
-            ),
-            (
-                "[\n  {\n    \"name\": \"a\"\n  }\n]\n",
-                Some("[\n  {\n    \"name\": \"a\",\n    \"interface\": \"if-a\"\n  }\n]\n"),
-            ),
-            (
-                "[\r\n  {\r\n    \"name\":\"a\"\r\n  }\r\n]",
-                Some("[\r\n  {\r\n    \"name\":\"a\",\r\n    \"interface\":\"if-a\"\r\n  }\r\n]"),
-            ),
-            (
-                "[\n  {\n    \"name\": \"c\",\n    \"cni-args\": {\"k\": [1, {}]}\n  }\n]",
-                Some(
-                    "[\n  {\n    \"name\": \"c\",\n    \"cni-args\": {\"k\": [1, {}]},\n    \"interface\": \"if-c\"\n  }\n]",
-                ),
-            ),
-        ];
-        for (text, expected) in cases {
+        for &(text, expected) in NAMINGS {
             let parsed = Networks::parse(text).expect("valid");
             let named = parsed.with_interfaces(name_all_but("skip"));
             assert_eq!(named.as_deref(), expected, "{text:?}");

@@ -3,12 +3,17 @@
 
 use std::collections::BTreeSet;
 
-use super::record::Record;
-use super::{
-    Applied, CONTAINER_NAME_ENV, Error, PODNETINFO, PODNETINFO_PATH, container_name, containers,
-    containers_mut,
-};
+use super::{Applied, container_name, containers, containers_mut};
+use crate::network_resources::error::Error;
+use crate::network_resources::record::Record;
 use crate::yaml::{Map, Node, Seq};
+
+/// The downward-API volume (and its mounts).
+const PODNETINFO: &str = "podnetinfo";
+/// Where the volume is mounted.
+const PODNETINFO_PATH: &str = "/etc/podnetinfo";
+/// The variable telling a container its name, for its hugepage files.
+const CONTAINER_NAME_ENV: &str = "CONTAINER_NAME";
 
 /// The prefix of hugepage resource names, `hugepages-<page size>`.
 const HUGEPAGES_PREFIX: &str = "hugepages-";
@@ -185,6 +190,26 @@ pub(super) fn downward_api(
     if !want && !before.volume && before.mounts.is_empty() && before.env.is_empty() {
         return Ok(());
     }
+    volume(spec, want, before, out)?;
+    let hugepages: BTreeSet<String> = containers(spec)
+        .iter()
+        .filter(|c| !hugepage_files(c).is_empty())
+        .map(container_name)
+        .collect();
+    for container in containers_mut(spec) {
+        let name = container_name(container);
+        let Some(c) = container.as_map_mut() else {
+            continue;
+        };
+        mount(c, &name, want, before, out)?;
+        container_name_env(c, &name, want && hugepages.contains(&name), before, out)?;
+    }
+    Ok(())
+}
+
+/// Adds, updates or removes the `podnetinfo` volume; a volume of that name
+/// the workload has of its own is left as it is.
+fn volume(spec: &mut Map, want: bool, before: &Record, out: &mut Applied) -> Result<(), Error> {
     let volume = podnetinfo_volume(containers(spec));
     let existing = named(spec.get("volumes"), PODNETINFO).cloned();
     match (want, existing) {
@@ -219,73 +244,85 @@ pub(super) fn downward_api(
         }
         (false, _) => {}
     }
-    let hugepages: BTreeSet<String> = containers(spec)
-        .iter()
-        .filter(|c| !hugepage_files(c).is_empty())
-        .map(container_name)
-        .collect();
-    for container in containers_mut(spec) {
-        let name = container_name(container);
-        let Some(c) = container.as_map_mut() else {
-            continue;
-        };
-        let mounted = c
-            .get("volumeMounts")
-            .and_then(Node::as_seq)
-            .is_some_and(|s| {
-                s.items.iter().any(|m| {
-                    let m = m.as_map();
-                    m.and_then(|m| m.get_text("name")) == Some(PODNETINFO)
-                        || m.and_then(|m| m.get_text("mountPath")) == Some(PODNETINFO_PATH)
-                })
-            });
-        match (want, mounted, before.mounts.contains(&name)) {
-            (true, true, true) => {
-                out.record.mounts.insert(name.clone());
-            }
-            (true, true, false) => {}
-            (true, false, _) => {
-                list_entry(c, "volumeMounts")?.push(Node::mapping([
-                    ("name", Node::string(PODNETINFO)),
-                    ("mountPath", Node::string(PODNETINFO_PATH)),
-                    ("readOnly", Node::plain("true")),
-                ]));
-                out.record.mounts.insert(name.clone());
-                out.changes
-                    .push(format!("mounted {PODNETINFO} in container {name}"));
-            }
-            (false, _, true) => {
-                if remove_named(c, "volumeMounts", PODNETINFO) {
-                    out.changes
-                        .push(format!("unmounted {PODNETINFO} from container {name}"));
-                }
-            }
-            (false, _, false) => {}
+    Ok(())
+}
+
+/// Mounts the volume in container `name`, or unmounts it; a mount the
+/// container has of its own (by name or path) is left as it is.
+fn mount(
+    c: &mut Map,
+    name: &str,
+    want: bool,
+    before: &Record,
+    out: &mut Applied,
+) -> Result<(), Error> {
+    let mounted = c
+        .get("volumeMounts")
+        .and_then(Node::as_seq)
+        .is_some_and(|s| {
+            s.items.iter().any(|m| {
+                let m = m.as_map();
+                m.and_then(|m| m.get_text("name")) == Some(PODNETINFO)
+                    || m.and_then(|m| m.get_text("mountPath")) == Some(PODNETINFO_PATH)
+            })
+        });
+    match (want, mounted, before.mounts.contains(name)) {
+        (true, true, true) => {
+            out.record.mounts.insert(name.to_string());
         }
-        let has_env = named(c.get("env"), CONTAINER_NAME_ENV).is_some();
-        let wants_env = want && hugepages.contains(&name);
-        match (wants_env, has_env, before.env.contains(&name)) {
-            (true, true, true) => {
-                out.record.env.insert(name.clone());
-            }
-            (true, true, false) => {}
-            (true, false, _) => {
-                list_entry(c, "env")?.push(Node::mapping([
-                    ("name", Node::string(CONTAINER_NAME_ENV)),
-                    ("value", Node::string(name.clone())),
-                ]));
-                out.record.env.insert(name.clone());
-                out.changes
-                    .push(format!("set {CONTAINER_NAME_ENV} in container {name}"));
-            }
-            (false, true, true) => {
-                remove_named(c, "env", CONTAINER_NAME_ENV);
-                out.changes.push(format!(
-                    "removed {CONTAINER_NAME_ENV} from container {name}"
-                ));
-            }
-            (false, _, _) => {}
+        (true, true, false) => {}
+        (true, false, _) => {
+            list_entry(c, "volumeMounts")?.push(Node::mapping([
+                ("name", Node::string(PODNETINFO)),
+                ("mountPath", Node::string(PODNETINFO_PATH)),
+                ("readOnly", Node::plain("true")),
+            ]));
+            out.record.mounts.insert(name.to_string());
+            out.changes
+                .push(format!("mounted {PODNETINFO} in container {name}"));
         }
+        (false, _, true) => {
+            if remove_named(c, "volumeMounts", PODNETINFO) {
+                out.changes
+                    .push(format!("unmounted {PODNETINFO} from container {name}"));
+            }
+        }
+        (false, _, false) => {}
+    }
+    Ok(())
+}
+
+/// Sets `CONTAINER_NAME` in container `name` when it is wanted (the container
+/// has hugepage files), or removes the one the rules set.
+fn container_name_env(
+    c: &mut Map,
+    name: &str,
+    wants_env: bool,
+    before: &Record,
+    out: &mut Applied,
+) -> Result<(), Error> {
+    let has_env = named(c.get("env"), CONTAINER_NAME_ENV).is_some();
+    match (wants_env, has_env, before.env.contains(name)) {
+        (true, true, true) => {
+            out.record.env.insert(name.to_string());
+        }
+        (true, true, false) => {}
+        (true, false, _) => {
+            list_entry(c, "env")?.push(Node::mapping([
+                ("name", Node::string(CONTAINER_NAME_ENV)),
+                ("value", Node::string(name.to_string())),
+            ]));
+            out.record.env.insert(name.to_string());
+            out.changes
+                .push(format!("set {CONTAINER_NAME_ENV} in container {name}"));
+        }
+        (false, true, true) => {
+            remove_named(c, "env", CONTAINER_NAME_ENV);
+            out.changes.push(format!(
+                "removed {CONTAINER_NAME_ENV} from container {name}"
+            ));
+        }
+        (false, _, _) => {}
     }
     Ok(())
 }

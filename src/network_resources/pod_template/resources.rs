@@ -3,9 +3,10 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::record::{Record, Share};
-use super::settings::Settings;
-use super::{Applied, Error, container_name, containers, containers_mut, resource_value};
+use super::{Applied, container_name, containers, containers_mut, resource_value};
+use crate::network_resources::error::Error;
+use crate::network_resources::record::{Record, Share};
+use crate::network_resources::settings::Settings;
 use crate::yaml::{Map, Node};
 
 /// A quantity as written: a whole number, or something else the rules do not add to.
@@ -45,7 +46,55 @@ pub(super) fn resources(
         .collect();
     let mut writes: Vec<Write> = Vec::new();
     for name in names {
-        let count = counts.get(name).copied().unwrap_or(0);
+        let counted = Counted {
+            name,
+            count: counts.get(name).copied().unwrap_or(0),
+            container: &first_name,
+        };
+        let bases = counted.bases(first, before, out);
+        let user_elsewhere = all[1..].iter().any(|c| {
+            resource_value(c, "requests", name).is_some()
+                || resource_value(c, "limits", name).is_some()
+        });
+        let user_set = user_elsewhere || bases.iter().any(|(_, _, base)| base.is_some());
+        for (field, current, base) in bases {
+            let target = counted.target(field, &base, user_set, settings, out);
+            if target != current {
+                writes.push(counted.write(field, &current, target));
+            }
+        }
+    }
+    out.changes.extend(write_messages(&writes, &first_name));
+    let Some(first) = containers_mut(spec).first_mut().and_then(Node::as_map_mut) else {
+        return Ok(());
+    };
+    for w in writes {
+        write_quantity(first, w.field, &w.name, w.value)?;
+    }
+    Ok(())
+}
+
+/// One resource the rules count, or counted before, in the first container.
+struct Counted<'a> {
+    /// The resource name.
+    name: &'a String,
+    /// How many selected NADs ask for it (0: none now).
+    count: u64,
+    /// The first container's name.
+    container: &'a str,
+}
+
+impl Counted<'_> {
+    /// For `requests` and `limits`: the current value, and the user's part
+    /// of it (the base): the value less what the rules recorded, or all of it
+    /// when it was edited by hand.
+    fn bases(
+        &self,
+        first: &Node,
+        before: &Record,
+        out: &mut Applied,
+    ) -> Vec<(&'static str, Option<Quantity>, Option<Quantity>)> {
+        let (name, first_name) = (self.name, self.container);
         let mut bases = Vec::with_capacity(2);
         for (field, owned) in [("requests", &before.requests), ("limits", &before.limits)] {
             let current = resource_value(first, field, name).map(quantity);
@@ -64,63 +113,70 @@ pub(super) fn resources(
             };
             bases.push((field, current, base));
         }
-        let user_elsewhere = all[1..].iter().any(|c| {
-            resource_value(c, "requests", name).is_some()
-                || resource_value(c, "limits", name).is_some()
-        });
-        let user_first = bases.iter().any(|(_, _, base)| base.is_some());
-        for (field, current, base) in bases {
-            let record = if field == "requests" {
-                &mut out.record.requests
-            } else {
-                &mut out.record.limits
-            };
-            let target = match (&base, count) {
-                (_, 0) => base.clone(),
-                (Some(Quantity::Other(text)), _) if settings.honor_resources => {
-                    out.warnings.push(format!(
-                        "{field} of {name} in container {first_name} is {text:?}, not a whole number: {count} cannot be added to it"
-                    ));
-                    base.clone()
-                }
-                (Some(Quantity::Count(b)), _) if settings.honor_resources => {
-                    record.insert(name.clone(), Share::Added(count));
-                    Some(Quantity::Count(b + count))
-                }
-                (None, _) if settings.honor_resources || !(user_first || user_elsewhere) => {
-                    record.insert(name.clone(), Share::Set(count));
-                    Some(Quantity::Count(count))
-                }
-                _ => base.clone(),
-            };
-            if target != current {
-                let value = match target {
-                    Some(Quantity::Count(n)) => Some(n),
-                    Some(Quantity::Other(_)) => unreachable!("a text value is never written"),
-                    None => None,
-                };
-                let verb = match (&current, value) {
-                    (_, None) => Verb::Removed,
-                    (None, Some(_)) => Verb::Set,
-                    (Some(_), Some(_)) => Verb::Changed,
-                };
-                writes.push(Write {
-                    field,
-                    name: name.clone(),
-                    value,
-                    verb,
-                });
+        bases
+    }
+
+    /// The value `field` should have given its base, recording the rules'
+    /// share; the user's own value (`user_set`, here or in another container)
+    /// is left alone unless `honorResources` adds to it.
+    fn target(
+        &self,
+        field: &'static str,
+        base: &Option<Quantity>,
+        user_set: bool,
+        settings: &Settings,
+        out: &mut Applied,
+    ) -> Option<Quantity> {
+        let (name, count, first_name) = (self.name, self.count, self.container);
+        let record = if field == "requests" {
+            &mut out.record.requests
+        } else {
+            &mut out.record.limits
+        };
+        match (base, count) {
+            (_, 0) => base.clone(),
+            (Some(Quantity::Other(text)), _) if settings.honor_resources => {
+                out.warnings.push(format!(
+                    "{field} of {name} in container {first_name} is {text:?}, not a whole number: {count} cannot be added to it"
+                ));
+                base.clone()
             }
+            (Some(Quantity::Count(b)), _) if settings.honor_resources => {
+                record.insert(name.clone(), Share::Added(count));
+                Some(Quantity::Count(b + count))
+            }
+            (None, _) if settings.honor_resources || !user_set => {
+                record.insert(name.clone(), Share::Set(count));
+                Some(Quantity::Count(count))
+            }
+            _ => base.clone(),
         }
     }
-    out.changes.extend(write_messages(&writes, &first_name));
-    let Some(first) = containers_mut(spec).first_mut().and_then(Node::as_map_mut) else {
-        return Ok(());
-    };
-    for w in writes {
-        write_quantity(first, w.field, &w.name, w.value)?;
+
+    /// The write that takes `field` from `current` to `target`.
+    fn write(
+        &self,
+        field: &'static str,
+        current: &Option<Quantity>,
+        target: Option<Quantity>,
+    ) -> Write {
+        let value = match target {
+            Some(Quantity::Count(n)) => Some(n),
+            Some(Quantity::Other(_)) => unreachable!("a text value is never written"),
+            None => None,
+        };
+        let verb = match (current, value) {
+            (_, None) => Verb::Removed,
+            (None, Some(_)) => Verb::Set,
+            (Some(_), Some(_)) => Verb::Changed,
+        };
+        Write {
+            field,
+            name: self.name.clone(),
+            value,
+            verb,
+        }
     }
-    Ok(())
 }
 
 /// What an edit of a quantity does.

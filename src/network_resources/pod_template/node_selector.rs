@@ -2,8 +2,9 @@
 
 use std::collections::BTreeMap;
 
-use super::record::Record;
-use super::{Applied, Error};
+use super::Applied;
+use crate::network_resources::error::Error;
+use crate::network_resources::record::Record;
 use crate::yaml::{Map, Node};
 
 /// Merges the NADs' node labels into `spec.nodeSelector`.
@@ -16,21 +17,7 @@ pub(super) fn node_selector(
     if wanted.is_empty() && before.node_selector.is_empty() {
         return Ok(());
     }
-    let current: BTreeMap<String, String> = match spec.get("nodeSelector") {
-        None => BTreeMap::new(),
-        Some(n) if n.is_null() => BTreeMap::new(),
-        Some(Node::Map(m)) => m
-            .entries
-            .iter()
-            .filter_map(|(k, v)| Some((k.as_text()?.to_string(), v.as_text()?.to_string())))
-            .collect(),
-        Some(other) => {
-            return Err(Error::Shape(format!(
-                "spec.nodeSelector is {}, not a mapping",
-                other.kind_name()
-            )));
-        }
-    };
+    let current = current(spec)?;
     let mut sets: Vec<(&str, &str)> = Vec::new();
     let mut removes: Vec<&str> = Vec::new();
     for (key, ours) in &before.node_selector {
@@ -83,13 +70,38 @@ pub(super) fn node_selector(
     if sets.is_empty() && removes.is_empty() {
         return Ok(());
     }
+    write(spec, &sets, &removes)
+}
+
+/// The labels of `spec.nodeSelector` as they are.
+fn current(spec: &Map) -> Result<BTreeMap<String, String>, Error> {
+    Ok(match spec.get("nodeSelector") {
+        None => BTreeMap::new(),
+        Some(n) if n.is_null() => BTreeMap::new(),
+        Some(Node::Map(m)) => m
+            .entries
+            .iter()
+            .filter_map(|(k, v)| Some((k.as_text()?.to_string(), v.as_text()?.to_string())))
+            .collect(),
+        Some(other) => {
+            return Err(Error::Shape(format!(
+                "spec.nodeSelector is {}, not a mapping",
+                other.kind_name()
+            )));
+        }
+    })
+}
+
+/// Writes the labels set and removes those removed, and `spec.nodeSelector`
+/// when it is left empty.
+fn write(spec: &mut Map, sets: &[(&str, &str)], removes: &[&str]) -> Result<(), Error> {
     let map = spec
         .map_entry("nodeSelector")
         .ok_or_else(|| Error::Shape("spec.nodeSelector is not a mapping".into()))?;
-    for key in removes {
+    for &key in removes {
         map.remove(key);
     }
-    for (key, value) in sets {
+    for &(key, value) in sets {
         match map.get_mut(key) {
             Some(Node::Scalar(s)) => s.value = value.into(),
             _ => map.insert(key, Node::string(value)),

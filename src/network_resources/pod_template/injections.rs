@@ -3,14 +3,15 @@
 
 use std::collections::BTreeMap;
 
-use super::record::Record;
-use super::settings::Settings;
-use super::{Applied, Error};
+use super::Applied;
 use crate::k8s::workload::{
     remove_annotation, set_annotation, template_annotations, template_labels,
 };
 use crate::multus::interface_name::{self, InterfaceNameError};
 use crate::multus::networks::{NETWORKS_ANNOTATION, Networks, Selection};
+use crate::network_resources::error::Error;
+use crate::network_resources::record::Record;
+use crate::network_resources::settings::Settings;
 use crate::yaml::Map;
 
 /// Adds the annotations of the injections whose label is `true`, removes those
@@ -22,30 +23,7 @@ pub(super) fn inject(
     before: &Record,
     out: &mut Applied,
 ) -> Result<(), Error> {
-    let labels = template_labels(t);
-    let mut wanted: BTreeMap<&str, (&str, &str)> = BTreeMap::new();
-    for (label, annotations) in &settings.injections {
-        let on = labels
-            .and_then(|l| l.get_text(label))
-            .is_some_and(|v| v.eq_ignore_ascii_case("true"));
-        if !on {
-            continue;
-        }
-        for (key, value) in annotations {
-            match wanted.get(key.as_str()) {
-                Some((v, first)) if v != value => {
-                    return Err(Error::InjectionConflict {
-                        key: key.clone(),
-                        first: first.to_string(),
-                        second: label.clone(),
-                    });
-                }
-                _ => {
-                    wanted.insert(key, (value, label));
-                }
-            }
-        }
-    }
+    let mut wanted = wanted(t, settings)?;
     let networks: Vec<&str> = wanted
         .remove(NETWORKS_ANNOTATION)
         .map(|(v, _)| v.split(',').map(str::trim).collect())
@@ -98,6 +76,39 @@ pub(super) fn inject(
         }
     }
     inject_networks(t, &networks, pod_namespace, before, out)
+}
+
+/// The annotations the injections of the template's labels want: key to
+/// value and the injection's label. Two that want different values conflict.
+fn wanted<'s>(
+    t: &Map,
+    settings: &'s Settings,
+) -> Result<BTreeMap<&'s str, (&'s str, &'s str)>, Error> {
+    let labels = template_labels(t);
+    let mut wanted: BTreeMap<&str, (&str, &str)> = BTreeMap::new();
+    for (label, annotations) in &settings.injections {
+        let on = labels
+            .and_then(|l| l.get_text(label))
+            .is_some_and(|v| v.eq_ignore_ascii_case("true"));
+        if !on {
+            continue;
+        }
+        for (key, value) in annotations {
+            match wanted.get(key.as_str()) {
+                Some((v, first)) if v != value => {
+                    return Err(Error::InjectionConflict {
+                        key: key.clone(),
+                        first: first.to_string(),
+                        second: label.clone(),
+                    });
+                }
+                _ => {
+                    wanted.insert(key, (value, label));
+                }
+            }
+        }
+    }
+    Ok(wanted)
 }
 
 fn set(t: &mut Map, key: &str, value: &str) -> Result<(), Error> {

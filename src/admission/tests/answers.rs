@@ -1,0 +1,313 @@
+//! The answers to reviews: the missing-NAD check, the patch, what the webhook
+//! cannot act on and the namespace it reads.
+
+use super::*;
+
+/// The denial of a pod whose namespace has no Linkerd-CNI NAD.
+const DENY: &str = "linkerd-multus: namespace demo has no NetworkAttachmentDefinition linkerd-cni, which Multus needs to start this pod with Linkerd-CNI: render the NAD from Git (linkerd-multus generates it for namespaces annotated linkerd.io/multus: enabled), or run the webhook with --manage-nads so that it makes it";
+/// The warning while the NAD controller makes the NAD.
+const MAKING: &str = "linkerd-multus: namespace demo has no NetworkAttachmentDefinition linkerd-cni yet: the NAD controller (--manage-nads) is making it; until it exists the pod's sandbox fails and kubelet retries it";
+/// The warning with `--missing-nad attach`.
+const ATTACH: &str = "linkerd-multus: namespace demo has no NetworkAttachmentDefinition linkerd-cni: the pod cannot start until it exists (--missing-nad attach)";
+
+/// A missing-NAD case: its name, whether the NAD is there, the policy,
+/// whether the controller manages NADs, the outcome and the warnings.
+type NadCase = (
+    &'static str,
+    bool,
+    MissingNad,
+    bool,
+    Outcome,
+    &'static [&'static str],
+);
+
+/// The missing-NAD cases.
+const NAD_CASES: &[NadCase] = &[
+    (
+        "present, deny",
+        true,
+        MissingNad::Deny,
+        false,
+        Outcome::Patched,
+        &[],
+    ),
+    (
+        "present, attach",
+        true,
+        MissingNad::Attach,
+        true,
+        Outcome::Patched,
+        &[],
+    ),
+    (
+        "missing, deny",
+        false,
+        MissingNad::Deny,
+        false,
+        Outcome::Denied,
+        &[],
+    ),
+    (
+        "missing, deny even with the controller",
+        false,
+        MissingNad::Deny,
+        true,
+        Outcome::Denied,
+        &[],
+    ),
+    (
+        "missing, the controller makes it",
+        false,
+        MissingNad::Attach,
+        true,
+        Outcome::Patched,
+        &[MAKING],
+    ),
+    (
+        "missing, attach",
+        false,
+        MissingNad::Attach,
+        false,
+        Outcome::Patched,
+        &[ATTACH],
+    ),
+    (
+        "missing, ignore",
+        false,
+        MissingNad::Ignore,
+        false,
+        Outcome::Patched,
+        &[],
+    ),
+];
+
+/// The missing-NAD check: what each policy answers for a pod the rules
+/// attach, with and without the NAD in its namespace.
+#[test]
+fn a_missing_nad_is_denied_or_warned_of_as_the_policy_says() {
+    let ns = enabled_namespace();
+    let with_nad = crate::network_resources::nad_table(&[("demo", "linkerd-cni", &[])]);
+    let without = crate::network_resources::nad_table(&[("demo", "other", &[])]);
+    for &(name, present, policy, managed, outcome, warnings) in NAD_CASES {
+        let request = parse(CREATE.as_bytes()).unwrap();
+        let nads: &dyn Nads = if present { &with_nad } else { &without };
+        let check = NadCheck {
+            nads,
+            policy,
+            managed,
+        };
+        let answer = answer(
+            &request,
+            &ns,
+            &Settings::default(),
+            None,
+            Some(&check),
+            OnError::Allow,
+        );
+        assert_eq!(answer.outcome, outcome, "{name}");
+        let response = response(&answer);
+        if outcome == Outcome::Denied {
+            assert_eq!(response["allowed"], false, "{name}");
+            assert_eq!(response["status"]["message"], DENY, "{name}");
+        } else {
+            let got: Vec<&str> = response["warnings"]
+                .as_array()
+                .map(|w| w.iter().map(|w| w.as_str().unwrap()).collect())
+                .unwrap_or_default();
+            assert_eq!(got, warnings, "{name}");
+        }
+    }
+}
+
+/// A pod the rules do not attach is never checked.
+#[test]
+fn a_pod_the_rules_do_not_attach_is_not_checked() {
+    let without = crate::network_resources::nad_table(&[("demo", "other", &[])]);
+    let body = review("CREATE", "pods", json!({"metadata": {"name": "p"}}));
+    let request = parse(body.as_bytes()).unwrap();
+    let empty = BTreeMap::new();
+    let check = NadCheck {
+        nads: &without,
+        policy: MissingNad::Deny,
+        managed: false,
+    };
+    let answer = answer(
+        &request,
+        &empty,
+        &Settings::default(),
+        None,
+        Some(&check),
+        OnError::Allow,
+    );
+    assert_eq!(answer.outcome, Outcome::Unchanged);
+}
+
+#[test]
+fn the_captured_request_gets_the_minimal_patch() {
+    let ns = enabled_namespace();
+    for fixture in [CREATE, DRY_RUN] {
+        let request = parse(fixture.as_bytes()).unwrap();
+        let answer = answer(
+            &request,
+            &ns,
+            &Settings::default(),
+            None,
+            None,
+            OnError::Allow,
+        );
+        assert_eq!(answer.outcome, Outcome::Patched);
+        let response = response(&answer);
+        assert_eq!(response["uid"], *request.uid);
+        assert_eq!(response["allowed"], true);
+        assert_eq!(response["patchType"], "JSONPatch");
+        assert_eq!(
+            patch_of(&response),
+            json!([
+                {"op": "add", "path": "/metadata/annotations/k8s.v1.cni.cncf.io~1networks", "value": "linkerd-cni"},
+                {"op": "add", "path": "/metadata/annotations/multus.linkerd.io~1owned", "value": "network=created"}
+            ])
+        );
+    }
+}
+
+#[test]
+fn a_pod_left_alone_gets_no_patch() {
+    let request = parse(CREATE.as_bytes()).unwrap();
+    let empty = BTreeMap::new();
+    let answer = answer(
+        &request,
+        &empty,
+        &Settings::default(),
+        None,
+        None,
+        OnError::Allow,
+    );
+    assert_eq!(answer.outcome, Outcome::Unchanged);
+    let response = response(&answer);
+    assert_eq!(response, json!({"uid": *request.uid, "allowed": true}));
+}
+
+#[test]
+fn what_the_webhook_cannot_act_on() {
+    let ns = enabled_namespace();
+    let bad_networks =
+        json!({"metadata": {"annotations": {"k8s.v1.cni.cncf.io/networks": "a,,b"}}});
+    let cases: Vec<(&str, String, &dyn Lookup, OnError, Outcome, &str)> = vec![
+        (
+            "not pods",
+            review("CREATE", "services", json!({})),
+            &ns,
+            OnError::Deny,
+            Outcome::Warned,
+            "/services is not pods",
+        ),
+        (
+            "delete",
+            review("DELETE", "pods", json!({})),
+            &ns,
+            OnError::Deny,
+            Outcome::Warned,
+            "operation \"DELETE\"",
+        ),
+        (
+            "bad annotation, allow",
+            review("CREATE", "pods", bad_networks.clone()),
+            &ns,
+            OnError::Allow,
+            Outcome::Warned,
+            "annotation k8s.v1.cni.cncf.io/networks: item 2",
+        ),
+        (
+            "bad annotation, deny",
+            review("CREATE", "pods", bad_networks),
+            &ns,
+            OnError::Deny,
+            Outcome::Denied,
+            "annotation k8s.v1.cni.cncf.io/networks: item 2",
+        ),
+        (
+            "annotations not a map",
+            review("UPDATE", "pods", json!({"metadata": {"annotations": "x"}})),
+            &ns,
+            OnError::Allow,
+            Outcome::Warned,
+            "metadata.annotations is not a mapping",
+        ),
+    ];
+    for (name, body, ns, on_error, outcome, message) in cases {
+        let request = parse(body.as_bytes()).unwrap();
+        let answer = answer(&request, ns, &Settings::default(), None, None, on_error);
+        assert_eq!(answer.outcome, outcome, "{name}");
+        let response = response(&answer);
+        assert_eq!(response["uid"], "u1", "{name}");
+        let text = if outcome == Outcome::Denied {
+            assert_eq!(response["allowed"], false, "{name}");
+            assert_eq!(response["status"]["code"], 403, "{name}");
+            response["status"]["message"].as_str().unwrap().to_string()
+        } else {
+            assert_eq!(response["allowed"], true, "{name}");
+            response["warnings"][0].as_str().unwrap().to_string()
+        };
+        assert!(text.starts_with(PREFIX), "{name}: {text}");
+        assert!(text.contains(message), "{name}: {text}");
+    }
+}
+
+/// The webhook reads a namespace only for the reviews the rules act on, and
+/// answers a pod it cannot decide on as `--on-error` says.
+#[test]
+fn reviews_that_need_the_namespace_and_the_answer_without_it() {
+    for (name, body, acts) in [
+        ("pod create", review("CREATE", "pods", json!({})), true),
+        ("pod update", review("UPDATE", "pods", json!({})), true),
+        ("not pods", review("CREATE", "services", json!({})), false),
+        ("delete", review("DELETE", "pods", json!({})), false),
+        (
+            "no object",
+            json!({"apiVersion": API_VERSION, "kind": KIND, "request": {"uid": "u1", "resource": {"resource": "pods"}, "operation": "CREATE"}}).to_string(),
+            false,
+        ),
+    ] {
+        assert_eq!(acts_on(&parse(body.as_bytes()).unwrap()), acts, "{name}");
+    }
+    let body = review("CREATE", "pods", json!({}));
+    let request = parse(body.as_bytes()).unwrap();
+    let why = "namespace demo could not be read: timed out".to_string();
+    let allowed = unavailable(&request, OnError::Allow, why.clone());
+    assert_eq!(allowed.outcome, Outcome::Warned);
+    let allowed = response(&allowed);
+    assert_eq!(allowed["allowed"], true);
+    assert!(allowed.get("patch").is_none());
+    assert_eq!(allowed["warnings"], json!([format!("{PREFIX}{why}")]));
+    let denied = unavailable(&request, OnError::Deny, why.clone());
+    assert_eq!(denied.outcome, Outcome::Denied);
+    let denied = response(&denied);
+    assert_eq!(denied["allowed"], false);
+    assert_eq!(denied["status"]["message"], format!("{PREFIX}{why}"));
+}
+
+#[test]
+fn updates_detach_what_the_webhook_added() {
+    let pod = json!({"metadata": {"annotations": {
+        "multus.linkerd.io/owned": "network=created",
+        "k8s.v1.cni.cncf.io/networks": "linkerd-cni",
+        "linkerd.io/multus": "disabled"
+    }}});
+    let ns = enabled_namespace();
+    let answer = answer(
+        &parse(review("UPDATE", "pods", pod).as_bytes()).unwrap(),
+        &ns,
+        &Settings::default(),
+        None,
+        None,
+        OnError::Allow,
+    );
+    assert_eq!(answer.changes, [Change::Detached]);
+    assert_eq!(
+        patch_of(&response(&answer)),
+        json!([
+            {"op": "remove", "path": "/metadata/annotations/multus.linkerd.io~1owned"},
+            {"op": "remove", "path": "/metadata/annotations/k8s.v1.cni.cncf.io~1networks"}
+        ])
+    );
+}

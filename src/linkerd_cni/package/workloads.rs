@@ -1,0 +1,249 @@
+//! The workloads of a package: each attached or detached, and the config-hash
+//! stamp that rolls it out when the NAD config changes.
+
+use std::collections::{BTreeMap, HashSet};
+
+use super::{Renderer, namespace_of};
+use crate::k8s::namespace::{Namespace, Source};
+use crate::k8s::workload::{self, WorkloadKind, WorkloadKinds};
+use crate::krm::results::Severity;
+use crate::linkerd_cni::attach::{self, WorkloadError, WorkloadOutcome};
+use crate::linkerd_cni::cluster;
+use crate::linkerd_cni::rollout::{self, ConfigRollout};
+use crate::yaml::Node;
+
+/// Why a namespace needs the NAD.
+#[derive(Default)]
+pub(super) struct Need {
+    /// By a rule of the function: the namespace is enabled, is the control
+    /// plane's, or holds a workload the function attached.
+    pub(super) managed: bool,
+    /// Workloads (item indices) whose own references need it.
+    pub(super) user_refs: Vec<usize>,
+}
+
+/// A workload the rules were applied to, for the config-rollout stamp.
+pub(super) struct Decided {
+    /// Its item index.
+    index: usize,
+    /// Whether the rules attach it.
+    attached: bool,
+    /// The info result reporting its changes, if any.
+    result: Option<usize>,
+}
+
+/// What the workloads tell of the namespaces, gathered item by item.
+#[derive(Default)]
+struct Gathered {
+    /// Which namespaces need the NAD, and why.
+    needs: BTreeMap<Option<String>, Need>,
+    /// The workloads the rules were applied to.
+    decided: Vec<Decided>,
+    /// The namespaces whose UID-range problem was reported.
+    range_reported: HashSet<String>,
+    /// Whether a control-plane workload is in the input.
+    control_plane_seen: bool,
+}
+
+impl Renderer<'_> {
+    /// Attaches or detaches every workload; returns which namespaces need the
+    /// NAD, and the workloads the rules were applied to.
+    pub(super) fn workloads(
+        &mut self,
+        items: &mut [Node],
+        namespaces: &BTreeMap<String, Namespace>,
+        can_attach: &dyn Fn(&Option<String>) -> bool,
+    ) -> (BTreeMap<Option<String>, Need>, Vec<Decided>) {
+        let settings = self.settings;
+        let kinds = WorkloadKinds::new(&settings.workload_kinds);
+        let mut gathered = Gathered::default();
+        let refs = self.refs;
+        for (i, item) in items.iter_mut().enumerate() {
+            let r = &refs[i];
+            let Some(kind) = kinds.find(r.group(), &r.kind) else {
+                continue;
+            };
+            self.workload(i, item, kind, namespaces, can_attach, &mut gathered);
+        }
+        let mut needs = gathered.needs;
+        // A Namespace of the input needs the NAD by the controller's rule
+        // (enabled, or the control plane's); the control-plane namespace
+        // also when a control-plane workload is in the input (below).
+        for (name, ns) in namespaces {
+            let in_input = matches!(ns.source, Source::Input(_));
+            if in_input && cluster::needs_nad(name, &ns.annotations, settings) {
+                needs.entry(Some(name.clone())).or_default().managed = true;
+            }
+        }
+        if gathered.control_plane_seen {
+            needs
+                .entry(Some(settings.linkerd_namespace.clone()))
+                .or_default()
+                .managed = true;
+        }
+        (needs, gathered.decided)
+    }
+
+    /// Attaches or detaches workload `i`, reports what changed and gathers
+    /// which namespaces it needs the NAD in.
+    fn workload(
+        &mut self,
+        i: usize,
+        item: &mut Node,
+        kind: &WorkloadKind,
+        namespaces: &BTreeMap<String, Namespace>,
+        can_attach: &dyn Fn(&Option<String>) -> bool,
+        gathered: &mut Gathered,
+    ) {
+        let settings = self.settings;
+        let ns_name = namespace_of(&self.refs[i], settings);
+        let pod_ns = ns_name.unwrap_or("");
+        let ns = ns_name.and_then(|n| namespaces.get(n));
+        let own_ns = ns_name.map(str::to_string);
+        let ns_annotations = ns.map(|n| &n.annotations);
+        let outcome = attach::workload(item, kind, settings, pod_ns, &ns_annotations, || {
+            can_attach(&own_ns)
+        });
+        let (decision, applied) = match outcome {
+            Ok(WorkloadOutcome::NoTemplate) => return,
+            Ok(WorkloadOutcome::Held(decision)) => {
+                self.unknown_namespace(i, ns.is_none(), ns_name);
+                gathered.control_plane_seen |= decision.control_plane;
+                // Left as it is; the missing NAD config is reported once, as an error.
+                gathered.needs.entry(own_ns).or_default().managed = true;
+                return;
+            }
+            Ok(WorkloadOutcome::Decided { decision, applied }) => (decision, applied),
+            Err(e) => {
+                let field =
+                    matches!(e, WorkloadError::Owned(_)).then(|| "metadata.annotations".into());
+                self.report(i, Severity::Error, e.to_string()).field = field;
+                return;
+            }
+        };
+        self.unknown_namespace(i, ns.is_none(), ns_name);
+        gathered.control_plane_seen |= decision.control_plane;
+        if let Some(problem) = &decision.range_problem
+            && gathered.range_reported.insert(pod_ns.to_string())
+        {
+            let at = match ns.map(|n| &n.source) {
+                Some(Source::Input(n)) => *n,
+                _ => i,
+            };
+            self.report(at, Severity::Warning, problem.clone());
+        }
+        let field = kind.field("metadata.annotations");
+        let applied = match applied {
+            Ok(applied) => applied,
+            Err(e) => {
+                self.report(i, Severity::Error, e.to_string()).field = Some(field);
+                return;
+            }
+        };
+        let result = self.report_changes(i, &applied.changes, &field);
+        gathered.decided.push(Decided {
+            index: i,
+            attached: decision.attach,
+            result,
+        });
+        for warning in applied.warnings {
+            self.report(i, Severity::Warning, warning).field = Some(field.clone());
+        }
+        for reference in &applied.references {
+            let target = reference.namespace.clone().or_else(|| own_ns.clone());
+            let need = gathered.needs.entry(target).or_default();
+            if reference.owned {
+                need.managed = true;
+            } else {
+                need.user_refs.push(i);
+            }
+        }
+    }
+
+    /// Counts the changes to workload `i` and reports them in one info result;
+    /// its index in the results, if there were any.
+    fn report_changes(
+        &mut self,
+        i: usize,
+        changes: &[attach::Change],
+        field: &str,
+    ) -> Option<usize> {
+        let mut messages = Vec::with_capacity(changes.len());
+        for change in changes {
+            match change {
+                attach::Change::Attached => self.summary.attached += 1,
+                attach::Change::Detached => self.summary.detached += 1,
+                attach::Change::ProxyUidReleased => self.summary.released += 1,
+                _ => self.summary.uids += 1,
+            }
+            messages.push(match change {
+                attach::Change::Attached | attach::Change::Detached => {
+                    format!("{} {change}", self.settings.nad_name)
+                }
+                _ => change.to_string(),
+            });
+        }
+        if messages.is_empty() {
+            return None;
+        }
+        self.report(i, Severity::Info, messages.join("; ")).field = Some(field.to_string());
+        Some(self.results.len() - 1)
+    }
+
+    /// Brings the config-hash stamp of every decided workload in line with the
+    /// `configRollout` setting and the config of the NAD in its namespace.
+    pub(super) fn stamp(
+        &mut self,
+        items: &mut [Node],
+        decided: &[Decided],
+        configs: &BTreeMap<Option<String>, String>,
+    ) {
+        let settings = self.settings;
+        let mode = settings.config_rollout;
+        let hashes: BTreeMap<Option<&str>, String> = match mode {
+            ConfigRollout::Off => BTreeMap::new(),
+            _ => configs
+                .iter()
+                .map(|(ns, config)| (ns.as_deref(), rollout::config_hash(config)))
+                .collect(),
+        };
+        let kinds = WorkloadKinds::new(&settings.workload_kinds);
+        let refs = self.refs;
+        for d in decided {
+            let r = &refs[d.index];
+            let Some(kind) = kinds.find(r.group(), &r.kind) else {
+                continue;
+            };
+            let Ok(Some(template)) = kind.pod_template_mut(&mut items[d.index]) else {
+                continue;
+            };
+            let hash = hashes.get(&namespace_of(r, settings)).map(String::as_str);
+            let wanted =
+                rollout::wanted(mode, d.attached, &workload::template_labels(template), hash);
+            let field = || kind.field("metadata.annotations");
+            let change = match rollout::stamp(template, wanted) {
+                Ok(Some(change)) => change,
+                Ok(None) => continue,
+                Err(e) => {
+                    self.report(d.index, Severity::Error, e.to_string()).field = Some(field());
+                    continue;
+                }
+            };
+            match change {
+                rollout::Change::Removed(_) => self.summary.unstamped += 1,
+                _ => self.summary.stamped += 1,
+            }
+            match d.result {
+                Some(at) => {
+                    let message = &mut self.results[at].message;
+                    message.push_str("; ");
+                    message.push_str(&change.to_string());
+                }
+                None => {
+                    self.report(d.index, Severity::Info, change.to_string())
+                        .field = Some(field());
+                }
+            }
+        }
+    }
+}
