@@ -20,6 +20,6 @@ if [ -z "${KUBEBUILDER_ASSETS:-}" ]; then
   eval "$assets"
   export KUBEBUILDER_ASSETS
 fi
-SOAK_SECONDS=$seconds exec cargo test --locked --release --test cluster \
-  soak::soak_admissions_and_nads_hold_through_restarts_compaction_and_a_leader_killed \
+SOAK_SECONDS=$seconds exec cargo test --locked --release --test suite \
+  cluster::soak::soak_admissions_and_nads_hold_through_restarts_compaction_and_a_leader_killed \
   -- --exact --nocapture

@@ -2,11 +2,12 @@
 //! (tests/common/kube_apiserver.rs) with `kubectl apply --server-side`:
 //! accepted, and applied a second time without any change.
 //!
-//! A test binary of its own: `deploy/` registers a MutatingWebhookConfiguration
-//! with `failurePolicy: Fail` for pods in every namespace, and no webhook serves
-//! it here, so no other test may create pods through this API server.
+//! An API server of its own (`ControlPlane::own`): `deploy/` registers a
+//! MutatingWebhookConfiguration with `failurePolicy: Fail` for pods in every
+//! namespace, and no webhook serves it here, so no other test may create pods
+//! through this API server.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::Command;
@@ -201,7 +202,7 @@ fn versions(plane: &ControlPlane, source: &Source) -> Vec<String> {
 
 #[test]
 fn shipped_manifests_apply_server_side_and_again_without_change() {
-    let plane = ControlPlane::shared();
+    let plane = ControlPlane::own();
     plane.install_nad_crd();
     // deploy-nad-controller/'s Role goes into the CNI namespace.
     plane.apply("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: linkerd-cni\n");

@@ -6,7 +6,7 @@
 //! `plugin.parameters`), run `generate` exactly as `plugin.yaml` writes it, and
 //! read stdout as the application's manifests.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::Command;

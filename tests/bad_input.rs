@@ -1,7 +1,7 @@
 //! Malformed input: exit 1, nothing on stdout, a first stderr line `error: ...` that says
 //! what is wrong (naming the item index and its path when there is one), and never a panic.
 
-mod common;
+use crate::common;
 
 use common::*;
 

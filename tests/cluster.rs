@@ -3,7 +3,7 @@
 //! the webhook running with exactly the rights its packages grant, its
 //! configuration with no replica to answer, and the soak (cluster/soak.rs).
 
-mod common;
+use crate::common;
 #[path = "cluster/soak.rs"]
 mod soak;
 

@@ -12,6 +12,11 @@
 //! these tests fail with what to install (they never skip). `scripts/install-podman.sh` sets
 //! podman up on the CI machine kind.
 //!
+//! A test binary of its own (Cargo.toml's `[[test]] container`), not a module of
+//! tests/suite.rs: its first test builds the static release binary and the image (every core,
+//! for minutes), which the timing-bound tests of the suite (the NAD controller's leases, the
+//! soak, the webhook's limits) must not run beside.
+//!
 //! What the hosts run, as observed with a logging shim (kpt 1.0.0-beta.56, kubectl 1.32):
 //!
 //! * kpt: `podman run --rm -i --network none --user nobody --security-opt=no-new-privileges

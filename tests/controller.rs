@@ -8,7 +8,7 @@
 
 #[path = "controller/audit.rs"]
 mod audit;
-mod common;
+use crate::common;
 #[path = "controller/failover.rs"]
 mod failover;
 #[path = "controller/harness.rs"]

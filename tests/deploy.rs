@@ -4,7 +4,7 @@
 //! YAML; the certificate script run for real (openssl); the shell scripts under `bash -n` and
 //! shellcheck (required: these tests fail, never skip, when it is missing).
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};

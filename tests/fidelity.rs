@@ -11,7 +11,7 @@
 //! same data in every document the function does not change, and only the
 //! function's own edits in the one it does.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -8,12 +8,12 @@
 //! pass-through of everything the function does not own, no dangling NAD references,
 //! well-formed generated NADs and ownership records.
 //!
-//! `UPDATE_GOLDEN=1 cargo test --test golden` rewrites the expected files from the binary's
+//! `UPDATE_GOLDEN=1 cargo test --test suite golden::` rewrites the expected files from the binary's
 //! current behaviour (`GOLDEN_CASE=a,b` limits it to some cases); read every changed file before committing it (`git diff testdata`).
 //! Some expected files were corrected by hand where the binary disagreed with the contract:
 //! an update must not silently undo those corrections.
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};

@@ -3,7 +3,7 @@
 //! `postrenderer/v1` plugin gets Helm 4's annotated stream. The linkerd2-cni
 //! chart's own output is the context that holds the Linkerd-CNI ConfigMap.
 
-mod common;
+use crate::common;
 
 use std::io::Write;
 use std::path::Path;

@@ -3,7 +3,7 @@
 //!
 //! kpt is required: when it is missing these tests fail (they never skip).
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

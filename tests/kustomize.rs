@@ -4,7 +4,7 @@
 //! transformer's config file as its argument and the resources on stdin). The
 //! container form is tested in tests/container.rs.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::Command;

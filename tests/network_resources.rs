@@ -3,7 +3,7 @@
 //! network-resources-injector's own table cases, determinism and idempotence, and
 //! checks on meaning that hold whatever the golden files say.
 
-mod common;
+use crate::common;
 
 use std::path::PathBuf;
 

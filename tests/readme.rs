@@ -32,6 +32,12 @@
 //!
 //! A second test holds every image reference of the repository to the two names the READMEs
 //! document.
+//!
+//! A test binary of its own (Cargo.toml's `[[test]] readme`), not a module of tests/suite.rs:
+//! its cargo snippets build the crate in this checkout (release, every core, for minutes) and
+//! require `git status` unchanged around them, and its cluster snippets apply `deploy/` (a
+//! webhook configuration with `failurePolicy: Fail` for every namespace) to this binary's
+//! shared API server; the tests of the other files must not run beside it.
 
 mod common;
 

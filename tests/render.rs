@@ -1,7 +1,7 @@
 //! The plain renderer (`render`, `render --diff`, `check`) as users run it: on
 //! files and directories, with settings from files, flags and the environment.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::Command;

@@ -3,7 +3,7 @@
 //! `linkerd-multus validate` command on files: its lines, summary and exit codes, and its
 //! errors for settings it cannot use.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 

@@ -3,7 +3,7 @@
 //! of the table to update. `SUPPORTED_VERSIONS_CHECK=skip` (set by the GitHub workflow, whose
 //! runners have other builds) turns it off, saying so.
 
-mod common;
+use crate::common;
 
 use std::path::PathBuf;
 use std::process::Command;

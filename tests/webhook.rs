@@ -5,7 +5,7 @@
 //! of its own; the tests that stop an API server start one of their own on the
 //! same etcd.
 
-mod common;
+use crate::common;
 /// The server under hostile load: limits, budget, eviction, dual-stack.
 #[path = "webhook/limits.rs"]
 mod limits;

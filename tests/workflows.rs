@@ -6,7 +6,7 @@
 //! policies: no template injection, minimal permissions, no persisted credentials, actions
 //! pinned to commit SHAs.
 
-mod common;
+use crate::common;
 
 use std::path::PathBuf;
 use std::process::Command;

@@ -11,8 +11,8 @@ use std::time::Duration;
 
 use k8s_openapi::jiff::Timestamp;
 
-use crate::audit::{self, Request, seconds};
-use crate::harness::{BOUND, Controller, Setup, eventually, setup};
+use super::audit::{self, Request, seconds};
+use super::harness::{BOUND, Controller, Setup, eventually, setup};
 
 /// The Lease of these tests, and the renew deadline it implies (2/3).
 const LEASE: &str = "6s";

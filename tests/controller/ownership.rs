@@ -7,11 +7,11 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::harness::{
+use super::harness::{
     BOUND, CONFIG_MAP, Controller, NAD, Setup, eventually, labelled_by_controller, setup,
     with_one_nad,
 };
-use crate::proxy::DelayProxy;
+use super::proxy::DelayProxy;
 
 /// Who owns `spec.config` of a NAD, by its managedFields: (manager, operation).
 fn config_owners(nad: &Value) -> Vec<(String, String)> {

@@ -11,8 +11,8 @@ use std::time::Duration;
 
 use k8s_openapi::jiff::Timestamp;
 
-use crate::audit::{self, Request, seconds};
-use crate::harness::{BOUND, Controller, eventually, setup_with};
+use super::audit::{self, Request, seconds};
+use super::harness::{BOUND, Controller, eventually, setup_with};
 
 const NAMESPACES: usize = 1000;
 /// How long each namespace is watched, from its first try.

@@ -1,0 +1,60 @@
+//! The integration tests, one binary: each file of `tests/` is a module here, so the crate
+//! and its dependencies are linked into one test binary rather than one per file
+//! (`cargo test --test suite golden::` runs one file's tests). Two files are binaries of
+//! their own (Cargo.toml's `[[test]]` entries, `autotests = false`), each saying why at its
+//! top: `readme` (it runs cargo in this checkout, holding `git status` still around it) and
+//! `container` (it builds the release binary and the image); both take every core for
+//! minutes, which the timing-bound tests here (the NAD controller's leases, the soak, the
+//! webhook's limits) must not run beside.
+//!
+//! Tests that need an API server nobody else uses (they register a webhook configuration for
+//! every namespace, or act on every namespace) start one of their own
+//! (`ControlPlane::own`); the others share this binary's (`ControlPlane::shared`).
+
+mod common;
+
+mod apply;
+mod argocd;
+mod bad_input;
+mod cluster;
+mod controller;
+mod deploy;
+mod fidelity;
+mod fuzz_regressions;
+mod golden;
+mod helm;
+mod kpt;
+mod kustomize;
+mod layering;
+mod network_resources;
+mod render;
+mod validate;
+mod versions;
+mod webhook;
+mod webhook_property;
+mod workflows;
+
+/// Every file of `tests/` is built: a module of this binary or a `[[test]]` of Cargo.toml
+/// (with `autotests = false`, cargo would skip a new file silently).
+#[test]
+fn every_test_file_is_a_module_here_or_a_test_binary() {
+    let suite = std::fs::read_to_string(common::repo_path("tests/suite.rs")).unwrap();
+    let manifest = std::fs::read_to_string(common::repo_path("Cargo.toml")).unwrap();
+    let mut missing = Vec::new();
+    for entry in std::fs::read_dir(common::repo_path("tests")).unwrap() {
+        let name = entry.unwrap().file_name().to_string_lossy().into_owned();
+        let Some(stem) = name.strip_suffix(".rs") else {
+            continue;
+        };
+        let module = suite.lines().any(|l| l == format!("mod {stem};"));
+        let binary = manifest.contains(&format!("path = \"tests/{name}\""));
+        if !(module || binary) {
+            missing.push(name);
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "not built: {missing:?}: add `mod NAME;` to tests/suite.rs (or, for a test that needs a \
+         process of its own, a [[test]] entry to Cargo.toml saying why)"
+    );
+}
