@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs the benchmark (benches/krm.rs): linkerd-multus against an identity
+# Runs the benchmark (benches/krm/main.rs): linkerd-multus against an identity
 # function at 1,000 / 10,000 / 50,000 resources, then `kpt fn render` with the
 # function against `kpt fn render` with cat at 10,000, `linkerd-multus render` on the
 # 10,000-resource package against the KRM function on the same resources, and (full
