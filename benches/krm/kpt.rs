@@ -5,9 +5,9 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 
-use crate::{Programs, Run};
 use crate::common::median;
 use crate::generate::{GROUP, kptfile, write_package};
+use crate::{Programs, Run};
 
 /// Renders a package of `size` resources with the function and with cat,
 /// `runs` times each on fresh copies, and prints both medians.
