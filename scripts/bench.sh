@@ -5,7 +5,7 @@
 # 10,000-resource package against the KRM function on the same resources, and (full
 # run only) the container start-up row: `kpt fn eval --image` against `--exec`
 # (scripts/bench-container.sh, needs podman); then the webhook load benchmark
-# (benches/webhook.rs): `linkerd-multus webhook` with 10,000 namespaces cached
+# (benches/webhook/): `linkerd-multus webhook` with 10,000 namespaces cached
 # against a constant-answer server on the same TLS stack, at fixed rates and at
 # saturation. About 9 minutes.
 #   scripts/bench.sh           full run

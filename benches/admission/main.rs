@@ -8,7 +8,7 @@
 //!
 //! - no webhook: a namespace that no MutatingWebhookConfiguration selects;
 //! - the baseline: this bench re-executed as the constant-answer server of
-//!   benches/webhook.rs (benches/common/baseline.rs: the webhook's own TLS,
+//!   benches/webhook/ (benches/common/baseline.rs: the webhook's own TLS,
 //!   HTTP stack and limits, no parsing, no decision), copying each request's
 //!   uid into its answer as the API server requires;
 //! - the webhook: the release `linkerd-multus webhook`, with the admin's
