@@ -68,21 +68,21 @@ fn print_targets(plan: &Plan, rows: &[(Shape, [Figures; SERVERS])], memory: &[Me
         (false, false) => "NOT met",
     };
     if let Some((_, [w, b, r])) = rows.iter().find(|(s, _)| matches!(s, Shape::Closed(_))) {
-        let share = w.rate / b.rate;
+        let share = w.rate / r.rate;
         println!(
-            "target: saturated throughput >= {:.0}% of the baseline's: {:.0}% ({:.0} / {:.0} req/s): {}",
+            "target: saturated throughput >= {:.0}% of the reader's: {:.0}% ({:.0} / {:.0} req/s): {}",
             TARGET_THROUGHPUT * 100.0,
             share * 100.0,
             w.rate,
-            b.rate,
+            r.rate,
             judged(share >= TARGET_THROUGHPUT)
         );
         // Not a target: what reading the review costs by itself on this machine.
         println!(
-            "reading alone: the reader at {:.0}% of the baseline's saturated throughput ({:.0} req/s), the webhook at {:.0}% of the reader's",
+            "reading alone: the reader at {:.0}% of the baseline's saturated throughput ({:.0} req/s), the webhook at {:.0}% of the baseline's",
             r.rate / b.rate * 100.0,
-            r.rate,
-            w.rate / r.rate * 100.0
+            b.rate,
+            w.rate / b.rate * 100.0
         );
     }
     match rows
