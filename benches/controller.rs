@@ -38,7 +38,7 @@ use anyhow::{Context, Result, anyhow, bail};
 use futures_util::StreamExt;
 use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{Api, DynamicObject, ListParams, PostParams};
-use kube_apiserver::ControlPlane;
+use kube_apiserver::{ApiServer, ControlPlane};
 use serde_json::Value;
 
 const CONFIG_MAP: &str = include_str!("../../shared/fixtures/linkerd-cni/version-2.19.yaml");
@@ -223,149 +223,11 @@ fn run() -> Result<()> {
         Err(_) if quick => 200,
         Err(_) => 10_000,
     };
-    let enabled = namespaces.div_ceil(2);
-    let plane = ControlPlane::shared();
-    plane.install_nad_crd();
     let dir = tempfile::tempdir()?;
-    let policy = dir.path().join("audit-policy.yaml");
-    std::fs::write(&policy, AUDIT_POLICY)?;
-    let audit = dir.path().join("audit.log");
-    let server = plane.new_api_server(&[
-        &format!("--audit-policy-file={}", policy.display()),
-        &format!("--audit-log-path={}", audit.display()),
-        "--audit-log-mode=blocking",
-    ]);
-    plane.start_ready(&server);
-    let controller_kubeconfig = plane.admin_kubeconfig_for(&server, dir.path());
-    plane.apply("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: linkerd-cni\n");
-    plane.apply(CONFIG_MAP);
-
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?;
-    rustls::crypto::ring::default_provider()
-        .install_default()
-        .ok();
-    let client = runtime.block_on(async {
-        let kubeconfig = kube::config::Kubeconfig::read_from(&plane.admin_kubeconfig)?;
-        let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await?;
-        anyhow::Ok(kube::Client::try_from(config)?)
-    })?;
-    let started = Instant::now();
-    runtime.block_on(async {
-        let api: Api<Namespace> = Api::all(client.clone());
-        futures_util::stream::iter(0..namespaces)
-            .map(|i| {
-                let api = api.clone();
-                async move {
-                    let mut ns: Namespace = serde_json::from_value(serde_json::json!({
-                        "metadata": {"name": format!("bench-{i}")}
-                    }))?;
-                    if i % 2 == 0 {
-                        ns.metadata.annotations =
-                            Some([("linkerd.io/multus".to_string(), "enabled".to_string())].into());
-                    }
-                    api.create(&PostParams::default(), &ns).await?;
-                    anyhow::Ok(())
-                }
-            })
-            .buffer_unordered(32)
-            .collect::<Vec<_>>()
-            .await
-            .into_iter()
-            .collect::<Result<Vec<()>>>()
-    })?;
-    println!(
-        "NAD controller benchmark: {namespaces} namespaces ({enabled} enabled), created in {:.1} s",
-        started.elapsed().as_secs_f64()
-    );
-
-    // 1. Start.
-    let (mark, _) = audited(&audit, 0)?;
-    let started = Instant::now();
-    let mut controller = Controller::start(&controller_kubeconfig, dir.path(), "controller.log")?;
-    controller.wait("every enabled namespace's NAD", |c| {
-        c.metric("linkerd_multus_nads_managed ") as usize >= enabled
-    })?;
-    let took = started.elapsed();
-    let configs = runtime.block_on(nad_configs(&client))?;
-    if configs.len() != enabled {
-        bail!("{} NADs listed, not {enabled}", configs.len());
-    }
-    let writes = controller.metric("linkerd_multus_nad_writes_total");
-    let (mark2, counts) = audited(&audit, mark)?;
-    println!(
-        "start:  all {enabled} NADs applied in {:.2} s; NAD writes: {} by the audit log, {writes} by the controller (target {enabled}); {}",
-        took.as_secs_f64(),
-        nad_writes(&counts),
-        show(&counts)
-    );
-    let mut failures = Vec::new();
-    if nad_writes(&counts) != enabled || writes as usize != enabled {
-        failures.push(format!(
-            "start: {} NAD writes, not {enabled}",
-            nad_writes(&counts)
-        ));
-    }
-
-    // 2. A ConfigMap change reaches every NAD.
-    let edited = CONFIG_MAP.replace("\"log_level\": \"info\"", "\"log_level\": \"debug\"");
-    let started = Instant::now();
-    plane.apply(&edited);
-    let updated = controller.wait("every NAD updated", |c| {
-        c.metric("linkerd_multus_nad_reconciles_total{outcome=\"updated\"}") as usize >= enabled
-    })?;
-    let configs = runtime.block_on(nad_configs(&client))?;
-    let stale = configs
-        .values()
-        .filter(|c| !c.contains("\"debug\""))
-        .count();
-    if stale > 0 {
-        failures.push(format!("{stale} NADs without the new config"));
-    }
-    // Let any stray write land before counting.
-    std::thread::sleep(Duration::from_secs(2));
-    let (mark3, counts) = audited(&audit, mark2)?;
-    println!(
-        "change: the ConfigMap edit reached all {enabled} NADs in {:.2} s (from the edit: {:.2} s); NAD writes: {} by the audit log (target {enabled}); {}",
-        updated.as_secs_f64(),
-        started.elapsed().as_secs_f64() - 2.0,
-        nad_writes(&counts),
-        show(&counts)
-    );
-    if nad_writes(&counts) != enabled {
-        failures.push(format!(
-            "change: {} NAD writes, not {enabled}",
-            nad_writes(&counts)
-        ));
-    }
-    let peak = controller.peak_rss_mib()?;
-
-    // 3. A restart with every NAD current writes nothing.
-    drop(controller);
-    // The killed replica's Lease expires before the new one leads.
-    let started = Instant::now();
-    let mut controller = Controller::start(&controller_kubeconfig, dir.path(), "restart.log")?;
-    controller.wait("every namespace reconciled after the restart", |c| {
-        c.metric("linkerd_multus_nad_reconciles_total") as usize >= namespaces
-    })?;
-    let took = started.elapsed();
-    std::thread::sleep(Duration::from_secs(2));
-    let (_, counts) = audited(&audit, mark3)?;
-    let restart_writes = controller.metric("linkerd_multus_nad_writes_total");
-    println!(
-        "restart: {namespaces} namespaces reconciled in {:.2} s (the lease of the killed one expiring first); NAD writes: {} by the audit log, {restart_writes} by the controller (target 0); {}",
-        took.as_secs_f64(),
-        nad_writes(&counts),
-        show(&counts)
-    );
-    if nad_writes(&counts) != 0 || restart_writes != 0.0 {
-        failures.push(format!(
-            "restart: {} NAD writes, not 0",
-            nad_writes(&counts)
-        ));
-    }
-    let peak = peak.max(controller.peak_rss_mib()?);
+    let mut bench = Bench::start(dir.path(), namespaces)?;
+    bench.start_controller()?;
+    let peak = bench.change_config()?;
+    let peak = peak.max(bench.restart()?);
     println!(
         "memory: peak RSS {peak:.1} MiB (target under 64 MiB at 10,000 namespaces){}",
         if namespaces >= 10_000 && peak >= 64.0 {
@@ -374,8 +236,218 @@ fn run() -> Result<()> {
             ""
         }
     );
-    if !failures.is_empty() {
-        bail!("{}", failures.join("; "));
+    if !bench.failures.is_empty() {
+        bail!("{}", bench.failures.join("; "));
     }
+    Ok(())
+}
+
+/// An audited API server with `namespaces` namespaces, half of them enabled,
+/// and the controller under measurement.
+struct Bench<'a> {
+    dir: &'a Path,
+    plane: &'static ControlPlane,
+    /// The API server the controller talks to, which writes the audit log.
+    _server: ApiServer,
+    audit: std::path::PathBuf,
+    /// Audit log entries already counted.
+    mark: usize,
+    controller_kubeconfig: std::path::PathBuf,
+    runtime: tokio::runtime::Runtime,
+    client: kube::Client,
+    namespaces: usize,
+    enabled: usize,
+    controller: Option<Controller>,
+    failures: Vec<String>,
+}
+
+impl<'a> Bench<'a> {
+    /// Starts the audited API server, the ConfigMap and the namespaces.
+    fn start(dir: &'a Path, namespaces: usize) -> Result<Bench<'a>> {
+        let plane = ControlPlane::shared();
+        plane.install_nad_crd();
+        let policy = dir.join("audit-policy.yaml");
+        std::fs::write(&policy, AUDIT_POLICY)?;
+        let audit = dir.join("audit.log");
+        let server = plane.new_api_server(&[
+            &format!("--audit-policy-file={}", policy.display()),
+            &format!("--audit-log-path={}", audit.display()),
+            "--audit-log-mode=blocking",
+        ]);
+        plane.start_ready(&server);
+        let controller_kubeconfig = plane.admin_kubeconfig_for(&server, dir);
+        plane.apply("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: linkerd-cni\n");
+        plane.apply(CONFIG_MAP);
+
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()?;
+        rustls::crypto::ring::default_provider()
+            .install_default()
+            .ok();
+        let client = runtime.block_on(async {
+            let kubeconfig = kube::config::Kubeconfig::read_from(&plane.admin_kubeconfig)?;
+            let config =
+                kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await?;
+            anyhow::Ok(kube::Client::try_from(config)?)
+        })?;
+        let started = Instant::now();
+        runtime.block_on(create_namespaces(&client, namespaces))?;
+        let enabled = namespaces.div_ceil(2);
+        println!(
+            "NAD controller benchmark: {namespaces} namespaces ({enabled} enabled), created in {:.1} s",
+            started.elapsed().as_secs_f64()
+        );
+        let (mark, _) = audited(&audit, 0)?;
+        Ok(Bench {
+            dir,
+            plane,
+            _server: server,
+            audit,
+            mark,
+            controller_kubeconfig,
+            runtime,
+            client,
+            namespaces,
+            enabled,
+            controller: None,
+            failures: Vec::new(),
+        })
+    }
+
+    /// The audit log's requests since the last count.
+    fn audited(&mut self) -> Result<BTreeMap<String, usize>> {
+        let (mark, counts) = audited(&self.audit, self.mark)?;
+        self.mark = mark;
+        Ok(counts)
+    }
+
+    fn controller(&mut self) -> &mut Controller {
+        self.controller.as_mut().expect("the controller runs")
+    }
+
+    /// 1. Start: every enabled namespace's NAD, one write each.
+    fn start_controller(&mut self) -> Result<()> {
+        let enabled = self.enabled;
+        let started = Instant::now();
+        let controller =
+            Controller::start(&self.controller_kubeconfig, self.dir, "controller.log")?;
+        let controller = self.controller.insert(controller);
+        controller.wait("every enabled namespace's NAD", |c| {
+            c.metric("linkerd_multus_nads_managed ") as usize >= enabled
+        })?;
+        let took = started.elapsed();
+        let configs = self.runtime.block_on(nad_configs(&self.client))?;
+        if configs.len() != enabled {
+            bail!("{} NADs listed, not {enabled}", configs.len());
+        }
+        let writes = self.controller().metric("linkerd_multus_nad_writes_total");
+        let counts = self.audited()?;
+        println!(
+            "start:  all {enabled} NADs applied in {:.2} s; NAD writes: {} by the audit log, {writes} by the controller (target {enabled}); {}",
+            took.as_secs_f64(),
+            nad_writes(&counts),
+            show(&counts)
+        );
+        if nad_writes(&counts) != enabled || writes as usize != enabled {
+            self.failures.push(format!(
+                "start: {} NAD writes, not {enabled}",
+                nad_writes(&counts)
+            ));
+        }
+        Ok(())
+    }
+
+    /// 2. A ConfigMap change reaches every NAD, one write each. The peak RSS.
+    fn change_config(&mut self) -> Result<f64> {
+        let enabled = self.enabled;
+        let edited = CONFIG_MAP.replace("\"log_level\": \"info\"", "\"log_level\": \"debug\"");
+        let started = Instant::now();
+        self.plane.apply(&edited);
+        let updated = self.controller().wait("every NAD updated", |c| {
+            c.metric("linkerd_multus_nad_reconciles_total{outcome=\"updated\"}") as usize >= enabled
+        })?;
+        let configs = self.runtime.block_on(nad_configs(&self.client))?;
+        let stale = configs
+            .values()
+            .filter(|c| !c.contains("\"debug\""))
+            .count();
+        if stale > 0 {
+            self.failures
+                .push(format!("{stale} NADs without the new config"));
+        }
+        // Let any stray write land before counting.
+        std::thread::sleep(Duration::from_secs(2));
+        let counts = self.audited()?;
+        println!(
+            "change: the ConfigMap edit reached all {enabled} NADs in {:.2} s (from the edit: {:.2} s); NAD writes: {} by the audit log (target {enabled}); {}",
+            updated.as_secs_f64(),
+            started.elapsed().as_secs_f64() - 2.0,
+            nad_writes(&counts),
+            show(&counts)
+        );
+        if nad_writes(&counts) != enabled {
+            self.failures.push(format!(
+                "change: {} NAD writes, not {enabled}",
+                nad_writes(&counts)
+            ));
+        }
+        self.controller().peak_rss_mib()
+    }
+
+    /// 3. A restart with every NAD current writes nothing. The peak RSS.
+    fn restart(&mut self) -> Result<f64> {
+        let namespaces = self.namespaces;
+        drop(self.controller.take());
+        // The killed replica's Lease expires before the new one leads.
+        let started = Instant::now();
+        let controller = Controller::start(&self.controller_kubeconfig, self.dir, "restart.log")?;
+        let controller = self.controller.insert(controller);
+        controller.wait("every namespace reconciled after the restart", |c| {
+            c.metric("linkerd_multus_nad_reconciles_total") as usize >= namespaces
+        })?;
+        let took = started.elapsed();
+        std::thread::sleep(Duration::from_secs(2));
+        let counts = self.audited()?;
+        let restart_writes = self.controller().metric("linkerd_multus_nad_writes_total");
+        println!(
+            "restart: {namespaces} namespaces reconciled in {:.2} s (the lease of the killed one expiring first); NAD writes: {} by the audit log, {restart_writes} by the controller (target 0); {}",
+            took.as_secs_f64(),
+            nad_writes(&counts),
+            show(&counts)
+        );
+        if nad_writes(&counts) != 0 || restart_writes != 0.0 {
+            self.failures.push(format!(
+                "restart: {} NAD writes, not 0",
+                nad_writes(&counts)
+            ));
+        }
+        self.controller().peak_rss_mib()
+    }
+}
+
+/// Creates `namespaces` namespaces, 32 at a time, every other one enabled.
+async fn create_namespaces(client: &kube::Client, namespaces: usize) -> Result<()> {
+    let api: Api<Namespace> = Api::all(client.clone());
+    futures_util::stream::iter(0..namespaces)
+        .map(|i| {
+            let api = api.clone();
+            async move {
+                let mut ns: Namespace = serde_json::from_value(serde_json::json!({
+                    "metadata": {"name": format!("bench-{i}")}
+                }))?;
+                if i % 2 == 0 {
+                    ns.metadata.annotations =
+                        Some([("linkerd.io/multus".to_string(), "enabled".to_string())].into());
+                }
+                api.create(&PostParams::default(), &ns).await?;
+                anyhow::Ok(())
+            }
+        })
+        .buffer_unordered(32)
+        .collect::<Vec<_>>()
+        .await
+        .into_iter()
+        .collect::<Result<Vec<()>>>()?;
     Ok(())
 }

@@ -1,5 +1,5 @@
 //! The constant-answer baseline server of the webhook benchmarks
-//! (benches/webhook.rs, benches/admission.rs): a bench binary re-executed with
+//! (benches/webhook/, benches/admission/): a bench binary re-executed with
 //! [`BASELINE_ENV`] set serves, through the webhook's own TLS configuration,
 //! HTTP stack, limits and body reading (`webhook::server::serve`), one
 //! constant AdmissionReview: allowed, with the patch the webhook gives a pod
