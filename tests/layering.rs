@@ -1,4 +1,4 @@
-//! The layering of `src/`, as README's code map draws it: each top-level
+//! The layering of `src/`, as docs/code-map.md draws it: each top-level
 //! module (a file or a folder of `src/`) is in one layer and imports only the
 //! layers below it, never one beside it: the rule sets do not import one
 //! another, and neither do the fronts (the webhook and the NAD controller run
@@ -75,7 +75,7 @@ fn src_is_layered_without_circles() {
     let problems = check(&files);
     assert!(
         problems.is_empty(),
-        "the layering of src/ is broken (see README, Code map):\n{}",
+        "the layering of src/ is broken (see docs/code-map.md):\n{}",
         problems.join("\n")
     );
 }
@@ -220,7 +220,7 @@ fn check(files: &[(String, String)]) -> Vec<String> {
             && tops.insert(top.clone())
         {
             problems.push(format!(
-                "{path}: the top-level module {top} is in no layer; add it to LAYERS in tests/layering.rs and to README's code map"
+                "{path}: the top-level module {top} is in no layer; add it to LAYERS in tests/layering.rs and to docs/code-map.md"
             ));
         }
     }
