@@ -5,18 +5,37 @@ pub use crate::commands::outcome::Outcome;
 
 use crate::commands::outcome::Error;
 use crate::k8s::resource::resource_ref;
-use crate::krm::resource_list::ResourceList;
+use crate::krm::resource_list::{self, ResourceList};
 use crate::krm::results::{FnResult, Severity};
 use crate::pipeline::{self, settings};
+use crate::yaml::Node;
 
 /// Runs the function on the text of a ResourceList: its results in the
 /// ResourceList printed, exit 1 exactly when there is an error.
 pub fn run(input: &str) -> Outcome {
-    run_inner(input).unwrap_or_else(|e| Outcome::failed(&e, false))
+    let mut kept = None;
+    let list = ResourceList::parse(input).map_err(Error::from);
+    list.and_then(|list| render(list, &mut kept))
+        .unwrap_or_else(|e| Outcome::failed(&e, false))
 }
 
-fn run_inner(input: &str) -> Result<Outcome, Error> {
-    let mut list = ResourceList::parse(input)?;
+/// [`run`] for a process that prints the outcome and exits: the input is
+/// freed once parsed (the tree owns its text), and the tree is handed back
+/// rather than dropped, for the process to leave it to the kernel
+/// ([`std::mem::forget`]). At 10,000 resources (`cargo bench --bench krm`)
+/// the first is a tenth of the peak memory, the second 5 to 10% of the time.
+pub fn run_keeping(input: String) -> (Outcome, Option<Node>) {
+    let mut kept = None;
+    let list = ResourceList::parse(&input).map_err(Error::from);
+    drop(input);
+    let outcome = list
+        .and_then(|list| render(list, &mut kept))
+        .unwrap_or_else(|e| Outcome::failed(&e, false));
+    (outcome, kept)
+}
+
+/// Renders a parsed ResourceList; the tree it printed goes into `kept`.
+fn render(mut list: ResourceList, kept: &mut Option<Node>) -> Result<Outcome, Error> {
     let mut sources = settings::Sources::new(settings::Takes::Any);
     if let Some(config) = &list.function_config {
         sources.given = settings::Given::FunctionConfig(config);
@@ -48,8 +67,11 @@ fn run_inner(input: &str) -> Result<Outcome, Error> {
         [first, rest @ ..] => format!("{first}\n({} more errors in the results)\n", rest.len()),
     };
     let code = i32::from(!errors.is_empty());
+    let list = list.into_node(results);
+    let stdout = resource_list::emit(&list);
+    *kept = Some(list);
     Ok(Outcome {
-        stdout: list.to_yaml(results),
+        stdout,
         stderr,
         code,
     })

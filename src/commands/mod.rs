@@ -90,7 +90,11 @@ fn run(command: Option<Command>) -> Result<Outcome, Error> {
     let outcome = match command {
         None => {
             let input = read_stdin().map_err(Error::Stdin)?;
-            function::run(&input)
+            let (outcome, list) = function::run_keeping(input);
+            // The process prints and exits next: the kernel takes the tree back
+            // at once, where dropping it would free it node by node.
+            std::mem::forget(list);
+            outcome
         }
         Some(Command::Render(args)) => args.run(&env, read_stdin),
         Some(Command::Check(args)) => args.run(&env, read_stdin),

@@ -83,8 +83,8 @@ impl ResourceList {
         })
     }
 
-    /// Writes the ResourceList with results as block YAML.
-    pub fn to_yaml(self, results: Vec<FnResult>) -> String {
+    /// The ResourceList with results, as a tree for [`emit`] to write.
+    pub fn into_node(self, results: Vec<FnResult>) -> Node {
         let mut map = Map::default();
         map.insert("apiVersion", Node::string(self.api_version));
         map.insert("kind", Node::string(KIND));
@@ -107,9 +107,14 @@ impl ResourceList {
                 }),
             );
         }
-        // kpt writes each item to a file of its own: an alias must not reach into another.
-        yaml::emit_document_of_items(&Node::Map(map))
+        Node::Map(map)
     }
+}
+
+/// Writes a ResourceList ([`ResourceList::into_node`]) as block YAML.
+pub fn emit(list: &Node) -> String {
+    // kpt writes each item to a file of its own: an alias must not reach into another.
+    yaml::emit_document_of_items(list)
 }
 
 #[cfg(test)]
