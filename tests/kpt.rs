@@ -215,6 +215,47 @@ fn assert_only_insertions(rel: &str, original: &str, changed: &str) {
 
 /// Checks the package after the first successful render of the demo package.
 fn assert_rendered(pkg: &Package, nad_name: &str) {
+    let nad_file = assert_nad_rendered(pkg, nad_name);
+
+    assert_workloads_attached(pkg, nad_name);
+
+    // Everything else byte-identical.
+    for rel in [
+        "Kptfile",
+        "apps/db.yaml",
+        "linkerd-cni/config.yaml",
+        "misc/tricky.yaml",
+        "namespaces/demo.yaml",
+        "namespaces/plain.yaml",
+    ] {
+        if rel == "Kptfile" && pkg.read(rel).contains("pipeline:") {
+            continue;
+        }
+        assert!(
+            pkg.read(rel).as_bytes() == original(rel).as_slice(),
+            "{rel} changed:\n{}",
+            first_difference(
+                rel,
+                &String::from_utf8_lossy(&original(rel)),
+                &pkg.read(rel)
+            )
+            .unwrap_or_default()
+        );
+    }
+    let files: Vec<String> = pkg.snapshot().into_iter().map(|(n, _)| n).collect();
+    let mut want: Vec<String> = snapshot(&repo_path("testdata/packages/demo"))
+        .into_iter()
+        .map(|(n, _)| n)
+        .collect();
+    want.push(nad_file);
+    want.push("Kptfile".into());
+    want.sort();
+    assert_eq!(files, want, "files in the package after the render");
+}
+
+/// The NAD, at the documented place, with the generated config and no host annotations; its
+/// file.
+fn assert_nad_rendered(pkg: &Package, nad_name: &str) -> String {
     // The NAD, at the documented place, with the generated config and no host annotations.
     let nad_file = format!("namespaces/networkattachmentdefinition_demo_{nad_name}.yaml");
     let nad_text = pkg.read(&nad_file);
@@ -245,7 +286,11 @@ fn assert_rendered(pkg: &Package, nad_name: &str) {
     );
     assert_eq!(config["linkerd"]["iptables-mode"], "nft");
     assert!(config.get("policy").is_none());
+    nad_file
+}
 
+/// Workloads changed by insertions only: comments and key order kept.
+fn assert_workloads_attached(pkg: &Package, nad_name: &str) {
     // Workloads changed by insertions only: comments and key order kept.
     for rel in ["apps/web.yaml", "apps/worker.yaml"] {
         let orig = String::from_utf8(original(rel)).unwrap();
@@ -288,39 +333,6 @@ fn assert_rendered(pkg: &Package, nad_name: &str) {
         ]),
         Some(format!("storage/backend@net1,{nad_name}").as_str())
     );
-
-    // Everything else byte-identical.
-    for rel in [
-        "Kptfile",
-        "apps/db.yaml",
-        "linkerd-cni/config.yaml",
-        "misc/tricky.yaml",
-        "namespaces/demo.yaml",
-        "namespaces/plain.yaml",
-    ] {
-        if rel == "Kptfile" && pkg.read(rel).contains("pipeline:") {
-            continue;
-        }
-        assert!(
-            pkg.read(rel).as_bytes() == original(rel).as_slice(),
-            "{rel} changed:\n{}",
-            first_difference(
-                rel,
-                &String::from_utf8_lossy(&original(rel)),
-                &pkg.read(rel)
-            )
-            .unwrap_or_default()
-        );
-    }
-    let files: Vec<String> = pkg.snapshot().into_iter().map(|(n, _)| n).collect();
-    let mut want: Vec<String> = snapshot(&repo_path("testdata/packages/demo"))
-        .into_iter()
-        .map(|(n, _)| n)
-        .collect();
-    want.push(nad_file);
-    want.push("Kptfile".into());
-    want.sort();
-    assert_eq!(files, want, "files in the package after the render");
 }
 
 #[test]

@@ -77,6 +77,11 @@ fn network_resources_package_reads_nads_and_nothing_more() {
 // ------------------------------------------------------------------------------------------
 // deploy-nad-controller/: the opt-in rights of --manage-nads.
 
+/// `items` as owned strings, the way [`rules_of`] gives them.
+fn v(items: &[&str]) -> Vec<String> {
+    items.iter().map(|s| s.to_string()).collect()
+}
+
 const CONTROLLER: &str = "linkerd-multus-nad-controller";
 
 fn nad_controller_package() -> Package {
@@ -102,33 +107,7 @@ fn rules_of(role: &Yaml) -> Vec<[Vec<String>; 4]> {
 
 #[test]
 fn nad_controller_rights_are_opt_in_and_exactly_what_it_does() {
-    let v = |items: &[&str]| items.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-    // The webhook package alone writes nothing.
-    let base = Package::load();
-    assert!(base.arg("--manage-nads").is_none());
-    for role in base.of_kind("ClusterRole") {
-        for [_, _, _, verbs] in rules_of(role) {
-            assert_eq!(verbs, v(&["get", "list", "watch"]));
-        }
-    }
-    // It names the Lease's namespace and its identity from the downward API.
-    let env = base.container().get("env").expect("env").seq();
-    let fields: Vec<(Option<&str>, Option<&str>)> = env
-        .iter()
-        .map(|e| {
-            (
-                e.str_at(&["name"]),
-                e.str_at(&["valueFrom", "fieldRef", "fieldPath"]),
-            )
-        })
-        .collect();
-    assert_eq!(
-        fields,
-        [
-            (Some("POD_NAMESPACE"), Some("metadata.namespace")),
-            (Some("POD_NAME"), Some("metadata.name")),
-        ]
-    );
+    webhook_package_alone_writes_nothing();
     let pkg = nad_controller_package();
     let ids: BTreeSet<(String, String, String)> =
         pkg.resources.iter().map(|(_, r)| r.id()).collect();
@@ -162,43 +141,7 @@ fn nad_controller_rights_are_opt_in_and_exactly_what_it_does() {
             ],
         ]
     );
-    // The one ConfigMap by name: a Role in the CNI namespace, not a ClusterRole.
-    let config_map_role = pkg
-        .of_kind("Role")
-        .into_iter()
-        .find(|r| r.str_at(&["metadata", "name"]) == Some(CONTROLLER))
-        .unwrap();
-    assert_eq!(
-        rules_of(config_map_role),
-        [[
-            v(&[""]),
-            v(&["configmaps"]),
-            v(&["linkerd-cni-config"]),
-            v(&["get", "list", "watch"]),
-        ]]
-    );
-    let lease_role = pkg
-        .of_kind("Role")
-        .into_iter()
-        .find(|r| r.str_at(&["metadata", "name"]) == Some(lease.as_str()))
-        .unwrap();
-    assert_eq!(
-        rules_of(lease_role),
-        [
-            [
-                v(&["coordination.k8s.io"]),
-                v(&["leases"]),
-                v(&[]),
-                v(&["create"])
-            ],
-            [
-                v(&["coordination.k8s.io"]),
-                v(&["leases"]),
-                v(&[CONTROLLER]),
-                v(&["get", "update"]),
-            ],
-        ]
-    );
+    roles_read_the_config_map_and_hold_the_lease(&pkg, &lease);
     // Every binding names the webhook's own ServiceAccount.
     for kind in ["ClusterRoleBinding", "RoleBinding"] {
         for binding in pkg.of_kind(kind) {
@@ -219,6 +162,78 @@ fn nad_controller_rights_are_opt_in_and_exactly_what_it_does() {
             r.id()
         );
     }
+}
+
+/// The webhook package alone writes nothing, and names the Lease's namespace and its
+/// identity from the downward API.
+fn webhook_package_alone_writes_nothing() {
+    // The webhook package alone writes nothing.
+    let base = Package::load();
+    assert!(base.arg("--manage-nads").is_none());
+    for role in base.of_kind("ClusterRole") {
+        for [_, _, _, verbs] in rules_of(role) {
+            assert_eq!(verbs, v(&["get", "list", "watch"]));
+        }
+    }
+    // It names the Lease's namespace and its identity from the downward API.
+    let env = base.container().get("env").expect("env").seq();
+    let fields: Vec<(Option<&str>, Option<&str>)> = env
+        .iter()
+        .map(|e| {
+            (
+                e.str_at(&["name"]),
+                e.str_at(&["valueFrom", "fieldRef", "fieldPath"]),
+            )
+        })
+        .collect();
+    assert_eq!(
+        fields,
+        [
+            (Some("POD_NAMESPACE"), Some("metadata.namespace")),
+            (Some("POD_NAME"), Some("metadata.name")),
+        ]
+    );
+}
+
+/// The Roles: the one ConfigMap read by name, and the Lease.
+fn roles_read_the_config_map_and_hold_the_lease(pkg: &Package, lease: &str) {
+    // The one ConfigMap by name: a Role in the CNI namespace, not a ClusterRole.
+    let config_map_role = pkg
+        .of_kind("Role")
+        .into_iter()
+        .find(|r| r.str_at(&["metadata", "name"]) == Some(CONTROLLER))
+        .unwrap();
+    assert_eq!(
+        rules_of(config_map_role),
+        [[
+            v(&[""]),
+            v(&["configmaps"]),
+            v(&["linkerd-cni-config"]),
+            v(&["get", "list", "watch"]),
+        ]]
+    );
+    let lease_role = pkg
+        .of_kind("Role")
+        .into_iter()
+        .find(|r| r.str_at(&["metadata", "name"]) == Some(lease))
+        .unwrap();
+    assert_eq!(
+        rules_of(lease_role),
+        [
+            [
+                v(&["coordination.k8s.io"]),
+                v(&["leases"]),
+                v(&[]),
+                v(&["create"])
+            ],
+            [
+                v(&["coordination.k8s.io"]),
+                v(&["leases"]),
+                v(&[CONTROLLER]),
+                v(&["get", "update"]),
+            ],
+        ]
+    );
 }
 
 /// The ConfigMap holds a settings file the webhook reads, at the path the README's

@@ -100,6 +100,26 @@ fn webhook_configuration_is_safe() {
             "the rules' comment should mention {why}"
         );
     }
+    match_conditions_skip_host_network_and_deleted_pods(w);
+    assert_eq!(strings(rule.get("apiGroups")), [""]);
+    assert_eq!(strings(rule.get("apiVersions")), ["v1"]);
+    assert_eq!(strings(rule.get("resources")), ["pods"]);
+    assert_eq!(rule.str_at(&["scope"]), Some("Namespaced"));
+
+    called_through_the_service(&pkg, w);
+
+    namespace_selector_excludes_system_and_opted_out_namespaces(w);
+
+    // cainjector fills the caBundle from the serving Certificate.
+    assert_eq!(
+        mwc.annotation("cert-manager.io/inject-ca-from"),
+        Some(format!("{NAMESPACE}/{NAME}").as_str())
+    );
+    pkg.get("Certificate", NAME);
+}
+
+/// The webhook's matchConditions.
+fn match_conditions_skip_host_network_and_deleted_pods(w: &Yaml) {
     // Host-network pods and pods being deleted never reach it (tests/cluster.rs
     // shows both with the webhook down).
     let conditions: Vec<(&str, &str)> = w
@@ -127,11 +147,10 @@ fn webhook_configuration_is_safe() {
             ),
         ]
     );
-    assert_eq!(strings(rule.get("apiGroups")), [""]);
-    assert_eq!(strings(rule.get("apiVersions")), ["v1"]);
-    assert_eq!(strings(rule.get("resources")), ["pods"]);
-    assert_eq!(rule.str_at(&["scope"]), Some("Namespaced"));
+}
 
+/// The webhook's clientConfig.
+fn called_through_the_service(pkg: &Package, w: &Yaml) {
     // Called through the Service, on a port the Service has, at /mutate.
     let svc = pkg.get("Service", NAME);
     assert!(w.at(&["clientConfig", "url"]).is_none());
@@ -160,7 +179,10 @@ fn webhook_configuration_is_safe() {
     );
     // The caBundle comes from cainjector or certs.sh: a value here would be re-applied over it.
     assert!(w.at(&["clientConfig", "caBundle"]).is_none());
+}
 
+/// The webhook's namespaceSelector.
+fn namespace_selector_excludes_system_and_opted_out_namespaces(w: &Yaml) {
     // Excluded: the system namespaces, cert-manager and the webhook's own; opt-out label.
     let exprs = w
         .at(&["namespaceSelector", "matchExpressions"])
@@ -190,13 +212,6 @@ fn webhook_configuration_is_safe() {
     assert_eq!(strings(opt_out.get("values")), ["disabled"]);
     assert_eq!(exprs.len(), 2);
     assert!(w.get("objectSelector").is_none());
-
-    // cainjector fills the caBundle from the serving Certificate.
-    assert_eq!(
-        mwc.annotation("cert-manager.io/inject-ca-from"),
-        Some(format!("{NAMESPACE}/{NAME}").as_str())
-    );
-    pkg.get("Certificate", NAME);
 }
 
 #[test]

@@ -3,6 +3,8 @@
 
 use super::*;
 
+const HASH: &str = "multus.linkerd.io/config-hash";
+
 /// The two functions in one pipeline: LinkerdMultus attaches Linkerd-CNI, then
 /// NetworkResources (its config a file of the package) requests the devices of
 /// the networks every workload selects, the generated linkerd-cni NAD included.
@@ -10,57 +12,9 @@ use super::*;
 /// the rules added.
 #[test]
 fn render_pipeline_with_network_resources() {
-    let pkg = Package::demo();
-    pkg.write(
-        "network-resources.yaml",
-        "apiVersion: multus.linkerd.io/v1alpha1\nkind: NetworkResources\nmetadata:\n  name: network-resources\n  annotations:\n    config.kubernetes.io/local-config: \"true\"\nspec:\n  resourceNameKeys: [k8s.v1.cni.cncf.io/resourceName]\n",
-    );
-    pkg.write(
-        "apps/sriov.yaml",
-        "# The SR-IOV network of the DPDK app.\napiVersion: k8s.cni.cncf.io/v1\nkind: NetworkAttachmentDefinition\nmetadata:\n  name: sriov-net\n  namespace: demo\n  annotations:\n    k8s.v1.cni.cncf.io/resourceName: intel.com/sriov\n    k8s.v1.cni.cncf.io/nodeSelector: feature.node.kubernetes.io/sriov=true\nspec:\n  config: '{\"cniVersion\": \"0.3.1\", \"name\": \"sriov-net\", \"type\": \"sriov\"}'\n---\napiVersion: k8s.cni.cncf.io/v1\nkind: NetworkAttachmentDefinition\nmetadata:\n  name: backend\n  namespace: storage\nspec:\n  config: '{\"cniVersion\": \"0.3.1\", \"name\": \"backend\", \"type\": \"macvlan\"}'\n",
-    );
-    let dpdk = "# A DPDK app on the SR-IOV network.\napiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: dpdk\n  namespace: demo\nspec:\n  selector:\n    matchLabels:\n      app: dpdk\n  template:\n    metadata:\n      labels:\n        app: dpdk\n      annotations:\n        k8s.v1.cni.cncf.io/networks: sriov-net, sriov-net # two VFs\n    spec:\n      containers:\n        - name: dpdk\n          image: registry.example/dpdk:1\n";
-    pkg.write("apps/dpdk.yaml", dpdk);
-    pkg.add_mutators(&[(bin(), None), (bin(), Some("network-resources.yaml"))]);
+    let pkg = demo_with_sriov();
 
-    let run = pkg.render();
-    assert!(run.ok, "{}", run.output);
-    let out = pkg.read("apps/dpdk.yaml");
-    let doc = parse_yaml(&out).unwrap();
-    let container = &doc
-        .at(&["spec", "template", "spec", "containers"])
-        .unwrap()
-        .seq()[0];
-    for field in ["requests", "limits"] {
-        assert_eq!(
-            container.str_at(&["resources", field, "intel.com/sriov"]),
-            Some("2"),
-            "{field}:\n{out}"
-        );
-    }
-    assert_eq!(
-        doc.str_at(&[
-            "spec",
-            "template",
-            "spec",
-            "nodeSelector",
-            "feature.node.kubernetes.io/sriov"
-        ]),
-        Some("true"),
-        "{out}"
-    );
-    assert_eq!(
-        doc.str_at(&[
-            "spec",
-            "template",
-            "metadata",
-            "annotations",
-            "k8s.v1.cni.cncf.io/networks"
-        ]),
-        Some("sriov-net, sriov-net, linkerd-cni"),
-        "{out}"
-    );
-    assert!(out.contains("# two VFs"), "the comment is lost:\n{out}");
+    assert_dpdk_gets_its_resources(&pkg);
 
     let before = pkg.snapshot();
     let run = pkg.render();
@@ -101,6 +55,67 @@ fn render_pipeline_with_network_resources() {
         run.output
     );
     assert_same_files(&before, &pkg.snapshot(), "failed render");
+}
+
+/// The demo package with the network-resources rules, an SR-IOV NAD and a DPDK app selecting
+/// it twice, rendered by both functions.
+fn demo_with_sriov() -> Package {
+    let pkg = Package::demo();
+    pkg.write(
+        "network-resources.yaml",
+        "apiVersion: multus.linkerd.io/v1alpha1\nkind: NetworkResources\nmetadata:\n  name: network-resources\n  annotations:\n    config.kubernetes.io/local-config: \"true\"\nspec:\n  resourceNameKeys: [k8s.v1.cni.cncf.io/resourceName]\n",
+    );
+    pkg.write(
+        "apps/sriov.yaml",
+        "# The SR-IOV network of the DPDK app.\napiVersion: k8s.cni.cncf.io/v1\nkind: NetworkAttachmentDefinition\nmetadata:\n  name: sriov-net\n  namespace: demo\n  annotations:\n    k8s.v1.cni.cncf.io/resourceName: intel.com/sriov\n    k8s.v1.cni.cncf.io/nodeSelector: feature.node.kubernetes.io/sriov=true\nspec:\n  config: '{\"cniVersion\": \"0.3.1\", \"name\": \"sriov-net\", \"type\": \"sriov\"}'\n---\napiVersion: k8s.cni.cncf.io/v1\nkind: NetworkAttachmentDefinition\nmetadata:\n  name: backend\n  namespace: storage\nspec:\n  config: '{\"cniVersion\": \"0.3.1\", \"name\": \"backend\", \"type\": \"macvlan\"}'\n",
+    );
+    let dpdk = "# A DPDK app on the SR-IOV network.\napiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: dpdk\n  namespace: demo\nspec:\n  selector:\n    matchLabels:\n      app: dpdk\n  template:\n    metadata:\n      labels:\n        app: dpdk\n      annotations:\n        k8s.v1.cni.cncf.io/networks: sriov-net, sriov-net # two VFs\n    spec:\n      containers:\n        - name: dpdk\n          image: registry.example/dpdk:1\n";
+    pkg.write("apps/dpdk.yaml", dpdk);
+    pkg.add_mutators(&[(bin(), None), (bin(), Some("network-resources.yaml"))]);
+    pkg
+}
+
+/// A render gives the DPDK app its two VFs' resources and node selector, and the Linkerd-CNI
+/// NAD after its own.
+fn assert_dpdk_gets_its_resources(pkg: &Package) {
+    let run = pkg.render();
+    assert!(run.ok, "{}", run.output);
+    let out = pkg.read("apps/dpdk.yaml");
+    let doc = parse_yaml(&out).unwrap();
+    let container = &doc
+        .at(&["spec", "template", "spec", "containers"])
+        .unwrap()
+        .seq()[0];
+    for field in ["requests", "limits"] {
+        assert_eq!(
+            container.str_at(&["resources", field, "intel.com/sriov"]),
+            Some("2"),
+            "{field}:\n{out}"
+        );
+    }
+    assert_eq!(
+        doc.str_at(&[
+            "spec",
+            "template",
+            "spec",
+            "nodeSelector",
+            "feature.node.kubernetes.io/sriov"
+        ]),
+        Some("true"),
+        "{out}"
+    );
+    assert_eq!(
+        doc.str_at(&[
+            "spec",
+            "template",
+            "metadata",
+            "annotations",
+            "k8s.v1.cni.cncf.io/networks"
+        ]),
+        Some("sriov-net, sriov-net, linkerd-cni"),
+        "{out}"
+    );
+    assert!(out.contains("# two VFs"), "the comment is lost:\n{out}");
 }
 
 /// LinkerdMultus then NetworkResources with `interfaceNames: deterministic`: the
@@ -159,7 +174,6 @@ fn render_pipeline_names_interfaces() {
 #[test]
 fn config_rollout_rolls_exactly_the_attached_workloads() {
     use sha2::{Digest, Sha256};
-    const HASH: &str = "multus.linkerd.io/config-hash";
     let pkg = Package::demo();
     pkg.write(
         "linkerd-multus.yaml",
@@ -211,9 +225,45 @@ fn config_rollout_rolls_exactly_the_attached_workloads() {
     let run = pkg.render();
     assert!(run.ok, "{}", run.output);
     let after = pkg.snapshot();
+    assert_changed_files(&edited, &after);
+    let second = nad_hash();
+    assert_ne!(first, second);
+    for rel in attached {
+        assert_eq!(hash_of(rel).as_deref(), Some(second.as_str()), "{rel}");
+        assert_only_the_hash_line_changed(&pkg, &before, rel);
+    }
+    for rel in ["apps/db.yaml", "misc/tricky.yaml", "namespaces/plain.yaml"] {
+        assert!(
+            pkg.read(rel).as_bytes() == original(rel).as_slice(),
+            "{rel} changed"
+        );
+    }
+}
+
+/// Only the hash line of `rel`'s pod template changed since `before`.
+fn assert_only_the_hash_line_changed(pkg: &Package, before: &[(String, Vec<u8>)], rel: &str) {
+    // Only the hash line of the pod template changed.
+    let old = &before.iter().find(|(n, _)| n == rel).unwrap().1;
+    let old = String::from_utf8_lossy(old);
+    let new = pkg.read(rel);
+    let differing: Vec<(&str, &str)> = old
+        .lines()
+        .zip(new.lines())
+        .filter(|(a, b)| a != b)
+        .collect();
+    assert_eq!(old.lines().count(), new.lines().count(), "{rel}");
+    assert_eq!(differing.len(), 1, "{rel}: {differing:?}");
+    assert!(
+        differing[0].1.trim_start().starts_with(HASH),
+        "{rel}: {differing:?}"
+    );
+}
+
+/// The files a render after the ConfigMap edit changed: the NAD and the attached workloads.
+fn assert_changed_files(edited: &[(String, Vec<u8>)], after: &[(String, Vec<u8>)]) {
     let changed: Vec<&str> = edited
         .iter()
-        .zip(&after)
+        .zip(after)
         .filter(|(a, b)| a != b)
         .map(|((name, _), _)| name.as_str())
         .collect();
@@ -226,32 +276,6 @@ fn config_rollout_rolls_exactly_the_attached_workloads() {
         ],
         "files changed by the render after the ConfigMap edit"
     );
-    let second = nad_hash();
-    assert_ne!(first, second);
-    for rel in attached {
-        assert_eq!(hash_of(rel).as_deref(), Some(second.as_str()), "{rel}");
-        // Only the hash line of the pod template changed.
-        let old = &before.iter().find(|(n, _)| n == rel).unwrap().1;
-        let old = String::from_utf8_lossy(old);
-        let new = pkg.read(rel);
-        let differing: Vec<(&str, &str)> = old
-            .lines()
-            .zip(new.lines())
-            .filter(|(a, b)| a != b)
-            .collect();
-        assert_eq!(old.lines().count(), new.lines().count(), "{rel}");
-        assert_eq!(differing.len(), 1, "{rel}: {differing:?}");
-        assert!(
-            differing[0].1.trim_start().starts_with(HASH),
-            "{rel}: {differing:?}"
-        );
-    }
-    for rel in ["apps/db.yaml", "misc/tricky.yaml", "namespaces/plain.yaml"] {
-        assert!(
-            pkg.read(rel).as_bytes() == original(rel).as_slice(),
-            "{rel} changed"
-        );
-    }
 }
 
 /// The binary as a kpt validator (`pipeline.validators`, `configPath` to a Validation): a
@@ -271,19 +295,7 @@ fn render_pipeline_with_a_validator() {
     let api = "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: api\n  namespace: demo\nspec:\n  selector:\n    matchLabels:\n      app: api\n  template:\n    metadata:\n      labels:\n        app: api\n      annotations:\n        k8s.v1.cni.cncf.io/networks: bridge, storage/backend, Bad@net1\n    spec:\n      containers:\n        - name: api\n          image: registry.example/api:1\n";
     pkg.write("apps/api.yaml", api);
     pkg.add_validators(&[(bin(), Some("validation.yaml"))]);
-    let dir = pkg.dir.to_string_lossy().into_owned();
-    let render = || {
-        kpt_run(
-            &[
-                "fn",
-                "render",
-                "--allow-exec",
-                "--truncate-output=false",
-                dir.as_str(),
-            ],
-            &pkg.dir,
-        )
-    };
+    let render = || render_all(&pkg);
 
     let before = pkg.snapshot();
     let run = render();
@@ -340,4 +352,19 @@ fn render_pipeline_with_a_validator() {
     let run = render();
     assert!(!run.ok, "{}", run.output);
     assert!(run.output.contains("unknown setting \"globalNamespace\"; valid settings are namespaceIsolation, globalNamespaces"), "{}", run.output);
+}
+
+/// `kpt fn render` of `pkg`, every message in full.
+fn render_all(pkg: &Package) -> KptRun {
+    let dir = pkg.dir.to_string_lossy().into_owned();
+    kpt_run(
+        &[
+            "fn",
+            "render",
+            "--allow-exec",
+            "--truncate-output=false",
+            dir.as_str(),
+        ],
+        &pkg.dir,
+    )
 }
