@@ -85,35 +85,7 @@ fn network_resources_patch_pods_created_and_deny_missing_nads() {
         assert_eq!(status, 200);
         response_of(&body)
     };
-    // Two selections of sriov-a and one of sriov-b, plus the linkerd-cni the
-    // Linkerd-CNI rules append (it has no resource): one patch for both rule sets.
-    let response = post(selecting(
-        &c.demo,
-        "CREATE",
-        "sriov-a, sriov-a@net2, sriov-b",
-        json!({"sriov-inject": "true"}),
-    ));
-    assert_eq!(response["allowed"], true, "{response}");
-    let record = r#"{"requests":{"intel.com/sriov_a":{"set":2},"intel.com/sriov_b":{"set":1}},"limits":{"intel.com/sriov_a":{"set":2},"intel.com/sriov_b":{"set":1}},"nodeSelector":{"feature.node.kubernetes.io/sriov":"true"},"annotations":{"example.com/injected":"yes"},"volume":true,"mounts":["c"]}"#;
-    assert_eq!(
-        patch_of(&response),
-        json!([
-            {"op": "replace", "path": "/metadata/annotations/k8s.v1.cni.cncf.io~1networks", "value": "sriov-a, sriov-a@net2, sriov-b, linkerd-cni"},
-            {"op": "add", "path": "/metadata/annotations/multus.linkerd.io~1owned", "value": "network=appended"},
-            {"op": "add", "path": "/metadata/annotations/example.com~1injected", "value": "yes"},
-            {"op": "add", "path": "/metadata/annotations/multus.linkerd.io~1network-resources", "value": record},
-            {"op": "add", "path": "/spec/containers/0/resources/requests", "value": {"intel.com/sriov_a": "2", "intel.com/sriov_b": "1"}},
-            {"op": "add", "path": "/spec/containers/0/resources/limits", "value": {"intel.com/sriov_a": "2", "intel.com/sriov_b": "1"}},
-            {"op": "add", "path": "/spec/containers/0/volumeMounts", "value": [
-                {"name": "podnetinfo", "mountPath": "/etc/podnetinfo", "readOnly": true}
-            ]},
-            {"op": "add", "path": "/spec/nodeSelector", "value": {"feature.node.kubernetes.io/sriov": "true"}},
-            {"op": "add", "path": "/spec/volumes", "value": [{"name": "podnetinfo", "downwardAPI": {"items": [
-                {"path": "labels", "fieldRef": {"fieldPath": "metadata.labels"}},
-                {"path": "annotations", "fieldRef": {"fieldPath": "metadata.annotations"}}
-            ]}}]}
-        ])
-    );
+    a_create_gets_both_rule_sets_in_one_patch(&mut post, &c);
     // UPDATE: the Linkerd-CNI rules only; resources and node selectors of a pod are immutable.
     let response = post(selecting(
         &c.demo,
@@ -147,6 +119,56 @@ fn network_resources_patch_pods_created_and_deny_missing_nads() {
             demo = c.demo
         )
     );
+    nads_the_watch_brings_later_are_seen(&mut post, &c);
+    // A networks annotation Multus would reject follows --on-error (allow, with a warning).
+    let response = post(selecting(&c.demo, "CREATE", "a,,b", json!({})));
+    assert_eq!(response["allowed"], true);
+    assert!(response.get("patch").is_none());
+    assert!(
+        response["warnings"][0]
+            .as_str()
+            .unwrap()
+            .contains("k8s.v1.cni.cncf.io/networks: item 2"),
+        "{response}"
+    );
+    network_resources_admissions_are_counted(&webhook);
+}
+
+/// A CREATE selecting resource-backed NADs: one patch for both rule sets.
+fn a_create_gets_both_rule_sets_in_one_patch(post: &mut impl FnMut(Bytes) -> Value, c: &Cluster) {
+    // Two selections of sriov-a and one of sriov-b, plus the linkerd-cni the
+    // Linkerd-CNI rules append (it has no resource): one patch for both rule sets.
+    let response = post(selecting(
+        &c.demo,
+        "CREATE",
+        "sriov-a, sriov-a@net2, sriov-b",
+        json!({"sriov-inject": "true"}),
+    ));
+    assert_eq!(response["allowed"], true, "{response}");
+    let record = r#"{"requests":{"intel.com/sriov_a":{"set":2},"intel.com/sriov_b":{"set":1}},"limits":{"intel.com/sriov_a":{"set":2},"intel.com/sriov_b":{"set":1}},"nodeSelector":{"feature.node.kubernetes.io/sriov":"true"},"annotations":{"example.com/injected":"yes"},"volume":true,"mounts":["c"]}"#;
+    assert_eq!(
+        patch_of(&response),
+        json!([
+            {"op": "replace", "path": "/metadata/annotations/k8s.v1.cni.cncf.io~1networks", "value": "sriov-a, sriov-a@net2, sriov-b, linkerd-cni"},
+            {"op": "add", "path": "/metadata/annotations/multus.linkerd.io~1owned", "value": "network=appended"},
+            {"op": "add", "path": "/metadata/annotations/example.com~1injected", "value": "yes"},
+            {"op": "add", "path": "/metadata/annotations/multus.linkerd.io~1network-resources", "value": record},
+            {"op": "add", "path": "/spec/containers/0/resources/requests", "value": {"intel.com/sriov_a": "2", "intel.com/sriov_b": "1"}},
+            {"op": "add", "path": "/spec/containers/0/resources/limits", "value": {"intel.com/sriov_a": "2", "intel.com/sriov_b": "1"}},
+            {"op": "add", "path": "/spec/containers/0/volumeMounts", "value": [
+                {"name": "podnetinfo", "mountPath": "/etc/podnetinfo", "readOnly": true}
+            ]},
+            {"op": "add", "path": "/spec/nodeSelector", "value": {"feature.node.kubernetes.io/sriov": "true"}},
+            {"op": "add", "path": "/spec/volumes", "value": [{"name": "podnetinfo", "downwardAPI": {"items": [
+                {"path": "labels", "fieldRef": {"fieldPath": "metadata.labels"}},
+                {"path": "annotations", "fieldRef": {"fieldPath": "metadata.annotations"}}
+            ]}}]}
+        ])
+    );
+}
+
+/// NADs the watch brings later are seen, and their node selectors checked.
+fn nads_the_watch_brings_later_are_seen(post: &mut impl FnMut(Bytes) -> Value, c: &Cluster) {
     // NADs the watch brings later are seen.
     c.put_nad(&c.plain, "gone", &[(RESOURCE_NAME, "example.com/gone")]);
     c.put_nad(
@@ -183,17 +205,10 @@ fn network_resources_patch_pods_created_and_deny_missing_nads() {
             demo = c.demo
         )
     );
-    // A networks annotation Multus would reject follows --on-error (allow, with a warning).
-    let response = post(selecting(&c.demo, "CREATE", "a,,b", json!({})));
-    assert_eq!(response["allowed"], true);
-    assert!(response.get("patch").is_none());
-    assert!(
-        response["warnings"][0]
-            .as_str()
-            .unwrap()
-            .contains("k8s.v1.cni.cncf.io/networks: item 2"),
-        "{response}"
-    );
+}
+
+/// The metrics of the test's admissions and of the NAD cache.
+fn network_resources_admissions_are_counted(webhook: &Webhook) {
     let metric = |l: &str| webhook.metric(l);
     assert_eq!(
         metric("linkerd_multus_admission_requests_total{outcome=\"patched\"}"),

@@ -13,109 +13,124 @@ fn captured_requests_get_the_core_patch_over_https() {
         &[],
     );
     let rt = runtime();
-    rt.block_on(async {
-        let tls = connector(&ca.pem, None, &[b"http/1.1"]);
-        let mut conn = Connection::open(&webhook.addr, &tls).await.unwrap();
-        let expected = json!([
-            {"op": "add", "path": "/metadata/annotations/k8s.v1.cni.cncf.io~1networks", "value": "linkerd-cni"},
-            {"op": "add", "path": "/metadata/annotations/multus.linkerd.io~1owned", "value": "network=created"}
-        ]);
-        // The same answer on the default path and the original operator's, for a dry run too.
-        for (path, fixture) in [
-            ("/mutate", CREATE),
-            ("/annotate-multus-v1-pod", CREATE),
-            ("/mutate", DRY_RUN),
-        ] {
-            let (status, body) = conn
-                .post(path, moved(fixture, &c.demo, json!({})))
-                .await
-                .unwrap();
-            assert_eq!(status, 200, "{path}");
-            let response = response_of(&body);
-            let uid = serde_json::from_str::<Value>(fixture).unwrap()["request"]["uid"].clone();
-            assert_eq!(response["uid"], uid);
-            assert_eq!(response["allowed"], true);
-            assert_eq!(response["patchType"], "JSONPatch");
-            assert_eq!(patch_of(&response), expected, "{path}");
-        }
-        // A namespace without the annotations: allowed, no patch.
-        let (_, body) = conn
-            .post("/mutate", review_in(&c.plain, json!({})))
+    rt.block_on(http1_answers(&webhook, &ca, &c));
+    rt.block_on(http2_answers(&webhook, &ca, &c));
+    admissions_are_counted(&webhook);
+}
+
+/// Over HTTP/1.1: the core patch on both paths and for a dry run, no patch where the
+/// annotations are missing, the OpenShift proxy UID, a warning for a bad annotation.
+async fn http1_answers(webhook: &Webhook, ca: &Ca, c: &Cluster) {
+    let tls = connector(&ca.pem, None, &[b"http/1.1"]);
+    let mut conn = Connection::open(&webhook.addr, &tls).await.unwrap();
+    let expected = json!([
+        {"op": "add", "path": "/metadata/annotations/k8s.v1.cni.cncf.io~1networks", "value": "linkerd-cni"},
+        {"op": "add", "path": "/metadata/annotations/multus.linkerd.io~1owned", "value": "network=created"}
+    ]);
+    // The same answer on the default path and the original operator's, for a dry run too.
+    for (path, fixture) in [
+        ("/mutate", CREATE),
+        ("/annotate-multus-v1-pod", CREATE),
+        ("/mutate", DRY_RUN),
+    ] {
+        let (status, body) = conn
+            .post(path, moved(fixture, &c.demo, json!({})))
             .await
             .unwrap();
+        assert_eq!(status, 200, "{path}");
         let response = response_of(&body);
+        let uid = serde_json::from_str::<Value>(fixture).unwrap()["request"]["uid"].clone();
+        assert_eq!(response["uid"], uid);
         assert_eq!(response["allowed"], true);
-        assert!(response.get("patch").is_none(), "{response}");
-        // The OpenShift UID range gives the proxy UID.
-        let (_, body) = conn
-            .post("/mutate", review_in(&c.openshift, json!({})))
-            .await
-            .unwrap();
-        let patch = patch_of(&response_of(&body));
-        assert!(
-            patch.as_array().unwrap().contains(&json!(
-                {"op": "add", "path": "/metadata/annotations/config.linkerd.io~1proxy-uid", "value": "1000682102"}
-            )),
-            "{patch}"
-        );
-        // A malformed networks annotation: allowed with a warning (the default --on-error).
-        let (_, body) = conn
-            .post(
-                "/mutate",
-                review_in(&c.demo, json!({"k8s.v1.cni.cncf.io/networks": "a,,b"})),
-            )
-            .await
-            .unwrap();
-        let response = response_of(&body);
-        assert_eq!(response["allowed"], true);
-        assert!(
-            response["warnings"][0]
-                .as_str()
-                .unwrap()
-                .contains("k8s.v1.cni.cncf.io/networks: item 2"),
-            "{response}"
-        );
-        // Bodies that are not reviews, wrong paths and methods, oversized bodies.
-        let (status, body) = conn.post("/mutate", Bytes::from("{}")).await.unwrap();
-        assert_eq!(status, 400);
-        assert!(String::from_utf8_lossy(&body).contains("not an admission.k8s.io/v1 AdmissionReview"));
-        let (status, _) = conn.post("/other", Bytes::from(CREATE)).await.unwrap();
-        assert_eq!(status, 404);
-        // A body over the limit is refused on its declared length, before it is sent.
-        let response = raw_exchange(
-            &webhook.addr,
-            &ca.pem,
-            &format!(
-                "POST /mutate HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\n\r\n",
-                7 * 1024 * 1024
-            ),
-        )
-        .await;
-        assert!(response.starts_with("HTTP/1.1 413"), "{response}");
-        assert!(response.contains("--max-body-bytes"), "{response}");
-    });
-    // HTTP/2, as the API server negotiates it.
-    rt.block_on(async {
-        let tls = connector(&ca.pem, None, &[b"h2"]);
-        let tcp = tokio::net::TcpStream::connect(&webhook.addr).await.unwrap();
-        let stream = tls
-            .connect("127.0.0.1".try_into().unwrap(), tcp)
-            .await
-            .unwrap();
-        assert_eq!(stream.get_ref().1.alpn_protocol(), Some(&b"h2"[..]));
-        let (mut sender, connection) = hyper::client::conn::http2::handshake(
-            hyper_util::rt::TokioExecutor::new(),
-            hyper_util::rt::TokioIo::new(stream),
+        assert_eq!(response["patchType"], "JSONPatch");
+        assert_eq!(patch_of(&response), expected, "{path}");
+    }
+    // A namespace without the annotations: allowed, no patch.
+    let (_, body) = conn
+        .post("/mutate", review_in(&c.plain, json!({})))
+        .await
+        .unwrap();
+    let response = response_of(&body);
+    assert_eq!(response["allowed"], true);
+    assert!(response.get("patch").is_none(), "{response}");
+    // The OpenShift UID range gives the proxy UID.
+    let (_, body) = conn
+        .post("/mutate", review_in(&c.openshift, json!({})))
+        .await
+        .unwrap();
+    let patch = patch_of(&response_of(&body));
+    assert!(
+        patch.as_array().unwrap().contains(&json!(
+            {"op": "add", "path": "/metadata/annotations/config.linkerd.io~1proxy-uid", "value": "1000682102"}
+        )),
+        "{patch}"
+    );
+    // A malformed networks annotation: allowed with a warning (the default --on-error).
+    let (_, body) = conn
+        .post(
+            "/mutate",
+            review_in(&c.demo, json!({"k8s.v1.cni.cncf.io/networks": "a,,b"})),
         )
         .await
         .unwrap();
-        tokio::spawn(connection);
-        let request = hyper::Request::post(format!("https://{}/mutate", webhook.addr))
-            .body(http_body_util::Full::new(moved(CREATE, &c.demo, json!({}))))
-            .unwrap();
-        let response = sender.send_request(request).await.unwrap();
-        assert_eq!(response.status(), 200);
-    });
+    let response = response_of(&body);
+    assert_eq!(response["allowed"], true);
+    assert!(
+        response["warnings"][0]
+            .as_str()
+            .unwrap()
+            .contains("k8s.v1.cni.cncf.io/networks: item 2"),
+        "{response}"
+    );
+    bad_requests_are_refused(&mut conn, webhook, ca).await;
+}
+
+/// Bodies that are not reviews, wrong paths and methods, oversized bodies.
+async fn bad_requests_are_refused(conn: &mut Connection, webhook: &Webhook, ca: &Ca) {
+    let (status, body) = conn.post("/mutate", Bytes::from("{}")).await.unwrap();
+    assert_eq!(status, 400);
+    assert!(String::from_utf8_lossy(&body).contains("not an admission.k8s.io/v1 AdmissionReview"));
+    let (status, _) = conn.post("/other", Bytes::from(CREATE)).await.unwrap();
+    assert_eq!(status, 404);
+    // A body over the limit is refused on its declared length, before it is sent.
+    let response = raw_exchange(
+        &webhook.addr,
+        &ca.pem,
+        &format!(
+            "POST /mutate HTTP/1.1\r\nHost: x\r\nContent-Length: {}\r\n\r\n",
+            7 * 1024 * 1024
+        ),
+    )
+    .await;
+    assert!(response.starts_with("HTTP/1.1 413"), "{response}");
+    assert!(response.contains("--max-body-bytes"), "{response}");
+}
+
+/// HTTP/2, as the API server negotiates it.
+async fn http2_answers(webhook: &Webhook, ca: &Ca, c: &Cluster) {
+    let tls = connector(&ca.pem, None, &[b"h2"]);
+    let tcp = tokio::net::TcpStream::connect(&webhook.addr).await.unwrap();
+    let stream = tls
+        .connect("127.0.0.1".try_into().unwrap(), tcp)
+        .await
+        .unwrap();
+    assert_eq!(stream.get_ref().1.alpn_protocol(), Some(&b"h2"[..]));
+    let (mut sender, connection) = hyper::client::conn::http2::handshake(
+        hyper_util::rt::TokioExecutor::new(),
+        hyper_util::rt::TokioIo::new(stream),
+    )
+    .await
+    .unwrap();
+    tokio::spawn(connection);
+    let request = hyper::Request::post(format!("https://{}/mutate", webhook.addr))
+        .body(http_body_util::Full::new(moved(CREATE, &c.demo, json!({}))))
+        .unwrap();
+    let response = sender.send_request(request).await.unwrap();
+    assert_eq!(response.status(), 200);
+}
+
+/// The metrics count every admission of the test by its outcome.
+fn admissions_are_counted(webhook: &Webhook) {
     let metric = |l: &str| webhook.metric(l);
     assert_eq!(
         metric("linkerd_multus_admission_requests_total{outcome=\"patched\"}"),

@@ -9,16 +9,7 @@ fn bad_start_up_settings_are_named() {
     let (cert, key) = ca.leaf(&["x"]).write(dir.path());
     let missing = dir.path().join("missing.crt");
     // A good certificate and key, then `extra`.
-    let with_tls = |extra: &[&str]| -> Vec<String> {
-        let mut args = vec![
-            "--tls-cert".to_string(),
-            cert.display().to_string(),
-            "--tls-key".to_string(),
-            key.display().to_string(),
-        ];
-        args.extend(extra.iter().map(|a| a.to_string()));
-        args
-    };
+    let with_tls = |extra: &[&str]| tls_args(&cert, &key, extra);
     let cases: Vec<(Vec<String>, &str)> = vec![
         (
             vec![
@@ -77,18 +68,35 @@ fn bad_start_up_settings_are_named() {
         ),
     ];
     for (args, want) in cases {
-        let out = Command::new(bin())
-            .arg("webhook")
-            .args(&args)
-            .env("KUBECONFIG", dir.path().join("none"))
-            .env_remove("POD_NAMESPACE")
-            .output()
-            .unwrap();
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert_ne!(out.status.code(), Some(0), "{args:?}");
-        assert!(!stderr.contains("panicked"), "{stderr}");
-        assert!(stderr.contains(want), "{args:?}: {stderr}");
+        refused_naming(dir.path(), &args, want);
     }
+}
+
+/// A good certificate and key, then `extra`.
+fn tls_args(cert: &Path, key: &Path, extra: &[&str]) -> Vec<String> {
+    let mut args = vec![
+        "--tls-cert".to_string(),
+        cert.display().to_string(),
+        "--tls-key".to_string(),
+        key.display().to_string(),
+    ];
+    args.extend(extra.iter().map(|a| a.to_string()));
+    args
+}
+
+/// `webhook ARGS` fails at start-up, naming `want`, without a panic.
+fn refused_naming(dir: &Path, args: &[String], want: &str) {
+    let out = Command::new(bin())
+        .arg("webhook")
+        .args(args)
+        .env("KUBECONFIG", dir.join("none"))
+        .env_remove("POD_NAMESPACE")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_ne!(out.status.code(), Some(0), "{args:?}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert!(stderr.contains(want), "{args:?}: {stderr}");
 }
 
 /// `webhook --help` lists the webhook's own flags, the settings that decide a
