@@ -253,8 +253,15 @@ fn config_rollout_from_environment_and_flags() {
     );
 }
 
+/// A bad invocation: its arguments, its environment and the start of its error.
+type ErrorCase = (
+    &'static [&'static str],
+    &'static [(&'static str, &'static str)],
+    &'static str,
+);
+
 /// Arguments, environment and the start of the error of each bad invocation.
-const ERROR_CASES: &[(&[&str], &[(&str, &str)], &str)] = &[
+const ERROR_CASES: &[ErrorCase] = &[
     (
         &["render", "apps", "--proxy-uid-offset", "x"],
         &[],
