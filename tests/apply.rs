@@ -112,59 +112,8 @@ fn rendered_examples() -> Vec<Source> {
                 .current_dir(examples.join(dir)),
         )
     };
-    let kustomize = {
-        let dir = tempfile::tempdir().unwrap();
-        copy_dir(&examples.join("kustomize-exec"), dir.path());
-        let bin_dir = Path::new(bin()).parent().unwrap();
-        let path = format!(
-            "{}:{}",
-            bin_dir.display(),
-            std::env::var("PATH").unwrap_or_default()
-        );
-        output(
-            "kustomize-exec",
-            Command::new("kubectl")
-                .args(["kustomize", "--enable-alpha-plugins"])
-                .arg(dir.path())
-                .env("PATH", path)
-                .env(
-                    "KUSTOMIZE_PLUGIN_HOME",
-                    repo_path("functions/linkerd-multus/kustomize/plugin"),
-                ),
-        )
-    };
-    let helm = {
-        let web = std::fs::read_to_string(repo_path("testdata/helm/web/template.yaml")).unwrap();
-        let cluster = repo_path("functions/linkerd-multus/examples/helm/cluster");
-        let mut child = Command::new(bin())
-            .args(["post-render", "--default-namespace=demo"])
-            .arg(format!("--context={}", cluster.display()))
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        use std::io::Write;
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(web.as_bytes())
-            .unwrap();
-        let out = child.wait_with_output().unwrap();
-        assert!(
-            out.status.success(),
-            "helm post-render: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        // The release namespace, as the cluster has it (helm install -n demo); the
-        // ConfigMap beside it is the linkerd2-cni release's, not this one's.
-        let namespace = std::fs::read_to_string(cluster.join("namespace.yaml")).unwrap();
-        format!(
-            "{namespace}\n---\n{}",
-            String::from_utf8(out.stdout).unwrap()
-        )
-    };
+    let kustomize = kustomize_exec(&examples);
+    let helm = helm_post_render();
     vec![
         Source {
             name: "examples/kpt (linkerd-multus render)".into(),
@@ -185,6 +134,63 @@ fn rendered_examples() -> Vec<Source> {
             documents: documents(&helm),
         },
     ]
+}
+
+/// The web chart's template post-rendered with the helm example's cluster context, after the\nrelease namespace.
+fn helm_post_render() -> String {
+    let web = std::fs::read_to_string(repo_path("testdata/helm/web/template.yaml")).unwrap();
+    let cluster = repo_path("functions/linkerd-multus/examples/helm/cluster");
+    let mut child = Command::new(bin())
+        .args(["post-render", "--default-namespace=demo"])
+        .arg(format!("--context={}", cluster.display()))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(web.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "helm post-render: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The release namespace, as the cluster has it (helm install -n demo); the
+    // ConfigMap beside it is the linkerd2-cni release's, not this one's.
+    let namespace = std::fs::read_to_string(cluster.join("namespace.yaml")).unwrap();
+    format!(
+        "{namespace}\n---\n{}",
+        String::from_utf8(out.stdout).unwrap()
+    )
+}
+
+/// The kustomize-exec example through `kubectl kustomize`, the binary on PATH.
+fn kustomize_exec(examples: &Path) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    copy_dir(&examples.join("kustomize-exec"), dir.path());
+    let bin_dir = Path::new(bin()).parent().unwrap();
+    let path = format!(
+        "{}:{}",
+        bin_dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    output(
+        "kustomize-exec",
+        Command::new("kubectl")
+            .args(["kustomize", "--enable-alpha-plugins"])
+            .arg(dir.path())
+            .env("PATH", path)
+            .env(
+                "KUSTOMIZE_PLUGIN_HOME",
+                repo_path("functions/linkerd-multus/kustomize/plugin"),
+            ),
+    )
 }
 
 /// `kind/namespace/name=resourceVersion` of every object of `source`, as the

@@ -86,6 +86,40 @@ fn generate(application: &Node, parameters_override: Option<&str>) -> Generated 
         text(application, &["spec", "source", "plugin", "name"]),
         text(&plugin, &["metadata", "name"])
     );
+    let env = plugin_env(application, spec_plugin, parameters_override);
+
+    let command = strings(plugin.get_path(&["spec", "generate", "command"]).unwrap());
+    let args = plugin
+        .get_path(&["spec", "generate", "args"])
+        .map(strings)
+        .unwrap_or_default();
+    let started = std::time::Instant::now();
+    let out = Command::new(&command[0])
+        .args(&command[1..])
+        .args(&args)
+        .env_clear()
+        .envs(env)
+        .current_dir(&work)
+        .output()
+        .expect("run the plugin's generate command");
+    assert!(
+        started.elapsed().as_secs() < 90,
+        "generate ran past Argo CD's default 90 s timeout"
+    );
+    Generated {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8(out.stdout).unwrap(),
+        stderr: String::from_utf8(out.stderr).unwrap(),
+    }
+}
+
+/// The environment Argo CD gives the plugin's generate command for `application`: the build
+/// environment, the plugin's `env` and its parameters (or `parameters_override`).
+fn plugin_env(
+    application: &Node,
+    spec_plugin: &Node,
+    parameters_override: Option<&str>,
+) -> Vec<(String, String)> {
     let bin_dir = Path::new(bin()).parent().unwrap();
     let mut env: Vec<(String, String)> = vec![
         (
@@ -148,30 +182,7 @@ fn generate(application: &Node, parameters_override: Option<&str>) -> Generated 
         .map(str::to_string)
         .unwrap_or_else(|| serde_json::Value::from(parameters).to_string());
     env.push(("ARGOCD_APP_PARAMETERS".into(), json));
-
-    let command = strings(plugin.get_path(&["spec", "generate", "command"]).unwrap());
-    let args = plugin
-        .get_path(&["spec", "generate", "args"])
-        .map(strings)
-        .unwrap_or_default();
-    let started = std::time::Instant::now();
-    let out = Command::new(&command[0])
-        .args(&command[1..])
-        .args(&args)
-        .env_clear()
-        .envs(env)
-        .current_dir(&work)
-        .output()
-        .expect("run the plugin's generate command");
-    assert!(
-        started.elapsed().as_secs() < 90,
-        "generate ran past Argo CD's default 90 s timeout"
-    );
-    Generated {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8(out.stdout).unwrap(),
-        stderr: String::from_utf8(out.stderr).unwrap(),
-    }
+    env
 }
 
 #[test]

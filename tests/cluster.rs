@@ -267,6 +267,18 @@ fn the_webhook_runs_with_exactly_the_rights_of_its_packages() {
     assert_eq!(granted(plane, &account, &nobody, "default"), read_only);
     drop(webhook);
 
+    with_the_nad_controller_package(plane, &account, &nobody, dir.path(), &namespaces);
+}
+
+/// With deploy-nad-controller/ added: its rights, and the controller makes a NAD with them.
+fn with_the_nad_controller_package(
+    plane: &'static ControlPlane,
+    account: &Path,
+    nobody: &Path,
+    dir: &Path,
+    namespaces: &str,
+) {
+    let read = |file: &str| std::fs::read_to_string(repo_path(file)).unwrap();
     // With deploy-nad-controller/: NADs written cluster-wide, Events, the one
     // ConfigMap in the CNI namespace, the Lease in the webhook's.
     plane.apply("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: linkerd-cni\n");
@@ -274,11 +286,43 @@ fn the_webhook_runs_with_exactly_the_rights_of_its_packages() {
         "../../shared/fixtures/linkerd-cni/version-2.19.yaml"
     ));
     plane.apply(&read("deploy-nad-controller/rbac.yaml"));
+    let want = nad_controller_rights(namespaces);
+    // RBAC reaches the authorizer through its own watch: wait for the bindings.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    for (namespace, want) in &want {
+        while granted(plane, account, nobody, namespace) != *want {
+            assert!(
+                Instant::now() < deadline,
+                "in namespace {namespace}: {:?}, not {want:?}",
+                granted(plane, account, nobody, namespace)
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+    let webhook = start_webhook(
+        plane,
+        account,
+        dir,
+        &["--manage-nads"],
+        &[
+            ("POD_NAMESPACE", "linkerd-multus"),
+            ("POD_NAME", "webhook-0"),
+        ],
+    );
+    plane.apply(
+        "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: tenant\n  annotations:\n    linkerd.io/multus: enabled\n",
+    );
+    the_controller_makes_the_nad(plane, &webhook);
+}
+
+/// What the three packages grant, by namespace: NADs written cluster-wide, Events, the one
+/// ConfigMap in the CNI namespace, the Lease in the webhook's.
+fn nad_controller_rights(namespaces: &str) -> BTreeMap<&'static str, BTreeSet<String>> {
     let write_nads =
         "network-attachment-definitions.k8s.cni.cncf.io [] [] [get list watch create patch delete]";
     let events = "events.events.k8s.io [] [] [create patch]";
     let cluster_wide = BTreeSet::from([
-        namespaces.clone(),
+        namespaces.to_string(),
         write_nads.to_string(),
         events.to_string(),
     ]);
@@ -295,31 +339,11 @@ fn the_webhook_runs_with_exactly_the_rights_of_its_packages() {
     lease.insert(
         "leases.coordination.k8s.io [] [linkerd-multus-nad-controller] [get update]".to_string(),
     );
-    // RBAC reaches the authorizer through its own watch: wait for the bindings.
-    let deadline = Instant::now() + Duration::from_secs(30);
-    for (namespace, want) in &want {
-        while granted(plane, &account, &nobody, namespace) != *want {
-            assert!(
-                Instant::now() < deadline,
-                "in namespace {namespace}: {:?}, not {want:?}",
-                granted(plane, &account, &nobody, namespace)
-            );
-            std::thread::sleep(Duration::from_millis(200));
-        }
-    }
-    let webhook = start_webhook(
-        plane,
-        &account,
-        dir.path(),
-        &["--manage-nads"],
-        &[
-            ("POD_NAMESPACE", "linkerd-multus"),
-            ("POD_NAME", "webhook-0"),
-        ],
-    );
-    plane.apply(
-        "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: tenant\n  annotations:\n    linkerd.io/multus: enabled\n",
-    );
+    want
+}
+
+/// The controller, leader, makes the NAD of a new namespace without an error.
+fn the_controller_makes_the_nad(plane: &ControlPlane, webhook: &Webhook) {
     let deadline = Instant::now() + Duration::from_secs(30);
     let made = || {
         plane
@@ -371,18 +395,7 @@ fn with_the_webhook_down_only_pod_creations_it_must_see_are_refused() {
     };
     // Made before the webhook is registered, holding its deletion back.
     plane.apply(&pod("held", "", "  finalizers:\n  - example.com/hold\n"));
-    // deploy/ as shipped, but for cert-manager's objects (no CRDs here):
-    // applied server-side, so the API server validates each object, the
-    // configuration's CEL conditions included.
-    let mut files: Vec<_> = std::fs::read_dir(repo_path("deploy"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
-        .collect();
-    files.sort_by_key(|p| !p.ends_with("namespace.yaml"));
-    for file in &files {
-        plane.apply(&std::fs::read_to_string(file).unwrap());
-    }
+    apply_the_webhook_package(plane);
     let kubectl = |args: &[&str], input: &str| {
         let out = plane.kubectl_input(args, input);
         (
@@ -443,5 +456,21 @@ fn with_the_webhook_down_only_pod_creations_it_must_see_are_refused() {
     while kubectl(&["get", "pod", "held", "-n", &namespace], "").0 {
         assert!(Instant::now() < deadline, "the pod was never deleted");
         std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// Applies deploy/ to `plane`, the Namespace first.
+fn apply_the_webhook_package(plane: &ControlPlane) {
+    // deploy/ as shipped, but for cert-manager's objects (no CRDs here):
+    // applied server-side, so the API server validates each object, the
+    // configuration's CEL conditions included.
+    let mut files: Vec<_> = std::fs::read_dir(repo_path("deploy"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
+        .collect();
+    files.sort_by_key(|p| !p.ends_with("namespace.yaml"));
+    for file in &files {
+        plane.apply(&std::fs::read_to_string(file).unwrap());
     }
 }

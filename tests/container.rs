@@ -381,14 +381,7 @@ fn kubectl_kustomize_runs_the_image_through_a_docker_shim() {
     let kubectl = kubectl();
     let tmp = tempfile::tempdir().unwrap();
 
-    // kustomize runs container functions with the `docker` CLI; podman takes its flags.
-    let shim = tmp.path().join("bin");
-    std::fs::create_dir(&shim).unwrap();
-    std::os::unix::fs::symlink(podman(), shim.join("docker")).unwrap();
-    let path = std::env::join_paths(std::iter::once(shim.clone()).chain(std::env::split_paths(
-        &std::env::var_os("PATH").unwrap_or_default(),
-    )))
-    .unwrap();
+    let path = docker_shim_path(tmp.path());
 
     // The example, with the image built here and a non-default NAD name: kustomize
     // passes the transformer object itself as the functionConfig, and the name shows
@@ -458,4 +451,16 @@ fn kubectl_kustomize_runs_the_image_through_a_docker_shim() {
         .is_some(),
         "no proxy UID set on the pod template:\n{stdout}"
     );
+}
+
+/// A PATH whose `docker` is podman, in `tmp`.
+fn docker_shim_path(tmp: &Path) -> std::ffi::OsString {
+    // kustomize runs container functions with the `docker` CLI; podman takes its flags.
+    let shim = tmp.join("bin");
+    std::fs::create_dir(&shim).unwrap();
+    std::os::unix::fs::symlink(podman(), shim.join("docker")).unwrap();
+    std::env::join_paths(std::iter::once(shim.clone()).chain(std::env::split_paths(
+        &std::env::var_os("PATH").unwrap_or_default(),
+    )))
+    .unwrap()
 }

@@ -22,7 +22,7 @@ mod retries;
 
 use std::time::Duration;
 
-use harness::{BOUND, CONFIG_MAP, Controller, eventually, labelled_by_controller, setup};
+use harness::{BOUND, CONFIG_MAP, Controller, Setup, eventually, labelled_by_controller, setup};
 
 /// The controller's whole life with one replica: NADs made, updated by a
 /// ConfigMap change in one pass, kept through an invalid ConfigMap, removed
@@ -55,48 +55,11 @@ fn namespaces_get_the_nad_kept_in_step_with_the_config_map_and_only_its_own_chan
 
     let want = s.rendered_config(CONFIG_MAP);
     for namespace in [&enabled, &s.control_plane] {
-        let took = eventually(&format!("the NAD in {namespace}"), BOUND, || {
-            s.nad(namespace).is_some()
-        });
-        let nad = s.nad(namespace).unwrap();
-        assert!(labelled_by_controller(&nad), "{nad}");
-        assert_eq!(
-            nad["spec"]["config"].as_str(),
-            Some(want.as_str()),
-            "built by the function's own code"
-        );
-        let managers: Vec<&str> = nad["metadata"]["managedFields"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|m| m["manager"].as_str().unwrap())
-            .collect();
-        assert_eq!(managers, ["linkerd-multus-controller"], "{nad}");
-        eprintln!("NAD in {namespace} after {took:?}");
+        the_nad_is_the_controllers(&s, namespace, &want);
     }
     assert!(s.nad(&plain).is_none());
-    for (namespace, version) in &untouched {
-        assert_eq!(s.version(namespace).as_ref(), Some(version), "{namespace}");
-    }
-    eventually("the gauge of NADs managed", BOUND, || {
-        controller.metric("linkerd_multus_nads_managed ") == Some(2.0)
-    });
-    assert_eq!(
-        controller.metric("linkerd_multus_nad_writes_total "),
-        Some(2.0)
-    );
-    assert_eq!(
-        controller.metric("linkerd_multus_nad_controller_leader "),
-        Some(1.0)
-    );
-    assert_eq!(
-        controller.metric("linkerd_multus_cni_config_map_valid "),
-        Some(1.0)
-    );
-    eventually("the Event of the NAD created", BOUND, || {
-        s.event_reasons(&enabled)
-            .contains(&"NADCreated".to_string())
-    });
+    untouched_still(&s, &untouched);
+    the_first_writes_are_counted_and_told(&s, &controller, &enabled);
 
     // The ConfigMap edited: every NAD the controller made follows, in one
     // write each, and no other NAD changes.
@@ -113,12 +76,89 @@ fn namespaces_get_the_nad_kept_in_step_with_the_config_map_and_only_its_own_chan
         controller.metric("linkerd_multus_nad_writes_total "),
         Some(4.0)
     );
-    for (namespace, version) in &untouched {
-        assert_eq!(s.version(namespace).as_ref(), Some(version), "{namespace}");
-    }
+    untouched_still(&s, &untouched);
 
+    an_invalid_config_map_changes_nothing(&s, &controller, &enabled, &edited);
+
+    // Switched off: the controller's NAD goes; the user's and the rendered
+    // one, switched off too, stay.
+    for namespace in [&enabled, &user, &rendered] {
+        s.annotate(namespace, "disabled");
+    }
+    eventually(
+        "the NAD of the namespace switched off removed",
+        BOUND,
+        || s.nad(&enabled).is_none(),
+    );
+    std::thread::sleep(Duration::from_secs(1));
+    untouched_still(&s, &untouched);
+    eventually("the Events of the NAD's life", BOUND, || {
+        let reasons = s.event_reasons(&enabled);
+        ["NADCreated", "NADUpdated", "NADRemoved"]
+            .iter()
+            .all(|r| reasons.contains(&r.to_string()))
+    });
+    assert_eq!(
+        controller.metric("linkerd_multus_nad_writes_total "),
+        Some(6.0)
+    );
+}
+
+/// The metrics after the first two NADs, and the Event of one.
+fn the_first_writes_are_counted_and_told(s: &Setup, controller: &Controller, enabled: &str) {
+    eventually("the gauge of NADs managed", BOUND, || {
+        controller.metric("linkerd_multus_nads_managed ") == Some(2.0)
+    });
+    assert_eq!(
+        controller.metric("linkerd_multus_nad_writes_total "),
+        Some(2.0)
+    );
+    assert_eq!(
+        controller.metric("linkerd_multus_nad_controller_leader "),
+        Some(1.0)
+    );
+    assert_eq!(
+        controller.metric("linkerd_multus_cni_config_map_valid "),
+        Some(1.0)
+    );
+    eventually("the Event of the NAD created", BOUND, || {
+        s.event_reasons(enabled).contains(&"NADCreated".to_string())
+    });
+}
+
+/// The NAD in `namespace` comes, labelled, built by the function's own code, written by the
+/// controller alone.
+fn the_nad_is_the_controllers(s: &Setup, namespace: &str, want: &str) {
+    let took = eventually(&format!("the NAD in {namespace}"), BOUND, || {
+        s.nad(namespace).is_some()
+    });
+    let nad = s.nad(namespace).unwrap();
+    assert!(labelled_by_controller(&nad), "{nad}");
+    assert_eq!(
+        nad["spec"]["config"].as_str(),
+        Some(want),
+        "built by the function's own code"
+    );
+    let managers: Vec<&str> = nad["metadata"]["managedFields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["manager"].as_str().unwrap())
+        .collect();
+    assert_eq!(managers, ["linkerd-multus-controller"], "{nad}");
+    eprintln!("NAD in {namespace} after {took:?}");
+}
+
+/// An invalid ConfigMap changes nothing, and is reported; a namespace enabled meanwhile gets
+/// its NAD once the ConfigMap is fixed.
+fn an_invalid_config_map_changes_nothing(
+    s: &Setup,
+    controller: &Controller,
+    enabled: &str,
+    edited: &str,
+) {
     // An invalid ConfigMap changes nothing, and is reported.
-    let versions = [s.version(&enabled), s.version(&s.control_plane)];
+    let versions = [s.version(enabled), s.version(&s.control_plane)];
     s.put_config_map(&edited.replace("\"log_level\"", "\"log_level"));
     eventually("the invalid ConfigMap seen", BOUND, || {
         controller.metric("linkerd_multus_cni_config_map_valid ") == Some(0.0)
@@ -134,42 +174,17 @@ fn namespaces_get_the_nad_kept_in_step_with_the_config_map_and_only_its_own_chan
         .plane
         .namespace("later", &[("linkerd.io/multus", "enabled")]);
     std::thread::sleep(Duration::from_secs(2));
-    assert_eq!([s.version(&enabled), s.version(&s.control_plane)], versions);
+    assert_eq!([s.version(enabled), s.version(&s.control_plane)], versions);
     assert!(s.nad(&later).is_none());
     assert_eq!(
         controller.metric("linkerd_multus_nad_writes_total "),
         Some(4.0)
     );
-    s.put_config_map(&edited);
+    s.put_config_map(edited);
     eventually("the NAD in the namespace enabled meanwhile", BOUND, || {
         s.nad(&later).is_some()
     });
-    assert_eq!([s.version(&enabled), s.version(&s.control_plane)], versions);
-
-    // Switched off: the controller's NAD goes; the user's and the rendered
-    // one, switched off too, stay.
-    for namespace in [&enabled, &user, &rendered] {
-        s.annotate(namespace, "disabled");
-    }
-    eventually(
-        "the NAD of the namespace switched off removed",
-        BOUND,
-        || s.nad(&enabled).is_none(),
-    );
-    std::thread::sleep(Duration::from_secs(1));
-    for (namespace, version) in &untouched {
-        assert_eq!(s.version(namespace).as_ref(), Some(version), "{namespace}");
-    }
-    eventually("the Events of the NAD's life", BOUND, || {
-        let reasons = s.event_reasons(&enabled);
-        ["NADCreated", "NADUpdated", "NADRemoved"]
-            .iter()
-            .all(|r| reasons.contains(&r.to_string()))
-    });
-    assert_eq!(
-        controller.metric("linkerd_multus_nad_writes_total "),
-        Some(6.0)
-    );
+    assert_eq!([s.version(enabled), s.version(&s.control_plane)], versions);
 }
 
 /// Git brings a rendered NAD where the controller made one: the controller
@@ -265,4 +280,11 @@ fn two_replicas_elect_one_writer_and_the_other_takes_over() {
     let status = leader.child.wait().unwrap();
     assert!(status.success(), "{status}");
     assert_eq!(holder(), "", "the Lease is released");
+}
+
+/// The NADs of `untouched` (namespace, resourceVersion) are as they were.
+fn untouched_still(s: &Setup, untouched: &[(String, String)]) {
+    for (namespace, version) in untouched {
+        assert_eq!(s.version(namespace).as_ref(), Some(version), "{namespace}");
+    }
 }

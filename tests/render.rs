@@ -253,6 +253,65 @@ fn config_rollout_from_environment_and_flags() {
     );
 }
 
+/// A bad invocation: its arguments, its environment and the start of its error.
+type ErrorCase = (
+    &'static [&'static str],
+    &'static [(&'static str, &'static str)],
+    &'static str,
+);
+
+/// Arguments, environment and the start of the error of each bad invocation.
+const ERROR_CASES: &[ErrorCase] = &[
+    (
+        &["render", "apps", "--proxy-uid-offset", "x"],
+        &[],
+        "error: --proxy-uid-offset: setting proxyUIDOffset: \"x\" is not a whole number",
+    ),
+    (
+        &["render", "apps"],
+        &[("LINKERD_MULTUS_CNI_VERSION", "9")],
+        "error: environment variable LINKERD_MULTUS_CNI_VERSION: setting cniVersion: \"9\" is not a CNI spec version",
+    ),
+    (
+        &["render", "apps", "--config-rollout", "yes"],
+        &[],
+        "error: --config-rollout: setting configRollout: \"yes\" is not a rollout mode; valid: off, all, labelled",
+    ),
+    (
+        &["render", "apps"],
+        &[("LINKERD_MULTUS_CONFIG_ROLLOUT", "Labelled")],
+        "error: environment variable LINKERD_MULTUS_CONFIG_ROLLOUT: setting configRollout: \"Labelled\" is not a rollout mode; valid: off, all, labelled",
+    ),
+    (
+        &["render", "apps"],
+        &[(
+            "ARGOCD_APP_PARAMETERS",
+            r#"[{"name":"nadname","string":"x"}]"#,
+        )],
+        "error: environment variable ARGOCD_APP_PARAMETERS: unknown parameter \"nadname\"",
+    ),
+    (
+        &["render", "apps", "--config", "other.yaml"],
+        &[],
+        "error: --config other.yaml: functionConfig must be a LinkerdMultus",
+    ),
+    (
+        &["render", ".", "--config", "settings.yaml"],
+        &[],
+        "error: settings are given twice: --config settings.yaml and the LinkerdMultus in settings.yaml",
+    ),
+    (
+        &["render", "empty-dir"],
+        &[],
+        "error: no Kubernetes objects in empty-dir; an empty output makes Argo CD prune",
+    ),
+    (
+        &["render", "apps", "namespaces"],
+        &[],
+        "error: ConfigMap linkerd-cni/linkerd-cni-config: this ConfigMap is not in the input",
+    ),
+];
+
 #[test]
 fn errors_name_the_source_and_print_nothing() {
     let dir = example_copy();
@@ -263,59 +322,8 @@ fn errors_name_the_source_and_print_nothing() {
         "apiVersion: v1\nkind: Secret\nmetadata: {name: s}\n",
     )
     .unwrap();
-    type Case<'a> = (&'a [&'a str], &'a [(&'a str, &'a str)], &'a str);
-    let cases: &[Case] = &[
-        (
-            &["render", "apps", "--proxy-uid-offset", "x"],
-            &[],
-            "error: --proxy-uid-offset: setting proxyUIDOffset: \"x\" is not a whole number",
-        ),
-        (
-            &["render", "apps"],
-            &[("LINKERD_MULTUS_CNI_VERSION", "9")],
-            "error: environment variable LINKERD_MULTUS_CNI_VERSION: setting cniVersion: \"9\" is not a CNI spec version",
-        ),
-        (
-            &["render", "apps", "--config-rollout", "yes"],
-            &[],
-            "error: --config-rollout: setting configRollout: \"yes\" is not a rollout mode; valid: off, all, labelled",
-        ),
-        (
-            &["render", "apps"],
-            &[("LINKERD_MULTUS_CONFIG_ROLLOUT", "Labelled")],
-            "error: environment variable LINKERD_MULTUS_CONFIG_ROLLOUT: setting configRollout: \"Labelled\" is not a rollout mode; valid: off, all, labelled",
-        ),
-        (
-            &["render", "apps"],
-            &[(
-                "ARGOCD_APP_PARAMETERS",
-                r#"[{"name":"nadname","string":"x"}]"#,
-            )],
-            "error: environment variable ARGOCD_APP_PARAMETERS: unknown parameter \"nadname\"",
-        ),
-        (
-            &["render", "apps", "--config", "other.yaml"],
-            &[],
-            "error: --config other.yaml: functionConfig must be a LinkerdMultus",
-        ),
-        (
-            &["render", ".", "--config", "settings.yaml"],
-            &[],
-            "error: settings are given twice: --config settings.yaml and the LinkerdMultus in settings.yaml",
-        ),
-        (
-            &["render", "empty-dir"],
-            &[],
-            "error: no Kubernetes objects in empty-dir; an empty output makes Argo CD prune",
-        ),
-        (
-            &["render", "apps", "namespaces"],
-            &[],
-            "error: ConfigMap linkerd-cni/linkerd-cni-config: this ConfigMap is not in the input",
-        ),
-    ];
     std::fs::create_dir(p.join("empty-dir")).unwrap();
-    for (args, env, want) in cases {
+    for (args, env, want) in ERROR_CASES {
         let out = linkerd_multus(args, env, p, "");
         assert_eq!(out.code, 1, "{args:?}: {}", out.stderr);
         assert_eq!(out.stdout, "", "{args:?} printed output on error");

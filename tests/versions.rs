@@ -105,17 +105,7 @@ fn the_supported_versions_table_matches_this_machine() {
     // The Helm whose output the Helm tests run on (testdata/helm/README.md says how it was made).
     let helm_readme = std::fs::read_to_string(repo_path("testdata/helm/README.md")).unwrap();
     let helm = word_after(&helm_readme, "Helm SDK ").trim_matches('*');
-    // The Linkerd generations of the golden cases (`generation-stable-2-11` is stable-2.11).
-    let mut linkerd: Vec<String> = std::fs::read_dir(repo_path("testdata/golden"))
-        .unwrap()
-        .filter_map(|e| {
-            let name = e.unwrap().file_name().to_string_lossy().into_owned();
-            let generation = name.strip_prefix("generation-")?;
-            let dot = generation.rfind('-').unwrap();
-            Some(format!("{}.{}", &generation[..dot], &generation[dot + 1..]))
-        })
-        .collect();
-    linkerd.sort();
+    let linkerd = linkerd_generations();
 
     let mut stale = Vec::new();
     let mut want = |name: &str, version: &str| {
@@ -140,4 +130,20 @@ fn the_supported_versions_table_matches_this_machine() {
          it to this machine's versions (and check the tests still prove them):\n{}",
         stale.join("\n")
     );
+}
+
+/// The Linkerd generations of the golden cases (`generation-stable-2-11` is stable-2.11),
+/// sorted.
+fn linkerd_generations() -> Vec<String> {
+    let mut linkerd: Vec<String> = std::fs::read_dir(repo_path("testdata/golden"))
+        .unwrap()
+        .filter_map(|e| {
+            let name = e.unwrap().file_name().to_string_lossy().into_owned();
+            let generation = name.strip_prefix("generation-")?;
+            let dot = generation.rfind('-').unwrap();
+            Some(format!("{}.{}", &generation[..dot], &generation[dot + 1..]))
+        })
+        .collect();
+    linkerd.sort();
+    linkerd
 }

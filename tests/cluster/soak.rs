@@ -29,6 +29,11 @@ use crate::common::https::{Connection, connector, http_get};
 use crate::common::kube_apiserver::{ApiServer, ControlPlane, free_port};
 use crate::common::{bin, repo_path};
 
+#[path = "soak/forwarder.rs"]
+mod forwarder;
+
+use forwarder::Forwarder;
+
 const MULTUS: &str = "linkerd.io/multus";
 const NETWORKS: &str = "k8s.v1.cni.cncf.io/networks";
 const CONFIG_MAP: &str = include_str!("../../../shared/fixtures/linkerd-cni/version-2.19.yaml");
@@ -134,56 +139,6 @@ impl Drop for Replica {
     fn drop(&mut self) {
         self.kill();
     }
-}
-
-/// The stand-in for the webhook's Service: forwards each connection to the
-/// first replica that accepts it, starting from a different one each time.
-struct Forwarder {
-    addr: SocketAddr,
-    backends: Arc<Mutex<Vec<SocketAddr>>>,
-}
-
-impl Forwarder {
-    fn start(backends: Vec<SocketAddr>) -> Forwarder {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let addr = listener.local_addr().unwrap();
-        let backends = Arc::new(Mutex::new(backends));
-        let shared = backends.clone();
-        std::thread::spawn(move || {
-            for (turn, client) in listener.incoming().enumerate() {
-                let Ok(client) = client else { continue };
-                let list = shared.lock().unwrap().clone();
-                std::thread::spawn(move || forward(client, &list, turn));
-            }
-        });
-        Forwarder { addr, backends }
-    }
-
-    fn set_backends(&self, backends: Vec<SocketAddr>) {
-        *self.backends.lock().unwrap() = backends;
-    }
-}
-
-fn forward(client: TcpStream, backends: &[SocketAddr], turn: usize) {
-    let n = backends.len();
-    let Some(server) = (0..n).find_map(|i| {
-        TcpStream::connect_timeout(&backends[(turn + i) % n], Duration::from_secs(1)).ok()
-    }) else {
-        return;
-    };
-    let pipe = |mut from: TcpStream, mut to: TcpStream| {
-        std::thread::spawn(move || {
-            let mut buf = [0u8; 16 * 1024];
-            while let Ok(n) = from.read(&mut buf) {
-                if n == 0 || to.write_all(&buf[..n]).is_err() {
-                    break;
-                }
-            }
-            to.shutdown(std::net::Shutdown::Write).ok();
-        });
-    };
-    pipe(client.try_clone().unwrap(), server.try_clone().unwrap());
-    pipe(server, client);
 }
 
 /// What the load made: pods created (namespace, name), and the failures.
@@ -379,16 +334,7 @@ fn soak_admissions_and_nads_hold_through_restarts_compaction_and_a_leader_killed
     // The API server everything talks to, restarted during the soak.
     let server = plane.new_api_server(&[]);
     plane.start_ready(&server);
-    let read = |file: &str| std::fs::read_to_string(repo_path(file)).unwrap();
-    plane.apply("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: linkerd-cni\n");
-    for file in [
-        "deploy/namespace.yaml",
-        "deploy/rbac.yaml",
-        "deploy-nad-controller/rbac.yaml",
-    ] {
-        plane.apply(&read(file));
-    }
-    plane.apply(CONFIG_MAP);
+    apply_the_packages(plane);
     let dir = tempfile::tempdir().unwrap();
     let kubeconfig = plane.service_account_kubeconfig_for(
         &server,
@@ -410,14 +356,7 @@ fn soak_admissions_and_nads_hold_through_restarts_compaction_and_a_leader_killed
     ];
     replicas.iter().for_each(Replica::wait_ready);
     let forwarder = Forwarder::start(replicas.iter().map(|r| r.addr).collect());
-    plane.apply(&format!(
-        "apiVersion: admissionregistration.k8s.io/v1\nkind: MutatingWebhookConfiguration\nmetadata:\n  name: soak\nwebhooks:\n- name: attach.multus.linkerd.io\n  admissionReviewVersions: [v1]\n  sideEffects: None\n  failurePolicy: Fail\n  timeoutSeconds: 5\n  clientConfig:\n    url: https://{}/mutate\n    caBundle: {}\n  rules:\n  - operations: [CREATE]\n    apiGroups: ['']\n    apiVersions: [v1]\n    resources: [pods]\n  namespaceSelector:\n    matchLabels:\n      {SOAK_LABEL}: \"true\"\n",
-        forwarder.addr,
-        base64::Engine::encode(
-            &base64::engine::general_purpose::STANDARD,
-            plane.ca_pem()
-        )
-    ));
+    register_the_webhook(plane, &forwarder);
 
     let targets = Arc::new(Mutex::new(Vec::from_iter(namespaces.all())));
     let stop = Arc::new(AtomicBool::new(false));
@@ -427,7 +366,68 @@ fn soak_admissions_and_nads_hold_through_restarts_compaction_and_a_leader_killed
         std::thread::spawn(move || run_load(plane, addr, targets, Duration::from_millis(200), stop))
     };
 
-    // The faults, at fixed fractions of the soak; namespaces change between.
+    let start_replica =
+        |identity: &str| Replica::start(identity, &kubeconfig, dir.path(), &cert, &key);
+    let fleet = Fleet {
+        replicas: &mut replicas,
+        forwarder: &forwarder,
+        start: &start_replica,
+    };
+    let (steady, rss_first, events) =
+        inject_faults(plane, &server, fleet, &mut namespaces, &targets, seconds);
+    stop.store(true, Ordering::Relaxed);
+    let load = load.join().unwrap();
+    let rss_last = replicas[steady].rss_kib();
+
+    let converged = nads_converge(plane, &namespaces, &replicas);
+
+    let checked = pods_attached_as_their_namespace_says(plane, &namespaces, &load);
+    let sent = load.created.len() + load.failed.values().sum::<usize>();
+    eprintln!(
+        "soak of {seconds}s: {} pods created of {sent} sent, {checked} checked; failures {:?}; NADs converged {:.1}s after the load; replica {} RSS {} KiB at +{:.0}s, {} KiB at the end; {events:?}",
+        load.created.len(),
+        load.failed,
+        converged.elapsed().as_secs_f64(),
+        replicas[steady].identity,
+        rss_first,
+        seconds as f64 * 0.15,
+        rss_last,
+    );
+    assert!(
+        load.created.len() * 2 >= sent,
+        "fewer than half the pods were created: {:?}",
+        load.failed
+    );
+    // Flat: no more than 16 MiB over what it held at the start of the faults
+    // (the long form, scripts/soak.sh, reports the figures).
+    assert!(
+        rss_last <= rss_first + 16 * 1024,
+        "the replica's memory grew from {rss_first} KiB to {rss_last} KiB"
+    );
+}
+
+/// The replicas, the forwarder in front of them, and how a replica is started again.
+struct Fleet<'a> {
+    replicas: &'a mut [Replica; 2],
+    forwarder: &'a Forwarder,
+    start: &'a dyn Fn(&str) -> Replica,
+}
+
+/// The faults, at fixed fractions of the soak; namespaces change between. The replica that
+/// runs throughout, its RSS at the first fault, and what was done.
+fn inject_faults(
+    plane: &ControlPlane,
+    server: &ApiServer,
+    fleet: Fleet<'_>,
+    namespaces: &mut Namespaces,
+    targets: &Mutex<Vec<String>>,
+    seconds: u64,
+) -> (usize, u64, Vec<String>) {
+    let Fleet {
+        replicas,
+        forwarder,
+        start: start_replica,
+    } = fleet;
     let start = Instant::now();
     let at = |fraction: f64| start + Duration::from_secs_f64(seconds as f64 * fraction);
     let wait_until = |t: Instant| std::thread::sleep(t.saturating_duration_since(Instant::now()));
@@ -444,7 +444,7 @@ fn soak_admissions_and_nads_hold_through_restarts_compaction_and_a_leader_killed
         .expect("a leader before the faults");
     let steady = 1 - leader;
     let rss_first = replicas[steady].rss_kib();
-    restart(plane, &server, Duration::from_secs(2));
+    restart(plane, server, Duration::from_secs(2));
     note("API server restarted".into());
     let fresh = namespace(plane, "fresh", true);
     targets.lock().unwrap().push(fresh.clone());
@@ -470,20 +470,47 @@ fn soak_admissions_and_nads_hold_through_restarts_compaction_and_a_leader_killed
     namespaces.switched.insert(second_switched, true);
     wait_until(at(0.5));
     let identity = replicas[leader].identity.clone();
-    replicas[leader] = Replica::start(&identity, &kubeconfig, dir.path(), &cert, &key);
+    replicas[leader] = start_replica(&identity);
     forwarder.set_backends(replicas.iter().map(|r| r.addr).collect());
     note(format!("{identity} started again"));
     wait_until(at(0.65));
-    restart(plane, &server, Duration::from_secs(2));
+    restart(plane, server, Duration::from_secs(2));
     note("API server restarted again".into());
     let fresh = namespace(plane, "fresh", true);
     targets.lock().unwrap().push(fresh.clone());
     namespaces.enabled.push(fresh);
     wait_until(at(1.0));
-    stop.store(true, Ordering::Relaxed);
-    let load = load.join().unwrap();
-    let rss_last = replicas[steady].rss_kib();
+    (steady, rss_first, events)
+}
 
+/// The CNI namespace, the webhook's and NAD controller's packages, and Linkerd-CNI's ConfigMap.
+fn apply_the_packages(plane: &ControlPlane) {
+    let read = |file: &str| std::fs::read_to_string(repo_path(file)).unwrap();
+    plane.apply("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: linkerd-cni\n");
+    for file in [
+        "deploy/namespace.yaml",
+        "deploy/rbac.yaml",
+        "deploy-nad-controller/rbac.yaml",
+    ] {
+        plane.apply(&read(file));
+    }
+    plane.apply(CONFIG_MAP);
+}
+
+/// A webhook configuration sending the soak's namespaces' pod creations to `forwarder`.
+fn register_the_webhook(plane: &ControlPlane, forwarder: &Forwarder) {
+    plane.apply(&format!(
+        "apiVersion: admissionregistration.k8s.io/v1\nkind: MutatingWebhookConfiguration\nmetadata:\n  name: soak\nwebhooks:\n- name: attach.multus.linkerd.io\n  admissionReviewVersions: [v1]\n  sideEffects: None\n  failurePolicy: Fail\n  timeoutSeconds: 5\n  clientConfig:\n    url: https://{}/mutate\n    caBundle: {}\n  rules:\n  - operations: [CREATE]\n    apiGroups: ['']\n    apiVersions: [v1]\n    resources: [pods]\n  namespaceSelector:\n    matchLabels:\n      {SOAK_LABEL}: \"true\"\n",
+        forwarder.addr,
+        base64::Engine::encode(
+            &base64::engine::general_purpose::STANDARD,
+            plane.ca_pem()
+        )
+    ));
+}
+
+/// The NADs converge to exactly the expected set; when the wait started.
+fn nads_converge(plane: &ControlPlane, namespaces: &Namespaces, replicas: &[Replica]) -> Instant {
     // The NADs converge to exactly the expected set.
     let all = namespaces.all();
     let want = namespaces.expected_nads();
@@ -501,7 +528,16 @@ fn soak_admissions_and_nads_hold_through_restarts_compaction_and_a_leader_killed
         );
         std::thread::sleep(Duration::from_millis(250));
     }
+    converged
+}
 
+/// Every pod created in a namespace that stayed enabled carries linkerd-cni; none in a
+/// namespace that stayed plain does. How many were checked.
+fn pods_attached_as_their_namespace_says(
+    plane: &ControlPlane,
+    namespaces: &Namespaces,
+    load: &Load,
+) -> usize {
     // Every pod created in a namespace that stayed enabled carries
     // linkerd-cni; none in a namespace that stayed plain does.
     let pods = attached_pods(plane);
@@ -526,26 +562,5 @@ fn soak_admissions_and_nads_hold_through_restarts_compaction_and_a_leader_killed
             checked += 1;
         }
     }
-    let sent = load.created.len() + load.failed.values().sum::<usize>();
-    eprintln!(
-        "soak of {seconds}s: {} pods created of {sent} sent, {checked} checked; failures {:?}; NADs converged {:.1}s after the load; replica {} RSS {} KiB at +{:.0}s, {} KiB at the end; {events:?}",
-        load.created.len(),
-        load.failed,
-        converged.elapsed().as_secs_f64(),
-        replicas[steady].identity,
-        rss_first,
-        seconds as f64 * 0.15,
-        rss_last,
-    );
-    assert!(
-        load.created.len() * 2 >= sent,
-        "fewer than half the pods were created: {:?}",
-        load.failed
-    );
-    // Flat: no more than 16 MiB over what it held at the start of the faults
-    // (the long form, scripts/soak.sh, reports the figures).
-    assert!(
-        rss_last <= rss_first + 16 * 1024,
-        "the replica's memory grew from {rss_first} KiB to {rss_last} KiB"
-    );
+    checked
 }

@@ -1,0 +1,209 @@
+//! Start-up: bad settings named, the help's flags, a misspelt variable logged.
+
+use super::*;
+
+#[test]
+fn bad_start_up_settings_are_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let ca = Ca::new("CA");
+    let (cert, key) = ca.leaf(&["x"]).write(dir.path());
+    let missing = dir.path().join("missing.crt");
+    // A good certificate and key, then `extra`.
+    let with_tls = |extra: &[&str]| tls_args(&cert, &key, extra);
+    let cases: Vec<(Vec<String>, &str)> = vec![
+        (
+            vec![
+                "--tls-cert".into(),
+                missing.display().to_string(),
+                "--tls-key".into(),
+                key.display().to_string(),
+            ],
+            "missing.crt",
+        ),
+        (
+            vec![
+                "--tls-cert".into(),
+                key.display().to_string(),
+                "--tls-key".into(),
+                key.display().to_string(),
+            ],
+            "no PEM certificate",
+        ),
+        (
+            vec![
+                "--tls-cert".into(),
+                cert.display().to_string(),
+                "--tls-key".into(),
+                cert.display().to_string(),
+            ],
+            "no PEM private key",
+        ),
+        (with_tls(&["--proxy-uid-offset", "x"]), "--proxy-uid-offset"),
+        (with_tls(&["--on-error", "maybe"]), "--on-error"),
+        (
+            with_tls(&["--manage-nads"]),
+            "--manage-nads needs the Lease's namespace: set --lease-namespace, or POD_NAMESPACE from the downward API (metadata.namespace)",
+        ),
+        (
+            with_tls(&[
+                "--manage-nads",
+                "--lease-namespace",
+                "x",
+                "--lease-duration",
+                "2s",
+            ]),
+            "--lease-duration 2s: must be at least 3s",
+        ),
+        (
+            with_tls(&["--missing-nad", "allow"]),
+            "invalid value 'allow' for '--missing-nad <POLICY>'",
+        ),
+        (
+            with_tls(&["--max-body-bytes-in-flight", "1048576"]),
+            "--max-body-bytes-in-flight 1048576: a body of --max-body-bytes 6291456 could never be read (bodies over 64 KiB may take three quarters of the budget): raise it to at least 8388608, or lower --max-body-bytes",
+        ),
+        (
+            with_tls(&["--max-connections", "0"]),
+            "--max-connections 0: must be more than 0",
+        ),
+    ];
+    for (args, want) in cases {
+        refused_naming(dir.path(), &args, want);
+    }
+}
+
+/// A good certificate and key, then `extra`.
+fn tls_args(cert: &Path, key: &Path, extra: &[&str]) -> Vec<String> {
+    let mut args = vec![
+        "--tls-cert".to_string(),
+        cert.display().to_string(),
+        "--tls-key".to_string(),
+        key.display().to_string(),
+    ];
+    args.extend(extra.iter().map(|a| a.to_string()));
+    args
+}
+
+/// `webhook ARGS` fails at start-up, naming `want`, without a panic.
+fn refused_naming(dir: &Path, args: &[String], want: &str) {
+    let out = Command::new(bin())
+        .arg("webhook")
+        .args(args)
+        .env("KUBECONFIG", dir.join("none"))
+        .env_remove("POD_NAMESPACE")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_ne!(out.status.code(), Some(0), "{args:?}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert!(stderr.contains(want), "{args:?}: {stderr}");
+}
+
+/// `webhook --help` lists the webhook's own flags, the settings that decide a
+/// pod and those of the NAD config (its controller's), not those only
+/// rendering uses (workload kinds,
+/// namespaces of files, config rollouts).
+#[test]
+fn help_lists_only_the_flags_the_webhook_uses() {
+    let out = Command::new(bin())
+        .args(["webhook", "--help"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let help = String::from_utf8(out.stdout).unwrap();
+    let flags: Vec<&str> = help
+        .lines()
+        .filter_map(|l| l.trim_start().strip_prefix("--"))
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    assert_eq!(
+        flags,
+        [
+            "listen",
+            "path",
+            "tls-cert",
+            "tls-key",
+            "client-ca",
+            "tls-reload-interval",
+            "ops-listen",
+            "max-body-bytes",
+            "header-timeout",
+            "body-timeout",
+            "max-body-bytes-in-flight",
+            "max-connections",
+            "max-concurrent-streams",
+            "idle-timeout",
+            "api-timeout",
+            "on-error",
+            "max-watch-outage",
+            "live-read-timeout",
+            "shutdown-delay",
+            "drain-timeout",
+            "log-format",
+            "log-level",
+            "network-resources",
+            "missing-nad",
+            "manage-nads",
+            "lease-name",
+            "lease-namespace",
+            "lease-duration",
+            "identity",
+            "config",
+            "linkerd-namespace",
+            "nad-name",
+            "uid-range-annotation",
+            "proxy-uid-offset",
+            "cni-namespace",
+            "cni-kubeconfig",
+            "cni-version",
+        ]
+    );
+    // A render-only flag is refused, not silently ignored.
+    let out = Command::new(bin())
+        .args(["webhook", "--config-rollout", "all"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .starts_with("error: unexpected argument '--config-rollout' found"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// A misspelt variable is logged at start-up, before anything else can fail.
+#[test]
+fn a_misspelt_variable_is_logged_at_start_up() {
+    let dir = tempfile::tempdir().unwrap();
+    let ca = Ca::new("CA");
+    let (cert, key) = ca.leaf(&["x"]).write(dir.path());
+    let out = Command::new(bin())
+        .args([
+            "webhook",
+            "--listen",
+            "127.0.0.1:0",
+            "--ops-listen",
+            "127.0.0.1:0",
+        ])
+        .arg("--tls-cert")
+        .arg(&cert)
+        .arg("--tls-key")
+        .arg(&key)
+        .env_clear()
+        .env("LINKERD_MULTUS_NETWORK_RESOURCE", "nr.yaml")
+        .env("KUBECONFIG", dir.path().join("none"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    // No API server here: it stops after the warning.
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    let warning = stderr.lines().next().unwrap_or_default();
+    assert!(
+        warning.contains(" WARN ")
+            && warning.ends_with(
+                "environment variable LINKERD_MULTUS_NETWORK_RESOURCE is not one linkerd-multus reads; did you mean LINKERD_MULTUS_NETWORK_RESOURCES?"
+            ),
+        "{stderr}"
+    );
+}
