@@ -287,11 +287,12 @@ fn argocd_param_variables(env: &dyn Fn(&str) -> Option<String>) -> Vec<Value> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use std::collections::HashMap;
 
-    fn env(vars: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+    /// An environment of these variables only.
+    pub(in crate::pipeline) fn env(vars: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
         let map: HashMap<String, String> = vars
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))

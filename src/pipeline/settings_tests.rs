@@ -1,6 +1,5 @@
-use std::collections::HashMap;
-
 use super::*;
+use crate::pipeline::environment::tests::env;
 use crate::yaml::parse_document;
 
 const LM: &str =
@@ -164,14 +163,6 @@ fn files_name_themselves_and_where_their_kind_goes() {
     for (got, want) in cases {
         assert!(got.starts_with(&want), "{got}\nwant {want}");
     }
-}
-
-fn env(vars: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
-    let map: HashMap<String, String> = vars
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
-    move |name| map.get(name).cloned()
 }
 
 #[test]
