@@ -6,7 +6,8 @@
 //! [`network_resources`], [`validation`]); the [`pipeline`] (settings resolved
 //! from every source, a package handed to one rule set) and [`admission`]
 //! (the rules on one pod of an admission review); the cluster fronts
-//! [`webhook`] and [`controller`]; the command line [`commands`], which wires
+//! [`webhook`], [`controller`] and the Linkerd extension [`extension`]; the
+//! command line [`commands`], which wires
 //! them; and the binary's `main.rs`.
 #![forbid(unsafe_code)]
 
@@ -14,6 +15,8 @@ pub mod admission;
 pub mod commands;
 #[cfg(feature = "webhook")]
 pub mod controller;
+#[cfg(feature = "webhook")]
+pub mod extension;
 pub mod k8s;
 pub mod krm;
 pub mod linkerd_cni;

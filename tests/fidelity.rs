@@ -6,7 +6,7 @@
 //! final line break.
 //!
 //! Every front reads them (the KRM function on a ResourceList, `render`,
-//! `post-render`, `check`, `validate`), and `tests/fidelity_compare.py` reads input
+//! `post-render`, `diff`, `validate`), and `tests/fidelity_compare.py` reads input
 //! and output with PyYAML (YAML 1.1) and ruamel.yaml (YAML 1.2): both must find the
 //! same data in every document the function does not change, and only the
 //! function's own edits in the one it does.
@@ -192,11 +192,11 @@ fn the_krm_function_reads_a_quoted_config_indented_less_than_its_key() {
 }
 
 #[test]
-fn check_names_only_the_files_rendering_changes() {
+fn diff_names_only_the_files_rendering_changes() {
     let copy = tempfile::tempdir().unwrap();
     copy_dir(&dir(), copy.path());
     let path = copy.path().to_string_lossy().into_owned();
-    let (code, stdout, stderr) = run(&["check", &path], "");
+    let (code, stdout, stderr) = run(&["diff", &path], "");
     assert_eq!(code, 1, "{stderr}\n{stdout}");
     let files: Vec<&str> = stdout
         .lines()

@@ -27,7 +27,10 @@ const LAYERS: &[(&str, &[&str])] = &[
         "the settings pipeline and admission",
         &["pipeline", "admission"],
     ),
-    ("the cluster fronts", &["webhook", "controller"]),
+    (
+        "the cluster fronts",
+        &["webhook", "controller", "extension"],
+    ),
     ("the command line", &["commands"]),
     ("the binary", &["main"]),
 ];

@@ -371,7 +371,7 @@ fn errors_name_files_as_given_and_count_documents_from_one() {
 
     write("apiVersion: v1\nkind: [\n");
     let yaml = "error: dir/sub/a.yaml: not valid YAML: line 3 column 1: while parsing a node, did not find expected node content";
-    for command in ["render", "check", "validate"] {
+    for command in ["render", "diff", "validate"] {
         assert_eq!(first_line(&[command, "dir/"]), yaml, "{command}");
     }
 
@@ -379,7 +379,7 @@ fn errors_name_files_as_given_and_count_documents_from_one() {
         "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: ok}\n---\napiVersion: v1\nkind: ConfigMap\n",
     );
     let not_a_resource = "error: dir/sub/a.yaml (document 2): not a Kubernetes object: metadata: is missing or not a mapping";
-    for command in ["render", "check", "validate"] {
+    for command in ["render", "diff", "validate"] {
         assert_eq!(first_line(&[command, "dir/"]), not_a_resource, "{command}");
     }
 
@@ -401,11 +401,11 @@ fn errors_name_files_as_given_and_count_documents_from_one() {
 }
 
 #[test]
-fn check_fails_with_a_diff_until_the_package_is_rendered() {
+fn diff_fails_with_a_diff_until_the_package_is_rendered() {
     let dir = example_copy();
     let p = dir.path();
     let before = snapshot(p);
-    let out = render(&["check", "."], p);
+    let out = render(&["diff", "."], p);
     assert_eq!(out.code, 1, "{}", out.stderr);
     assert!(
         out.stdout
@@ -422,13 +422,13 @@ fn check_fails_with_a_diff_until_the_package_is_rendered() {
         "{}",
         out.stderr
     );
-    assert_eq!(snapshot(p), before, "check must not write anything");
+    assert_eq!(snapshot(p), before, "diff must not write anything");
     // --diff shows the same change and succeeds.
     let diff = render(&["render", "--diff", "."], p);
     assert_eq!(diff.code, 0, "{}", diff.stderr);
     assert_eq!(diff.stdout, out.stdout);
 
-    // Rendered by the real kpt with the same binary: check passes.
+    // Rendered by the real kpt with the same binary: diff passes.
     add_exec_pipeline(p);
     let kpt = Command::new("kpt")
         .args(["fn", "render", "--allow-exec", "."])
@@ -440,7 +440,7 @@ fn check_fails_with_a_diff_until_the_package_is_rendered() {
         "{}",
         String::from_utf8_lossy(&kpt.stderr)
     );
-    let ok = render(&["check", "."], p);
+    let ok = render(&["diff", "."], p);
     assert_eq!(ok.code, 0, "{}\n{}", ok.stdout, ok.stderr);
     assert_eq!(ok.stdout, "");
     // An edit that forgets to render fails again.
@@ -451,7 +451,7 @@ fn check_fails_with_a_diff_until_the_package_is_rendered() {
         text.replace("storage@net1,linkerd-cni", "storage@net1"),
     )
     .unwrap();
-    let stale = render(&["check", "."], p);
+    let stale = render(&["diff", "."], p);
     assert_eq!(stale.code, 1);
     assert!(
         stale
@@ -461,8 +461,8 @@ fn check_fails_with_a_diff_until_the_package_is_rendered() {
 }
 
 #[test]
-fn check_help_lists_its_exit_codes() {
-    let out = render(&["check", "--help"], Path::new("/"));
+fn diff_help_lists_its_exit_codes() {
+    let out = render(&["diff", "--help"], Path::new("/"));
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(
         out.stdout.ends_with(
@@ -471,15 +471,38 @@ fn check_help_lists_its_exit_codes() {
         "{}",
         out.stdout
     );
-    // The codes are the ones check returns: 2 for a command line it cannot read.
-    assert_eq!(render(&["check"], Path::new("/")).code, 2);
+    // The codes are the ones diff returns: 2 for a command line it cannot read.
+    assert_eq!(render(&["diff"], Path::new("/")).code, 2);
+}
+
+/// The gate was `check PATH...` until `check` became the Linkerd extension's:
+/// the old form says where it went, with exit 2 (a gate that cannot check),
+/// and `--reference` reads what `--context` read.
+#[test]
+fn the_old_check_says_the_gate_is_diff_now() {
+    let dir = example_copy();
+    let p = dir.path();
+    let old = render(&["check", "."], p);
+    assert_eq!(old.code, 2, "{}", old.stderr);
+    assert_eq!(old.stdout, "");
+    assert!(
+        old.stderr
+            .contains("run `linkerd-multus diff .` (its --context is now --reference"),
+        "{}",
+        old.stderr
+    );
+    let new = render(&["diff", "."], p);
+    assert_eq!(new.code, 1, "{}", new.stderr);
+    let diff = render(&["diff", "--context", "x", "."], p);
+    assert_eq!(diff.code, 2, "diff takes no --context: {}", diff.stderr);
+    assert!(diff.stderr.contains("--context"), "{}", diff.stderr);
 }
 
 #[test]
-fn check_reports_errors_apart_from_differences() {
+fn diff_reports_errors_apart_from_differences() {
     let dir = example_copy();
     std::fs::write(dir.path().join("apps/bad.yaml"), "- not an object\n").unwrap();
-    let out = render(&["check", "."], dir.path());
+    let out = render(&["diff", "."], dir.path());
     assert_eq!(out.code, 2, "{}", out.stderr);
     assert_eq!(out.stdout, "");
     assert!(
@@ -562,7 +585,7 @@ warning: environment variable LINKERD_MULTUS_NAD_NAMES is not one linkerd-multus
 ";
     for args in [
         &["render", "."][..],
-        &["check", "."],
+        &["diff", "."],
         &["render", "--diff", "."],
     ] {
         let out = linkerd_multus(args, &env, p, "");

@@ -1,12 +1,15 @@
 //! The command line: each command beside its flags. With no subcommand the
 //! binary is the KRM function ([`function`]); [`render`] is `render`, `render
-//! --diff`, `check` and `post-render`; [`validate`] the `validate` command;
-//! [`webhook`] the webhook and its NAD controller. What the file commands share:
+//! --diff`, `diff` and `post-render`; [`validate`] the `validate` command;
+//! [`webhook`] the webhook and its NAD controller; [`extension`] the Linkerd
+//! extension's `install`, `uninstall` and `check`. What the file commands share:
 //! reading manifests ([`manifests`]), unified diffs ([`diff`]) and the
 //! Linkerd-CNI settings flags ([`flags`]); what every command shares: what it
 //! prints, why it could not run and the exit code that makes ([`outcome`]).
 
 pub mod diff;
+#[cfg(feature = "webhook")]
+pub mod extension;
 pub mod flags;
 pub mod function;
 pub mod manifests;
@@ -41,9 +44,9 @@ enum Command {
     Render(render::RenderArgs),
     /// Exits 1 with a unified diff when rendering would change the files, 0
     /// when they are already rendered, 2 when they cannot be checked: a CI
-    /// gate for GitOps repositories.
-    #[command(after_help = render::CHECK_EXIT_CODES)]
-    Check(render::CheckArgs),
+    /// gate for GitOps repositories (kubectl diff's exit codes).
+    #[command(after_help = render::DIFF_EXIT_CODES)]
+    Diff(render::DiffArgs),
     /// A Helm post-renderer: Helm's manifests on stdin, rendered on stdout.
     /// Helm does not tell a post-renderer the release namespace: pass it as
     /// --default-namespace (Helm leaves most resources without one).
@@ -57,17 +60,37 @@ enum Command {
     /// rules over HTTPS, with namespaces from a watch of the cluster.
     #[cfg(feature = "webhook")]
     Webhook(Box<webhook::WebhookArgs>),
+    /// The Linkerd extension's check (`linkerd multus check`, which `linkerd
+    /// check` runs): what is wrong with linkerd-multus in a live cluster, and
+    /// what to do. Exits 0 when no check failed, 1 when one did.
+    #[cfg(feature = "webhook")]
+    Check(Box<extension::check::CheckArgs>),
 }
 
 /// The binary: parses the command line, runs the command, prints what it
 /// gives and exits with its code.
 pub fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = Cli::parse_from(arguments(std::env::args_os().collect()));
     let outcome = run(cli.command).unwrap_or_else(|e| Outcome::failed(&e, false));
     match print(&outcome) {
         Ok(code) => code,
         Err(e) => print(&Outcome::failed(&e, false)).unwrap_or(ExitCode::FAILURE),
     }
+}
+
+/// The command line, without the flags `check` does not know: a Linkerd
+/// extension ignores those (EXTENSIONS.md), for what a later `linkerd check`
+/// passes on.
+fn arguments(mut args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
+    #[cfg(feature = "webhook")]
+    if args.get(1).is_some_and(|a| a == "check") {
+        let command = <Cli as clap::CommandFactory>::command();
+        if let Some(check) = command.find_subcommand("check") {
+            let rest = args.split_off(2);
+            args.extend(extension::check::known_flags_only(check, rest));
+        }
+    }
+    args
 }
 
 fn read_stdin() -> std::io::Result<String> {
@@ -81,7 +104,7 @@ fn run(command: Option<Command>) -> Result<Outcome, Error> {
     // The renderer's commands read LINKERD_MULTUS_*; the webhook logs its own warnings.
     if matches!(
         command,
-        Some(Command::Render(_) | Command::Check(_) | Command::PostRender(_))
+        Some(Command::Render(_) | Command::Diff(_) | Command::PostRender(_))
     ) {
         for warning in crate::pipeline::environment::unknown_variables_here() {
             eprintln!("warning: {warning}");
@@ -97,7 +120,7 @@ fn run(command: Option<Command>) -> Result<Outcome, Error> {
             outcome
         }
         Some(Command::Render(args)) => args.run(&env, read_stdin),
-        Some(Command::Check(args)) => args.run(&env, read_stdin),
+        Some(Command::Diff(args)) => args.run(&env, read_stdin),
         Some(Command::PostRender(args)) => args.run(&env, read_stdin),
         Some(Command::Validate(args)) => args.run(read_stdin),
         #[cfg(feature = "webhook")]
@@ -109,6 +132,8 @@ fn run(command: Option<Command>) -> Result<Outcome, Error> {
                 code: 0,
             }
         }
+        #[cfg(feature = "webhook")]
+        Some(Command::Check(args)) => args.run(),
     };
     Ok(outcome)
 }

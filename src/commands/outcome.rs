@@ -21,7 +21,7 @@ pub struct Outcome {
 
 impl Outcome {
     /// A command that could not run: the error on stderr, nothing on stdout;
-    /// exit 2 for `check` (whose 1 says the files are not rendered), 1 for
+    /// exit 2 for `diff` (whose 1 says the files are not rendered), 1 for
     /// every other command.
     pub fn failed(error: &Error, check: bool) -> Self {
         Outcome {
@@ -47,11 +47,11 @@ pub enum Error {
     /// An item is not a resource.
     #[error("the input is malformed: {0}")]
     Malformed(#[from] InputError),
-    /// `--context -`.
-    #[error("--context reads files and directories, not stdin")]
+    /// `--reference -`.
+    #[error("--reference reads files and directories, not stdin")]
     ContextFromStdin,
-    /// A file given both as an input and as `--context`.
-    #[error("{0} is given both as an input and as --context")]
+    /// A file given both as an input and as `--reference`.
+    #[error("{0} is given both as an input and as --reference")]
     InputAndContext(String),
     /// Inputs without a resource, without `--allow-empty`.
     #[error(

@@ -1,6 +1,6 @@
 //! The file renderer: manifest files in, a YAML stream (or a diff) out.
 //! What Argo CD, Helm, kustomize's exec plugins and CI run (`render`, `render
-//! --diff`, `check`, `post-render`); the KRM function's core does the work.
+//! --diff`, `diff`, `post-render`); the KRM function's core does the work.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io;
@@ -23,8 +23,8 @@ use crate::yaml::{self, Node};
 /// What `post-render` says when workloads have no namespace and none is set.
 const POST_RENDER_NAMESPACE_HINT: &str = "Helm does not tell a post-renderer the release namespace; pass it as --post-renderer-args=--default-namespace=NAMESPACE (the namespace of helm -n), so that the namespace's linkerd.io/multus and linkerd.io/inject annotations count and the NAD is generated in it";
 
-/// What `check` exits with, as its help shows it.
-pub const CHECK_EXIT_CODES: &str = "\
+/// What `diff` exits with, as its help shows it.
+pub const DIFF_EXIT_CODES: &str = "\
 Exit codes:
   0  every file is rendered
   1  rendering would change a file: the diff is on stdout
@@ -44,14 +44,23 @@ pub struct RenderArgs {
     settings: SettingsArgs,
 }
 
-/// `check`: whether rendering would change the files.
+/// `diff`: whether rendering would change the files. None of its flags is
+/// one of Linkerd's (`--context` is `--reference` here), so a Linkerd user's
+/// habits do not change its meaning.
 #[derive(Args)]
-pub struct CheckArgs {
+pub struct DiffArgs {
     /// Files and directories, as for render.
     #[arg(value_name = "PATH", required = true)]
     paths: Vec<String>,
+    /// Files or directories read to decide but not printed: the Linkerd-CNI
+    /// ConfigMap, Namespaces, NADs already in the cluster.
+    #[arg(long, value_name = "PATH")]
+    reference: Vec<PathBuf>,
+    /// Succeeds with empty output when the inputs hold no resources.
+    #[arg(long)]
+    allow_empty: bool,
     #[command(flatten)]
-    settings: SettingsArgs,
+    core: CoreSettings,
 }
 
 /// `post-render`: Helm's manifests on stdin, rendered on stdout.
@@ -65,9 +74,10 @@ pub struct PostRenderArgs {
 #[derive(Args)]
 struct SettingsArgs {
     /// Files or directories read to decide but not printed: the Linkerd-CNI
-    /// ConfigMap, Namespaces, NADs already in the cluster.
-    #[arg(long, value_name = "PATH")]
-    context: Vec<PathBuf>,
+    /// ConfigMap, Namespaces, NADs already in the cluster. Its old name
+    /// --context still works.
+    #[arg(long, value_name = "PATH", alias = "context")]
+    reference: Vec<PathBuf>,
     /// Succeeds with empty output when the inputs hold no resources.
     #[arg(long)]
     allow_empty: bool,
@@ -126,7 +136,7 @@ impl SettingsArgs {
     fn into_options(self, inputs: Vec<Input>, mode: Mode) -> Options {
         Options {
             inputs,
-            context: self.context.into_iter().map(Input::Path).collect(),
+            context: self.reference.into_iter().map(Input::Path).collect(),
             config: self.core.config.clone(),
             flags: self.core.flags(),
             mode,
@@ -158,14 +168,19 @@ impl RenderArgs {
     }
 }
 
-impl CheckArgs {
-    /// Runs `check`.
+impl DiffArgs {
+    /// Runs `diff`.
     pub fn run(
         self,
         env: &dyn Fn(&str) -> Option<String>,
         stdin: impl FnMut() -> io::Result<String>,
     ) -> Outcome {
-        let options = self.settings.into_options(inputs(&self.paths), Mode::Check);
+        let settings = SettingsArgs {
+            reference: self.reference,
+            allow_empty: self.allow_empty,
+            core: self.core,
+        };
+        let options = settings.into_options(inputs(&self.paths), Mode::Check);
         run(&options, env, stdin)
     }
 }
@@ -308,7 +323,7 @@ fn run_inner(
     }
 }
 
-/// The `--context` files, and the file and position of each of their
+/// The `--reference` files, and the file and position of each of their
 /// resources; a file may not be both an input and context.
 fn read_context(
     options: &Options,

@@ -256,7 +256,7 @@ fn repository_package_renders_the_kpt_example() {
     );
     // Rendered: the CI gate passes, and rendering again changes nothing.
     let check = Command::new(bin())
-        .args(["check", "functions/linkerd-multus/examples/kpt"])
+        .args(["diff", "functions/linkerd-multus/examples/kpt"])
         .current_dir(&root)
         .output()
         .unwrap();

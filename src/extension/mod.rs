@@ -1,0 +1,18 @@
+//! The Linkerd CLI extension, as Linkerd's EXTENSIONS.md defines one: `linkerd
+//! multus install` prints the cluster side from one configuration
+//! ([`install`]), `uninstall` what removes it ([`uninstall`]), `check` what is
+//! wrong in a live cluster and what to do ([`check`]). Every command reaches
+//! the API server the way the Linkerd CLI does ([`client`]).
+
+pub mod check;
+pub mod client;
+
+/// The extension's name: Linkerd runs `linkerd-multus` for `linkerd multus`,
+/// and finds the extension by its Namespace's label [`EXTENSION_LABEL`]`=multus`.
+pub const NAME: &str = "multus";
+
+/// The label by which `linkerd check` finds the installed extensions.
+pub const EXTENSION_LABEL: &str = "linkerd.io/extension";
+
+/// The extension's namespace unless `install` is told otherwise.
+pub const DEFAULT_NAMESPACE: &str = "linkerd-multus";
