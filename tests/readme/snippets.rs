@@ -61,6 +61,13 @@ impl Shared {
     fn new() -> Shared {
         let test_bin = tempfile::tempdir().unwrap();
         std::os::unix::fs::symlink(bin(), test_bin.path().join("linkerd-multus")).unwrap();
+        // The Linkerd CLI's stand-in (tests/tools/linkerd says why and what it does), for
+        // the snippets of `linkerd multus ...` and `linkerd check`.
+        std::os::unix::fs::symlink(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/tools/linkerd"),
+            test_bin.path().join("linkerd"),
+        )
+        .unwrap();
         Shared {
             install_root: tempfile::tempdir().unwrap(),
             test_bin,
