@@ -16,7 +16,7 @@ mod additions;
 mod admission;
 mod package;
 mod scripts;
-mod setters;
+pub(crate) mod setters;
 
 const NAMESPACE: &str = "linkerd-multus";
 const NAME: &str = "linkerd-multus-webhook";
