@@ -323,6 +323,11 @@ fn bad_input_is_refused_with_what_to_do() {
             ],
         ),
     ];
+    refused(cases);
+}
+
+/// Each case's run exits 1 with nothing on stdout and an error naming each of its `wants`.
+fn refused(cases: Vec<(Vec<&str>, Vec<&str>)>) {
     for (args, wants) in cases {
         let run = install(&args);
         assert_eq!(run.code, 1, "{args:?}: {run:?}");
@@ -340,7 +345,11 @@ fn bad_input_is_refused_with_what_to_do() {
             );
         }
     }
-    // The command line's own: clap names the flag and the valid values (exit 2).
+}
+
+/// The command line's own refusals: clap names the flag and the valid values (exit 2).
+#[test]
+fn bad_flag_values_are_refused_by_the_command_line() {
     for (args, want) in [
         (
             &["--failure-policy=fail"][..],

@@ -167,6 +167,12 @@ fn uninstall_removes_only_what_install_made(plane: &ControlPlane, namespace: &st
     assert_eq!(ids, want, "what uninstall prints");
 
     plane.kubectl_ok(&["delete", "--wait=false", "-f", "-"], &run.stdout);
+    removed_only(plane, &want, namespace, cni, &users);
+}
+
+/// After the delete: `want` is gone, the extension's `namespace` is being deleted, and
+/// what is not the extension's stays.
+fn removed_only(plane: &ControlPlane, want: &[String], namespace: &str, cni: &str, users: &str) {
     for id in &want[..want.len() - 1] {
         let mut parts = id.split('/');
         let (kind, ns, name) = (
@@ -192,14 +198,14 @@ fn uninstall_removes_only_what_install_made(plane: &ControlPlane, namespace: &st
     // What was not the extension's stays: the CNI namespace, the NADs, another ClusterRole.
     for (kind, name, ns) in [
         ("namespace", cni, None),
-        ("namespace", users.as_str(), None),
-        ("net-attach-def", "mine", Some(users.as_str())),
-        ("net-attach-def", "linkerd-cni", Some(users.as_str())),
+        ("namespace", users, None),
+        ("net-attach-def", "mine", Some(users)),
+        ("net-attach-def", "linkerd-cni", Some(users)),
         ("clusterrole", "someone-else", None),
     ] {
         assert!(exists(plane, kind, name, ns), "{kind} {name} was removed");
     }
-    for ns in [cni, users.as_str()] {
+    for ns in [cni, users] {
         let deleting = plane.kubectl(&[
             "get",
             "namespace",

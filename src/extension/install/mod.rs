@@ -140,12 +140,12 @@ fn trust(configuration: &mut Node, ca_bundle: &str) {
     let Some(map) = configuration.as_map_mut() else {
         return;
     };
-    if let Some(metadata) = map.map_entry("metadata") {
-        if let Some(Node::Map(annotations)) = metadata.get_mut("annotations") {
-            annotations.remove("cert-manager.io/inject-ca-from");
-            if annotations.is_empty() {
-                metadata.remove("annotations");
-            }
+    if let Some(metadata) = map.map_entry("metadata")
+        && let Some(Node::Map(annotations)) = metadata.get_mut("annotations")
+    {
+        annotations.remove("cert-manager.io/inject-ca-from");
+        if annotations.is_empty() {
+            metadata.remove("annotations");
         }
     }
     let bundle = base64::engine::general_purpose::STANDARD.encode(ca_bundle);
