@@ -215,3 +215,43 @@ fn network_resources(
         _ => unreachable!("--network-resources takes NetworkResources settings only"),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        controller: ControllerArgs,
+    }
+
+    /// The packages' setter writes `--manage-nads=false` or `=true`; the bare flag still works.
+    #[test]
+    fn manage_nads_takes_a_value_the_setter_writes() {
+        for (args, want) in [
+            (&[][..], false),
+            (&["--manage-nads"][..], true),
+            (&["--manage-nads=true"][..], true),
+            (&["--manage-nads=false"][..], false),
+        ] {
+            let mut all = vec!["webhook"];
+            all.extend(args);
+            assert_eq!(
+                Cli::parse_from(all).controller.manage_nads,
+                want,
+                "{args:?}"
+            );
+        }
+    }
+
+    /// An empty `--network-resources` (the packages' default) is off, whatever the variable says.
+    #[test]
+    fn an_empty_network_resources_file_is_off() {
+        let env = |_: &str| Some("/nonexistent".to_string());
+        assert_eq!(network_resources(Some(Path::new("")), &env).unwrap(), None);
+        assert!(network_resources(None, &env).is_err());
+    }
+}
