@@ -99,6 +99,24 @@ fn output(what: &str, command: &mut Command) -> String {
     String::from_utf8(out.stdout).unwrap()
 }
 
+/// `linkerd-multus install` with every part (the NAD controller's Role goes into
+/// linkerd-cni), its certificates made at install time.
+fn installed() -> Source {
+    let yaml = output(
+        "install",
+        Command::new(bin()).args([
+            "install",
+            "--ignore-cluster",
+            "--manage-nads",
+            "--network-resources",
+        ]),
+    );
+    Source {
+        name: "linkerd-multus install --manage-nads --network-resources".into(),
+        documents: documents(&yaml),
+    }
+}
+
 /// The rendered output of every example under functions/linkerd-multus/examples/.
 fn rendered_examples() -> Vec<Source> {
     let examples = repo_path("functions/linkerd-multus/examples");
@@ -217,6 +235,7 @@ fn shipped_manifests_apply_server_side_and_again_without_change() {
         package("deploy-network-resources"),
         package("deploy-nad-controller"),
     ];
+    sources.push(installed());
     sources.extend(rendered_examples());
     for source in &sources {
         assert!(

@@ -16,7 +16,7 @@ mod additions;
 mod admission;
 mod package;
 mod scripts;
-mod setters;
+pub(crate) mod setters;
 
 const NAMESPACE: &str = "linkerd-multus";
 const NAME: &str = "linkerd-multus-webhook";
@@ -228,7 +228,7 @@ fn text(out: &Output) -> String {
 
 /// A YAML node as JSON, with plain scalars resolved the way Kubernetes reads them (YAML 1.2
 /// core schema: booleans, integers, floats, null).
-fn to_json(node: &Yaml) -> serde_json::Value {
+pub(crate) fn to_json(node: &Yaml) -> serde_json::Value {
     use serde_json::Value;
     match node {
         Yaml::Scalar {

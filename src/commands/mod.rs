@@ -65,6 +65,20 @@ enum Command {
     /// what to do. Exits 0 when no check failed, 1 when one did.
     #[cfg(feature = "webhook")]
     Check(Box<extension::check::CheckArgs>),
+    /// The Linkerd extension's install (`linkerd multus install`): prints the
+    /// cluster side, for `kubectl apply -f -`, from one configuration (these
+    /// flags, or the same settings in a --config file): the Namespace
+    /// labelled linkerd.io/extension=multus, the webhook, optionally the NAD
+    /// controller and the network-resources rules, and the webhook's
+    /// certificates (kept from the cluster while they are good).
+    #[cfg(feature = "webhook")]
+    Install(Box<extension::install::InstallArgs>),
+    /// The Linkerd extension's uninstall (`linkerd multus uninstall`): prints
+    /// what `kubectl delete -f -` needs to remove the extension: its objects
+    /// outside its namespace and the namespace. Never a
+    /// NetworkAttachmentDefinition.
+    #[cfg(feature = "webhook")]
+    Uninstall(Box<extension::install::UninstallArgs>),
 }
 
 /// The binary: parses the command line, runs the command, prints what it
@@ -134,6 +148,10 @@ fn run(command: Option<Command>) -> Result<Outcome, Error> {
         }
         #[cfg(feature = "webhook")]
         Some(Command::Check(args)) => args.run(),
+        #[cfg(feature = "webhook")]
+        Some(Command::Install(args)) => args.run()?,
+        #[cfg(feature = "webhook")]
+        Some(Command::Uninstall(args)) => args.run()?,
     };
     Ok(outcome)
 }

@@ -77,4 +77,15 @@ pub enum Error {
     /// The webhook failed to start or stopped with an error.
     #[error("{0:#}")]
     Webhook(anyhow::Error),
+    /// `install` could not print the extension.
+    #[cfg(feature = "webhook")]
+    #[error(transparent)]
+    Install(#[from] crate::extension::install::Error),
+    /// `uninstall` could not find what to remove.
+    #[cfg(feature = "webhook")]
+    #[error(transparent)]
+    Uninstall(#[from] crate::extension::uninstall::Error),
+    /// The runtime of a command's calls to the API server did not start.
+    #[error("starting the runtime: {0}")]
+    Runtime(io::Error),
 }

@@ -67,7 +67,10 @@ pub struct ControllerArgs {
     /// (annotated linkerd.io/multus: enabled, and the control-plane
     /// namespace), built from the live Linkerd-CNI ConfigMap: the Go
     /// operator's namespace controller. One replica writes, through a Lease.
-    #[arg(long)]
+    /// `--manage-nads=false` (the packages' setter) leaves it off.
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true,
+          default_missing_value = "true", default_value = "false",
+          action = clap::ArgAction::Set)]
     manage_nads: bool,
     /// The Lease that elects the replica which writes NADs.
     #[arg(
@@ -190,13 +193,14 @@ fn settings(
 
 /// The settings of the network-resources rules: the file of
 /// `--network-resources`, else of `LINKERD_MULTUS_NETWORK_RESOURCES`; `None`
-/// when neither is set (the rules are off).
+/// when neither is set, or either is empty (the rules are off).
 fn network_resources(
     flag: Option<&Path>,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Option<network_resources::settings::Settings>, settings::Error> {
     let variable = format!("environment variable {NETWORK_RESOURCES_VARIABLE}");
     let (path, source) = match (flag, env(NETWORK_RESOURCES_VARIABLE)) {
+        (Some(path), _) if path.as_os_str().is_empty() => return Ok(None),
         (Some(path), _) => (path.to_path_buf(), "--network-resources"),
         (None, Some(path)) if !path.is_empty() => (PathBuf::from(path), variable.as_str()),
         (None, _) => return Ok(None),
@@ -209,5 +213,45 @@ fn network_resources(
     match settings::resolve(sources)? {
         FunctionConfig::NetworkResources(settings) => Ok(Some(settings)),
         _ => unreachable!("--network-resources takes NetworkResources settings only"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    #[derive(Parser)]
+    struct Cli {
+        #[command(flatten)]
+        controller: ControllerArgs,
+    }
+
+    /// The packages' setter writes `--manage-nads=false` or `=true`; the bare flag still works.
+    #[test]
+    fn manage_nads_takes_a_value_the_setter_writes() {
+        for (args, want) in [
+            (&[][..], false),
+            (&["--manage-nads"][..], true),
+            (&["--manage-nads=true"][..], true),
+            (&["--manage-nads=false"][..], false),
+        ] {
+            let mut all = vec!["webhook"];
+            all.extend(args);
+            assert_eq!(
+                Cli::parse_from(all).controller.manage_nads,
+                want,
+                "{args:?}"
+            );
+        }
+    }
+
+    /// An empty `--network-resources` (the packages' default) is off, whatever the variable says.
+    #[test]
+    fn an_empty_network_resources_file_is_off() {
+        let env = |_: &str| Some("/nonexistent".to_string());
+        assert_eq!(network_resources(Some(Path::new("")), &env).unwrap(), None);
+        assert!(network_resources(None, &env).is_err());
     }
 }

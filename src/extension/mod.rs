@@ -6,6 +6,8 @@
 
 pub mod check;
 pub mod client;
+pub mod install;
+pub mod uninstall;
 
 /// The extension's name: Linkerd runs `linkerd-multus` for `linkerd multus`,
 /// and finds the extension by its Namespace's label [`EXTENSION_LABEL`]`=multus`.

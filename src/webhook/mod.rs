@@ -140,7 +140,8 @@ pub struct Args {
     /// Also runs the network-resources rules on pods CREATEd, with the
     /// settings in FILE (a NetworkResources object or a ConfigMap), after the
     /// Linkerd-CNI rules; watches NetworkAttachmentDefinitions for them.
-    /// Also read from LINKERD_MULTUS_NETWORK_RESOURCES.
+    /// Also read from LINKERD_MULTUS_NETWORK_RESOURCES. Empty: off (the
+    /// packages' default).
     #[arg(long, value_name = "FILE")]
     pub network_resources: Option<PathBuf>,
     /// What to do with a pod the rules attach in a namespace without the

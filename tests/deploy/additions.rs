@@ -29,7 +29,7 @@ fn network_resources_package_reads_nads_and_nothing_more() {
     // The webhook package alone does not run the rules; it reads NADs already
     // (the missing-NAD check), and the addition grants no more than that.
     let base = Package::load();
-    assert!(base.arg("--network-resources").is_none());
+    assert_eq!(base.arg("--network-resources").as_deref(), Some(""));
     let pkg = network_resources_package();
     let ids: BTreeSet<(String, String, String)> =
         pkg.resources.iter().map(|(_, r)| r.id()).collect();
@@ -169,7 +169,7 @@ fn nad_controller_rights_are_opt_in_and_exactly_what_it_does() {
 fn webhook_package_alone_writes_nothing() {
     // The webhook package alone writes nothing.
     let base = Package::load();
-    assert!(base.arg("--manage-nads").is_none());
+    assert_eq!(base.arg("--manage-nads").as_deref(), Some("false"));
     for role in base.of_kind("ClusterRole") {
         for [_, _, _, verbs] in rules_of(role) {
             assert_eq!(verbs, v(&["get", "list", "watch"]));

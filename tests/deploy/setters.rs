@@ -1,18 +1,32 @@
 //! The package's kpt setters: every reference to a name they change is covered.
+//! [`apply_setters`] is the tests' own apply-setters, which `tests/extension/` uses too.
 
 use super::*;
 
 const NEW: &str = "mesh-webhook";
-const SETTERS: [(&str, &str); 5] = [
+const SETTERS: [(&str, &str); 11] = [
     ("namespace", NEW),
     ("priority-class-name", "webhooks"),
     ("api-server-cidr", "10.0.0.0/24"),
     ("api-server-cidr-ipv6", "fd00::/64"),
     ("metrics-namespace", "prometheus"),
+    ("replicas", "3"),
+    ("failure-policy", "Ignore"),
+    ("linkerd-namespace", "l5d"),
+    ("manage-nads", "true"),
+    ("cni-namespace", "cni"),
+    ("network-resources", "/etc/nr.yaml"),
 ];
 
 /// `text` with every `# kpt-set:` line set to [`SETTERS`]' values.
 fn set(text: &str) -> String {
+    apply_setters(text, &SETTERS)
+}
+
+/// `text` with every `# kpt-set:` line set to `setters`' values, as kpt's `apply-setters`
+/// sets them: the value before the comment becomes the comment's pattern with each
+/// `${name}` replaced. Panics on a setter `setters` does not give.
+pub(crate) fn apply_setters(text: &str, setters: &[(&str, &str)]) -> String {
     let mut out = String::new();
     for line in text.split_inclusive('\n') {
         let Some((before, pattern)) = line.split_once(" # kpt-set: ") else {
@@ -20,12 +34,12 @@ fn set(text: &str) -> String {
             continue;
         };
         let mut value = pattern.trim_end().to_string();
-        for (name, to) in SETTERS {
+        for (name, to) in setters {
             value = value.replace(&format!("${{{name}}}"), to);
         }
         assert!(
             !value.contains("${"),
-            "unknown setter in {line:?}: deploy/README.md documents {SETTERS:?}"
+            "unknown setter in {line:?}: the package README documents {setters:?}"
         );
         let (key, _) = before
             .rsplit_once(' ')
@@ -150,6 +164,16 @@ fn other_setters_take_effect(pkg: &Package) {
         pkg.pod_spec().str_at(&["priorityClassName"]),
         Some("webhooks")
     );
+    assert_eq!(pkg.deployment().str_at(&["spec", "replicas"]), Some("3"));
+    assert_eq!(pkg.webhook().str_at(&["failurePolicy"]), Some("Ignore"));
+    for (flag, value) in [
+        ("--linkerd-namespace", "l5d"),
+        ("--manage-nads", "true"),
+        ("--cni-namespace", "cni"),
+        ("--network-resources", "/etc/nr.yaml"),
+    ] {
+        assert_eq!(pkg.arg(flag).as_deref(), Some(value), "{flag}");
+    }
     let ingress = pkg
         .get("NetworkPolicy", NAME)
         .at(&["spec", "ingress"])

@@ -115,6 +115,8 @@ fn help_lists_only_the_flags_the_webhook_uses() {
         .lines()
         .filter_map(|l| l.trim_start().strip_prefix("--"))
         .filter_map(|l| l.split_whitespace().next())
+        // `--manage-nads[=<BOOL>]`: an optional value.
+        .map(|f| f.split_once('[').map_or(f, |(name, _)| name))
         .collect();
     assert_eq!(
         flags,

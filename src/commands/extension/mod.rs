@@ -6,6 +6,7 @@
 
 pub mod check;
 pub mod go;
+pub mod install;
 
 use std::path::PathBuf;
 

@@ -1,0 +1,517 @@
+//! The one configuration of the cluster side: what `install`'s flags set, or
+//! the same settings in a `LinkerdMultusInstall` file (`--config`), flags
+//! winning; checked into [`Options`], each problem naming the file, the field
+//! and what to do.
+
+use std::path::Path;
+
+use crate::k8s::names::is_dns1123_label;
+use crate::krm::function_config::API_VERSION;
+use crate::yaml::{Map, Node, parse_document};
+
+use super::super::DEFAULT_NAMESPACE;
+
+/// The kind of the settings file.
+pub const KIND: &str = "LinkerdMultusInstall";
+
+/// The settings keys of the file's `spec`, in the order the docs list them.
+pub const KEYS: &[&str] = &[
+    "namespace",
+    "linkerdNamespace",
+    "replicas",
+    "failurePolicy",
+    "priorityClassName",
+    "manageNADs",
+    "cniNamespace",
+    "networkResources",
+    "certs",
+    "ignoreCluster",
+];
+
+/// What the API server does with a pod while the webhook cannot answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum FailurePolicy {
+    /// Rejects the pod: its controller retries until the webhook answers.
+    #[value(name = "Fail")]
+    Fail,
+    /// Admits the pod unchanged, without its attachment.
+    #[value(name = "Ignore")]
+    Ignore,
+}
+
+impl FailurePolicy {
+    /// As the MutatingWebhookConfiguration spells it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FailurePolicy::Fail => "Fail",
+            FailurePolicy::Ignore => "Ignore",
+        }
+    }
+}
+
+/// Where the webhook's serving certificate comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Certs {
+    /// Made by `install` (or kept from the cluster): a Secret and the caBundle.
+    Generate,
+    /// Issued by cert-manager, its CA injected by cainjector.
+    CertManager,
+}
+
+impl Certs {
+    fn as_str(self) -> &'static str {
+        match self {
+            Certs::Generate => "generate",
+            Certs::CertManager => "cert-manager",
+        }
+    }
+}
+
+/// The settings given, by the flags or the file: `None` where not given.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Settings {
+    /// The extension's namespace.
+    pub namespace: Option<String>,
+    /// The Linkerd control plane's namespace.
+    pub linkerd_namespace: Option<String>,
+    /// The webhook's replicas.
+    pub replicas: Option<u32>,
+    /// The webhook's failure policy.
+    pub failure_policy: Option<FailurePolicy>,
+    /// The webhook pods' priority class.
+    pub priority_class_name: Option<String>,
+    /// Whether the NAD controller runs.
+    pub manage_nads: Option<bool>,
+    /// The namespace of the Linkerd-CNI ConfigMap.
+    pub cni_namespace: Option<String>,
+    /// Whether the network-resources rules run.
+    pub network_resources: Option<bool>,
+    /// Where the certificates come from.
+    pub certs: Option<Certs>,
+    /// Whether to make certificates without reading the cluster.
+    pub ignore_cluster: Option<bool>,
+}
+
+/// The checked configuration.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Options {
+    /// The extension's namespace [`linkerd-multus`].
+    pub namespace: String,
+    /// The Linkerd control plane's namespace [`linkerd`].
+    pub linkerd_namespace: String,
+    /// The webhook's replicas [2].
+    pub replicas: u32,
+    /// [`FailurePolicy::Fail`].
+    pub failure_policy: FailurePolicy,
+    /// [`system-cluster-critical`].
+    pub priority_class_name: String,
+    /// The NAD controller [off].
+    pub manage_nads: bool,
+    /// [`linkerd-cni`].
+    pub cni_namespace: String,
+    /// The network-resources rules [off].
+    pub network_resources: bool,
+    /// [`Certs::Generate`].
+    pub certs: Certs,
+    /// Make certificates without reading the cluster [off].
+    pub ignore_cluster: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            namespace: DEFAULT_NAMESPACE.into(),
+            linkerd_namespace: "linkerd".into(),
+            replicas: 2,
+            failure_policy: FailurePolicy::Fail,
+            priority_class_name: "system-cluster-critical".into(),
+            manage_nads: false,
+            cni_namespace: "linkerd-cni".into(),
+            network_resources: false,
+            certs: Certs::Generate,
+            ignore_cluster: false,
+        }
+    }
+}
+
+/// A problem with the configuration, saying what to do.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum OptionsError {
+    /// The file cannot be read or is not a `LinkerdMultusInstall`.
+    #[error("--config {path}: {problem}")]
+    File {
+        /// The file.
+        path: String,
+        /// What is wrong with it, naming the field.
+        problem: String,
+    },
+    /// A value or a combination that cannot be installed.
+    #[error("{0}")]
+    Invalid(String),
+}
+
+impl Settings {
+    /// The settings of `self`, each overridden by `flags` where they are given.
+    pub fn overridden_by(self, flags: Settings) -> Settings {
+        Settings {
+            namespace: flags.namespace.or(self.namespace),
+            linkerd_namespace: flags.linkerd_namespace.or(self.linkerd_namespace),
+            replicas: flags.replicas.or(self.replicas),
+            failure_policy: flags.failure_policy.or(self.failure_policy),
+            priority_class_name: flags.priority_class_name.or(self.priority_class_name),
+            manage_nads: flags.manage_nads.or(self.manage_nads),
+            cni_namespace: flags.cni_namespace.or(self.cni_namespace),
+            network_resources: flags.network_resources.or(self.network_resources),
+            certs: flags.certs.or(self.certs),
+            ignore_cluster: flags.ignore_cluster.or(self.ignore_cluster),
+        }
+    }
+
+    /// Reads a `LinkerdMultusInstall` file.
+    pub fn from_file(path: &Path) -> Result<Settings, OptionsError> {
+        let file_error = |problem: String| OptionsError::File {
+            path: path.display().to_string(),
+            problem,
+        };
+        let text = std::fs::read_to_string(path).map_err(|e| file_error(e.to_string()))?;
+        Settings::from_text(&text).map_err(file_error)
+    }
+
+    /// Reads the text of a `LinkerdMultusInstall` object; the problem names the field.
+    pub fn from_text(text: &str) -> Result<Settings, String> {
+        let node = parse_document(text).map_err(|e| format!("not YAML: {e}"))?;
+        let map = node
+            .as_map()
+            .ok_or_else(|| format!("is {}, not a {KIND} object", node.kind_name()))?;
+        let kind = map.get_text("kind").unwrap_or_default();
+        let api_version = map.get_text("apiVersion").unwrap_or_default();
+        if (api_version, kind) != (API_VERSION, KIND) {
+            return Err(format!(
+                "must be a {KIND} ({API_VERSION}), not {kind:?} ({api_version:?}): start it with `apiVersion: {API_VERSION}` and `kind: {KIND}`"
+            ));
+        }
+        for (key, _) in &map.entries {
+            let key = key.as_str().unwrap_or_default();
+            if !matches!(key, "apiVersion" | "kind" | "metadata" | "spec") {
+                return Err(format!(
+                    "unexpected top-level field {key:?}: the settings go under spec"
+                ));
+            }
+        }
+        match map.get("spec") {
+            None => Ok(Settings::default()),
+            Some(spec) if spec.is_null() => Ok(Settings::default()),
+            Some(Node::Map(spec)) => Settings::from_spec(spec),
+            Some(other) => Err(format!("spec is {}, not a mapping", other.kind_name())),
+        }
+    }
+
+    fn from_spec(spec: &Map) -> Result<Settings, String> {
+        let mut settings = Settings::default();
+        for (key, value) in &spec.entries {
+            let key = key.as_str().unwrap_or_default();
+            let field = format!("spec.{key}");
+            let text = || {
+                value
+                    .as_text()
+                    .map(str::to_string)
+                    .ok_or_else(|| format!("{field}: must be a string, not {}", value.kind_name()))
+            };
+            let boolean = || match value.as_text() {
+                Some("true") => Ok(true),
+                Some("false") => Ok(false),
+                _ => Err(format!("{field}: must be true or false")),
+            };
+            match key {
+                "namespace" => settings.namespace = Some(text()?),
+                "linkerdNamespace" => settings.linkerd_namespace = Some(text()?),
+                "replicas" => settings.replicas = Some(replicas(&text()?, &field)?),
+                "failurePolicy" => settings.failure_policy = Some(failure_policy(&text()?)?),
+                "priorityClassName" => settings.priority_class_name = Some(text()?),
+                "manageNADs" => settings.manage_nads = Some(boolean()?),
+                "cniNamespace" => settings.cni_namespace = Some(text()?),
+                "networkResources" => settings.network_resources = Some(boolean()?),
+                "certs" => settings.certs = Some(certs(&text()?)?),
+                "ignoreCluster" => settings.ignore_cluster = Some(boolean()?),
+                other => {
+                    return Err(format!(
+                        "unknown setting spec.{other}; valid settings are {}",
+                        KEYS.join(", ")
+                    ));
+                }
+            }
+        }
+        Ok(settings)
+    }
+
+    /// The checked options: the defaults where nothing is given.
+    pub fn resolve(self) -> Result<Options, OptionsError> {
+        let defaults = Options::default();
+        let cni_given = self.cni_namespace.is_some();
+        let options = Options {
+            namespace: self.namespace.unwrap_or(defaults.namespace),
+            linkerd_namespace: self.linkerd_namespace.unwrap_or(defaults.linkerd_namespace),
+            replicas: self.replicas.unwrap_or(defaults.replicas),
+            failure_policy: self.failure_policy.unwrap_or(defaults.failure_policy),
+            priority_class_name: self
+                .priority_class_name
+                .unwrap_or(defaults.priority_class_name),
+            manage_nads: self.manage_nads.unwrap_or(defaults.manage_nads),
+            cni_namespace: self.cni_namespace.unwrap_or(defaults.cni_namespace),
+            network_resources: self.network_resources.unwrap_or(defaults.network_resources),
+            certs: self.certs.unwrap_or(defaults.certs),
+            ignore_cluster: self.ignore_cluster.unwrap_or(defaults.ignore_cluster),
+        };
+        options.check(cni_given)?;
+        Ok(options)
+    }
+}
+
+impl Options {
+    /// Checks the values and how they combine; `cni_given` says whether the
+    /// CNI namespace was set rather than defaulted.
+    fn check(&self, cni_given: bool) -> Result<(), OptionsError> {
+        let invalid = |message: String| Err(OptionsError::Invalid(message));
+        for (flag, key, value) in [
+            ("--namespace", "namespace", &self.namespace),
+            (
+                "--linkerd-namespace",
+                "linkerdNamespace",
+                &self.linkerd_namespace,
+            ),
+            ("--cni-namespace", "cniNamespace", &self.cni_namespace),
+        ] {
+            if !is_dns1123_label(value) {
+                return invalid(format!(
+                    "{flag} ({key}) {value:?} is not a namespace name: lower-case letters, digits and '-', at most 63"
+                ));
+            }
+        }
+        if !is_dns1123_subdomain(&self.priority_class_name) {
+            return invalid(format!(
+                "--priority-class-name (priorityClassName) {:?} is not a PriorityClass name: lower-case letters, digits, '-' and '.', at most 253",
+                self.priority_class_name
+            ));
+        }
+        if self.replicas == 0 {
+            return invalid(
+                "--replicas (replicas) 0: with no replica the webhook answers nothing; give at least 1 (2 keeps it up through a node drain)".into(),
+            );
+        }
+        if self.ignore_cluster && self.certs == Certs::CertManager {
+            return invalid(
+                "--ignore-cluster (ignoreCluster) applies to --certs generate only: with cert-manager, install reads nothing from the cluster; leave it out".into(),
+            );
+        }
+        if cni_given && !self.manage_nads {
+            return invalid(format!(
+                "--cni-namespace (cniNamespace) {:?} is for the NAD controller: add --manage-nads (manageNADs: true), or leave it out",
+                self.cni_namespace
+            ));
+        }
+        Ok(())
+    }
+
+    /// The options as a `LinkerdMultusInstall` file would give them.
+    pub fn to_file(&self) -> String {
+        format!(
+            "apiVersion: {API_VERSION}\nkind: {KIND}\nspec:\n  namespace: {}\n  linkerdNamespace: {}\n  replicas: {}\n  failurePolicy: {}\n  priorityClassName: {}\n  manageNADs: {}\n  cniNamespace: {}\n  networkResources: {}\n  certs: {}\n  ignoreCluster: {}\n",
+            self.namespace,
+            self.linkerd_namespace,
+            self.replicas,
+            self.failure_policy.as_str(),
+            self.priority_class_name,
+            self.manage_nads,
+            self.cni_namespace,
+            self.network_resources,
+            self.certs.as_str(),
+            self.ignore_cluster,
+        )
+    }
+}
+
+fn replicas(text: &str, field: &str) -> Result<u32, String> {
+    text.parse()
+        .map_err(|_| format!("{field}: must be a whole number, not {text:?}"))
+}
+
+fn failure_policy(text: &str) -> Result<FailurePolicy, String> {
+    match text {
+        "Fail" => Ok(FailurePolicy::Fail),
+        "Ignore" => Ok(FailurePolicy::Ignore),
+        other => Err(format!(
+            "spec.failurePolicy: must be Fail or Ignore, not {other:?}"
+        )),
+    }
+}
+
+fn certs(text: &str) -> Result<Certs, String> {
+    match text {
+        "generate" => Ok(Certs::Generate),
+        "cert-manager" => Ok(Certs::CertManager),
+        other => Err(format!(
+            "spec.certs: must be generate or cert-manager, not {other:?}"
+        )),
+    }
+}
+
+/// A DNS-1123 subdomain: dot-separated labels, at most 253 characters.
+fn is_dns1123_subdomain(s: &str) -> bool {
+    s.len() <= 253 && s.split('.').all(is_dns1123_label)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HEAD: &str = "apiVersion: multus.linkerd.io/v1alpha1\nkind: LinkerdMultusInstall\n";
+
+    #[test]
+    fn a_file_gives_every_setting() {
+        let options = Options {
+            namespace: "mesh-webhook".into(),
+            linkerd_namespace: "l5d".into(),
+            replicas: 3,
+            failure_policy: FailurePolicy::Ignore,
+            priority_class_name: "high.example".into(),
+            manage_nads: true,
+            cni_namespace: "cni".into(),
+            network_resources: true,
+            certs: Certs::CertManager,
+            ignore_cluster: false,
+        };
+        let read = Settings::from_text(&options.to_file()).unwrap();
+        assert_eq!(read.resolve().unwrap(), options);
+        let empty = Settings::from_text(&format!("{HEAD}metadata: {{name: x}}\n")).unwrap();
+        assert_eq!(empty.resolve().unwrap(), Options::default());
+    }
+
+    #[test]
+    fn flags_win_over_the_file() {
+        let file = Settings::from_text(&format!(
+            "{HEAD}spec:\n  replicas: 3\n  namespace: a\n  manageNADs: true\n"
+        ))
+        .unwrap();
+        let flags = Settings {
+            namespace: Some("b".into()),
+            manage_nads: Some(false),
+            ..Settings::default()
+        };
+        let options = file.overridden_by(flags).resolve().unwrap();
+        assert_eq!(
+            (
+                options.replicas,
+                options.namespace.as_str(),
+                options.manage_nads
+            ),
+            (3, "b", false)
+        );
+    }
+
+    #[test]
+    fn a_bad_file_names_the_field_and_what_to_do() {
+        for (spec, want) in [
+            (
+                "spec:\n  replica: 3\n",
+                "unknown setting spec.replica; valid settings are namespace,",
+            ),
+            (
+                "spec:\n  replicas: two\n",
+                "spec.replicas: must be a whole number, not \"two\"",
+            ),
+            (
+                "spec:\n  failurePolicy: fail\n",
+                "spec.failurePolicy: must be Fail or Ignore, not \"fail\"",
+            ),
+            (
+                "spec:\n  manageNADs: yes\n",
+                "spec.manageNADs: must be true or false",
+            ),
+            (
+                "spec:\n  certs: vault\n",
+                "spec.certs: must be generate or cert-manager",
+            ),
+            (
+                "spec:\n  namespace: [a]\n",
+                "spec.namespace: must be a string, not a sequence",
+            ),
+            ("spec: 3\n", "spec is a scalar, not a mapping"),
+            (
+                "replicas: 3\n",
+                "unexpected top-level field \"replicas\": the settings go under spec",
+            ),
+        ] {
+            let err = Settings::from_text(&format!("{HEAD}{spec}")).unwrap_err();
+            assert!(err.contains(want), "{spec:?}: {err}");
+        }
+        let err = Settings::from_text("apiVersion: v1\nkind: ConfigMap\n").unwrap_err();
+        assert!(
+            err.contains("must be a LinkerdMultusInstall (multus.linkerd.io/v1alpha1), not \"ConfigMap\" (\"v1\")"),
+            "{err}"
+        );
+        let err = Settings::from_file(Path::new("/nonexistent/install.yaml")).unwrap_err();
+        assert!(
+            err.to_string()
+                .starts_with("--config /nonexistent/install.yaml: "),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn bad_values_and_conflicts_say_what_to_do() {
+        for (settings, want) in [
+            (
+                Settings {
+                    namespace: Some("Mesh".into()),
+                    ..Settings::default()
+                },
+                "--namespace (namespace) \"Mesh\" is not a namespace name",
+            ),
+            (
+                Settings {
+                    linkerd_namespace: Some("l5d_".into()),
+                    ..Settings::default()
+                },
+                "--linkerd-namespace (linkerdNamespace)",
+            ),
+            (
+                Settings {
+                    replicas: Some(0),
+                    ..Settings::default()
+                },
+                "--replicas (replicas) 0",
+            ),
+            (
+                Settings {
+                    priority_class_name: Some("High".into()),
+                    ..Settings::default()
+                },
+                "is not a PriorityClass name",
+            ),
+            (
+                Settings {
+                    certs: Some(Certs::CertManager),
+                    ignore_cluster: Some(true),
+                    ..Settings::default()
+                },
+                "--ignore-cluster (ignoreCluster) applies to --certs generate only",
+            ),
+            (
+                Settings {
+                    cni_namespace: Some("cni".into()),
+                    ..Settings::default()
+                },
+                "add --manage-nads",
+            ),
+        ] {
+            let err = settings.clone().resolve().unwrap_err().to_string();
+            assert!(err.contains(want), "{settings:?}: {err}");
+        }
+        let fine = Settings {
+            cni_namespace: Some("cni".into()),
+            manage_nads: Some(true),
+            ..Settings::default()
+        };
+        assert_eq!(fine.resolve().unwrap().cni_namespace, "cni");
+    }
+}

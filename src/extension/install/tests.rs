@@ -1,0 +1,129 @@
+use super::options::FailurePolicy;
+use super::*;
+use crate::yaml::parse_stream;
+
+fn certs() -> Certificates {
+    Certificates {
+        cert: "CERT\n".into(),
+        key: "KEY\n".into(),
+        ca_bundle: "CA\n".into(),
+    }
+}
+
+/// `kind/namespace/name` of each object, in order.
+fn ids(yaml: &str) -> Vec<String> {
+    parse_stream(yaml)
+        .unwrap()
+        .iter()
+        .map(|o| {
+            let text = |path: &[&str]| o.get_path(path).and_then(Node::as_str).unwrap_or("");
+            format!(
+                "{}/{}/{}",
+                text(&["kind"]),
+                text(&["metadata", "namespace"]),
+                text(&["metadata", "name"])
+            )
+        })
+        .collect()
+}
+
+fn object<'a>(objects: &'a [Node], kind: &str) -> &'a Node {
+    objects
+        .iter()
+        .find(|o| o.get_path(&["kind"]).and_then(Node::as_str) == Some(kind))
+        .unwrap_or_else(|| panic!("no {kind}"))
+}
+
+#[test]
+fn defaults_give_the_webhook_with_its_certificates() {
+    let yaml = render(&Options::default(), Some(&certs())).unwrap();
+    assert_eq!(yaml, render(&Options::default(), Some(&certs())).unwrap());
+    let ns = "linkerd-multus";
+    let want = [
+        "Namespace//linkerd-multus".to_string(),
+        format!("ServiceAccount/{ns}/linkerd-multus-webhook"),
+        "ClusterRole//linkerd-multus-webhook".into(),
+        "ClusterRoleBinding//linkerd-multus-webhook".into(),
+        format!("Secret/{ns}/linkerd-multus-webhook-tls"),
+        format!("Service/{ns}/linkerd-multus-webhook"),
+        format!("Service/{ns}/linkerd-multus-webhook-metrics"),
+        format!("NetworkPolicy/{ns}/linkerd-multus-webhook"),
+        format!("PodDisruptionBudget/{ns}/linkerd-multus-webhook"),
+        format!("Deployment/{ns}/linkerd-multus-webhook"),
+        "MutatingWebhookConfiguration//linkerd-multus-webhook".into(),
+    ];
+    assert_eq!(ids(&yaml), want);
+    let objects = parse_stream(&yaml).unwrap();
+    let mwc = object(&objects, "MutatingWebhookConfiguration");
+    assert!(mwc.get_path(&["metadata", "annotations"]).is_none());
+    let hook = &mwc.get_path(&["webhooks"]).unwrap().as_seq().unwrap().items[0];
+    assert_eq!(
+        hook.get_path(&["clientConfig", "caBundle"])
+            .and_then(Node::as_str),
+        Some("Q0EK")
+    );
+    let secret = object(&objects, "Secret");
+    assert_eq!(
+        secret.get_path(&["data", "tls.key"]).and_then(Node::as_str),
+        Some("S0VZCg==")
+    );
+    assert_eq!(
+        object(&objects, "Namespace")
+            .get_path(&["metadata", "labels", "linkerd.io/extension"])
+            .and_then(Node::as_str),
+        Some("multus")
+    );
+}
+
+#[test]
+fn options_reach_the_objects() {
+    let options = Options {
+        namespace: "mesh".into(),
+        linkerd_namespace: "l5d".into(),
+        replicas: 3,
+        failure_policy: FailurePolicy::Ignore,
+        priority_class_name: "high".into(),
+        manage_nads: true,
+        cni_namespace: "cni".into(),
+        network_resources: true,
+        certs: Certs::CertManager,
+        ignore_cluster: false,
+    };
+    let yaml = render(&options, None).unwrap();
+    let ids = ids(&yaml);
+    assert_eq!(ids[0], "Namespace//mesh");
+    for id in [
+        "Role/cni/linkerd-multus-nad-controller",
+        "Role/mesh/linkerd-multus-nad-controller-lease",
+        "ConfigMap/mesh/linkerd-multus-network-resources",
+        "ClusterRole//linkerd-multus-webhook-network-resources",
+        "Certificate/mesh/linkerd-multus-webhook",
+        "Issuer/mesh/linkerd-multus-webhook-ca",
+    ] {
+        assert!(ids.iter().any(|i| i == id), "{id} in {ids:?}");
+    }
+    assert!(!ids.iter().any(|i| i.starts_with("Secret/")), "{ids:?}");
+    for old in [
+        "namespace: linkerd-multus\n",
+        "- linkerd-multus\n",
+        " linkerd-multus/",
+        ".linkerd-multus",
+    ] {
+        assert!(
+            !yaml.contains(old),
+            "the old namespace is left ({old:?}):\n{yaml}"
+        );
+    }
+    for want in [
+        "replicas: 3\n",
+        "failurePolicy: Ignore\n",
+        "priorityClassName: high\n",
+        "- --linkerd-namespace=l5d\n",
+        "- --manage-nads=true\n",
+        "- --cni-namespace=cni\n",
+        "- --network-resources=/etc/linkerd-multus/network-resources/network-resources.yaml\n",
+        "cert-manager.io/inject-ca-from: mesh/linkerd-multus-webhook\n",
+    ] {
+        assert!(yaml.contains(want), "{want:?} not in:\n{yaml}");
+    }
+}

@@ -1,0 +1,368 @@
+//! `install` and the kpt packages are one source: the same options give the same objects,
+//! whether set by `install` or by the packages' `# kpt-set:` setters (applied by the tests'
+//! own apply-setters, `tests/deploy/setters.rs`); and what `install` refuses, it names.
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+use super::common::{Run, Yaml, parse_yaml_stream, repo_path, run_with_args, snapshot};
+use crate::deploy::setters::apply_setters;
+use crate::deploy::to_json;
+
+/// One way to install: `install`'s flags, and the packages' setters and parts that match.
+struct Case {
+    name: &'static str,
+    flags: &'static [&'static str],
+    setters: &'static [(&'static str, &'static str)],
+    nad_controller: bool,
+    network_resources: bool,
+    cert_manager: bool,
+}
+
+const NR_FILE: &str = "/etc/linkerd-multus/network-resources/network-resources.yaml";
+
+const CASES: &[Case] = &[
+    Case {
+        name: "defaults",
+        flags: &[],
+        setters: &[],
+        nad_controller: false,
+        network_resources: false,
+        cert_manager: false,
+    },
+    Case {
+        name: "another namespace, 3 replicas, Ignore",
+        flags: &[
+            "--namespace=mesh-webhook",
+            "--replicas=3",
+            "--failure-policy=Ignore",
+            "--priority-class-name=webhooks",
+            "-L",
+            "l5d",
+        ],
+        setters: &[
+            ("namespace", "mesh-webhook"),
+            ("replicas", "3"),
+            ("failure-policy", "Ignore"),
+            ("priority-class-name", "webhooks"),
+            ("linkerd-namespace", "l5d"),
+        ],
+        nad_controller: false,
+        network_resources: false,
+        cert_manager: false,
+    },
+    Case {
+        name: "the NAD controller",
+        flags: &["--manage-nads", "--cni-namespace=cni"],
+        setters: &[("manage-nads", "true"), ("cni-namespace", "cni")],
+        nad_controller: true,
+        network_resources: false,
+        cert_manager: false,
+    },
+    Case {
+        name: "network resources",
+        flags: &["--network-resources"],
+        setters: &[("network-resources", NR_FILE)],
+        nad_controller: false,
+        network_resources: true,
+        cert_manager: false,
+    },
+    Case {
+        name: "cert-manager, everything",
+        flags: &[
+            "--certs=cert-manager",
+            "--namespace=mesh",
+            "--manage-nads",
+            "--network-resources",
+        ],
+        setters: &[
+            ("namespace", "mesh"),
+            ("manage-nads", "true"),
+            ("network-resources", NR_FILE),
+        ],
+        nad_controller: true,
+        network_resources: true,
+        cert_manager: true,
+    },
+];
+
+/// The packages' defaults of every setter, as their READMEs document them.
+const DEFAULTS: [(&str, &str); 11] = [
+    ("namespace", "linkerd-multus"),
+    ("replicas", "2"),
+    ("failure-policy", "Fail"),
+    ("priority-class-name", "system-cluster-critical"),
+    ("linkerd-namespace", "linkerd"),
+    ("manage-nads", "false"),
+    ("cni-namespace", "linkerd-cni"),
+    ("network-resources", ""),
+    ("api-server-cidr", "0.0.0.0/0"),
+    ("api-server-cidr-ipv6", "::/0"),
+    ("metrics-namespace", "monitoring"),
+];
+
+type Objects = BTreeMap<(String, String, String), Value>;
+
+/// The YAML files of `dir` with `setters` applied, as objects.
+fn package(dir: &str, setters: &[(&str, &str)], with_cert_manager: bool) -> Vec<Yaml> {
+    let mut out = Vec::new();
+    for (rel, bytes) in snapshot(&repo_path(dir)) {
+        if !rel.ends_with(".yaml") || (rel.starts_with("cert-manager/") && !with_cert_manager) {
+            continue;
+        }
+        let text = apply_setters(&String::from_utf8(bytes).unwrap(), setters);
+        out.extend(parse_yaml_stream(&text).unwrap());
+    }
+    out
+}
+
+/// What a package user gets for `case`: the packages set with its setters, and without
+/// cert-manager, the inject-ca-from annotation removed (deploy/README.md, step 1).
+fn from_packages(case: &Case) -> Objects {
+    let mut setters: BTreeMap<&str, &str> = DEFAULTS.into_iter().collect();
+    setters.extend(case.setters.iter().copied());
+    let setters: Vec<(&str, &str)> = setters.into_iter().collect();
+    let mut objects = package("deploy", &setters, case.cert_manager);
+    if case.nad_controller {
+        objects.extend(package("deploy-nad-controller", &setters, false));
+    }
+    if case.network_resources {
+        objects.extend(package("deploy-network-resources", &setters, false));
+    }
+    let mut out = by_id(&objects);
+    if !case.cert_manager {
+        let mwc = out
+            .iter_mut()
+            .find(|(id, _)| id.0 == "MutatingWebhookConfiguration")
+            .unwrap()
+            .1;
+        mwc["metadata"]
+            .as_object_mut()
+            .unwrap()
+            .remove("annotations");
+    }
+    out
+}
+
+fn by_id(objects: &[Yaml]) -> Objects {
+    let mut out = Objects::new();
+    for object in objects {
+        assert!(
+            out.insert(object.id(), to_json(object)).is_none(),
+            "{:?} twice",
+            object.id()
+        );
+    }
+    out
+}
+
+/// `install --ignore-cluster` with `flags` (without it for cert-manager, which reads nothing
+/// from the cluster): its objects, the generated certificate material taken out (and
+/// checked: the Secret's CA is the configuration's caBundle).
+fn from_install(flags: &[&str]) -> Objects {
+    let mut args = vec!["install"];
+    if !flags.contains(&"--certs=cert-manager") {
+        args.push("--ignore-cluster");
+    }
+    args.extend(flags);
+    let run = run_with_args(b"", &args);
+    assert_eq!(run.code, 0, "install {flags:?}: {}", run.stderr);
+    let docs = parse_yaml_stream(&run.stdout).unwrap();
+    assert_eq!(
+        docs[0].str_at(&["kind"]),
+        Some("Namespace"),
+        "{flags:?}: the Namespace first"
+    );
+    let mut out = by_id(&docs);
+    let secret = out
+        .iter()
+        .find(|(id, _)| id.0 == "Secret")
+        .map(|(id, _)| id.clone());
+    if let Some(id) = secret {
+        let secret = out.remove(&id).unwrap();
+        let ca = secret["data"]["ca.crt"].as_str().unwrap().to_string();
+        for hook in out
+            .iter_mut()
+            .find(|(id, _)| id.0 == "MutatingWebhookConfiguration")
+            .unwrap()
+            .1["webhooks"]
+            .as_array_mut()
+            .unwrap()
+        {
+            let bundle = hook["clientConfig"]
+                .as_object_mut()
+                .unwrap()
+                .remove("caBundle");
+            assert_eq!(
+                bundle,
+                Some(Value::String(ca.clone())),
+                "{flags:?}: the caBundle"
+            );
+        }
+        let keys: Vec<&String> = secret["data"].as_object().unwrap().keys().collect();
+        assert_eq!(keys, ["ca.crt", "tls.crt", "tls.key"], "{flags:?}");
+    }
+    out
+}
+
+#[test]
+fn install_and_the_packages_give_the_same_objects_for_the_same_options() {
+    for case in CASES {
+        let want = from_packages(case);
+        let got = from_install(case.flags);
+        let ids = |o: &Objects| o.keys().cloned().collect::<Vec<_>>();
+        assert_eq!(ids(&got), ids(&want), "{}: the objects", case.name);
+        for (id, object) in &want {
+            assert_eq!(&got[id], object, "{}: {id:?}", case.name);
+        }
+    }
+}
+
+/// The same settings in a file give the same output as the flags, and flags win over it.
+#[test]
+fn a_config_file_gives_what_the_flags_give() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("install.yaml");
+    std::fs::write(
+        &file,
+        "apiVersion: multus.linkerd.io/v1alpha1\nkind: LinkerdMultusInstall\nmetadata:\n  name: cluster\nspec:\n  namespace: mesh\n  replicas: 5\n  manageNADs: true\n  cniNamespace: cni\n  certs: cert-manager\n  linkerdNamespace: l5d\n",
+    )
+    .unwrap();
+    let install = |args: &[&str]| {
+        let mut all = vec!["install"];
+        all.extend(args);
+        let run = run_with_args(b"", &all);
+        assert_eq!(run.code, 0, "{args:?}: {}", run.stderr);
+        run.stdout
+    };
+    let config = format!("--config={}", file.display());
+    let flags = [
+        "--namespace=mesh",
+        "--replicas=3",
+        "--manage-nads",
+        "--cni-namespace=cni",
+        "--certs=cert-manager",
+        "-L",
+        "l5d",
+    ];
+    assert_eq!(install(&[&config, "--replicas=3"]), install(&flags));
+    assert_eq!(
+        install(&[&config, "-L", "linkerd"]),
+        install(&flags[..5]).replace("replicas: 3", "replicas: 5")
+    );
+}
+
+fn install(args: &[&str]) -> Run {
+    let mut all = vec!["install"];
+    all.extend(args);
+    run_with_args(b"", &all)
+}
+
+/// Each refusal: exit 1, nothing on stdout, one line naming what is wrong and what to do.
+#[test]
+fn bad_input_is_refused_with_what_to_do() {
+    let dir = tempfile::tempdir().unwrap();
+    let head = "apiVersion: multus.linkerd.io/v1alpha1\nkind: LinkerdMultusInstall\n";
+    let file = |name: &str, text: &str| {
+        let path = dir.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        format!("--config={}", path.display())
+    };
+    let unknown = file("unknown.yaml", &format!("{head}spec:\n  replica: 3\n"));
+    let kind = file(
+        "kind.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n",
+    );
+    let value = file(
+        "value.yaml",
+        &format!("{head}spec:\n  failurePolicy: Sometimes\n"),
+    );
+    let cases: Vec<(Vec<&str>, Vec<&str>)> = vec![
+        (
+            vec![&unknown],
+            vec!["unknown.yaml: unknown setting spec.replica; valid settings are namespace"],
+        ),
+        (
+            vec![&kind],
+            vec![
+                "kind.yaml: must be a LinkerdMultusInstall (multus.linkerd.io/v1alpha1)",
+                "start it with",
+            ],
+        ),
+        (
+            vec![&value],
+            vec!["value.yaml: spec.failurePolicy: must be Fail or Ignore"],
+        ),
+        (
+            vec!["--config=/nonexistent.yaml"],
+            vec!["--config /nonexistent.yaml: "],
+        ),
+        (
+            vec!["--namespace=Mesh", "--ignore-cluster"],
+            vec!["--namespace (namespace) \"Mesh\" is not a namespace name"],
+        ),
+        (
+            vec!["--replicas=0", "--ignore-cluster"],
+            vec!["give at least 1"],
+        ),
+        (
+            vec!["--certs=cert-manager", "--ignore-cluster"],
+            vec!["applies to --certs generate only", "leave it out"],
+        ),
+        (
+            vec!["--cni-namespace=cni", "--ignore-cluster"],
+            vec!["add --manage-nads"],
+        ),
+        // No cluster to read the certificates from.
+        (
+            vec!["--api-addr=127.0.0.1:1"],
+            vec![
+                "reading the cluster for the webhook's certificates",
+                "pass --ignore-cluster",
+            ],
+        ),
+    ];
+    refused(cases);
+}
+
+/// Each case's run exits 1 with nothing on stdout and an error naming each of its `wants`.
+fn refused(cases: Vec<(Vec<&str>, Vec<&str>)>) {
+    for (args, wants) in cases {
+        let run = install(&args);
+        assert_eq!(run.code, 1, "{args:?}: {run:?}");
+        assert_eq!(run.stdout, "", "{args:?}");
+        assert!(
+            run.stderr.starts_with("error: "),
+            "{args:?}: {}",
+            run.stderr
+        );
+        for want in wants {
+            assert!(
+                run.stderr.contains(want),
+                "{args:?}: {want:?} not in {}",
+                run.stderr
+            );
+        }
+    }
+}
+
+/// The command line's own refusals: clap names the flag and the valid values (exit 2).
+#[test]
+fn bad_flag_values_are_refused_by_the_command_line() {
+    for (args, want) in [
+        (
+            &["--failure-policy=fail"][..],
+            "[possible values: Fail, Ignore]",
+        ),
+        (&["--replicas=two"][..], "--replicas"),
+        (
+            &["--certs=vault"][..],
+            "[possible values: generate, cert-manager]",
+        ),
+    ] {
+        let run = install(args);
+        assert_eq!(run.code, 2, "{args:?}: {run:?}");
+        assert!(run.stderr.contains(want), "{args:?}: {}", run.stderr);
+    }
+}
