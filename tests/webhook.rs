@@ -24,6 +24,7 @@ use common::kube_apiserver::{ApiServer, ControlPlane, free_port};
 use serde_json::{Value, json};
 
 mod caches;
+mod config_hash;
 mod network_resources;
 mod serving;
 mod startup;
