@@ -31,6 +31,8 @@ Scenarios (those of the Go operator, plus its known defects):
   namespace with openshift.io/sa.scc.uid-range: 1000680000/10000 -> proxy-uid 1000682102;
     a pod that sets config.linkerd.io/proxy-uid keeps it
   idempotence: the mutated pods applied again come back unchanged
+  pods not attached get no multus.linkerd.io/config-hash (an attached pod gets the hash of its
+    NAD's config when the webhook reads NADs; tests/webhook/config_hash.rs checks its value)
 With --manage-nads (the local webhook only; the NAD CRD must be installed), the webhook runs its
 NAD controller, as the Go operator did, over a Linkerd-CNI ConfigMap in a namespace the script
 creates, and:
@@ -232,6 +234,8 @@ import sys
 
 NETWORKS = "k8s.v1.cni.cncf.io/networks"
 PROXY_UID = "config.linkerd.io/proxy-uid"
+# Set by the webhook on the pods it attaches when it reads their NAD: docs/webhook.md.
+CONFIG_HASH = "multus.linkerd.io/config-hash"
 LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 
 
@@ -274,8 +278,9 @@ def pod(name, namespace, anns, labels):
 
 def check(out_path, in_path, expectations):
     """Each expectation: networks=VALUE, networks=- (absent), proxy-uid=VALUE, proxy-uid=-,
-    json-list (the networks annotation is a JSON list), unchanged (the webhook's keys are as
-    in the input)."""
+    config-hash=- (absent), json-list (the networks annotation is a JSON list), unchanged (the
+    webhook's keys are as in the input, but for the config hash of an attached pod, whose
+    value depends on the NAD the webhook reads)."""
     got = annotations(load(out_path))
     sent = annotations(load(in_path))
     problems = []
@@ -283,7 +288,7 @@ def check(out_path, in_path, expectations):
         if exp == "unchanged":
             for key in sorted(set(got) | set(sent)):
                 owned = key in (NETWORKS, PROXY_UID) or key.startswith("multus.linkerd.io/")
-                if owned and got.get(key) != sent.get(key):
+                if owned and key != CONFIG_HASH and got.get(key) != sent.get(key):
                     problems.append(f"{key}: sent {sent.get(key)!r}, got {got.get(key)!r}")
             continue
         if exp == "json-list":
@@ -306,7 +311,7 @@ def check(out_path, in_path, expectations):
             if have != value:
                 problems.append(f"{key} {name}: want {value!r}, got {have!r}")
             continue
-        key = {"networks": NETWORKS, "proxy-uid": PROXY_UID}[key]
+        key = {"networks": NETWORKS, "proxy-uid": PROXY_UID, "config-hash": CONFIG_HASH}[key]
         have = got.get(key)
         if want == "-":
             if have is not None:
@@ -332,6 +337,9 @@ def resubmit(out_path, in_path):
 
 def same(first_path, second_path):
     a, b = annotations(load(first_path)), annotations(load(second_path))
+    if CONFIG_HASH not in a:
+        # The NAD was made meanwhile (--manage-nads): the second apply reads it.
+        b.pop(CONFIG_HASH, None)
     if a == b:
         return 0
     diff = [f"{k}: {a.get(k)!r} -> {b.get(k)!r}" for k in sorted(set(a) | set(b)) if a.get(k) != b.get(k)]
@@ -625,13 +633,15 @@ as_json() { python3 -c 'import json, sys; print(json.dumps(dict(zip(sys.argv[1::
 scenario "enabled namespace: pod attached" "$ns_enabled" enabled '{}' '{}' \
   networks=linkerd-cni proxy-uid=-
 scenario "namespace without annotations: pod unchanged" "$ns_plain" plain '{}' '{}' \
-  unchanged networks=- proxy-uid=-
+  unchanged networks=- proxy-uid=- config-hash=-
 scenario "pod annotations alone: attached" "$ns_plain" pod-annotations \
   "$(as_json linkerd.io/multus enabled linkerd.io/inject enabled)" '{}' networks=linkerd-cni
 scenario "linkerd.io/multus: disabled on the pod, enabled namespace: not attached" \
-  "$ns_enabled" multus-disabled "$(as_json linkerd.io/multus disabled)" '{}' unchanged networks=-
+  "$ns_enabled" multus-disabled "$(as_json linkerd.io/multus disabled)" '{}' unchanged networks=- \
+  config-hash=-
 scenario "linkerd.io/inject: disabled on the pod, enabled namespace: not attached" \
-  "$ns_enabled" inject-disabled "$(as_json linkerd.io/inject disabled)" '{}' unchanged networks=-
+  "$ns_enabled" inject-disabled "$(as_json linkerd.io/inject disabled)" '{}' unchanged networks=- \
+  config-hash=-
 scenario "comma-form networks annotation: linkerd-cni appended once" "$ns_enabled" comma \
   "$(as_json k8s.v1.cni.cncf.io/networks "$comma")" '{}' "networks=$comma, linkerd-cni"
 scenario "JSON-list networks annotation: linkerd-cni appended once, still a list" "$ns_enabled" \
@@ -643,7 +653,7 @@ if [ "$cp_scenarios" = true ]; then
   scenario "control-plane pod: attached, no proxy UID" "$cp_ns" control-plane '{}' \
     "$(as_json linkerd.io/control-plane-component destination)" networks=linkerd-cni proxy-uid=-
   scenario "control-plane namespace, pod without the label: not attached" "$cp_ns" \
-    not-control-plane '{}' '{}' unchanged networks=-
+    not-control-plane '{}' '{}' unchanged networks=- config-hash=-
 else
   skip "control-plane pod" "needs a control-plane namespace the script creates (--control-plane-namespace)"
 fi

@@ -24,6 +24,7 @@ use common::kube_apiserver::{ApiServer, ControlPlane, free_port};
 use serde_json::{Value, json};
 
 mod caches;
+mod config_hash;
 mod network_resources;
 mod serving;
 mod startup;
@@ -166,6 +167,11 @@ impl Drop for Webhook {
 }
 
 const MULTUS: &str = "linkerd.io/multus";
+/// The config of the NADs the tests make ([`Cluster::put_nad`]).
+const NAD_CONFIG: &str = r#"{"cniVersion": "0.3.1", "type": "macvlan"}"#;
+/// Its hash ([`linkerd_multus::linkerd_cni::rollout::config_hash`]): what the
+/// webhook records in `multus.linkerd.io/config-hash` on the pods it attaches.
+const NAD_HASH: &str = "852f806340e62b5e";
 const INJECT: &str = "linkerd.io/inject";
 
 /// The ClusterRole of deploy/rbac.yaml: Namespaces.
@@ -277,17 +283,29 @@ impl Cluster {
         self.account(&[WEBHOOK_ROLE])
     }
 
-    /// Creates or updates NAD `namespace/name` with `annotations`.
+    /// Creates or updates NAD `namespace/name` with `annotations` and [`NAD_CONFIG`].
     fn put_nad(&self, namespace: &str, name: &str, annotations: &[(&str, &str)]) {
+        self.put_nad_config(namespace, name, annotations, NAD_CONFIG);
+    }
+
+    /// Creates or updates NAD `namespace/name` with `annotations` and `config`.
+    fn put_nad_config(
+        &self,
+        namespace: &str,
+        name: &str,
+        annotations: &[(&str, &str)],
+        config: &str,
+    ) {
         let mut yaml = format!(
-            "apiVersion: k8s.cni.cncf.io/v1\nkind: NetworkAttachmentDefinition\nmetadata:\n  name: {name}\n  namespace: {namespace}\n  annotations: {}\nspec:\n  config: '{{\"cniVersion\": \"0.3.1\", \"type\": \"macvlan\"}}'\n",
+            "apiVersion: k8s.cni.cncf.io/v1\nkind: NetworkAttachmentDefinition\nmetadata:\n  name: {name}\n  namespace: {namespace}\n  annotations: {}\nspec:\n  config: {}\n",
             serde_json::to_string(
                 &annotations
                     .iter()
                     .map(|(k, v)| (k.to_string(), v.to_string()))
                     .collect::<std::collections::BTreeMap<_, _>>()
             )
-            .unwrap()
+            .unwrap(),
+            serde_json::to_string(config).unwrap()
         );
         if annotations.is_empty() {
             yaml = yaml.replace("  annotations: {}\n", "");

@@ -4,8 +4,18 @@
 //! writes, and a pod one of them refuses, the other refuses too. With the
 //! network-resources rules on, the same holds against the function pipeline
 //! LinkerdMultus then NetworkResources, over generated NADs and settings too.
+//!
+//! The webhook that reads the NADs stamps pods with the hash of their NAD's
+//! config as the function with `configRollout: all` stamps templates
+//! (`webhook_property/stamp.rs`): so the network-resources property runs the
+//! function with it, over pods carrying no hash, a render's hash of another
+//! config, or the hash of the config. The first property keeps the function's
+//! default (`off`) and the webhook without NADs (`--missing-nad ignore`),
+//! where neither touches a pod without a hash, as it did before the stamp.
 
-use linkerd_multus::admission::{self, NetworkResources, OnError, Outcome};
+mod stamp;
+
+use linkerd_multus::admission::{self, MissingNad, NadCheck, NetworkResources, OnError, Outcome};
 use linkerd_multus::commands::function as krm;
 use linkerd_multus::krm::function_config::SettingsKind;
 use linkerd_multus::linkerd_cni::settings::Settings;
@@ -14,6 +24,7 @@ use linkerd_multus::yaml;
 use proptest::prelude::*;
 use proptest::strategy::ValueTree;
 use serde_json::{Map, Value, json};
+use stamp::{ClusterNads, Stamp, rollout_all};
 
 const CONFIG_MAP: &str = include_str!("../../shared/fixtures/linkerd-cni/version-2.19.yaml");
 
@@ -55,6 +66,8 @@ struct Case {
     /// The namespace's annotations; `None` when the namespace is unknown.
     namespace_annotations: Option<Map<String, Value>>,
     pod: Value,
+    /// The config hash the pod carries in the stamp properties.
+    stamp: Stamp,
 }
 
 fn annotations(pairs: &[(&str, Option<&str>)]) -> Map<String, Value> {
@@ -89,8 +102,9 @@ fn case() -> impl Strategy<Value = Case> {
         pick(CONTROL_PLANE),
         proptest::bool::ANY,
     );
-    (proptest::sample::select(&["demo", "linkerd"][..]), namespace, pod).prop_map(
-        |(ns, namespace_annotations, (multus, inject, networks, uid, owned, cp, labels))| {
+    let stamp = proptest::sample::select(&[Stamp::None, Stamp::Other, Stamp::Current][..]);
+    (proptest::sample::select(&["demo", "linkerd"][..]), namespace, pod, stamp).prop_map(
+        |(ns, namespace_annotations, (multus, inject, networks, uid, owned, cp, labels), stamp)| {
             let mut metadata = json!({"name": "p", "namespace": ns});
             let annotations = annotations(&[
                 ("linkerd.io/multus", multus),
@@ -116,6 +130,7 @@ fn case() -> impl Strategy<Value = Case> {
                     "metadata": metadata,
                     "spec": {"containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}]}
                 }),
+                stamp,
             }
         },
     )
@@ -123,12 +138,17 @@ fn case() -> impl Strategy<Value = Case> {
 
 /// The webhook's answer: the patched pod, or `None` when it refused to act.
 fn by_webhook(case: &Case) -> Option<Value> {
-    webhook_answer(case, None)
+    webhook_answer(case, None, None)
 }
 
-/// The webhook's answer with the network-resources rules when given: their
-/// settings object and the NADs of the cluster.
-fn webhook_answer(case: &Case, network_resources: Option<(&Value, &Nads)>) -> Option<Value> {
+/// The webhook's answer with the network-resources rules when given (their
+/// settings object and the NADs of the cluster), and with the missing-NAD
+/// check (`--missing-nad attach`), so the config-hash stamp, over `checked`.
+fn webhook_answer(
+    case: &Case,
+    network_resources: Option<(&Value, &ClusterNads)>,
+    checked: Option<&ClusterNads>,
+) -> Option<Value> {
     let review = json!({
         "apiVersion": "admission.k8s.io/v1",
         "kind": "AdmissionReview",
@@ -158,12 +178,17 @@ fn webhook_answer(case: &Case, network_resources: Option<(&Value, &Nads)>) -> Op
     // A namespace the function's input lacks has no annotations for it: the
     // webhook, given a namespace without annotations, must decide the same.
     let none = std::collections::BTreeMap::new();
+    let check = checked.map(|nads| NadCheck {
+        nads,
+        policy: MissingNad::Attach,
+        managed: false,
+    });
     let answer = admission::answer(
         &request,
         known.as_ref().unwrap_or(&none),
         &Settings::default(),
         nr.as_ref(),
-        None,
+        check.as_ref(),
         OnError::Allow,
     );
     let response: Value = serde_json::from_slice(&answer.body).unwrap();
@@ -191,6 +216,12 @@ fn webhook_answer(case: &Case, network_resources: Option<(&Value, &Nads)>) -> Op
 
 /// The KRM function's output pod, or `None` when it reported an error on the pod.
 fn by_function(case: &Case) -> Option<Value> {
+    by_function_with(case, None).0
+}
+
+/// The KRM function's output pod with the LinkerdMultus settings `config`
+/// (or `None` when it reported an error on the pod), and the NADs of its output.
+fn by_function_with(case: &Case, config: Option<&Value>) -> (Option<Value>, ClusterNads) {
     let config_map = yaml::parse_document(CONFIG_MAP).unwrap().to_json();
     let mut items = vec![config_map];
     if let Some(annotations) = &case.namespace_annotations {
@@ -201,8 +232,8 @@ fn by_function(case: &Case) -> Option<Value> {
         }));
     }
     items.push(case.pod.clone());
-    let (items, refused) = function(items, None);
-    (!refused).then(|| pod_of(&items))
+    let (items, refused) = function(items, config);
+    ((!refused).then(|| pod_of(&items)), ClusterNads::of(&items))
 }
 
 /// Runs the KRM function on `items` with `config`: the items out, and whether
@@ -239,6 +270,7 @@ proptest! {
         let function = by_function(&case);
         prop_assert_eq!(webhook, function, "namespace {} {:?}", case.namespace, case.namespace_annotations);
     }
+
 }
 
 #[test]
@@ -262,9 +294,6 @@ fn the_generator_reaches_every_outcome() {
 
 // ------------------------------------------------------------------------------------------
 // With the network-resources rules.
-
-/// NADs by (namespace, name): their annotations.
-type Nads = linkerd_multus::network_resources::NadTable;
 
 const RESOURCE_NAME: &str = "k8s.v1.cni.cncf.io/resourceName";
 const NODE_SELECTOR: &str = "k8s.v1.cni.cncf.io/nodeSelector";
@@ -336,14 +365,21 @@ fn nr_case() -> impl Strategy<Value = NrCase> {
         proptest::bool::weighted(0.2),
     );
     let settings = (proptest::bool::ANY, proptest::bool::ANY);
+    // Mostly no hash or this config's: pods these rules leave alone stay common.
+    let stamp = prop_oneof![
+        3 => Just(Stamp::None),
+        2 => Just(Stamp::Current),
+        1 => Just(Stamp::Other)
+    ];
     (
-        case(),
+        (case(), stamp),
         pod,
         proptest::collection::vec(proptest::bool::weighted(0.9), NAD_CHOICES.len()),
         settings,
     )
         .prop_map(
-            |(mut base, (networks, default, user_resources, inject, stale), present, (honor, downward))| {
+            |((base, stamp), (networks, default, user_resources, inject, stale), present, (honor, downward))| {
+                let mut base = Case { stamp, ..base }.stamped();
                 let pod = &mut base.pod;
                 let annotations = &mut pod["metadata"]["annotations"];
                 if !annotations.is_object() {
@@ -420,11 +456,12 @@ fn nad_objects(case: &NrCase) -> Vec<Value> {
         .collect()
 }
 
-/// The function pipeline: LinkerdMultus, then NetworkResources on its output.
-/// Also returns the NADs of the package after the first stage (the user's and
-/// the Linkerd-CNI NAD it generates), which is what the cluster holds once the
-/// package is applied: the NADs the webhook then sees.
-fn by_pipeline(case: &NrCase) -> (Option<Value>, Nads) {
+/// The function pipeline: LinkerdMultus (with `configRollout: all`), then
+/// NetworkResources on its output. Also returns the NADs of the package after
+/// the first stage (the user's and the Linkerd-CNI NAD it generates), which is
+/// what the cluster holds once the package is applied: the NADs the webhook
+/// then sees.
+fn by_pipeline(case: &NrCase) -> (Option<Value>, ClusterNads) {
     let config_map = yaml::parse_document(CONFIG_MAP).unwrap().to_json();
     let mut items = vec![config_map];
     if let Some(annotations) = &case.base.namespace_annotations {
@@ -436,27 +473,8 @@ fn by_pipeline(case: &NrCase) -> (Option<Value>, Nads) {
     }
     items.extend(nad_objects(case));
     items.push(case.base.pod.clone());
-    let (items, refused) = function(items, None);
-    let nads: Nads = items
-        .iter()
-        .filter(|i| i["kind"] == "NetworkAttachmentDefinition")
-        .map(|nad| {
-            let meta = &nad["metadata"];
-            let annotations = meta["annotations"]
-                .as_object()
-                .into_iter()
-                .flatten()
-                .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string()))
-                .collect();
-            (
-                (
-                    meta["namespace"].as_str().unwrap().to_string(),
-                    meta["name"].as_str().unwrap().to_string(),
-                ),
-                annotations,
-            )
-        })
-        .collect();
+    let (items, refused) = function(items, Some(&rollout_all()));
+    let nads = ClusterNads::of(&items);
     if refused {
         return (None, nads);
     }
@@ -470,7 +488,7 @@ proptest! {
     #[test]
     fn webhook_and_function_pipeline_agree_with_network_resources(case in nr_case()) {
         let (function, nads) = by_pipeline(&case);
-        let webhook = webhook_answer(&case.base, Some((&case.config, &nads)));
+        let webhook = webhook_answer(&case.base, Some((&case.config, &nads)), Some(&nads));
         prop_assert_eq!(webhook, function, "NADs {:?}", nads);
     }
 }
@@ -484,7 +502,7 @@ fn the_network_resources_generator_reaches_every_outcome() {
     for _ in 0..200 {
         let case = nr_case().new_tree(&mut runner).unwrap().current();
         let (_, nads) = by_pipeline(&case);
-        match webhook_answer(&case.base, Some((&case.config, &nads))) {
+        match webhook_answer(&case.base, Some((&case.config, &nads)), Some(&nads)) {
             None => refused += 1,
             Some(pod) if pod == case.base.pod => unchanged += 1,
             Some(pod) if pod["spec"]["containers"][0]["resources"].is_object() => resources += 1,

@@ -34,9 +34,10 @@ pub const READER_ENV: &str = "LINKERD_MULTUS_BENCH_READER";
 /// answer: the API server rejects an answer for another uid.
 pub const ECHO_UID_ENV: &str = "LINKERD_MULTUS_BENCH_ECHO_UID";
 
-/// The patch the webhook returns for a pod in an enabled namespace: the
-/// baseline answers it too, so both send answers of the same size.
-pub const ATTACH_PATCH: &str = r#"[{"op":"add","path":"/metadata/annotations/k8s.v1.cni.cncf.io~1networks","value":"linkerd-cni"},{"op":"add","path":"/metadata/annotations/multus.linkerd.io~1owned","value":"network=created"}]"#;
+/// The patch the webhook returns for a pod in an enabled namespace (the last
+/// value: the hash of the stand-in API server's NAD config): the baseline
+/// answers it too, so both send answers of the same size.
+pub const ATTACH_PATCH: &str = r#"[{"op":"add","path":"/metadata/annotations/k8s.v1.cni.cncf.io~1networks","value":"linkerd-cni"},{"op":"add","path":"/metadata/annotations/multus.linkerd.io~1owned","value":"network=created"},{"op":"add","path":"/metadata/annotations/multus.linkerd.io~1config-hash","value":"1f175a8d44f1fc03"}]"#;
 
 /// The uid of the constant answer (the captured review's).
 const CONSTANT_UID: &str = "e6ccade7-b1df-410b-9f67-c7462560ec49";

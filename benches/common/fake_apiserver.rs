@@ -1,6 +1,6 @@
 //! A stand-in for the one part of kube-apiserver the webhook uses: list and
-//! watch of Namespaces and of NetworkAttachmentDefinitions (all namespaces) as
-//! metadata, over plain HTTP. It answers what the webhook's caches ask:
+//! watch of Namespaces (as metadata) and of NetworkAttachmentDefinitions (all
+//! namespaces, whole: each with [`NAD_CONFIG`]), over plain HTTP. It answers what the webhook's caches ask:
 //! `GET /api/v1/namespaces` or
 //! `GET /apis/k8s.cni.cncf.io/v1/network-attachment-definitions` (a list with a
 //! resourceVersion) and the same with `watch=true` (newline-delimited events
@@ -37,6 +37,33 @@ type Body = BoxBody<Bytes, Infallible>;
 pub const NAMESPACES: &str = "/api/v1/namespaces";
 /// The list and watch path of NetworkAttachmentDefinitions in all namespaces.
 pub const NADS: &str = "/apis/k8s.cni.cncf.io/v1/network-attachment-definitions";
+
+/// The config of every NAD: Linkerd-CNI's as rendering gives it from the
+/// version-2.19 ConfigMap (testdata/golden/generation-version-2-19). Its hash
+/// is the webhook's stamp in `baseline::ATTACH_PATCH`.
+pub const NAD_CONFIG: &str = r#"{
+  "cniVersion": "0.3.0",
+  "name": "linkerd-cni",
+  "type": "linkerd-cni",
+  "log_level": "info",
+  "kubernetes": {
+    "kubeconfig": "/etc/cni/net.d/ZZZ-linkerd-cni-kubeconfig"
+  },
+  "linkerd": {
+    "incoming-proxy-port": 4143,
+    "outgoing-proxy-port": 4140,
+    "proxy-uid": 2102,
+    "ports-to-redirect": [],
+    "inbound-ports-to-ignore": [
+      "4191",
+      "4190"
+    ],
+    "simulate": false,
+    "use-wait-flag": false,
+    "iptables-mode": "nft",
+    "ipv6": false
+  }
+}"#;
 
 /// The objects of one resource and their history.
 #[derive(Default)]
@@ -180,7 +207,12 @@ impl FakeApiServer {
         } else {
             "ADDED"
         };
-        let object = object(namespace, name, version, &annotations);
+        let mut object = object(namespace, name, version, &annotations);
+        if path == NADS {
+            object["apiVersion"] = json!("k8s.cni.cncf.io/v1");
+            object["kind"] = json!("NetworkAttachmentDefinition");
+            object["spec"] = json!({ "config": NAD_CONFIG });
+        }
         collection.objects.insert(key, object.clone());
         publish(collection, version, kind, object);
     }
@@ -317,15 +349,47 @@ fn answer(request: &Request<Incoming>, state: &Mutex<State>) -> Response<Body> {
             .insert("content-type", "application/json".parse().unwrap());
         return response;
     }
-    let items: Vec<Value> = collection.objects.values().cloned().collect();
-    state.lists += 1;
+    let (items, next, offset) = page(collection, &query);
+    if offset == 0 {
+        state.lists += 1;
+    }
+    let (api_version, kind) = match path {
+        NADS => ("k8s.cni.cncf.io/v1", "NetworkAttachmentDefinitionList"),
+        _ => ("meta.k8s.io/v1", "PartialObjectMetadataList"),
+    };
     full(
         StatusCode::OK,
         json!({
-            "apiVersion": "meta.k8s.io/v1",
-            "kind": "PartialObjectMetadataList",
-            "metadata": {"resourceVersion": version.to_string()},
+            "apiVersion": api_version,
+            "kind": kind,
+            "metadata": {"resourceVersion": version.to_string(), "continue": next},
             "items": items,
         }),
     )
+}
+
+/// One page of a list, as the API server pages: at most `limit` items from
+/// the offset `continue` gives (its token here); the items, the next token
+/// (empty on the last page) and the offset.
+fn page(collection: &Collection, query: &BTreeMap<String, String>) -> (Vec<Value>, String, usize) {
+    let number = |key: &str| query.get(key).and_then(|v| v.parse::<usize>().ok());
+    let (limit, offset) = (
+        number("limit").unwrap_or(usize::MAX),
+        number("continue").unwrap_or(0),
+    );
+    let total = collection.objects.len();
+    let end = offset.saturating_add(limit).min(total);
+    let items = collection
+        .objects
+        .values()
+        .skip(offset)
+        .take(end.saturating_sub(offset))
+        .cloned()
+        .collect();
+    let next = if end < total {
+        end.to_string()
+    } else {
+        String::new()
+    };
+    (items, next, offset)
 }

@@ -178,6 +178,7 @@ pub(crate) async fn verify(
                 {"op": "add", "path": "/metadata/annotations/k8s.v1.cni.cncf.io~1networks", "value": "linkerd-cni"},
                 {"op": "add", "path": "/metadata/annotations/config.linkerd.io~1proxy-uid", "value": "1000682102"},
                 {"op": "add", "path": "/metadata/annotations/multus.linkerd.io~1owned", "value": "network=created,proxy-uid=1000682102"},
+                {"op": "add", "path": "/metadata/annotations/multus.linkerd.io~1config-hash", "value": "1f175a8d44f1fc03"},
             ]),
             Class::UidRange | Class::Plain => Value::Null,
         };

@@ -8,7 +8,7 @@
 use std::path::Path;
 
 use base64::Engine as _;
-use linkerd_multus::admission::{self, MissingNad, NadCheck, OnError};
+use linkerd_multus::admission::{self, MissingNad, NadCheck, NadConfigs, OnError};
 use linkerd_multus::commands::function as krm;
 use linkerd_multus::commands::manifests::Input;
 use linkerd_multus::commands::render::{self, Mode, Options};
@@ -243,14 +243,21 @@ pub fn settings(data: &[u8]) {
     }
 }
 
-/// A cluster where every namespace has every NAD, without annotations: the
-/// missing-NAD check runs and lets every attached pod through.
+/// A cluster where every namespace has every NAD, without annotations and with
+/// one config: the missing-NAD check runs and lets every attached pod through,
+/// and each gets the config's hash.
 struct EveryNad;
 
 impl Nads for EveryNad {
     fn annotations(&self, _: &str, _: &str) -> Option<&dyn Lookup> {
         static NONE: std::collections::BTreeMap<String, String> = std::collections::BTreeMap::new();
         Some(&NONE)
+    }
+}
+
+impl NadConfigs for EveryNad {
+    fn config_hash(&self, _: &str, _: &str) -> Option<&str> {
+        Some("a6c07c0f59f1dd14")
     }
 }
 

@@ -5,6 +5,7 @@
 mod patch;
 mod response;
 mod review;
+mod stamp;
 
 use std::fmt;
 use std::sync::LazyLock;
@@ -15,6 +16,7 @@ use crate::k8s::json_patch::{self, Writer};
 use crate::k8s::namespace::Lookup;
 use crate::k8s::workload::WorkloadKind;
 use crate::linkerd_cni::attach::{self, Change, Edit, WorkloadOutcome};
+use crate::linkerd_cni::rollout;
 use crate::linkerd_cni::settings::Settings;
 use crate::multus::networks::NETWORKS_ANNOTATION;
 use crate::network_resources::{self, Nads};
@@ -25,6 +27,7 @@ use response::respond;
 pub use review::{
     API_VERSION, BadReview, GroupVersion, KIND, Member, Metadata, Object, Request, Strings, parse,
 };
+pub use stamp::NadConfigs;
 
 /// What to answer for a pod the webhook cannot act on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -56,10 +59,11 @@ pub enum MissingNad {
     Ignore,
 }
 
-/// The missing-NAD check of the Linkerd-CNI rules.
+/// The missing-NAD check of the Linkerd-CNI rules, and the config-hash stamp
+/// of the pods they attach (on CREATE; not under [`MissingNad::Ignore`]).
 pub struct NadCheck<'a> {
-    /// The cluster's NADs.
-    pub nads: &'a dyn Nads,
+    /// The cluster's NADs, with the hashes of their configs.
+    pub nads: &'a dyn NadConfigs,
     /// What to do when the pod's namespace lacks the NAD.
     pub policy: MissingNad,
     /// Whether the webhook's NAD controller (`--manage-nads`) makes missing NADs.
@@ -120,6 +124,8 @@ pub struct Answer {
     pub body: Vec<u8>,
     /// What the patch changes.
     pub changes: Vec<Change>,
+    /// How the patch changes the config-hash stamp, if it does.
+    pub stamp: Option<rollout::Change>,
     /// What the network-resources rules change, one line each.
     pub network_resources: Vec<String>,
     /// The warnings (and, when denied, the reason) returned to the client.
@@ -133,6 +139,7 @@ static POD: LazyLock<WorkloadKind> = LazyLock::new(WorkloadKind::pod);
 struct Verdict {
     patch: Writer,
     changes: Vec<Change>,
+    stamp: Option<rollout::Change>,
     network_resources: Vec<String>,
     warnings: Vec<String>,
 }
@@ -176,6 +183,7 @@ fn refusal(request: &Request, outcome: Outcome, message: String) -> Answer {
         Verdict {
             patch: Writer::default(),
             changes: Vec::new(),
+            stamp: None,
             network_resources: Vec::new(),
             warnings: vec![message],
         },
@@ -188,7 +196,8 @@ fn refusal(request: &Request, outcome: Outcome, message: String) -> Answer {
 /// rules alone read the pod's metadata as the review holds it and patch its
 /// annotations; with the network-resources rules, the pod's metadata and spec
 /// are read into a tree, as the KRM function reads a workload. `namespace`
-/// holds the annotations of the pod's namespace.
+/// holds the annotations of the pod's namespace. With `nad_check`, a pod the
+/// rules attach on CREATE gets the hash of its NAD's config (`stamp.rs`).
 pub fn answer(
     request: &Request,
     namespace: &dyn Lookup,
@@ -229,9 +238,14 @@ pub fn answer(
         .filter(|_| request.operation == "CREATE")
         .map(|nr| (nr.settings, nr.nads));
     let verdict = match network_resources {
-        None => pod_verdict(request, object, namespace, settings),
+        None => pod_verdict(request, object, namespace, settings, nad_check),
         Some(network_resources) => match object.to_value() {
-            Ok(object) => tree_verdict(request, &object, namespace, settings, network_resources),
+            Ok(object) => tree_verdict(
+                request,
+                &object,
+                (namespace, settings, nad_check),
+                network_resources,
+            ),
             Err(e) => Err(Refusal::Problem(format!(
                 "the pod's spec does not read: {e}"
             ))),
@@ -290,6 +304,7 @@ fn pod_verdict(
     object: &Object,
     namespace: &dyn Lookup,
     settings: &Settings,
+    nad_check: Option<&NadCheck<'_>>,
 ) -> Result<Verdict, Refusal> {
     let mut warnings = Vec::new();
     let lookup = Some(namespace);
@@ -310,24 +325,33 @@ fn pod_verdict(
         &lookup,
     )
     .map_err(|e| Refusal::Problem(e.to_string()))?;
-    let patch = annotation_patch(metadata, &change.edits).map_err(Refusal::Problem)?;
+    let mut edits = change.edits;
+    let attached = change.decision.attach;
+    let stamp = stamp::wanted(request, settings, nad_check, attached)
+        .and_then(|wanted| stamp::edit(annotations, wanted))
+        .map(|(edit, stamp)| {
+            edits.push(edit);
+            stamp
+        });
+    let patch = annotation_patch(metadata, &edits).map_err(Refusal::Problem)?;
     warnings.extend(change.decision.range_problem);
     warnings.extend(change.applied.warnings);
     Ok(Verdict {
         patch,
         changes: change.applied.changes,
+        stamp,
         network_resources: Vec::new(),
         warnings,
     })
 }
 
-/// The Linkerd-CNI rules then the network-resources rules, on a tree of the
-/// pod's metadata and spec, answered with the diff of the two trees.
+/// The Linkerd-CNI rules (and the config-hash stamp) then the
+/// network-resources rules, on a tree of the pod's metadata and spec,
+/// answered with the diff of the two trees.
 fn tree_verdict(
     request: &Request,
     object: &Value,
-    namespace: &dyn Lookup,
-    settings: &Settings,
+    (namespace, settings, nad_check): (&dyn Lookup, &Settings, Option<&NadCheck<'_>>),
     (nr_settings, nads): (&network_resources::settings::Settings, &dyn Nads),
 ) -> Result<Verdict, Refusal> {
     let pod_namespace = &*request.namespace;
@@ -346,6 +370,15 @@ fn tree_verdict(
     let applied = applied.map_err(|e| problem(&e))?;
     warnings.extend(decision.range_problem);
     warnings.extend(applied.warnings);
+    let stamp = match stamp::wanted(request, settings, nad_check, decision.attach) {
+        Some(wanted) => {
+            let map = pod
+                .as_map_mut()
+                .expect("a pod the rules decided on is a mapping");
+            rollout::stamp(map, wanted).map_err(|e| problem(&e))?
+        }
+        None => None,
+    };
     use network_resources::Error;
     let network_resources_changes =
         match network_resources::workload(&mut pod, &POD, nr_settings, pod_namespace, nads) {
@@ -366,6 +399,7 @@ fn tree_verdict(
     Ok(Verdict {
         patch: Writer::from(&json_patch::diff(object, &pod.to_json())[..]),
         changes: applied.changes,
+        stamp,
         network_resources: network_resources_changes,
         warnings,
     })

@@ -87,6 +87,7 @@ pub(super) fn respond(
         outcome,
         body,
         changes: verdict.changes,
+        stamp: verdict.stamp,
         network_resources: verdict.network_resources,
         warnings,
     }

@@ -80,6 +80,8 @@ pub enum Unstamped {
     NotLabelled,
     /// The NAD it uses has no `spec.config` to hash.
     NoConfig,
+    /// The NAD it uses does not exist (the webhook's stamp of a pod).
+    NoNad,
 }
 
 impl fmt::Display for Unstamped {
@@ -92,6 +94,7 @@ impl fmt::Display for Unstamped {
                 "the pod template is not labelled {RECONCILE_LABEL}: {RECONCILE_AUTO}"
             ),
             Unstamped::NoConfig => write!(f, "its NetworkAttachmentDefinition has no spec.config"),
+            Unstamped::NoNad => write!(f, "its NetworkAttachmentDefinition does not exist"),
         }
     }
 }

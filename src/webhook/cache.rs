@@ -1,7 +1,9 @@
 //! The watch-fed caches: for every Namespace, and for every
-//! NetworkAttachmentDefinition when the network-resources rules are on, the
-//! annotations the rules read, fed by a list and watch of their metadata so a
-//! review costs no API call.
+//! NetworkAttachmentDefinition when the missing-NAD check or the
+//! network-resources rules read them, the annotations the rules read (and of
+//! a NAD the hash of its config), fed by a list and watch so a review costs no
+//! API call. Namespaces are listed and watched as metadata; NADs whole, since
+//! their config is in their spec, and only its hash is kept.
 //!
 //! The list-and-watch loop is written here over kube-rs's `list_metadata` and
 //! `watch_metadata` rather than taken from kube-runtime's watcher, because the
@@ -24,18 +26,23 @@ use kube::api::{Api, DynamicObject, ListParams, WatchEvent, WatchParams};
 use kube::core::{ObjectMeta, PartialObjectMeta};
 use serde::de::DeserializeOwned;
 
+use crate::admission::NadConfigs;
 use crate::k8s::namespace::{INJECT_ANNOTATION, Lookup, MULTUS_ANNOTATION};
+use crate::linkerd_cni::rollout;
 use crate::network_resources::{Nads, nad_annotation_keys};
 
-/// The annotations of one object that the rules read; the others are not
-/// kept. Short keys and values are held inline, so a lookup reads no other
-/// memory.
+/// The annotations of one object that the rules read (the others are not
+/// kept) and, for a NAD, the hash of its config. Short keys and values are
+/// held inline, so a lookup reads no other memory.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Annotations(Vec<(CompactString, CompactString)>);
+pub struct Annotations {
+    pairs: Vec<(CompactString, CompactString)>,
+    config_hash: Option<CompactString>,
+}
 
 impl Lookup for Annotations {
     fn lookup(&self, key: &str) -> Option<&str> {
-        self.0
+        self.pairs
             .iter()
             .find(|(k, _)| k == key)
             .map(|(_, v)| v.as_str())
@@ -44,19 +51,55 @@ impl Lookup for Annotations {
 
 impl Annotations {
     /// No annotations.
-    pub const EMPTY: Annotations = Annotations(Vec::new());
+    pub const EMPTY: Annotations = Annotations {
+        pairs: Vec::new(),
+        config_hash: None,
+    };
 
-    /// The annotations of `meta` among `keys`.
-    pub fn of(meta: &ObjectMeta, keys: &[String]) -> Self {
-        Annotations(
-            meta.annotations
+    /// The annotations of `meta` among `keys`, with the hash of the NAD
+    /// config `config` when given.
+    pub fn of(meta: &ObjectMeta, keys: &[String], config: Option<&str>) -> Self {
+        Annotations {
+            pairs: meta
+                .annotations
                 .iter()
                 .flatten()
                 .filter(|(k, _)| keys.contains(k))
                 .map(|(k, v)| (k.as_str().into(), v.as_str().into()))
                 .collect(),
-        )
+            config_hash: config.map(|c| rollout::config_hash(c).into()),
+        }
     }
+
+    /// The [`rollout::config_hash`] of the NAD's `spec.config`, computed once
+    /// when the NAD was stored; `None` when it has none.
+    pub fn config_hash(&self) -> Option<&str> {
+        self.config_hash.as_deref()
+    }
+}
+
+/// An object a cache is fed: its metadata, and the NAD config it holds.
+pub trait Cached: kube::Resource + Clone + DeserializeOwned + Debug + Send + 'static {
+    /// The `spec.config` of a NAD read whole; `None` for metadata.
+    fn config(&self) -> Option<&str> {
+        None
+    }
+}
+
+impl<K> Cached for PartialObjectMeta<K> where
+    K: kube::Resource + Clone + DeserializeOwned + Debug + Send + 'static
+{
+}
+
+impl Cached for DynamicObject {
+    fn config(&self) -> Option<&str> {
+        nad_config(self)
+    }
+}
+
+/// A NAD's `spec.config`, when it is a string.
+pub fn nad_config(nad: &DynamicObject) -> Option<&str> {
+    nad.data.get("spec")?.get("config")?.as_str()
 }
 
 /// Why the watch is broken, since when.
@@ -248,9 +291,13 @@ impl WatchCache {
         f(&mut self.health.write().unwrap_or_else(|e| e.into_inner()));
     }
 
-    fn keep(&self, meta: &ObjectMeta) -> Option<(CompactString, Annotations)> {
+    fn keep(
+        &self,
+        meta: &ObjectMeta,
+        config: Option<&str>,
+    ) -> Option<(CompactString, Annotations)> {
         let key = (self.kind.key)(meta)?;
-        Some((key, Annotations::of(meta, &self.keys)))
+        Some((key, Annotations::of(meta, &self.keys, config)))
     }
 
     fn read(&self) -> RwLockReadGuard<'_, Entries> {
@@ -266,10 +313,7 @@ impl WatchCache {
     /// failed; only when that version has expired (410 Gone) does the cache
     /// list again. Meanwhile it keeps serving the last state it had, and says
     /// so in its status and the log.
-    pub async fn run<K>(self: Arc<Self>, api: Api<PartialObjectMeta<K>>)
-    where
-        K: kube::Resource + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
-    {
+    pub async fn run<K: Cached>(self: Arc<Self>, api: Api<K>) {
         let mut backoff = Backoff::new();
         loop {
             match self.list(&api).await {
@@ -285,15 +329,16 @@ impl WatchCache {
 
     /// Lists every object, page by page, and replaces the cache with them at
     /// once. Returns the list's resourceVersion.
-    async fn list<K>(&self, api: &Api<PartialObjectMeta<K>>) -> kube::Result<String>
-    where
-        K: kube::Resource + Clone + DeserializeOwned + Debug,
-    {
+    async fn list<K: Cached>(&self, api: &Api<K>) -> kube::Result<String> {
         let mut listed = Entries::new();
         let mut params = ListParams::default().limit(LIST_PAGE);
         loop {
-            let page = within(self.api_timeout, api.list_metadata(&params)).await?;
-            listed.extend(page.items.iter().filter_map(|o| self.keep(&o.metadata)));
+            let page = within(self.api_timeout, api.list(&params)).await?;
+            listed.extend(
+                page.items
+                    .iter()
+                    .filter_map(|o| self.keep(o.meta(), o.config())),
+            );
             match page.metadata.continue_.filter(|c| !c.is_empty()) {
                 Some(token) => params = params.continue_token(&token),
                 None => {
@@ -306,18 +351,10 @@ impl WatchCache {
 
     /// Watches from `version`, resuming after every end or failure, until the
     /// version expires.
-    async fn watch<K>(
-        &self,
-        api: &Api<PartialObjectMeta<K>>,
-        mut version: String,
-        backoff: &mut Backoff,
-    ) where
-        K: kube::Resource + Clone + DeserializeOwned + Debug + Send + 'static,
-    {
+    async fn watch<K: Cached>(&self, api: &Api<K>, mut version: String, backoff: &mut Backoff) {
         let params = WatchParams::default().timeout(WATCH_SECONDS);
         loop {
-            let stream = match within(self.api_timeout, api.watch_metadata(&params, &version)).await
-            {
+            let stream = match within(self.api_timeout, api.watch(&params, &version)).await {
                 Ok(stream) => stream,
                 Err(error) if is_gone(&error) => return,
                 Err(error) => {
@@ -334,12 +371,12 @@ impl WatchCache {
                 let next = tokio::time::timeout(WATCH_DEAD_AFTER, stream.next()).await;
                 match next {
                     Ok(Some(Ok(WatchEvent::Added(o) | WatchEvent::Modified(o)))) => {
-                        version = o.metadata.resource_version.clone().unwrap_or(version);
-                        self.apply(Change::Applied(o.metadata));
+                        version = o.meta().resource_version.clone().unwrap_or(version);
+                        self.apply(Change::Applied(self.keep(o.meta(), o.config())));
                     }
                     Ok(Some(Ok(WatchEvent::Deleted(o)))) => {
-                        version = o.metadata.resource_version.clone().unwrap_or(version);
-                        self.apply(Change::Deleted(o.metadata));
+                        version = o.meta().resource_version.clone().unwrap_or(version);
+                        self.apply(Change::Deleted((self.kind.key)(o.meta())));
                     }
                     Ok(Some(Ok(WatchEvent::Bookmark(b)))) => {
                         version = b.metadata.resource_version;
@@ -412,13 +449,13 @@ impl WatchCache {
                 }
                 self.up();
             }
-            Change::Applied(meta) => {
-                if let Some((key, a)) = self.keep(&meta) {
+            Change::Applied(kept) => {
+                if let Some((key, a)) = kept {
                     self.write().insert(key, a);
                 }
             }
-            Change::Deleted(meta) => {
-                if let Some(key) = (self.kind.key)(&meta) {
+            Change::Deleted(key) => {
+                if let Some(key) = key {
                     self.write().remove(&key);
                 }
             }
@@ -430,10 +467,10 @@ impl WatchCache {
 enum Change {
     /// A full list: the cache becomes exactly this.
     Listed(Entries),
-    /// An object added or changed.
-    Applied(ObjectMeta),
-    /// An object deleted.
-    Deleted(ObjectMeta),
+    /// An object added or changed, as kept (`None`: it has no key).
+    Applied(Option<(CompactString, Annotations)>),
+    /// An object deleted, by its key (`None`: it has none).
+    Deleted(Option<CompactString>),
 }
 
 /// Objects per page of a list.
@@ -486,18 +523,23 @@ impl Nads for View<'_> {
     }
 }
 
+/// The NADs of a [`NadCache`], with the hashes of their configs.
+impl NadConfigs for View<'_> {
+    fn config_hash(&self, namespace: &str, name: &str) -> Option<&str> {
+        self.0.get(&nad_key(namespace, name))?.config_hash()
+    }
+}
+
 /// Runs a Namespace cache over the metadata of every Namespace.
 pub async fn run_namespaces(cache: Arc<NamespaceCache>, client: kube::Client) {
     let api = Api::<PartialObjectMeta<Namespace>>::all(client);
     cache.run(api).await
 }
 
-/// Runs a NAD cache over the metadata of every NetworkAttachmentDefinition.
+/// Runs a NAD cache over every NetworkAttachmentDefinition, read whole for
+/// the hash of its config.
 pub async fn run_nads(cache: Arc<NadCache>, client: kube::Client) {
-    let api = Api::<PartialObjectMeta<DynamicObject>>::all_with(
-        client,
-        &crate::multus::nad::api_resource(),
-    );
+    let api = Api::<DynamicObject>::all_with(client, &crate::multus::nad::api_resource());
     cache.run(api).await
 }
 

@@ -2,9 +2,11 @@
 
 use std::collections::BTreeMap;
 
+use kube::Resource;
 use kube::core::PartialObjectMetaExt;
 
 use super::*;
+use crate::linkerd_cni::rollout;
 use crate::network_resources::NODE_SELECTOR_ANNOTATION;
 
 fn object<K>(
@@ -32,7 +34,7 @@ fn ns(name: &str, annotations: &[(&str, &str)]) -> ObjectMeta {
 
 /// A full list of `objects`, as the cache keeps it.
 fn listed(cache: &WatchCache, objects: &[ObjectMeta]) -> Change {
-    Change::Listed(objects.iter().filter_map(|o| cache.keep(o)).collect())
+    Change::Listed(objects.iter().filter_map(|o| cache.keep(o, None)).collect())
 }
 
 #[test]
@@ -55,11 +57,11 @@ fn events_build_the_cache() {
         "only the rule annotations are kept"
     );
     drop(view);
-    cache.apply(Change::Applied(ns(
-        "web",
-        &[("openshift.io/sa.scc.uid-range", "1/2")],
+    cache.apply(Change::Applied(cache.keep(
+        &ns("web", &[("openshift.io/sa.scc.uid-range", "1/2")]),
+        None,
     )));
-    cache.apply(Change::Deleted(ns("demo", &[])));
+    cache.apply(Change::Deleted((cache.kind.key)(&ns("demo", &[]))));
     assert!(cache.view().get("demo").is_none());
     assert_eq!(
         cache.status(),
@@ -176,8 +178,8 @@ fn the_nad_cache_keeps_what_the_rules_read_by_namespace_and_name() {
         for step in events {
             cache.apply(match step {
                 Step::List(objects) => listed(&cache, &objects),
-                Step::Apply(object) => Change::Applied(object),
-                Step::Delete(object) => Change::Deleted(object),
+                Step::Apply(object) => Change::Applied(cache.keep(&object, None)),
+                Step::Delete(object) => Change::Deleted((cache.kind.key)(&object)),
             });
         }
         assert!(cache.synced(), "{name}");
@@ -245,4 +247,59 @@ fn a_cache_vouches_while_synced_and_its_watch_is_down_no_longer_than_allowed() {
     cache.up();
     assert!(cache.vouches(second));
     assert_eq!(cache.status().age_seconds, 0.0);
+}
+
+/// A NAD read whole, as the API server sends it in a list or a watch event.
+fn whole_nad(namespace: &str, name: &str, config: Option<&str>) -> DynamicObject {
+    let mut nad = serde_json::json!({
+        "apiVersion": "k8s.cni.cncf.io/v1",
+        "kind": "NetworkAttachmentDefinition",
+        "metadata": {"namespace": namespace, "name": name, "resourceVersion": "7"},
+    });
+    if let Some(config) = config {
+        nad["spec"] = serde_json::json!({ "config": config });
+    }
+    serde_json::from_value(nad).unwrap()
+}
+
+/// A NAD cache keeps the hash of each NAD's `spec.config`, computed as the
+/// render computes it, when the NAD is listed or changes; not its config.
+#[test]
+fn the_nad_cache_keeps_the_hash_of_each_config() {
+    let (old, new) = (
+        r#"{"type":"linkerd-cni"}"#,
+        r#"{"type":"linkerd-cni","x":1}"#,
+    );
+    let cache = WatchCache::nads(&[]);
+    let kept = |o: &DynamicObject| cache.keep(o.meta(), o.config());
+    let listed: Entries = [
+        whole_nad("demo", "linkerd-cni", Some(old)),
+        whole_nad("bare", "linkerd-cni", None),
+    ]
+    .iter()
+    .filter_map(kept)
+    .collect();
+    cache.apply(Change::Listed(listed));
+    let hash = |ns: &str| {
+        cache
+            .view()
+            .config_hash(ns, "linkerd-cni")
+            .map(str::to_string)
+    };
+    assert_eq!(hash("demo"), Some(rollout::config_hash(old)));
+    assert_eq!(hash("bare"), None, "a NAD without spec.config has no hash");
+    assert_eq!(hash("absent"), None);
+    cache.apply(Change::Applied(kept(&whole_nad(
+        "demo",
+        "linkerd-cni",
+        Some(new),
+    ))));
+    assert_eq!(
+        hash("demo"),
+        Some(rollout::config_hash(new)),
+        "a change re-hashes"
+    );
+    assert!(cache.view().annotations("demo", "linkerd-cni").is_some());
+    let metadata = object::<DynamicObject>(Some("demo"), "m", &[]);
+    assert_eq!(metadata.config(), None, "metadata holds no config");
 }

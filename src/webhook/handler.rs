@@ -16,7 +16,7 @@ use compact_str::CompactString;
 use hyper::StatusCode;
 
 use crate::admission::{
-    self, Answer, MissingNad, NadCheck, NetworkResources, OnError, Outcome, Request,
+    self, Answer, MissingNad, NadCheck, NadConfigs, NetworkResources, OnError, Outcome, Request,
 };
 use crate::k8s::namespace::Lookup;
 use crate::linkerd_cni::settings::Settings;
@@ -231,6 +231,19 @@ impl Nads for Recorded<'_> {
     }
 }
 
+/// The config hash of a NAD as [`Recorded::annotations`] finds it, which the
+/// rules ask first (and which records it as missed).
+impl NadConfigs for Recorded<'_> {
+    fn config_hash(&self, namespace: &str, name: &str) -> Option<&str> {
+        if !self.fetched.is_empty()
+            && let Some(live) = self.fetched.get(&nad_key(namespace, name))
+        {
+            return live.as_ref()?.config_hash();
+        }
+        self.view?.config_hash(namespace, name)
+    }
+}
+
 /// Logs an answered review: problems at warn, the rest at debug. A patch is
 /// the webhook's everyday work, counted in its metrics and recorded by the
 /// API server's audit log; a line for each at info would cost a fifth of its
@@ -269,13 +282,14 @@ struct Changes<'a>(&'a Answer);
 
 impl std::fmt::Display for Changes<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let stamp = self.0.stamp.iter().map(|c| c as &dyn std::fmt::Display);
         let rules = self.0.changes.iter().map(|c| c as &dyn std::fmt::Display);
         let network_resources = self
             .0
             .network_resources
             .iter()
             .map(|c| c as &dyn std::fmt::Display);
-        for (i, change) in rules.chain(network_resources).enumerate() {
+        for (i, change) in rules.chain(stamp).chain(network_resources).enumerate() {
             if i > 0 {
                 f.write_str("; ")?;
             }

@@ -1,7 +1,8 @@
 //! Live reads of what the caches cannot vouch for: a namespace missing from
 //! the namespace cache (or every namespace while that cache's watch has been
-//! down too long), a NAD missing from the NAD cache. One GET of the object's
-//! metadata each, with a short deadline (`--live-read-timeout`), shared by the
+//! down too long), a NAD missing from the NAD cache. One GET each (of a
+//! namespace's metadata, of a NAD whole, for the hash of its config), with a
+//! short deadline (`--live-read-timeout`), shared by the
 //! reviews that need the same object at the same time, and bounded in number
 //! and rate, so that no caller can turn reviews into a flood of API calls.
 
@@ -17,7 +18,7 @@ use kube::api::{Api, DynamicObject};
 use kube::core::PartialObjectMeta;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-use crate::webhook::cache::Annotations;
+use crate::webhook::cache::{Annotations, nad_config};
 use crate::webhook::metrics::{LiveObject, LiveResult, Metrics};
 
 /// Live reads in flight at once; more wait for none and are refused.
@@ -30,7 +31,7 @@ const BURST: f64 = 200.0;
 /// What a live read found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Live {
-    /// The object exists; the annotations the rules read.
+    /// The object exists; the annotations the rules read (and a NAD's config hash).
     Found(Annotations),
     /// The API server says it does not exist.
     Absent,
@@ -181,20 +182,20 @@ impl LiveReader {
                         Api::<PartialObjectMeta<Namespace>>::all(client)
                             .get_metadata_opt(name)
                             .await
-                            .map(|o| o.map(|o| o.metadata))
+                            .map(|o| o.map(|o| Annotations::of(&o.metadata, &keys, None)))
                     }
                     Target::Nad { namespace, name } => Api::<DynamicObject>::namespaced_with(
                         client,
                         namespace,
                         &crate::multus::nad::api_resource(),
                     )
-                    .get_metadata_opt(name)
+                    .get_opt(name)
                     .await
-                    .map(|o| o.map(|o| o.metadata)),
+                    .map(|o| o.map(|o| Annotations::of(&o.metadata, &keys, nad_config(&o)))),
                 }
             };
             match tokio::time::timeout(timeout, get).await {
-                Ok(Ok(Some(meta))) => Live::Found(Annotations::of(&meta, &keys)),
+                Ok(Ok(Some(annotations))) => Live::Found(annotations),
                 Ok(Ok(None)) => Live::Absent,
                 Ok(Err(e)) => Live::Failed(format!(
                     "{target} is not in the webhook's cache, and reading it live failed: {e}"

@@ -19,7 +19,8 @@ const CONNECTIONS: &str = "linkerd_multus_http_connections";
 fn attached() -> Value {
     json!([
         {"op": "add", "path": "/metadata/annotations/k8s.v1.cni.cncf.io~1networks", "value": "linkerd-cni"},
-        {"op": "add", "path": "/metadata/annotations/multus.linkerd.io~1owned", "value": "network=created"}
+        {"op": "add", "path": "/metadata/annotations/multus.linkerd.io~1owned", "value": "network=created"},
+        {"op": "add", "path": "/metadata/annotations/multus.linkerd.io~1config-hash", "value": NAD_HASH}
     ])
 }
 

@@ -151,6 +151,7 @@ fn a_create_gets_both_rule_sets_in_one_patch(post: &mut impl FnMut(Bytes) -> Val
         json!([
             {"op": "replace", "path": "/metadata/annotations/k8s.v1.cni.cncf.io~1networks", "value": "sriov-a, sriov-a@net2, sriov-b, linkerd-cni"},
             {"op": "add", "path": "/metadata/annotations/multus.linkerd.io~1owned", "value": "network=appended"},
+            {"op": "add", "path": "/metadata/annotations/multus.linkerd.io~1config-hash", "value": NAD_HASH},
             {"op": "add", "path": "/metadata/annotations/example.com~1injected", "value": "yes"},
             {"op": "add", "path": "/metadata/annotations/multus.linkerd.io~1network-resources", "value": record},
             {"op": "add", "path": "/spec/containers/0/resources/requests", "value": {"intel.com/sriov_a": "2", "intel.com/sriov_b": "1"}},

@@ -25,7 +25,8 @@ async fn http1_answers(webhook: &Webhook, ca: &Ca, c: &Cluster) {
     let mut conn = Connection::open(&webhook.addr, &tls).await.unwrap();
     let expected = json!([
         {"op": "add", "path": "/metadata/annotations/k8s.v1.cni.cncf.io~1networks", "value": "linkerd-cni"},
-        {"op": "add", "path": "/metadata/annotations/multus.linkerd.io~1owned", "value": "network=created"}
+        {"op": "add", "path": "/metadata/annotations/multus.linkerd.io~1owned", "value": "network=created"},
+        {"op": "add", "path": "/metadata/annotations/multus.linkerd.io~1config-hash", "value": NAD_HASH}
     ]);
     // The same answer on the default path and the original operator's, for a dry run too.
     for (path, fixture) in [
@@ -246,7 +247,8 @@ fn core_settings_come_from_flags_and_the_environment() {
             json!([
                 {"op": "add", "path": "/metadata/annotations/k8s.v1.cni.cncf.io~1networks", "value": "mesh"},
                 {"op": "add", "path": "/metadata/annotations/config.linkerd.io~1proxy-uid", "value": "1000680005"},
-                {"op": "add", "path": "/metadata/annotations/multus.linkerd.io~1owned", "value": "network=created,proxy-uid=1000680005"}
+                {"op": "add", "path": "/metadata/annotations/multus.linkerd.io~1owned", "value": "network=created,proxy-uid=1000680005"},
+                {"op": "add", "path": "/metadata/annotations/multus.linkerd.io~1config-hash", "value": NAD_HASH}
             ])
         );
     });

@@ -90,7 +90,7 @@ fn a_missing_nad_is_denied_or_warned_of_as_the_policy_says() {
     let without = crate::network_resources::nad_table(&[("demo", "other", &[])]);
     for &(name, present, policy, managed, outcome, warnings) in NAD_CASES {
         let request = parse(CREATE.as_bytes()).unwrap();
-        let nads: &dyn Nads = if present { &with_nad } else { &without };
+        let nads: &dyn NadConfigs = if present { &with_nad } else { &without };
         let check = NadCheck {
             nads,
             policy,

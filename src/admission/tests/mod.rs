@@ -1,10 +1,12 @@
 //! The admission rules' unit tests, by topic: the answers to reviews, the
-//! network-resources rules in them, the reading of a review and the patches.
+//! network-resources rules in them, the reading of a review, the patches and
+//! the config-hash stamp.
 
 mod answers;
 mod patches;
 mod reading;
 mod resource_rules;
+mod stamps;
 
 use std::collections::BTreeMap;
 
