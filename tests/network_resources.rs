@@ -150,6 +150,10 @@ fn errors_change_nothing() {
             "error-bad-setting",
             "setting honorResources: must be true or false",
         ),
+        (
+            "error-unknown-container",
+            "Deployment apps/typo: annotation multus.linkerd.io/network-resources-container names container \"compute\", which the pod template does not have (its containers: proxy, app)",
+        ),
     ] {
         let (got, items) = rendered(case);
         assert_eq!(got.code, 1, "{case}");
