@@ -23,9 +23,11 @@
 //! files below it (`injections`, `resources`, `node_selector` and
 //! `downward_api`); the NADs they see are in [`nads`] and their errors in
 //! [`error`]; [`package`] applies the rules to a whole package and
-//! [`settings`] reads the `NetworkResources` kind.
+//! [`settings`] reads the `NetworkResources` kind; [`from_injector`] turns the
+//! injector's own flags and ConfigMap into it.
 
 pub mod error;
+pub mod from_injector;
 pub mod nads;
 pub mod package;
 pub mod pod_template;
