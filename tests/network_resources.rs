@@ -150,6 +150,10 @@ fn errors_change_nothing() {
             "error-bad-setting",
             "setting honorResources: must be true or false",
         ),
+        (
+            "error-unknown-container",
+            "Deployment apps/typo: annotation multus.linkerd.io/network-resources-container names container \"compute\", which the pod template does not have (its containers: proxy, app)",
+        ),
     ] {
         let (got, items) = rendered(case);
         assert_eq!(got.code, 1, "{case}");
@@ -172,4 +176,74 @@ fn errors_change_nothing() {
             );
         }
     }
+}
+
+/// `from-injector` on the injector's README ConfigMap and the flags of its
+/// deployment example: the object on stdout, which the function then takes
+/// as its settings, and the notes on stderr.
+#[test]
+fn from_injector_prints_the_equivalent_settings() {
+    let dir = repo_path("testdata/injector");
+    let flags: Vec<String> = std::fs::read_to_string(dir.join("deployments-server-args.txt"))
+        .unwrap()
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .map(str::to_string)
+        .chain(["-honor-resources".to_string()])
+        .collect();
+    let out = std::process::Command::new(bin())
+        .args(["from-injector", "--config-map"])
+        .arg(dir.join("readme-user-defined-injections.yaml"))
+        .arg("--")
+        .args(&flags)
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8(out.stderr).unwrap(),
+    );
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert_eq!(
+        stdout,
+        "apiVersion: multus.linkerd.io/v1alpha1
+kind: NetworkResources
+metadata:
+  name: network-resources
+  annotations:
+    config.kubernetes.io/local-config: \"true\"
+spec:
+  honorResources: true
+  downwardAPI: true
+  injections:
+    feature.pod.kubernetes.io_sriov-network:
+      annotations:
+        k8s.v1.cni.cncf.io/networks: sriov-net-attach-def
+"
+    );
+    assert!(
+        stderr.starts_with("note: user-defined injection"),
+        "{stderr}"
+    );
+    // The object is a settings object the function takes.
+    let input = format!(
+        "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nfunctionConfig:\n{}items: []\n",
+        stdout
+            .lines()
+            .map(|l| format!("  {l}\n"))
+            .collect::<String>()
+    );
+    let got = run(input.as_bytes());
+    assert_eq!(got.code, 0, "{}", got.stderr);
+    // Bad input names the file.
+    let out = std::process::Command::new(bin())
+        .args(["from-injector", "--config-map"])
+        .arg(dir.join("deployments-server-args.txt"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        stderr.starts_with("error: ") && stderr.contains("deployments-server-args.txt: "),
+        "{stderr}"
+    );
 }

@@ -347,6 +347,22 @@ const DEFAULT_NETWORK: &[Option<&str>] = &[
     Some("sriov-b, plain"),
 ];
 
+/// The container chosen for the resources: none, the first, the second (when there is one), none such.
+const CONTAINER: &[Option<&str>] = &[
+    None,
+    None,
+    None,
+    None,
+    Some("c"),
+    Some("side"),
+    Some("side"),
+    Some("gone"),
+];
+/// `claimedResourceNames`: unset (every resource of a pod with claims), one, none.
+const CLAIMED: &[Option<&[&str]>] = &[None, Some(&["intel.com/sriov_a"]), Some(&[])];
+/// Opting out of the network-resources rules.
+const OPT_OUT: &[Option<&str>] = &[None, None, None, None, Some("disabled"), Some("enabled")];
+
 #[derive(Debug, Clone)]
 struct NrCase {
     base: Case,
@@ -363,8 +379,17 @@ fn nr_case() -> impl Strategy<Value = NrCase> {
         0..3usize,
         proptest::bool::weighted(0.3),
         proptest::bool::weighted(0.2),
+        (
+            pick(CONTAINER),
+            pick(OPT_OUT),
+            proptest::bool::weighted(0.2),
+        ),
     );
-    let settings = (proptest::bool::ANY, proptest::bool::ANY);
+    let settings = (
+        proptest::bool::ANY,
+        proptest::bool::ANY,
+        proptest::sample::select(CLAIMED),
+    );
     // Mostly no hash or this config's: pods these rules leave alone stay common.
     let stamp = prop_oneof![
         3 => Just(Stamp::None),
@@ -378,7 +403,7 @@ fn nr_case() -> impl Strategy<Value = NrCase> {
         settings,
     )
         .prop_map(
-            |((base, stamp), (networks, default, user_resources, inject, stale), present, (honor, downward))| {
+            |((base, stamp), (networks, default, user_resources, inject, stale, (container, opt_out, claims)), present, (honor, downward, claimed))| {
                 let mut base = Case { stamp, ..base }.stamped();
                 let pod = &mut base.pod;
                 let annotations = &mut pod["metadata"]["annotations"];
@@ -403,6 +428,17 @@ fn nr_case() -> impl Strategy<Value = NrCase> {
                 if inject {
                     pod["metadata"]["labels"]["inject-me"] = json!("true");
                 }
+                let annotations = &mut pod["metadata"]["annotations"];
+                if let Some(container) = container {
+                    annotations["multus.linkerd.io/network-resources-container"] = json!(container);
+                }
+                if let Some(opt_out) = opt_out {
+                    annotations["multus.linkerd.io/network-resources-injection"] = json!(opt_out);
+                }
+                if claims {
+                    pod["spec"]["resourceClaims"] =
+                        json!([{"name": "vf", "resourceClaimTemplateName": "vf"}]);
+                }
                 // The user's own resources: none, in the first container, in a second one.
                 let containers = &mut pod["spec"]["containers"];
                 match user_resources {
@@ -413,6 +449,14 @@ fn nr_case() -> impl Strategy<Value = NrCase> {
                     })),
                     _ => {}
                 }
+                let mut spec = json!({
+                    "honorResources": honor,
+                    "downwardAPI": downward,
+                    "injections": {"inject-me": {"annotations": {"example.com/injected": "yes"}}}
+                });
+                if let Some(claimed) = claimed {
+                    spec["claimedResourceNames"] = json!(claimed);
+                }
                 NrCase {
                     base,
                     nads_present: present,
@@ -420,11 +464,7 @@ fn nr_case() -> impl Strategy<Value = NrCase> {
                         "apiVersion": "multus.linkerd.io/v1alpha1",
                         "kind": "NetworkResources",
                         "metadata": {"name": "network-resources"},
-                        "spec": {
-                            "honorResources": honor,
-                            "downwardAPI": downward,
-                            "injections": {"inject-me": {"annotations": {"example.com/injected": "yes"}}}
-                        }
+                        "spec": spec
                     }),
                 }
             },
@@ -498,19 +538,26 @@ fn the_network_resources_generator_reaches_every_outcome() {
     // Guards the property against a generator that never gets resources,
     // never denies or never leaves a pod alone.
     let mut runner = proptest::test_runner::TestRunner::deterministic();
-    let (mut resources, mut unchanged, mut refused) = (0, 0, 0);
-    for _ in 0..200 {
+    let (mut resources, mut unchanged, mut refused, mut second) = (0, 0, 0, 0);
+    for _ in 0..300 {
         let case = nr_case().new_tree(&mut runner).unwrap().current();
         let (_, nads) = by_pipeline(&case);
         match webhook_answer(&case.base, Some((&case.config, &nads)), Some(&nads)) {
             None => refused += 1,
             Some(pod) if pod == case.base.pod => unchanged += 1,
             Some(pod) if pod["spec"]["containers"][0]["resources"].is_object() => resources += 1,
+            Some(pod)
+                if pod["metadata"]["annotations"]["multus.linkerd.io/network-resources"]
+                    .as_str()
+                    .is_some_and(|r| r.contains(r#""container":"side""#)) =>
+            {
+                second += 1
+            }
             Some(_) => {}
         }
     }
     assert!(
-        resources > 30 && unchanged > 2 && refused > 30,
-        "{resources} {unchanged} {refused}"
+        resources > 30 && unchanged > 2 && refused > 30 && second > 1,
+        "{resources} {unchanged} {refused} {second}"
     );
 }

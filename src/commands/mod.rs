@@ -1,6 +1,8 @@
 //! The command line: each command beside its flags. With no subcommand the
 //! binary is the KRM function ([`function`]); [`render`] is `render`, `render
 //! --diff`, `diff` and `post-render`; [`validate`] the `validate` command;
+//! [`from_injector`] `from-injector`, network-resources-injector's settings as
+//! a `NetworkResources` object;
 //! [`webhook`] the webhook and its NAD controller; [`extension`] the Linkerd
 //! extension's `install`, `uninstall` and `check`. What the file commands share:
 //! reading manifests ([`manifests`]), unified diffs ([`diff`]) and the
@@ -11,6 +13,7 @@ pub mod diff;
 #[cfg(feature = "webhook")]
 pub mod extension;
 pub mod flags;
+pub mod from_injector;
 pub mod function;
 pub mod manifests;
 pub mod outcome;
@@ -56,6 +59,10 @@ enum Command {
     /// would reject, selections across namespaces under namespace isolation.
     /// Exits 1 when there is an error, 0 when there is none: a CI gate.
     Validate(validate::ValidateArgs),
+    /// Prints the NetworkResources object equivalent to a running
+    /// network-resources-injector: its nri-control-switches ConfigMap and its
+    /// flags (after --), with a note where the two differ.
+    FromInjector(from_injector::FromInjectorArgs),
     /// The mutating admission webhook for pods created outside Git: the same
     /// rules over HTTPS, with namespaces from a watch of the cluster.
     #[cfg(feature = "webhook")]
@@ -137,6 +144,7 @@ fn run(command: Option<Command>) -> Result<Outcome, Error> {
         Some(Command::Diff(args)) => args.run(&env, read_stdin),
         Some(Command::PostRender(args)) => args.run(&env, read_stdin),
         Some(Command::Validate(args)) => args.run(read_stdin),
+        Some(Command::FromInjector(args)) => args.run(read_stdin),
         #[cfg(feature = "webhook")]
         Some(Command::Webhook(args)) => {
             args.run(&env)?;

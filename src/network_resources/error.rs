@@ -62,6 +62,27 @@ pub enum Error {
     /// Interfaces cannot be named deterministically.
     #[error("annotation {NETWORKS_ANNOTATION}: {0}{hint}", hint = interface_hint(.0))]
     InterfaceNames(InterfaceNameError),
+    /// A pod-template annotation of these rules has a value they do not take.
+    #[error("annotation {annotation} {message}")]
+    Annotation {
+        /// The annotation.
+        annotation: &'static str,
+        /// What is wrong with its value.
+        message: String,
+    },
+    /// The container chosen for the resources is not in the pod template.
+    #[error(
+        "annotation {annotation} names container {name:?}, which the pod template does not have (its containers: {})",
+        .containers.join(", ")
+    )]
+    UnknownContainer {
+        /// The annotation that names it.
+        annotation: &'static str,
+        /// The name chosen.
+        name: String,
+        /// The names of the template's containers.
+        containers: Vec<String>,
+    },
     /// A field has the wrong shape.
     #[error("{0}")]
     Shape(String),

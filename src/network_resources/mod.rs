@@ -5,9 +5,12 @@
 //! For every selection in `k8s.v1.cni.cncf.io/networks` and
 //! `v1.multus-cni.io/default-network`, the selected NAD must exist. Each NAD's
 //! resource name (one of the configured annotation keys) counts one; the
-//! totals go into the first container's requests and limits, leaving alone a
+//! totals go into the requests and limits of the first container (or the one
+//! the template names, [`pod_template::CONTAINER_ANNOTATION`]), leaving alone a
 //! resource the user set in any container, or, with `honorResources`, added to
-//! the first container's own value. Each NAD's node selector is merged into
+//! that container's own value; a template with `spec.resourceClaims` gets none
+//! for resources whose devices come through its claims. A template can opt out
+//! ([`pod_template::OPT_OUT_ANNOTATION`]). Each NAD's node selector is merged into
 //! `spec.nodeSelector`. Optionally the `podnetinfo` downward-API volume
 //! exposes labels, annotations and hugepages. Injections add annotations to
 //! pods labelled `<label>: "true"`. With `interfaceNames: deterministic`, every
@@ -20,9 +23,11 @@
 //! files below it (`injections`, `resources`, `node_selector` and
 //! `downward_api`); the NADs they see are in [`nads`] and their errors in
 //! [`error`]; [`package`] applies the rules to a whole package and
-//! [`settings`] reads the `NetworkResources` kind.
+//! [`settings`] reads the `NetworkResources` kind; [`from_injector`] turns the
+//! injector's own flags and ConfigMap into it.
 
 pub mod error;
+pub mod from_injector;
 pub mod nads;
 pub mod package;
 pub mod pod_template;

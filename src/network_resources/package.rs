@@ -139,6 +139,9 @@ fn field_of(error: &Error, kind: &WorkloadKind) -> Option<String> {
             DEFAULT_NETWORK_ANNOTATION
         ))),
         Error::NodeSelectorConflict { .. } => Some(kind.field("spec.nodeSelector")),
+        Error::Annotation { annotation, .. } | Error::UnknownContainer { annotation, .. } => {
+            Some(kind.field(&format!("metadata.annotations.{annotation}")))
+        }
         _ => None,
     }
 }

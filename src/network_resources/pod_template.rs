@@ -15,10 +15,13 @@ use crate::k8s::workload::{
 use crate::multus::networks::{DEFAULT_NETWORK_ANNOTATION, NETWORKS_ANNOTATION, Networks};
 use crate::yaml::{Map, Node, Scalar, Style};
 
+mod choices;
 mod downward_api;
 mod injections;
 mod node_selector;
 mod resources;
+
+pub use choices::{CONTAINER_ANNOTATION, OPT_OUT_ANNOTATION};
 
 /// What the rules did to one pod template.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -103,6 +106,27 @@ pub fn apply(
     if before.is_empty() && !asks_for_anything(template, settings) {
         return Ok(Applied::default());
     }
+    let choices = choices::choices(template)?;
+    if choices.opted_out && before.is_empty() {
+        return Ok(Applied::default());
+    }
+    // A workload that opts out keeps nothing of the rules: they take back
+    // what they recorded, as if it selected no network and had no label.
+    let opted_out_settings;
+    let settings = if choices.opted_out {
+        opted_out_settings = Settings {
+            injections: BTreeMap::new(),
+            interface_names: InterfaceNames::Keep,
+            ..settings.clone()
+        };
+        &opted_out_settings
+    } else {
+        settings
+    };
+    let chosen = choices
+        .container
+        .filter(|_| !choices.opted_out)
+        .map(str::to_string);
     // The metadata rules, when any can apply, work on a copy of the metadata
     // (a few annotations and labels); the spec is edited in place, but only
     // after `check_spec` and the node-selector conflicts have passed, so an
@@ -122,17 +146,32 @@ pub fn apply(
             injections::name_interfaces(&mut head, &mut out)?;
         }
     }
-    let selected = selections(if metadata_rules { &head } else { template }, pod_namespace)?;
-    let wanted = wanted(&selected, settings, nads)?;
+    let selected = match choices.opted_out {
+        true => Vec::new(),
+        false => selections(if metadata_rules { &head } else { template }, pod_namespace)?,
+    };
+    let mut wanted = wanted(&selected, settings, nads)?;
+    let spec = template.get("spec").and_then(Node::as_map);
+    choices::without_claimed(spec, settings, &mut wanted.counts, &mut out)?;
     let downward = settings.downward_api && !wanted.counts.is_empty();
     let resources_needed =
         !(wanted.counts.is_empty() && before.requests.is_empty() && before.limits.is_empty());
-    check_spec(template, &wanted.counts, resources_needed, downward)?;
+    let target = check_spec(
+        template,
+        &wanted.counts,
+        resources_needed,
+        downward,
+        &chosen,
+    )?;
     let spec = spec_of(template)?;
     // First, as its conflicts are found before it edits anything.
     node_selector::node_selector(spec, &wanted.node_selector, before, &mut out)?;
     if resources_needed {
-        resources::resources(spec, settings, &wanted.counts, before, &mut out)?;
+        let target = resources::Target {
+            index: target,
+            chosen,
+        };
+        resources::resources(spec, settings, &wanted.counts, before, target, &mut out)?;
     }
     downward_api::downward_api(spec, downward, before, &mut out)?;
     if let Some(metadata) = head.remove("metadata") {
@@ -142,13 +181,15 @@ pub fn apply(
 }
 
 /// Checks every shape the spec edits rely on before any is made, so that once
-/// it passes they cannot fail half-way.
+/// it passes they cannot fail half-way; returns the index of the container
+/// that receives the resources.
 fn check_spec(
     template: &Map,
     counts: &BTreeMap<String, u64>,
     resources: bool,
     downward: bool,
-) -> Result<(), Error> {
+    chosen: &Option<String>,
+) -> Result<usize, Error> {
     let shape = |path: String, what: &str, node: &Node| {
         Error::Shape(format!("{path} is {}, not {what}", node.kind_name()))
     };
@@ -159,8 +200,9 @@ fn check_spec(
         Some(other) => return Err(shape("spec".into(), "a mapping", other)),
     };
     let all = containers(spec);
+    let target = choices::target(spec, chosen.as_deref())?;
     if resources {
-        match all.first() {
+        match all.get(target) {
             None if counts.is_empty() => {}
             None => {
                 return Err(Error::Shape(
@@ -168,17 +210,18 @@ fn check_spec(
                         .into(),
                 ));
             }
-            Some(first) => {
-                let first = first
+            Some(c) => {
+                let at = format!("spec.containers[{target}]");
+                let c = c
                     .as_map()
-                    .ok_or_else(|| shape("spec.containers[0]".into(), "a mapping", first))?;
-                if let Some(r) = present(first.get("resources")) {
-                    let r = r.as_map().ok_or_else(|| {
-                        shape("spec.containers[0].resources".into(), "a mapping", r)
-                    })?;
+                    .ok_or_else(|| shape(at.clone(), "a mapping", c))?;
+                if let Some(r) = present(c.get("resources")) {
+                    let r = r
+                        .as_map()
+                        .ok_or_else(|| shape(format!("{at}.resources"), "a mapping", r))?;
                     for field in ["requests", "limits"] {
                         if let Some(f) = present(r.get(field)).filter(|f| f.as_map().is_none()) {
-                            let path = format!("spec.containers[0].resources.{field}");
+                            let path = format!("{at}.resources.{field}");
                             return Err(shape(path, "a mapping", f));
                         }
                     }
@@ -199,7 +242,7 @@ fn check_spec(
             }
         }
     }
-    Ok(())
+    Ok(target)
 }
 
 /// A field that is there and not null.
@@ -207,11 +250,14 @@ fn present(node: Option<&Node>) -> Option<&Node> {
     node.filter(|n| !n.is_null())
 }
 
-/// Whether a template the rules own nothing on selects a network or has an
-/// injection's label: most templates do neither and are left without a copy.
+/// Whether a template the rules own nothing on selects a network, chooses a
+/// container or has an injection's label: most templates do none of these
+/// and are left without a copy.
 fn asks_for_anything(t: &Map, settings: &Settings) -> bool {
     let selects = template_annotations(t).is_some_and(|a| {
-        a.get(NETWORKS_ANNOTATION).is_some() || a.get(DEFAULT_NETWORK_ANNOTATION).is_some()
+        a.get(NETWORKS_ANNOTATION).is_some()
+            || a.get(DEFAULT_NETWORK_ANNOTATION).is_some()
+            || a.get(CONTAINER_ANNOTATION).is_some()
     });
     let labelled =
         template_labels(t).is_some_and(|l| settings.injections.keys().any(|k| l.get(k).is_some()));

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 /// The workload annotation holding the record, as compact JSON.
 pub const RECORD_ANNOTATION: &str = "multus.linkerd.io/network-resources";
 
-/// The rules' share of one resource quantity in the first container.
+/// The rules' share of one resource quantity in the container that receives them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub enum Share {
@@ -22,10 +22,14 @@ pub enum Share {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct Record {
-    /// Resource requests of the first container.
+    /// The container holding the requests and limits, when the pod template
+    /// chose one ([`super::pod_template::CONTAINER_ANNOTATION`]); else the first.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub container: Option<String>,
+    /// Resource requests of that container.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub requests: BTreeMap<String, Share>,
-    /// Resource limits of the first container.
+    /// Resource limits of that container.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub limits: BTreeMap<String, Share>,
     /// `spec.nodeSelector` entries.

@@ -25,6 +25,7 @@ pub const KEYS: &[&str] = &[
     "downwardAPI",
     "injections",
     "interfaceNames",
+    "claimedResourceNames",
     "workloadKinds",
     "defaultNamespace",
 ];
@@ -44,7 +45,7 @@ pub enum InterfaceNames {
 pub struct Settings {
     /// NAD annotations naming the resource each selection requests.
     pub resource_name_keys: Vec<String>,
-    /// Add the count to the first container's own value instead of leaving
+    /// Add the count to the receiving container's own value instead of leaving
     /// a resource the user set alone.
     pub honor_resources: bool,
     /// Expose labels, annotations and hugepages through the `podnetinfo`
@@ -54,6 +55,10 @@ pub struct Settings {
     pub injections: BTreeMap<String, BTreeMap<String, String>>,
     /// How selections without an interface are named.
     pub interface_names: InterfaceNames,
+    /// Resource names whose devices come through Dynamic Resource Allocation
+    /// in a pod template with `spec.resourceClaims`: it gets no device-plugin
+    /// request for them. `None`: every resource name.
+    pub claimed_resource_names: Option<Vec<String>>,
     /// Workload kinds beyond the built-in ones.
     pub workload_kinds: Vec<WorkloadKind>,
     /// The namespace of resources that have no `metadata.namespace`.
@@ -68,6 +73,7 @@ impl Default for Settings {
             downward_api: false,
             injections: BTreeMap::new(),
             interface_names: InterfaceNames::Keep,
+            claimed_resource_names: None,
             workload_kinds: Vec::new(),
             default_namespace: None,
         }
@@ -103,6 +109,10 @@ impl SettingsKind for Settings {
                             ));
                         }
                     }
+                }
+                "claimedResourceNames" => {
+                    let parsed = structured(key, value, from_config_map)?;
+                    self.claimed_resource_names = Some(claimed_resource_names(key, &parsed)?);
                 }
                 "workloadKinds" => {
                     let parsed = structured(key, value, from_config_map)?;
@@ -142,6 +152,22 @@ fn resource_name_keys(key: &str, value: &Node) -> Result<Vec<String>, SettingsEr
         return Err(bad(key, "must list at least one NAD annotation key"));
     }
     Ok(keys)
+}
+
+fn claimed_resource_names(key: &str, value: &Node) -> Result<Vec<String>, SettingsError> {
+    let what = "must be a list of resource names";
+    let items = value.as_seq().ok_or_else(|| bad(key, what))?;
+    let mut names: Vec<String> = Vec::new();
+    for item in &items.items {
+        let name = item.as_text().ok_or_else(|| bad(key, what))?;
+        if !is_qualified_name(name) {
+            return Err(bad(key, format!("{name:?} is not a valid resource name")));
+        }
+        if !names.iter().any(|n| n == name) {
+            names.push(name.to_string());
+        }
+    }
+    Ok(names)
 }
 
 fn injections(
@@ -227,6 +253,7 @@ honorResources: true
 downwardAPI: true
 injections: {nri-inject-annotation: {annotations: {top-secret: 'yes'}}}
 interfaceNames: deterministic
+claimedResourceNames: [intel.com/sriov_vf]
 defaultNamespace: apps
 ",
             false,
@@ -238,6 +265,7 @@ honorResources: 'true'
 downwardAPI: 'true'
 injections: '{nri-inject-annotation: {annotations: {top-secret: \"yes\"}}}'
 interfaceNames: deterministic
+claimedResourceNames: '[intel.com/sriov_vf]'
 defaultNamespace: apps
 ",
             true,
@@ -250,6 +278,10 @@ defaultNamespace: apps
         );
         assert!(typed.honor_resources && typed.downward_api);
         assert_eq!(typed.interface_names, InterfaceNames::Deterministic);
+        assert_eq!(
+            typed.claimed_resource_names.as_deref(),
+            Some(&["intel.com/sriov_vf".to_string()][..])
+        );
         assert_eq!(
             typed.injections["nri-inject-annotation"]["top-secret"],
             "yes"
@@ -276,6 +308,14 @@ defaultNamespace: apps
             (
                 "interfaceNames: random",
                 "\"random\" is not one of keep, deterministic",
+            ),
+            (
+                "claimedResourceNames: [a/b, 'not a name']",
+                "\"not a name\" is not a valid resource name",
+            ),
+            (
+                "claimedResourceNames: a/b",
+                "setting claimedResourceNames: must be a list of resource names",
             ),
             (
                 "injections: {l: {labels: {}}}",

@@ -394,3 +394,80 @@ fn network_resources_settings_errors_are_named() {
         assert!(stderr.contains(&want), "{args:?}: {stderr}");
     }
 }
+
+/// A virt-launcher pod as KubeVirt's virt-controller creates it (the golden case
+/// `testdata/network-resources/virt-launcher`): the network devices KubeVirt 1.9 leaves
+/// to the injector go into `compute`, beside KubeVirt's own requests.
+#[test]
+fn a_virt_launcher_pod_gets_what_the_injector_gives_it() {
+    let c = cluster_with_nads();
+    // The NADs of the golden case.
+    c.put_nad(
+        &c.demo,
+        "sriov-net",
+        &[
+            (RESOURCE_NAME, "intel.com/sriov"),
+            (NODE_SELECTOR, "feature.node.kubernetes.io/sriov=true"),
+        ],
+    );
+    c.put_nad(&c.demo, "mlx", &[(RESOURCE_NAME, "mellanox.com/cx5")]);
+    let ca = Ca::new("CA");
+    let dir = tempfile::tempdir().unwrap();
+    let config = write_config(
+        dir.path(),
+        "network-resources.yaml",
+        "apiVersion: multus.linkerd.io/v1alpha1\nkind: NetworkResources\nspec: {}\n",
+    );
+    let webhook = Webhook::start(
+        &c.account(&[WEBHOOK_ROLE, NAD_ROLE]),
+        &ca.leaf(&["127.0.0.1"]),
+        &["--network-resources", &config],
+    );
+    let case = common::repo_path("testdata/network-resources/virt-launcher/input.yaml");
+    let list = linkerd_multus::yaml::parse_document(&std::fs::read_to_string(case).unwrap())
+        .unwrap()
+        .to_json();
+    let mut pod = list["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["kind"] == "Pod")
+        .unwrap()
+        .clone();
+    // As created: no name yet, in the test's namespace, selecting its NADs there.
+    let metadata = pod["metadata"].as_object_mut().unwrap();
+    metadata.remove("name");
+    metadata.insert("generateName".into(), json!("virt-launcher-vm1-"));
+    metadata.insert("namespace".into(), json!(c.demo));
+    let networks = &mut metadata["annotations"]["k8s.v1.cni.cncf.io/networks"];
+    *networks = json!(networks.as_str().unwrap().replace(
+        r#""namespace":"apps""#,
+        &format!(r#""namespace":"{}""#, c.demo)
+    ));
+    let mut review: Value = serde_json::from_str(CREATE).unwrap();
+    review["request"]["namespace"] = json!(c.demo);
+    review["request"]["name"] = json!("");
+    review["request"]["object"] = pod;
+    let response = post_once(&webhook, &ca, Bytes::from(review.to_string()));
+    assert_eq!(response["allowed"], true, "{response}");
+    let demo = &c.demo;
+    let record = r#"{"requests":{"intel.com/sriov":{"set":1},"mellanox.com/cx5":{"set":1}},"limits":{"intel.com/sriov":{"set":1},"mellanox.com/cx5":{"set":1}},"nodeSelector":{"feature.node.kubernetes.io/sriov":"true"}}"#;
+    // The Linkerd-CNI rules append their network in KubeVirt's JSON form and record the
+    // hash of the linkerd-cni NAD's config; the network-resources rules add to compute's requests and KubeVirt's node selector.
+    assert_eq!(
+        patch_of(&response),
+        json!([
+            {"op": "replace", "path": "/metadata/annotations/k8s.v1.cni.cncf.io~1networks", "value": format!(
+                r#"[{{"interface":"podf767c48f0c6","mac":"02:00:00:00:00:01","name":"sriov-net","namespace":"{demo}"}},{{"interface":"pod339a1eac565","name":"mlx","namespace":"{demo}"}},{{"name":"linkerd-cni"}}]"#
+            )},
+            {"op": "add", "path": "/metadata/annotations/multus.linkerd.io~1owned", "value": "network=appended"},
+            {"op": "add", "path": "/metadata/annotations/multus.linkerd.io~1config-hash", "value": NAD_HASH},
+            {"op": "add", "path": "/metadata/annotations/multus.linkerd.io~1network-resources", "value": record},
+            {"op": "add", "path": "/spec/containers/0/resources/limits/intel.com~1sriov", "value": "1"},
+            {"op": "add", "path": "/spec/containers/0/resources/limits/mellanox.com~1cx5", "value": "1"},
+            {"op": "add", "path": "/spec/containers/0/resources/requests/intel.com~1sriov", "value": "1"},
+            {"op": "add", "path": "/spec/containers/0/resources/requests/mellanox.com~1cx5", "value": "1"},
+            {"op": "add", "path": "/spec/nodeSelector/feature.node.kubernetes.io~1sriov", "value": "true"}
+        ])
+    );
+}

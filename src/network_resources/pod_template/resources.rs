@@ -1,5 +1,6 @@
 //! The network resources: each selected NAD's resource name counted into the
-//! first container's requests and limits.
+//! requests and limits of the first container, or of the one the pod
+//! template chose.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -24,21 +25,66 @@ fn quantity(node: &Node) -> Quantity {
     }
 }
 
-/// Sets or removes the first container's requests and limits; `check_spec`
-/// has checked their shapes.
+/// The container that receives the resources.
+pub(super) struct Target {
+    /// Its index in `spec.containers`.
+    pub index: usize,
+    /// Its name, when the pod template chose it.
+    pub chosen: Option<String>,
+}
+
+/// Sets or removes the requests and limits of the target container; when
+/// the rules' share was in another container (the choice changed), takes it
+/// out of that one first. `check_spec` has checked their shapes.
 pub(super) fn resources(
     spec: &mut Map,
     settings: &Settings,
     counts: &BTreeMap<String, u64>,
     before: &Record,
+    target: Target,
+    out: &mut Applied,
+) -> Result<(), Error> {
+    let previous = match &before.container {
+        None => Some(0),
+        Some(name) => containers(spec)
+            .iter()
+            .position(|c| container_name(c) == *name),
+    };
+    if previous == Some(target.index) {
+        in_container(spec, settings, counts, before, target.index, out)?;
+    } else {
+        if let Some(previous) = previous {
+            in_container(spec, settings, &BTreeMap::new(), before, previous, out)?;
+        }
+        let moved = Record {
+            requests: BTreeMap::new(),
+            limits: BTreeMap::new(),
+            ..before.clone()
+        };
+        in_container(spec, settings, counts, &moved, target.index, out)?;
+    }
+    if !(out.record.requests.is_empty() && out.record.limits.is_empty()) {
+        out.record.container = target.chosen;
+    }
+    Ok(())
+}
+
+/// Sets or removes the requests and limits of container `index`, whose
+/// share of them `before` records.
+fn in_container(
+    spec: &mut Map,
+    settings: &Settings,
+    counts: &BTreeMap<String, u64>,
+    before: &Record,
+    index: usize,
     out: &mut Applied,
 ) -> Result<(), Error> {
     let all = containers(spec);
-    // `check_spec` has made sure there is a first container when counts ask for one.
-    let Some(first) = all.first().filter(|c| c.as_map().is_some()) else {
+    // `check_spec` has made sure there is a target container when counts ask for one.
+    let Some(target) = all.get(index).filter(|c| c.as_map().is_some()) else {
         return Ok(());
     };
-    let first_name = container_name(first);
+    let target_name = container_name(target);
     let names: BTreeSet<&String> = counts
         .keys()
         .chain(before.requests.keys())
@@ -49,12 +95,13 @@ pub(super) fn resources(
         let counted = Counted {
             name,
             count: counts.get(name).copied().unwrap_or(0),
-            container: &first_name,
+            container: &target_name,
         };
-        let bases = counted.bases(first, before, out);
-        let user_elsewhere = all[1..].iter().any(|c| {
-            resource_value(c, "requests", name).is_some()
-                || resource_value(c, "limits", name).is_some()
+        let bases = counted.bases(target, before, out);
+        let user_elsewhere = all.iter().enumerate().any(|(i, c)| {
+            i != index
+                && (resource_value(c, "requests", name).is_some()
+                    || resource_value(c, "limits", name).is_some())
         });
         let user_set = user_elsewhere || bases.iter().any(|(_, _, base)| base.is_some());
         for (field, current, base) in bases {
@@ -64,23 +111,26 @@ pub(super) fn resources(
             }
         }
     }
-    out.changes.extend(write_messages(&writes, &first_name));
-    let Some(first) = containers_mut(spec).first_mut().and_then(Node::as_map_mut) else {
+    out.changes.extend(write_messages(&writes, &target_name));
+    let Some(target) = containers_mut(spec)
+        .get_mut(index)
+        .and_then(Node::as_map_mut)
+    else {
         return Ok(());
     };
     for w in writes {
-        write_quantity(first, w.field, &w.name, w.value)?;
+        write_quantity(target, index, w.field, &w.name, w.value)?;
     }
     Ok(())
 }
 
-/// One resource the rules count, or counted before, in the first container.
+/// One resource the rules count, or counted before, in the target container.
 struct Counted<'a> {
     /// The resource name.
     name: &'a String,
     /// How many selected NADs ask for it (0: none now).
     count: u64,
-    /// The first container's name.
+    /// The target container's name.
     container: &'a str,
 }
 
@@ -90,14 +140,14 @@ impl Counted<'_> {
     /// when it was edited by hand.
     fn bases(
         &self,
-        first: &Node,
+        target: &Node,
         before: &Record,
         out: &mut Applied,
     ) -> Vec<(&'static str, Option<Quantity>, Option<Quantity>)> {
-        let (name, first_name) = (self.name, self.container);
+        let (name, container) = (self.name, self.container);
         let mut bases = Vec::with_capacity(2);
         for (field, owned) in [("requests", &before.requests), ("limits", &before.limits)] {
-            let current = resource_value(first, field, name).map(quantity);
+            let current = resource_value(target, field, name).map(quantity);
             let base = match (owned.get(name), &current) {
                 (Some(Share::Set(n)), Some(Quantity::Count(c))) if c == n => None,
                 (Some(Share::Added(n)), Some(Quantity::Count(c))) if c >= n => {
@@ -105,7 +155,7 @@ impl Counted<'_> {
                 }
                 (Some(_), Some(_)) => {
                     out.changes.push(format!(
-                        "{field} of {name} in container {first_name} was edited by hand; it is left to the user"
+                        "{field} of {name} in container {container} was edited by hand; it is left to the user"
                     ));
                     current.clone()
                 }
@@ -127,7 +177,7 @@ impl Counted<'_> {
         settings: &Settings,
         out: &mut Applied,
     ) -> Option<Quantity> {
-        let (name, count, first_name) = (self.name, self.count, self.container);
+        let (name, count, container) = (self.name, self.count, self.container);
         let record = if field == "requests" {
             &mut out.record.requests
         } else {
@@ -137,7 +187,7 @@ impl Counted<'_> {
             (_, 0) => base.clone(),
             (Some(Quantity::Other(text)), _) if settings.honor_resources => {
                 out.warnings.push(format!(
-                    "{field} of {name} in container {first_name} is {text:?}, not a whole number: {count} cannot be added to it"
+                    "{field} of {name} in container {container} is {text:?}, not a whole number: {count} cannot be added to it"
                 ));
                 base.clone()
             }
@@ -187,7 +237,7 @@ enum Verb {
     Removed,
 }
 
-/// One edit of `resources.<field>.<name>` of the first container.
+/// One edit of `resources.<field>.<name>` of the target container.
 struct Write {
     field: &'static str,
     name: String,
@@ -244,13 +294,14 @@ fn write_messages(writes: &[Write], container: &str) -> Vec<String> {
 /// existing value, or removes it and the maps it leaves empty.
 fn write_quantity(
     container: &mut Map,
+    index: usize,
     field: &str,
     name: &str,
     value: Option<u64>,
 ) -> Result<(), Error> {
     let shape = || {
         Error::Shape(format!(
-            "spec.containers[0].resources.{field} is not a mapping"
+            "spec.containers[{index}].resources.{field} is not a mapping"
         ))
     };
     match value {
