@@ -376,7 +376,7 @@ fn nr_case() -> impl Strategy<Value = NrCase> {
     let pod = (
         pick(NR_NETWORKS),
         pick(DEFAULT_NETWORK),
-        0..3usize,
+        0..4usize,
         proptest::bool::weighted(0.3),
         proptest::bool::weighted(0.2),
         (
@@ -439,9 +439,13 @@ fn nr_case() -> impl Strategy<Value = NrCase> {
                     pod["spec"]["resourceClaims"] =
                         json!([{"name": "vf", "resourceClaimTemplateName": "vf"}]);
                 }
-                // The user's own resources: none, in the first container, in a second one.
+                // The user's own resources: none, in the first container, in a second one;
+                // or Linkerd's proxy put first by its injector (proxy-await).
                 let containers = &mut pod["spec"]["containers"];
                 match user_resources {
+                    3 => containers.as_array_mut().unwrap().insert(0, json!({
+                        "name": "linkerd-proxy", "image": "cr.l5d.io/linkerd/proxy:edge-24.5.1"
+                    })),
                     1 => containers[0]["resources"] = json!({"limits": {"intel.com/sriov_a": "4"}}),
                     2 => containers.as_array_mut().unwrap().push(json!({
                         "name": "side", "image": "side",

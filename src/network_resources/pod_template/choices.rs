@@ -62,11 +62,22 @@ pub(super) fn choices(t: &Map) -> Result<Choices<'_>, Error> {
     Ok(out)
 }
 
+/// Linkerd's proxy, which its injector puts first in a meshed pod (so that the
+/// application starts once the proxy is ready): never the default receiver of
+/// a NIC's device requests, which are the application's.
+const LINKERD_PROXY: &str = "linkerd-proxy";
+
 /// The index of the container that receives the resources: the one named,
-/// else the first.
+/// else the first that is not Linkerd's proxy (the injector's first
+/// container, whichever webhook ran first), else the first.
 pub(super) fn target(spec: &Map, chosen: Option<&str>) -> Result<usize, Error> {
-    let Some(name) = chosen else { return Ok(0) };
     let all = containers(spec);
+    let Some(name) = chosen else {
+        return Ok(all
+            .iter()
+            .position(|c| container_name(c) != LINKERD_PROXY)
+            .unwrap_or(0));
+    };
     all.iter()
         .position(|c| container_name(c) == name)
         .ok_or_else(|| Error::UnknownContainer {
@@ -182,6 +193,17 @@ mod tests {
         let spec = template("containers: [{name: sidecar}, {name: app}]");
         assert_eq!(target(&spec, None), Ok(0));
         assert_eq!(target(&spec, Some("app")), Ok(1));
+        for (containers, want) in [
+            ("[{name: linkerd-proxy}, {name: app}]", 1),
+            ("[{name: app}, {name: linkerd-proxy}]", 0),
+            ("[{name: linkerd-proxy}]", 0),
+            ("[]", 0),
+        ] {
+            let spec = template(&format!("containers: {containers}"));
+            assert_eq!(target(&spec, None), Ok(want), "{containers}");
+        }
+        let meshed = template("containers: [{name: linkerd-proxy}, {name: app}]");
+        assert_eq!(target(&meshed, Some("linkerd-proxy")), Ok(0));
         assert_eq!(
             target(&spec, Some("compute")).unwrap_err().to_string(),
             "annotation multus.linkerd.io/network-resources-container names container \"compute\", which the pod template does not have (its containers: sidecar, app)"

@@ -64,7 +64,13 @@ pub(super) fn resources(
         in_container(spec, settings, counts, &moved, target.index, out)?;
     }
     if !(out.record.requests.is_empty() && out.record.limits.is_empty()) {
-        out.record.container = target.chosen;
+        // A record without a container means the first one (as records made
+        // before the choice existed do): any other is named, chosen or not.
+        out.record.container = target.chosen.or_else(|| {
+            (target.index != 0)
+                .then(|| containers(spec).get(target.index).map(container_name))
+                .flatten()
+        });
     }
     Ok(())
 }
