@@ -403,7 +403,12 @@ fn nr_case() -> impl Strategy<Value = NrCase> {
         settings,
     )
         .prop_map(
-            |((base, stamp), (networks, default, user_resources, inject, stale, (container, opt_out, claims)), present, (honor, downward, claimed))| {
+            |(
+                (base, stamp),
+                (networks, default, user_resources, inject, stale, (container, opt_out, claims)),
+                present,
+                (honor, downward, claimed),
+            )| {
                 let mut base = Case { stamp, ..base }.stamped();
                 let pod = &mut base.pod;
                 let annotations = &mut pod["metadata"]["annotations"];
@@ -413,7 +418,10 @@ fn nr_case() -> impl Strategy<Value = NrCase> {
                 match networks {
                     Some(n) => annotations["k8s.v1.cni.cncf.io/networks"] = json!(n),
                     None => {
-                        annotations.as_object_mut().unwrap().remove("k8s.v1.cni.cncf.io/networks");
+                        annotations
+                            .as_object_mut()
+                            .unwrap()
+                            .remove("k8s.v1.cni.cncf.io/networks");
                     }
                 }
                 if let Some(d) = default {
@@ -428,51 +436,68 @@ fn nr_case() -> impl Strategy<Value = NrCase> {
                 if inject {
                     pod["metadata"]["labels"]["inject-me"] = json!("true");
                 }
-                let annotations = &mut pod["metadata"]["annotations"];
-                if let Some(container) = container {
-                    annotations["multus.linkerd.io/network-resources-container"] = json!(container);
-                }
-                if let Some(opt_out) = opt_out {
-                    annotations["multus.linkerd.io/network-resources-injection"] = json!(opt_out);
-                }
-                if claims {
-                    pod["spec"]["resourceClaims"] =
-                        json!([{"name": "vf", "resourceClaimTemplateName": "vf"}]);
-                }
-                // The user's own resources: none, in the first container, in a second one;
-                // or Linkerd's proxy put first by its injector (proxy-await).
-                let containers = &mut pod["spec"]["containers"];
-                match user_resources {
-                    3 => containers.as_array_mut().unwrap().insert(0, json!({
-                        "name": "linkerd-proxy", "image": "cr.l5d.io/linkerd/proxy:edge-24.5.1"
-                    })),
-                    1 => containers[0]["resources"] = json!({"limits": {"intel.com/sriov_a": "4"}}),
-                    2 => containers.as_array_mut().unwrap().push(json!({
-                        "name": "side", "image": "side",
-                        "resources": {"requests": {"intel.com/sriov_b": "1"}, "limits": {"hugepages-2Mi": "64Mi"}}
-                    })),
-                    _ => {}
-                }
-                let mut spec = json!({
-                    "honorResources": honor,
-                    "downwardAPI": downward,
-                    "injections": {"inject-me": {"annotations": {"example.com/injected": "yes"}}}
-                });
-                if let Some(claimed) = claimed {
-                    spec["claimedResourceNames"] = json!(claimed);
-                }
+                workload_choices(pod, container, opt_out, claims, user_resources);
                 NrCase {
                     base,
                     nads_present: present,
-                    config: json!({
-                        "apiVersion": "multus.linkerd.io/v1alpha1",
-                        "kind": "NetworkResources",
-                        "metadata": {"name": "network-resources"},
-                        "spec": spec
-                    }),
+                    config: nr_settings(honor, downward, claimed),
                 }
             },
         )
+}
+
+/// What the pod chooses for itself (the receiving container, opting out,
+/// DRA claims) and its containers: the user's own resources, none, in the
+/// first container, in a second one; or Linkerd's proxy put first by its
+/// injector (proxy-await).
+fn workload_choices(
+    pod: &mut Value,
+    container: Option<&str>,
+    opt_out: Option<&str>,
+    claims: bool,
+    user_resources: usize,
+) {
+    let annotations = &mut pod["metadata"]["annotations"];
+    if let Some(container) = container {
+        annotations["multus.linkerd.io/network-resources-container"] = json!(container);
+    }
+    if let Some(opt_out) = opt_out {
+        annotations["multus.linkerd.io/network-resources-injection"] = json!(opt_out);
+    }
+    if claims {
+        pod["spec"]["resourceClaims"] = json!([{"name": "vf", "resourceClaimTemplateName": "vf"}]);
+    }
+    let containers = &mut pod["spec"]["containers"];
+    match user_resources {
+        3 => containers.as_array_mut().unwrap().insert(
+            0,
+            json!({"name": "linkerd-proxy", "image": "cr.l5d.io/linkerd/proxy:edge-24.5.1"}),
+        ),
+        1 => containers[0]["resources"] = json!({"limits": {"intel.com/sriov_a": "4"}}),
+        2 => containers.as_array_mut().unwrap().push(json!({
+            "name": "side", "image": "side",
+            "resources": {"requests": {"intel.com/sriov_b": "1"}, "limits": {"hugepages-2Mi": "64Mi"}}
+        })),
+        _ => {}
+    }
+}
+
+/// The NetworkResources settings object of a case.
+fn nr_settings(honor: bool, downward: bool, claimed: Option<&[&str]>) -> Value {
+    let mut spec = json!({
+        "honorResources": honor,
+        "downwardAPI": downward,
+        "injections": {"inject-me": {"annotations": {"example.com/injected": "yes"}}}
+    });
+    if let Some(claimed) = claimed {
+        spec["claimedResourceNames"] = json!(claimed);
+    }
+    json!({
+        "apiVersion": "multus.linkerd.io/v1alpha1",
+        "kind": "NetworkResources",
+        "metadata": {"name": "network-resources"},
+        "spec": spec
+    })
 }
 
 /// The cluster's NADs, as objects.

@@ -72,30 +72,37 @@ fn the_injectors_config_maps() {
         ),
     ];
     for (name, spec, notes) in cases {
-        let config_map = parse_document(&fixture(&format!("{name}.yaml"))).unwrap();
-        let t = translate(&deployment, config_json(&config_map)).unwrap();
-        let spec = match spec.starts_with("honorResources") {
-            true => indent(&spec),
-            false => indent(&format!("downwardAPI: true\n{spec}")),
-        };
-        let printed = to_object(&t.settings, "network-resources");
-        assert_eq!(
-            printed,
-            format!(
-                "apiVersion: multus.linkerd.io/v1alpha1\nkind: NetworkResources\nmetadata:\n  name: network-resources\n  annotations:\n    config.kubernetes.io/local-config: \"true\"\nspec:\n{spec}"
-            ),
-            "{name}"
-        );
-        assert_eq!(t.notes.len(), notes.len(), "{name}: {:?}", t.notes);
-        for (note, want) in t.notes.iter().zip(notes) {
-            assert!(note.contains(want), "{name}: {note}");
-        }
-        let back = Settings::from_object(&parse_document(&printed).unwrap()).unwrap();
-        assert_eq!(
-            back, t.settings,
-            "{name}: the object reads back as the same settings"
-        );
+        translates_to(&deployment, name, &spec, notes);
     }
+}
+
+/// The fixture `name`, with the deployment's flags, prints the object whose
+/// spec is `spec` (after `downwardAPI: true` unless it sets `honorResources`),
+/// with notes containing `notes` in order, and reads back as the same settings.
+fn translates_to(deployment: &[String], name: &str, spec: &str, notes: &[&str]) {
+    let config_map = parse_document(&fixture(&format!("{name}.yaml"))).unwrap();
+    let t = translate(deployment, config_json(&config_map)).unwrap();
+    let spec = match spec.starts_with("honorResources") {
+        true => indent(spec),
+        false => indent(&format!("downwardAPI: true\n{spec}")),
+    };
+    let printed = to_object(&t.settings, "network-resources");
+    assert_eq!(
+        printed,
+        format!(
+            "apiVersion: multus.linkerd.io/v1alpha1\nkind: NetworkResources\nmetadata:\n  name: network-resources\n  annotations:\n    config.kubernetes.io/local-config: \"true\"\nspec:\n{spec}"
+        ),
+        "{name}"
+    );
+    assert_eq!(t.notes.len(), notes.len(), "{name}: {:?}", t.notes);
+    for (note, want) in t.notes.iter().zip(notes) {
+        assert!(note.contains(want), "{name}: {note}");
+    }
+    let back = Settings::from_object(&parse_document(&printed).unwrap()).unwrap();
+    assert_eq!(
+        back, t.settings,
+        "{name}: the object reads back as the same settings"
+    );
 }
 
 fn indent(spec: &str) -> String {

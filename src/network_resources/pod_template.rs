@@ -2,6 +2,7 @@
 //! ask for, and the edits, checked before any is made so that an error leaves
 //! the template as it was.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::error::Error;
@@ -110,45 +111,18 @@ pub fn apply(
     if choices.opted_out && before.is_empty() {
         return Ok(Applied::default());
     }
-    // A workload that opts out keeps nothing of the rules: they take back
-    // what they recorded, as if it selected no network and had no label.
-    let opted_out_settings;
-    let settings = if choices.opted_out {
-        opted_out_settings = Settings {
-            injections: BTreeMap::new(),
-            interface_names: InterfaceNames::Keep,
-            ..settings.clone()
-        };
-        &opted_out_settings
-    } else {
-        settings
-    };
+    let settings = judged_by(settings, choices.opted_out);
+    let settings = settings.as_ref();
     let chosen = choices
         .container
         .filter(|_| !choices.opted_out)
         .map(str::to_string);
-    // The metadata rules, when any can apply, work on a copy of the metadata
-    // (a few annotations and labels); the spec is edited in place, but only
-    // after `check_spec` and the node-selector conflicts have passed, so an
-    // error leaves the template as it was without copying the whole template.
-    let metadata_rules = !settings.injections.is_empty()
-        || !before.annotations.is_empty()
-        || !before.networks.is_empty()
-        || settings.interface_names == InterfaceNames::Deterministic;
-    let mut head = Map::default();
     let mut out = Applied::default();
-    if metadata_rules {
-        if let Some(metadata) = template.get("metadata") {
-            head.insert("metadata", metadata.clone());
-        }
-        injections::inject(&mut head, settings, pod_namespace, before, &mut out)?;
-        if settings.interface_names == InterfaceNames::Deterministic {
-            injections::name_interfaces(&mut head, &mut out)?;
-        }
-    }
-    let selected = match choices.opted_out {
-        true => Vec::new(),
-        false => selections(if metadata_rules { &head } else { template }, pod_namespace)?,
+    let head = metadata_rules(template, settings, pod_namespace, before, &mut out)?;
+    let selected = match (choices.opted_out, &head) {
+        (true, _) => Vec::new(),
+        (false, Some(head)) => selections(head, pod_namespace)?,
+        (false, None) => selections(template, pod_namespace)?,
     };
     let mut wanted = wanted(&selected, settings, nads)?;
     let spec = template.get("spec").and_then(Node::as_map);
@@ -174,10 +148,55 @@ pub fn apply(
         resources::resources(spec, settings, &wanted.counts, before, target, &mut out)?;
     }
     downward_api::downward_api(spec, downward, before, &mut out)?;
-    if let Some(metadata) = head.remove("metadata") {
+    if let Some(metadata) = head.and_then(|mut head| head.remove("metadata")) {
         template.insert("metadata", metadata);
     }
     Ok(out)
+}
+
+/// The settings a workload is judged by: one that opts out keeps nothing of
+/// the rules, which take back what they recorded, as if it selected no
+/// network and had no label.
+fn judged_by(settings: &Settings, opted_out: bool) -> Cow<'_, Settings> {
+    if !opted_out {
+        return Cow::Borrowed(settings);
+    }
+    Cow::Owned(Settings {
+        injections: BTreeMap::new(),
+        interface_names: InterfaceNames::Keep,
+        ..settings.clone()
+    })
+}
+
+/// The metadata rules (injections, interface names), when any can apply:
+/// they work on a copy of the metadata (a few annotations and labels),
+/// returned to go back into the template once every check has passed. The
+/// spec is edited in place, but only after `check_spec` and the node-selector
+/// conflicts have passed, so an error leaves the template as it was without
+/// copying the whole template.
+fn metadata_rules(
+    template: &Map,
+    settings: &Settings,
+    pod_namespace: &str,
+    before: &Record,
+    out: &mut Applied,
+) -> Result<Option<Map>, Error> {
+    let apply = !settings.injections.is_empty()
+        || !before.annotations.is_empty()
+        || !before.networks.is_empty()
+        || settings.interface_names == InterfaceNames::Deterministic;
+    if !apply {
+        return Ok(None);
+    }
+    let mut head = Map::default();
+    if let Some(metadata) = template.get("metadata") {
+        head.insert("metadata", metadata.clone());
+    }
+    injections::inject(&mut head, settings, pod_namespace, before, out)?;
+    if settings.interface_names == InterfaceNames::Deterministic {
+        injections::name_interfaces(&mut head, out)?;
+    }
+    Ok(Some(head))
 }
 
 /// Checks every shape the spec edits rely on before any is made, so that once
