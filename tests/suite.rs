@@ -19,6 +19,7 @@ mod bad_input;
 mod cluster;
 mod controller;
 mod deploy;
+mod extension;
 mod fidelity;
 mod fuzz_regressions;
 mod golden;
