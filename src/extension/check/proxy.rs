@@ -40,10 +40,25 @@ pub fn judge(
     settings: &Settings,
 ) -> Findings {
     let mut found = Findings::default();
-    let empty = BTreeMap::new();
     for pod in pods {
+        found.add(pod, namespaces, nads, settings);
+    }
+    found.sort();
+    found
+}
+
+impl Findings {
+    /// Judges one meshed pod.
+    pub fn add(
+        &mut self,
+        pod: &Pod,
+        namespaces: &BTreeMap<&str, &Meta>,
+        nads: &BTreeMap<String, Nad>,
+        settings: &Settings,
+    ) {
+        let empty = BTreeMap::new();
         let ns = pod.meta.namespace.as_deref().unwrap_or_default();
-        let named = format!("{ns}/{}", pod.meta.name);
+        let named = || format!("{ns}/{}", pod.meta.name);
         let ns_annotations = namespaces.get(ns).map(|n| &n.annotations).unwrap_or(&empty);
         let annotations = &pod.meta.annotations;
         let decision = attach::decide(settings, ns, annotations, &pod.meta.labels, ns_annotations);
@@ -52,7 +67,7 @@ pub fn judge(
             .and_then(|t| Networks::parse(t).ok())
             .is_some_and(|n| n.references(&settings.nad_name, ns));
         if decision.attach && !selects {
-            found.unattached.push(named.clone());
+            self.unattached.push(named());
         }
         let live_hash = nads
             .get(ns)
@@ -62,10 +77,10 @@ pub fn judge(
             && selects
             && *stamped != live
         {
-            found.old_config.push(named.clone());
+            self.old_config.push(named());
         }
         if pod.validator_failed {
-            found.validator_failed.push(named.clone());
+            self.validator_failed.push(named());
         }
         let uid = pod
             .proxy_uid
@@ -73,10 +88,21 @@ pub fn judge(
         if let (Some(uid), Some(range)) = (uid, ns_annotations.get(&settings.uid_range_annotation))
             && uid_range(range).is_some_and(|(first, size)| uid < first || uid >= first + size)
         {
-            found.uid_outside.push(named);
+            self.uid_outside.push(named());
         }
     }
-    found
+
+    /// Sorts every list, for the output.
+    pub fn sort(&mut self) {
+        for list in [
+            &mut self.unattached,
+            &mut self.old_config,
+            &mut self.validator_failed,
+            &mut self.uid_outside,
+        ] {
+            list.sort();
+        }
+    }
 }
 
 /// An OpenShift UID range `first/size`.
@@ -87,13 +113,11 @@ fn uid_range(text: &str) -> Option<(i64, i64)> {
 
 /// The data-plane checks.
 pub async fn check(client: &Client, options: &Options, pass: &mut Pass) {
-    let namespaces = snapshot::namespaces(client).await;
-    let pods = snapshot::meshed_pods(client, options.namespace.as_deref()).await;
     let read = "the meshed pods, their namespaces and NADs can be read";
-    let (namespaces, pods) = match (namespaces, pods) {
-        (Ok(n), Ok(p)) => (n, p),
-        (Err(e), _) | (_, Err(e)) => {
-            let check = extension::read_error(read, "Namespaces and Pods", &e);
+    let namespaces = match snapshot::namespaces(client).await {
+        Ok(namespaces) => namespaces,
+        Err(e) => {
+            let check = extension::read_error(read, "Namespaces", &e);
             return pass.add(DATA_PLANE, check, Retry::Yes);
         }
     };
@@ -112,7 +136,16 @@ pub async fn check(client: &Client, options: &Options, pass: &mut Pass) {
         }
     };
     let by_name: BTreeMap<&str, &Meta> = namespaces.iter().map(|n| (n.name.as_str(), n)).collect();
-    let found = judge(&pods, &by_name, &nads, settings);
+    let mut found = Findings::default();
+    let judged = snapshot::meshed_pods(client, options.namespace.as_deref(), |pod| {
+        found.add(&pod, &by_name, &nads, settings)
+    })
+    .await;
+    if let Err(e) = judged {
+        let check = extension::read_error(read, "Pods", &e);
+        return pass.add(DATA_PLANE, check, Retry::Yes);
+    }
+    found.sort();
     report(&found, settings, pass);
 }
 

@@ -15,7 +15,11 @@ use kube::core::Request;
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 
+use crate::k8s::namespace::{INJECT_ANNOTATION, MULTUS_ANNOTATION};
+use crate::linkerd_cni::attach::{CONTROL_PLANE_LABEL, PROXY_UID_ANNOTATION};
+use crate::linkerd_cni::rollout::HASH_ANNOTATION;
 use crate::multus::nad::{self, Maker};
+use crate::multus::networks::NETWORKS_ANNOTATION;
 
 /// Objects a page of a list holds.
 pub const PAGE: u32 = 500;
@@ -265,6 +269,16 @@ struct Terminated {
     exit_code: i32,
 }
 
+/// The pod annotations the data-plane checks read; the others are dropped
+/// as each pod is read (50,000 pods keep a few MiB).
+const POD_ANNOTATIONS: &[&str] = &[
+    NETWORKS_ANNOTATION,
+    HASH_ANNOTATION,
+    INJECT_ANNOTATION,
+    MULTUS_ANNOTATION,
+    PROXY_UID_ANNOTATION,
+];
+
 impl PodDoc {
     /// The pod as the checks see it, `None` when it is not meshed.
     fn meshed(self) -> Option<Pod> {
@@ -290,28 +304,34 @@ impl PodDoc {
                 exit(&c.state) == Some(VALIDATOR_FAILED)
                     || exit(&c.last_state) == Some(VALIDATOR_FAILED)
             });
+        let mut meta = self.metadata;
+        meta.annotations
+            .retain(|k, _| POD_ANNOTATIONS.contains(&k.as_str()));
+        meta.labels.retain(|k, _| k == CONTROL_PLANE_LABEL);
         Some(Pod {
-            meta: self.metadata,
+            meta,
             proxy_uid,
             validator_failed,
         })
     }
 }
 
-/// The meshed pods of `namespace` (every namespace when `None`), sorted by
-/// namespace and name. Pods without a proxy are dropped as they are read.
-pub async fn meshed_pods(client: &Client, namespace: Option<&str>) -> Result<Vec<Pod>, ReadError> {
+/// Hands each meshed pod of `namespace` (every namespace when `None`) to
+/// `each` as its page is read, so that only a page is held at once; pods
+/// without a proxy are dropped.
+pub async fn meshed_pods(
+    client: &Client,
+    namespace: Option<&str>,
+    mut each: impl FnMut(Pod),
+) -> Result<(), ReadError> {
     let path = match namespace {
         Some(ns) => format!("/api/v1/namespaces/{ns}/pods"),
         None => "/api/v1/pods".to_string(),
     };
-    let mut all = Vec::new();
     list_pages(client, &path, ListParams::default(), false, |p: PodDoc| {
-        all.extend(p.meshed())
+        p.meshed().into_iter().for_each(&mut each)
     })
-    .await?;
-    all.sort_by(|a, b| (&a.meta.namespace, &a.meta.name).cmp(&(&b.meta.namespace, &b.meta.name)));
-    Ok(all)
+    .await
 }
 
 #[cfg(test)]
