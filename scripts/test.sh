@@ -32,3 +32,4 @@ BENCH_QUICK=1 cargo bench --locked --profile dev --bench webhook
 BENCH_QUICK=1 cargo bench --locked --profile dev --bench hostile
 BENCH_QUICK=1 cargo bench --locked --profile dev --bench admission
 BENCH_QUICK=1 cargo bench --locked --profile dev --bench controller
+BENCH_QUICK=1 cargo bench --locked --profile dev --bench check

@@ -1,9 +1,15 @@
-//! The Linkerd extension's commands: `install` (the same objects as the kpt packages set
-//! alike, its refusals, and the cluster side applied to a real kube-apiserver, then
-//! installed again without a change) and `uninstall` (what `kubectl delete -f -` needs,
-//! and nothing else).
+//! The Linkerd extension (`linkerd multus install | uninstall | check`), most of it
+//! against a real kube-apiserver with etcd (tests/common/kube_apiserver.rs): `install`
+//! gives the same objects as the kpt packages set alike and names what it refuses; the
+//! cluster side applies, installs again without a change, and `uninstall` gives what
+//! `kubectl delete -f -` needs and nothing else; `check` on an installed extension is
+//! clean, then names each defect planted alone.
 
 use crate::common;
 
+/// `check` on an installed extension: clean, then each defect planted alone.
+mod check;
+/// The installed extension `check` runs against.
+mod check_harness;
 mod install;
 mod lifecycle;

@@ -1,0 +1,425 @@
+//! The extension's own objects: its Namespace (the one labelled
+//! `linkerd.io/extension=multus`), the webhook's Deployment and what its
+//! arguments tell of the rules' settings, and the webhook configuration.
+//! The certificate and the probe through the API server are in
+//! [`super::certificate`] and [`super::probe`].
+
+use k8s_openapi::api::admissionregistration::v1::MutatingWebhookConfiguration;
+use k8s_openapi::api::apps::v1::Deployment;
+use kube::{Api, Client};
+
+use super::report::Check;
+use super::snapshot::{Meta, ReadError, get_opt};
+use super::wait::{Pass, Retry};
+use super::{EXTENSION, INSTALL_HINT, Options, capped};
+use crate::extension::{DEFAULT_NAMESPACE, EXTENSION_LABEL, NAME};
+use crate::linkerd_cni::settings::Settings;
+
+/// The webhook's Deployment, Service and MutatingWebhookConfiguration.
+pub const WEBHOOK: &str = "linkerd-multus-webhook";
+/// The Secret holding the webhook's serving certificate.
+pub const TLS_SECRET: &str = "linkerd-multus-webhook-tls";
+
+/// What the checks after these learn of the installed extension.
+#[derive(Debug, Clone)]
+pub struct Installed {
+    /// The extension's namespace.
+    pub namespace: String,
+    /// The rules' settings, as the webhook's arguments give them.
+    pub settings: Settings,
+    /// Whether the webhook runs the NAD controller (`--manage-nads`).
+    pub manage_nads: bool,
+}
+
+/// The Namespace and the Deployment; `None` when the extension's Namespace
+/// is not there (the remaining checks of the extension are then skipped).
+pub async fn namespace_and_deployment(
+    client: &Client,
+    options: &Options,
+    namespaces: &Result<Vec<Meta>, ReadError>,
+    pass: &mut Pass,
+) -> Option<Installed> {
+    let description = "linkerd-multus extension Namespace exists";
+    let namespace = match namespaces {
+        Err(e) => {
+            let error = format!("cannot list Namespaces: {e}");
+            let hint = "check that you may list Namespaces: kubectl auth can-i list namespaces";
+            pass.add(
+                EXTENSION,
+                Check::error(description, error, hint),
+                Retry::Yes,
+            );
+            return None;
+        }
+        Ok(all) => match extension_namespace(all) {
+            Ok(name) => name,
+            Err(error) => {
+                let check = Check::error(description, error, INSTALL_HINT);
+                pass.add(EXTENSION, check, Retry::No);
+                return None;
+            }
+        },
+    };
+    pass.add(EXTENSION, Check::success(description), Retry::No);
+    let description = format!("{WEBHOOK} Deployment is ready");
+    let api: Api<Deployment> = Api::namespaced(client.clone(), &namespace);
+    let mut installed = Installed {
+        settings: default_settings(options),
+        namespace,
+        manage_nads: false,
+    };
+    let at = format!("Deployment {}/{WEBHOOK}", installed.namespace);
+    let (check, retry) = match get_opt(api.get(WEBHOOK)).await {
+        Err(e) => (read_error(&description, &at, &e), Retry::Yes),
+        Ok(None) => (
+            Check::error(&description, format!("{at} not found"), INSTALL_HINT),
+            Retry::No,
+        ),
+        Ok(Some(deployment)) => {
+            let args = webhook_args(&deployment);
+            (installed.settings, installed.manage_nads) =
+                settings_from_args(&args, installed.settings);
+            match deployment_ready(&deployment) {
+                Ok(()) => (Check::success(&description), Retry::No),
+                Err(problem) => {
+                    let hint = format!(
+                        "see why: kubectl -n {ns} describe deployment {WEBHOOK}; kubectl -n {ns} get pods -l app.kubernetes.io/name={WEBHOOK}",
+                        ns = installed.namespace
+                    );
+                    (
+                        Check::error(&description, format!("{at}: {problem}"), hint),
+                        Retry::Yes,
+                    )
+                }
+            }
+        }
+    };
+    pass.add(EXTENSION, check, retry);
+    Some(installed)
+}
+
+/// The rules' settings when the webhook's arguments cannot be read: the
+/// defaults, with the Linkerd namespace of `-L`.
+pub fn default_settings(options: &Options) -> Settings {
+    Settings {
+        linkerd_namespace: options.linkerd_namespace.clone(),
+        ..Settings::default()
+    }
+}
+
+/// The rules' settings the installed webhook runs with, read without
+/// checking anything: the defaults when the extension cannot be found.
+pub async fn resolve(client: &Client, options: &Options, namespaces: &[Meta]) -> Installed {
+    let namespace = extension_namespace(namespaces).unwrap_or_else(|_| DEFAULT_NAMESPACE.into());
+    let api: Api<Deployment> = Api::namespaced(client.clone(), &namespace);
+    let args = match get_opt(api.get(WEBHOOK)).await {
+        Ok(Some(deployment)) => webhook_args(&deployment),
+        _ => Vec::new(),
+    };
+    let (settings, manage_nads) = settings_from_args(&args, default_settings(options));
+    Installed {
+        namespace,
+        settings,
+        manage_nads,
+    }
+}
+
+/// A check that failed because a read did.
+pub fn read_error(description: &str, what: &str, e: &ReadError) -> Check {
+    Check::error(
+        description,
+        format!("cannot read {what}: {e}"),
+        "check the connection to the API server and your rights: kubectl auth can-i --list",
+    )
+}
+
+/// The extension's namespace among all Namespaces: the one labelled
+/// `linkerd.io/extension=multus` ([`DEFAULT_NAMESPACE`] first when several are).
+pub fn extension_namespace(namespaces: &[Meta]) -> Result<String, String> {
+    let labelled: Vec<&Meta> = namespaces
+        .iter()
+        .filter(|n| n.labels.get(EXTENSION_LABEL).map(String::as_str) == Some(NAME))
+        .collect();
+    labelled
+        .iter()
+        .find(|n| n.name == DEFAULT_NAMESPACE)
+        .or(labelled.first())
+        .map(|n| n.name.clone())
+        .ok_or_else(|| format!("no Namespace is labelled {EXTENSION_LABEL}={NAME}"))
+}
+
+/// Whether the Deployment is ready: every replica it asks for ready, in its
+/// current generation.
+pub fn deployment_ready(deployment: &Deployment) -> Result<(), String> {
+    let want = deployment.spec.replicas.unwrap_or(1);
+    let status = deployment.status.clone().unwrap_or_default();
+    let ready = status.ready_replicas.unwrap_or(0);
+    let updated = status.updated_replicas.unwrap_or(0);
+    if want == 0 {
+        return Err("scaled to 0 replicas: no replica answers the API server".into());
+    }
+    if status.observed_generation < deployment.metadata.generation {
+        return Err("its latest change is not rolled out yet".into());
+    }
+    if ready < want || updated < want {
+        return Err(format!(
+            "{ready} of {want} replicas ready ({updated} up to date)"
+        ));
+    }
+    Ok(())
+}
+
+fn webhook_args(deployment: &Deployment) -> Vec<String> {
+    let containers = deployment
+        .spec
+        .template
+        .spec
+        .as_ref()
+        .map(|s| s.containers.as_slice())
+        .unwrap_or_default();
+    containers
+        .iter()
+        .find(|c| {
+            c.args
+                .as_ref()
+                .is_some_and(|a| a.first().map(String::as_str) == Some("webhook"))
+        })
+        .or(containers.first())
+        .and_then(|c| c.args.clone())
+        .unwrap_or_default()
+}
+
+/// The rules' settings from the webhook's arguments (`--linkerd-namespace`,
+/// `--nad-name`, `--cni-namespace`, ... as `--flag=value` or `--flag value`)
+/// over `base`, and whether it runs the NAD controller (`--manage-nads`).
+pub fn settings_from_args(args: &[String], base: Settings) -> (Settings, bool) {
+    let mut settings = base;
+    let mut manage_nads = false;
+    let mut args = args.iter().peekable();
+    while let Some(arg) = args.next() {
+        let Some(flag) = arg.strip_prefix("--") else {
+            continue;
+        };
+        let (name, inline) = match flag.split_once('=') {
+            Some((name, value)) => (name, Some(value.to_string())),
+            None => (flag, None),
+        };
+        if name == "manage-nads" {
+            manage_nads = inline.as_deref().is_none_or(|v| v == "true");
+            continue;
+        }
+        let known = [
+            "linkerd-namespace",
+            "nad-name",
+            "cni-namespace",
+            "cni-kubeconfig",
+            "cni-version",
+            "uid-range-annotation",
+            "proxy-uid-offset",
+        ];
+        if !known.contains(&name) {
+            continue;
+        }
+        let Some(value) = inline.or_else(|| args.next().cloned()) else {
+            break;
+        };
+        match name {
+            "linkerd-namespace" => settings.linkerd_namespace = value,
+            "nad-name" => settings.nad_name = value,
+            "cni-namespace" => settings.cni_namespace = value,
+            "cni-kubeconfig" => settings.cni_kubeconfig = Some(value),
+            "cni-version" => settings.cni_version = value,
+            "uid-range-annotation" => settings.uid_range_annotation = value,
+            _ => {
+                if let Ok(offset) = value.parse() {
+                    settings.proxy_uid_offset = offset;
+                }
+            }
+        }
+    }
+    (settings, manage_nads)
+}
+
+/// The webhook configuration, read for the checks of its clientConfig and
+/// caBundle; `None` when it is missing or unreadable (reported here).
+pub async fn webhook_configuration(
+    client: &Client,
+    installed: &Installed,
+    pass: &mut Pass,
+) -> Option<MutatingWebhookConfiguration> {
+    let description = format!("{WEBHOOK} MutatingWebhookConfiguration calls the webhook's Service");
+    let api: Api<MutatingWebhookConfiguration> = Api::all(client.clone());
+    let at = format!("MutatingWebhookConfiguration {WEBHOOK}");
+    let config = match get_opt(api.get(WEBHOOK)).await {
+        Err(e) => {
+            pass.add(EXTENSION, read_error(&description, &at, &e), Retry::Yes);
+            return None;
+        }
+        Ok(None) => {
+            let check = Check::error(&description, format!("{at} not found"), INSTALL_HINT);
+            pass.add(EXTENSION, check, Retry::No);
+            return None;
+        }
+        Ok(Some(config)) => config,
+    };
+    let problems = client_config_problems(&config, &installed.namespace);
+    let check = match problems.is_empty() {
+        true => Check::success(&description),
+        false => Check::error(
+            &description,
+            format!("{at}: {}", capped(&problems)),
+            INSTALL_HINT,
+        ),
+    };
+    pass.add(EXTENSION, check, Retry::No);
+    Some(config)
+}
+
+/// The webhooks of the configuration that do not call the Service
+/// `namespace/linkerd-multus-webhook`.
+pub fn client_config_problems(
+    config: &MutatingWebhookConfiguration,
+    namespace: &str,
+) -> Vec<String> {
+    let webhooks = config.webhooks.as_deref().unwrap_or_default();
+    if webhooks.is_empty() {
+        return vec!["it has no webhook".into()];
+    }
+    webhooks
+        .iter()
+        .filter_map(|w| match &w.client_config.service {
+            Some(s) if s.namespace == namespace && s.name == WEBHOOK => None,
+            Some(s) => Some(format!(
+                "webhook {} calls Service {}/{}, not {namespace}/{WEBHOOK}",
+                w.name, s.namespace, s.name
+            )),
+            None => Some(format!(
+                "webhook {} calls a URL, not the Service {namespace}/{WEBHOOK}",
+                w.name
+            )),
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn meta(name: &str, labels: &[(&str, &str)]) -> Meta {
+        Meta {
+            name: name.into(),
+            labels: labels
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            ..Meta::default()
+        }
+    }
+
+    #[test]
+    fn the_extension_namespace_is_the_labelled_one() {
+        let l = [(EXTENSION_LABEL, "multus")];
+        for (namespaces, want) in [
+            (
+                vec![meta("a", &l), meta("linkerd-multus", &l)],
+                Ok("linkerd-multus"),
+            ),
+            (vec![meta("b", &l), meta("linkerd-multus", &[])], Ok("b")),
+            (
+                vec![meta("linkerd-multus", &[(EXTENSION_LABEL, "viz")])],
+                Err(()),
+            ),
+        ] {
+            let got = extension_namespace(&namespaces);
+            assert_eq!(got.as_deref().map_err(|_| ()), want);
+        }
+    }
+
+    #[test]
+    fn readiness_of_the_deployment() {
+        let d = |replicas: i32, generation: i64, status: serde_json::Value| -> Deployment {
+            serde_json::from_value(json!({
+                "metadata": {"name": "w", "generation": generation},
+                "spec": {"replicas": replicas, "selector": {}, "template": {}},
+                "status": status
+            }))
+            .unwrap()
+        };
+        let full = json!({"observedGeneration": 2, "readyReplicas": 2, "updatedReplicas": 2});
+        for (deployment, want) in [
+            (d(2, 2, full.clone()), Ok(())),
+            (
+                d(2, 3, full.clone()),
+                Err("its latest change is not rolled out yet"),
+            ),
+            (
+                d(0, 2, full),
+                Err("scaled to 0 replicas: no replica answers the API server"),
+            ),
+            (
+                d(
+                    2,
+                    1,
+                    json!({"observedGeneration": 1, "readyReplicas": 1, "updatedReplicas": 2}),
+                ),
+                Err("1 of 2 replicas ready (2 up to date)"),
+            ),
+            (
+                d(2, 1, json!({})),
+                Err("its latest change is not rolled out yet"),
+            ),
+        ] {
+            assert_eq!(deployment_ready(&deployment), want.map_err(String::from));
+        }
+    }
+
+    #[test]
+    fn settings_come_from_the_webhook_s_arguments() {
+        let args: Vec<String> = [
+            "webhook",
+            "--linkerd-namespace=l5d",
+            "--nad-name",
+            "lcni",
+            "--manage-nads",
+            "--proxy-uid-offset=7",
+            "--on-error=allow",
+        ]
+        .map(String::from)
+        .to_vec();
+        let (settings, manage) = settings_from_args(&args, Settings::default());
+        assert!(manage);
+        assert_eq!(settings.linkerd_namespace, "l5d");
+        assert_eq!(settings.nad_name, "lcni");
+        assert_eq!(settings.proxy_uid_offset, 7);
+        assert_eq!(settings.cni_namespace, "linkerd-cni");
+        let (_, manage) = settings_from_args(&["--manage-nads=false".into()], Settings::default());
+        assert!(!manage);
+    }
+
+    #[test]
+    fn the_configuration_must_call_the_service() {
+        let config = |client: serde_json::Value| -> MutatingWebhookConfiguration {
+            serde_json::from_value(json!({
+                "metadata": {"name": WEBHOOK},
+                "webhooks": [{"name": "attach.multus.linkerd.io", "clientConfig": client,
+                    "admissionReviewVersions": ["v1"], "sideEffects": "None"}]
+            }))
+            .unwrap()
+        };
+        let service = |ns: &str| json!({"service": {"namespace": ns, "name": WEBHOOK}});
+        assert!(client_config_problems(&config(service("lm")), "lm").is_empty());
+        assert_eq!(
+            client_config_problems(&config(service("other")), "lm"),
+            [
+                "webhook attach.multus.linkerd.io calls Service other/linkerd-multus-webhook, not lm/linkerd-multus-webhook"
+            ]
+        );
+        assert_eq!(
+            client_config_problems(&config(json!({"url": "https://x/"})), "lm"),
+            [
+                "webhook attach.multus.linkerd.io calls a URL, not the Service lm/linkerd-multus-webhook"
+            ]
+        );
+    }
+}

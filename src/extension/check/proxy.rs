@@ -1,0 +1,296 @@
+//! `--proxy`: the data plane. Of the meshed pods (a `linkerd-proxy`
+//! container), in every namespace or `-n`: those the rules attach
+//! ([`attach::decide`], as the webhook decides) whose networks lack the
+//! NAD; those created under an older NAD config (the hash the webhook and
+//! renders record, [`rollout::HASH_ANNOTATION`]); those whose
+//! `linkerd-network-validator` exited with 95; and on OpenShift those whose
+//! proxy UID is outside their namespace's UID range.
+
+use std::collections::BTreeMap;
+
+use kube::Client;
+
+use super::report::Check;
+use super::snapshot::{self, Meta, Nad, Pod, VALIDATOR_CONTAINER, VALIDATOR_FAILED};
+use super::wait::{Pass, Retry};
+use super::{DATA_PLANE, Options, capped, cni, extension};
+use crate::linkerd_cni::attach::{self, PROXY_UID_ANNOTATION};
+use crate::linkerd_cni::rollout::{HASH_ANNOTATION, config_hash};
+use crate::linkerd_cni::settings::Settings;
+use crate::multus::networks::{NETWORKS_ANNOTATION, Networks};
+
+/// What the data-plane checks found, each list `namespace/pod`, sorted.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Findings {
+    /// Attached by the rules, without the NAD in their networks.
+    pub unattached: Vec<String>,
+    /// Stamped with the hash of a config their namespace's NAD no longer holds.
+    pub old_config: Vec<String>,
+    /// Their validator exited with 95.
+    pub validator_failed: Vec<String>,
+    /// Their proxy UID is outside their namespace's UID range.
+    pub uid_outside: Vec<String>,
+}
+
+/// Judges the meshed pods, sorted.
+pub fn judge(
+    pods: &[Pod],
+    namespaces: &BTreeMap<&str, &Meta>,
+    nads: &BTreeMap<String, Nad>,
+    settings: &Settings,
+) -> Findings {
+    let mut found = Findings::default();
+    for pod in pods {
+        found.add(pod, namespaces, nads, settings);
+    }
+    found.sort();
+    found
+}
+
+impl Findings {
+    /// Judges one meshed pod.
+    pub fn add(
+        &mut self,
+        pod: &Pod,
+        namespaces: &BTreeMap<&str, &Meta>,
+        nads: &BTreeMap<String, Nad>,
+        settings: &Settings,
+    ) {
+        let empty = BTreeMap::new();
+        let ns = pod.meta.namespace.as_deref().unwrap_or_default();
+        let named = || format!("{ns}/{}", pod.meta.name);
+        let ns_annotations = namespaces.get(ns).map(|n| &n.annotations).unwrap_or(&empty);
+        let annotations = &pod.meta.annotations;
+        let decision = attach::decide(settings, ns, annotations, &pod.meta.labels, ns_annotations);
+        let selects = annotations
+            .get(NETWORKS_ANNOTATION)
+            .and_then(|t| Networks::parse(t).ok())
+            .is_some_and(|n| n.references(&settings.nad_name, ns));
+        if decision.attach && !selects {
+            self.unattached.push(named());
+        }
+        let live_hash = nads
+            .get(ns)
+            .and_then(|n| n.config.as_deref())
+            .map(config_hash);
+        if let (Some(stamped), Some(live)) = (annotations.get(HASH_ANNOTATION), live_hash)
+            && selects
+            && *stamped != live
+        {
+            self.old_config.push(named());
+        }
+        if pod.validator_failed {
+            self.validator_failed.push(named());
+        }
+        let uid = pod
+            .proxy_uid
+            .or_else(|| annotations.get(PROXY_UID_ANNOTATION)?.parse().ok());
+        if let (Some(uid), Some(range)) = (uid, ns_annotations.get(&settings.uid_range_annotation))
+            && uid_range(range).is_some_and(|(first, size)| uid < first || uid >= first + size)
+        {
+            self.uid_outside.push(named());
+        }
+    }
+
+    /// Sorts every list, for the output.
+    pub fn sort(&mut self) {
+        for list in [
+            &mut self.unattached,
+            &mut self.old_config,
+            &mut self.validator_failed,
+            &mut self.uid_outside,
+        ] {
+            list.sort();
+        }
+    }
+}
+
+/// An OpenShift UID range `first/size`.
+fn uid_range(text: &str) -> Option<(i64, i64)> {
+    let (first, size) = text.split_once('/')?;
+    Some((first.trim().parse().ok()?, size.trim().parse().ok()?))
+}
+
+/// The data-plane checks.
+pub async fn check(client: &Client, options: &Options, pass: &mut Pass) {
+    let read = "the meshed pods, their namespaces and NADs can be read";
+    let namespaces = match snapshot::namespaces(client).await {
+        Ok(namespaces) => namespaces,
+        Err(e) => {
+            let check = extension::read_error(read, "Namespaces", &e);
+            return pass.add(DATA_PLANE, check, Retry::Yes);
+        }
+    };
+    let installed = extension::resolve(client, options, &namespaces).await;
+    let settings = &installed.settings;
+    let nads = match cni::crd_served(client).await {
+        Ok(true) => snapshot::nads(client, &settings.nad_name).await,
+        Ok(false) => Ok(BTreeMap::new()),
+        Err(e) => Err(e),
+    };
+    let nads = match nads {
+        Ok(nads) => nads,
+        Err(e) => {
+            let check = extension::read_error(read, "NetworkAttachmentDefinitions", &e);
+            return pass.add(DATA_PLANE, check, Retry::Yes);
+        }
+    };
+    let by_name: BTreeMap<&str, &Meta> = namespaces.iter().map(|n| (n.name.as_str(), n)).collect();
+    let mut found = Findings::default();
+    let judged = snapshot::meshed_pods(client, options.namespace.as_deref(), |pod| {
+        found.add(&pod, &by_name, &nads, settings)
+    })
+    .await;
+    if let Err(e) = judged {
+        let check = extension::read_error(read, "Pods", &e);
+        return pass.add(DATA_PLANE, check, Retry::Yes);
+    }
+    found.sort();
+    report(&found, settings, pass);
+}
+
+fn report(found: &Findings, settings: &Settings, pass: &mut Pass) {
+    let nad = &settings.nad_name;
+    let restart = "restart them so that the webhook attaches them: kubectl -n NAMESPACE rollout restart deployment NAME (or delete the pod)";
+    let checks = [
+        (
+            format!("meshed pods the rules attach select the {nad} NAD"),
+            &found.unattached,
+            format!("created before the webhook or the NAD, these run without {nad}:"),
+            restart.to_string(),
+            false,
+        ),
+        (
+            format!("meshed pods run with their namespace's current {nad} config"),
+            &found.old_config,
+            format!("created under an older {nad} config ({HASH_ANNOTATION} differs):"),
+            restart.to_string(),
+            true,
+        ),
+        (
+            format!("no meshed pod's {VALIDATOR_CONTAINER} exited with code {VALIDATOR_FAILED}"),
+            &found.validator_failed,
+            format!(
+                "the validator found the pod's traffic not redirected (exit code {VALIDATOR_FAILED}) in"
+            ),
+            format!(
+                "linkerd-cni did not run for them: check that their {NETWORKS_ANNOTATION} selects {nad} and that the NAD exists, then delete the pods"
+            ),
+            false,
+        ),
+        (
+            format!(
+                "meshed pods' proxy UIDs are in their namespace's {} range",
+                settings.uid_range_annotation
+            ),
+            &found.uid_outside,
+            "proxy UID outside the namespace's UID range:".to_string(),
+            format!(
+                "remove their {PROXY_UID_ANNOTATION} (the webhook sets one in the range) and restart them"
+            ),
+            false,
+        ),
+    ];
+    for (description, pods, what, hint, warn) in checks {
+        let check = match (pods.is_empty(), warn) {
+            (true, _) => Check::success(description),
+            (false, true) => Check::warning(description, format!("{what} {}", capped(pods)), hint),
+            (false, false) => Check::error(description, format!("{what} {}", capped(pods)), hint),
+        };
+        pass.add(DATA_PLANE, check, Retry::No);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::k8s::namespace::{INJECT_ANNOTATION, MULTUS_ANNOTATION};
+    use crate::multus::nad::Maker;
+
+    fn pod(name: &str, ns: &str, annotations: &[(&str, &str)]) -> Pod {
+        Pod {
+            meta: Meta {
+                name: name.into(),
+                namespace: Some(ns.into()),
+                annotations: annotations
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .collect(),
+                ..Meta::default()
+            },
+            ..Pod::default()
+        }
+    }
+
+    #[test]
+    fn each_defect_names_its_pod() {
+        let on = [
+            (MULTUS_ANNOTATION, "enabled"),
+            (INJECT_ANNOTATION, "enabled"),
+        ];
+        let demo = Meta {
+            name: "demo".into(),
+            annotations: on
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            ..Meta::default()
+        };
+        let ocp = Meta {
+            name: "ocp".into(),
+            annotations: [(
+                "openshift.io/sa.scc.uid-range".to_string(),
+                "1000/100".to_string(),
+            )]
+            .into(),
+            ..Meta::default()
+        };
+        let namespaces: BTreeMap<&str, &Meta> = [("demo", &demo), ("ocp", &ocp)].into();
+        let nads: BTreeMap<String, Nad> = [(
+            "demo".to_string(),
+            Nad {
+                maker: Maker::Controller,
+                config: Some("{}".into()),
+            },
+        )]
+        .into();
+        let current = config_hash("{}");
+        let mut failed = pod("failed", "demo", &[(NETWORKS_ANNOTATION, "linkerd-cni")]);
+        failed.validator_failed = true;
+        let mut uid_in = pod("in", "ocp", &[]);
+        uid_in.proxy_uid = Some(1050);
+        let pods = [
+            pod(
+                "ok",
+                "demo",
+                &[
+                    (NETWORKS_ANNOTATION, "linkerd-cni"),
+                    (HASH_ANNOTATION, &current),
+                ],
+            ),
+            pod("bare", "demo", &[]),
+            pod(
+                "old",
+                "demo",
+                &[
+                    (NETWORKS_ANNOTATION, "a, linkerd-cni"),
+                    (HASH_ANNOTATION, "0123"),
+                ],
+            ),
+            failed,
+            pod("out", "ocp", &[(PROXY_UID_ANNOTATION, "2102")]),
+            uid_in,
+            pod("off", "ocp", &[]),
+        ];
+        let found = judge(&pods, &namespaces, &nads, &Settings::default());
+        assert_eq!(
+            found,
+            Findings {
+                unattached: vec!["demo/bare".into()],
+                old_config: vec!["demo/old".into()],
+                validator_failed: vec!["demo/failed".into()],
+                uid_outside: vec!["ocp/out".into()],
+            }
+        );
+    }
+}

@@ -1,0 +1,450 @@
+//! `linkerd multus check` against an installed extension (check_harness.rs):
+//! clean, it checks `√`; each defect planted alone is named alone, in table
+//! and JSON form, with its exit code; `linkerd check`'s call is answered as
+//! Linkerd reads it; a failure that mends itself within `--wait` passes.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Command, Output, Stdio};
+
+use serde_json::{Value, json};
+
+use super::check_harness::{self, DEMO, Installed, NS, WEBHOOK, installed};
+use crate::common::bin;
+use crate::common::https::Ca;
+
+/// Runs `check` against the installed extension's API server.
+fn check(installed: &Installed, args: &[&str]) -> Output {
+    Command::new(bin())
+        .arg("check")
+        .arg("--kubeconfig")
+        .arg(&installed.kubeconfig)
+        .args(args)
+        .output()
+        .expect("running linkerd-multus check")
+}
+
+/// A check as `linkerd check` reads it from the JSON.
+#[derive(Debug, Clone, PartialEq)]
+struct Seen {
+    category: String,
+    description: String,
+    result: String,
+    error: String,
+    hint: String,
+}
+
+/// The JSON as `linkerd check` reads an extension's: `success` and every check.
+fn read_json(stdout: &[u8]) -> (bool, Vec<Seen>) {
+    let json: Value = serde_json::from_slice(stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(stdout)));
+    let text = |v: &Value| v.as_str().unwrap_or_default().to_string();
+    let mut seen = Vec::new();
+    for category in json["categories"].as_array().expect("categories") {
+        for check in category["checks"].as_array().expect("checks") {
+            seen.push(Seen {
+                category: text(&category["categoryName"]),
+                description: text(&check["description"]),
+                result: text(&check["result"]),
+                error: text(&check["error"]),
+                hint: text(&check["hint"]),
+            });
+        }
+    }
+    (json["success"].as_bool().expect("success"), seen)
+}
+
+/// Runs `check` with `args` in JSON and in table form: the exit code (the
+/// same for both), the checks that did not pass, and the table.
+fn failures(installed: &Installed, args: &[&str]) -> (i32, Vec<Seen>, String) {
+    let json = check(installed, &[args, &["-o", "json"]].concat());
+    let (success, seen) = read_json(&json.stdout);
+    let code = json.status.code().unwrap();
+    assert_eq!(success, code == 0, "{seen:#?}");
+    let table = check(installed, args);
+    assert_eq!(table.status.code().unwrap(), code);
+    let table = String::from_utf8(table.stdout).unwrap();
+    let failing: Vec<Seen> = seen.into_iter().filter(|s| s.result != "success").collect();
+    let marked = table
+        .lines()
+        .filter(|l| l.starts_with('×') || l.starts_with('‼'))
+        .count();
+    assert_eq!(marked, failing.len(), "{table}");
+    (code, failing, table)
+}
+
+/// Asserts exactly one check did not pass: `result` in `category`, its
+/// description holding `description`, its error naming `object`.
+fn named_alone(installed: &Installed, args: &[&str], want: (&str, &str, &str, &str), code: i32) {
+    let (category, description, result, object) = want;
+    let (got_code, failing, table) = failures(installed, args);
+    assert_eq!(failing.len(), 1, "{table}");
+    let one = &failing[0];
+    assert_eq!(
+        (one.category.as_str(), one.result.as_str()),
+        (category, result),
+        "{table}"
+    );
+    assert!(one.description.contains(description), "{table}");
+    assert!(one.error.contains(object), "{table}");
+    assert!(!one.hint.is_empty(), "{table}");
+    let mark = if result == "error" { "×" } else { "‼" };
+    assert!(
+        table.contains(&format!("{mark} {}\n    ", one.description)),
+        "{table}"
+    );
+    assert!(table.contains(object), "{table}");
+    assert_eq!(got_code, code, "{table}");
+}
+
+#[test]
+fn a_clean_install_checks_and_each_defect_is_named_alone() {
+    let mut installed = installed();
+    for args in [&[][..], &["--proxy"], &["--pre"]] {
+        let (code, failing, table) = failures(&installed, args);
+        assert!(failing.is_empty() && code == 0, "{args:?}\n{table}");
+        assert!(table.ends_with("Status check results are √\n"));
+    }
+    let (_, seen) = read_json(&check(&installed, &["-o", "json"]).stdout);
+    let categories: std::collections::BTreeSet<&str> =
+        seen.iter().map(|s| s.category.as_str()).collect();
+    assert_eq!(
+        categories,
+        [
+            "linkerd-multus",
+            "linkerd-multus-cni",
+            "linkerd-multus-nads"
+        ]
+        .into()
+    );
+    assert!(seen.iter().any(|s| {
+        s.description
+            .contains("attaches linkerd-cni to a pod through the API server")
+    }));
+
+    nad_deleted(&installed);
+    nad_edited(&installed);
+    certificate_near_expiry(&installed);
+    service_pointing_nowhere(&mut installed);
+    let (code, failing, table) = failures(&installed, &[]);
+    assert!(failing.is_empty() && code == 0, "{table}");
+}
+
+/// A NAD deleted.
+fn nad_deleted(installed: &Installed) {
+    let plane = installed.plane;
+    plane.kubectl(&[
+        "delete",
+        "network-attachment-definitions",
+        "linkerd-cni",
+        "-n",
+        DEMO,
+    ]);
+    let want = (
+        "linkerd-multus-nads",
+        "needs the linkerd-cni NAD has it",
+        "error",
+        "demo/linkerd-cni",
+    );
+    named_alone(installed, &[], want, 1);
+    check_harness::make_nad(plane, DEMO);
+}
+
+/// A NAD edited.
+fn nad_edited(installed: &Installed) {
+    let plane = installed.plane;
+    plane.kubectl(&[
+        "patch", "network-attachment-definitions", "linkerd-cni", "-n", DEMO, "--type=merge",
+        "-p", r#"{"spec":{"config":"{\"cniVersion\":\"0.3.0\",\"name\":\"linkerd-cni\",\"type\":\"linkerd-cni\"}"}}"#,
+    ]);
+    let want = (
+        "linkerd-multus-nads",
+        "holds the ConfigMap's config",
+        "error",
+        "demo/linkerd-cni",
+    );
+    named_alone(installed, &[], want, 1);
+    check_harness::make_nad(plane, DEMO);
+}
+
+/// A certificate near expiry (10 days left), as a renewal with a short-lived
+/// certificate leaves it: a new CA, in the caBundle beside the one of the
+/// certificate the webhook still serves until it reloads.
+fn certificate_near_expiry(installed: &Installed) {
+    let plane = installed.plane;
+    let ca = Ca::new("a short-lived renewal's CA");
+    let mut params = rcgen::CertificateParams::new(vec![format!("{WEBHOOK}.{NS}.svc")]).unwrap();
+    params.not_after =
+        (std::time::SystemTime::now() + std::time::Duration::from_secs(10 * 86_400)).into();
+    let bundle = format!("{}{}", ca.pem, installed.ca_pem);
+    check_harness::set_certificate(plane, &ca.sign(params), &ca.pem, &bundle);
+    let want = (
+        "linkerd-multus",
+        "valid for at least 60 days",
+        "warning",
+        "expires in 9 days",
+    );
+    named_alone(installed, &[], want, 0);
+    check_harness::set_certificate(plane, &installed.leaf, &installed.ca_pem, &installed.ca_pem);
+}
+
+/// The Service pointing nowhere.
+fn service_pointing_nowhere(installed: &mut Installed) {
+    let plane = installed.plane;
+    // Its selector matches no pod, so the endpoints controller would empty
+    // its Endpoints (stand-in: done here).
+    let selector =
+        |name: &str| json!({"spec": {"selector": {"app.kubernetes.io/name": name}}}).to_string();
+    plane.kubectl(&[
+        "patch",
+        "service",
+        WEBHOOK,
+        "-n",
+        NS,
+        "--type=merge",
+        "-p",
+        &selector("nowhere"),
+    ]);
+    check_harness::set_endpoints(plane, None);
+    installed.restart_webhook();
+    let want = (
+        "linkerd-multus",
+        "through the API server",
+        "error",
+        "no endpoints available",
+    );
+    named_alone(installed, &["--wait=0s"], want, 1);
+    plane.kubectl(&[
+        "patch",
+        "service",
+        WEBHOOK,
+        "-n",
+        NS,
+        "--type=merge",
+        "-p",
+        &selector(WEBHOOK),
+    ]);
+    check_harness::set_endpoints(plane, Some((&installed.ip, installed.port)));
+}
+
+/// A meshed pod (a `linkerd-proxy` container) in `namespace`, created through
+/// the webhook; `validator` adds Linkerd's network validator.
+fn meshed_pod(installed: &Installed, namespace: &str, name: &str, validator: bool) -> Value {
+    let container = |name: &str| json!({"name": name, "image": "registry.k8s.io/pause:3.10"});
+    let mut pod = json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": name, "namespace": namespace, "annotations": {"linkerd.io/inject": "enabled"}},
+        "spec": {"containers": [container("app"), container("linkerd-proxy")]},
+    });
+    if validator {
+        pod["spec"]["initContainers"] = json!([container("linkerd-network-validator")]);
+    }
+    let out = installed.kubectl_ok(&["create", "-o", "json", "-f", "-"], &pod.to_string());
+    serde_json::from_str(&out).unwrap()
+}
+
+#[test]
+fn the_data_plane_checks_name_the_pods() {
+    let installed = installed();
+    let plane = installed.plane;
+    let attached = meshed_pod(&installed, DEMO, "web", true);
+    let networks = &attached["metadata"]["annotations"]["k8s.v1.cni.cncf.io/networks"];
+    assert_eq!(networks, "linkerd-cni", "the webhook attaches it");
+    let (code, failing, table) = failures(&installed, &["--proxy"]);
+    assert!(failing.is_empty() && code == 0, "{table}");
+
+    // Its validator ended with exit code 95, as the kubelet would report it.
+    let status = json!({"status": {"initContainerStatuses": [{
+        "name": "linkerd-network-validator", "image": "registry.k8s.io/pause:3.10", "imageID": "",
+        "ready": false, "restartCount": 1,
+        "state": {"waiting": {"reason": "CrashLoopBackOff"}},
+        "lastState": {"terminated": {"exitCode": 95, "reason": "Error"}},
+    }]}});
+    plane.kubectl(&[
+        "patch",
+        "pod",
+        "web",
+        "-n",
+        DEMO,
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        &status.to_string(),
+    ]);
+    let want = (
+        "linkerd-multus-data-plane",
+        "exited with code 95",
+        "error",
+        "demo/web",
+    );
+    named_alone(&installed, &["--proxy"], want, 1);
+    named_alone(&installed, &["--proxy", "-n", DEMO], want, 1);
+    let (code, failing, _) = failures(&installed, &["--proxy", "-n", "linkerd"]);
+    assert!(failing.is_empty() && code == 0);
+    plane.kubectl(&["delete", "pod", "web", "-n", DEMO]);
+
+    // A meshed pod created before its namespace was enabled: it runs without
+    // linkerd-cni, though the rules now attach it.
+    let late = plane.namespace("late", &[]);
+    let pod = meshed_pod(&installed, &late, "early", false);
+    assert!(pod["metadata"]["annotations"]["k8s.v1.cni.cncf.io/networks"].is_null());
+    plane.kubectl(&["annotate", "namespace", &late, "linkerd.io/multus=enabled"]);
+    check_harness::make_nad(plane, &late);
+    let object = format!("{late}/early");
+    let want = (
+        "linkerd-multus-data-plane",
+        "select the linkerd-cni NAD",
+        "error",
+        object.as_str(),
+    );
+    named_alone(&installed, &["--proxy"], want, 1);
+    let (code, failing, table) = failures(&installed, &[]);
+    assert!(failing.is_empty() && code == 0, "{table}");
+    plane.kubectl(&["delete", "pod", "early", "-n", &late]);
+}
+
+#[test]
+fn linkerd_check_reads_the_result_as_it_calls_the_binary() {
+    let installed = installed();
+    // What `linkerd check` runs for an extension whose Namespace is labelled
+    // linkerd.io/extension=multus (getExtensionCheckFlags), with a flag of a later Linkerd.
+    let out = Command::new(bin())
+        .args([
+            "check",
+            "--as-group=[]",
+            "--context=test",
+            "--linkerd-namespace=linkerd",
+            "--verbose=false",
+            "--proxy=false",
+            "--wait=5m0s",
+            "--output=json",
+            "--some-future-flag=x",
+        ])
+        .env("KUBECONFIG", &installed.kubeconfig)
+        .output()
+        .unwrap();
+    let (success, seen) = read_json(&out.stdout);
+    assert!(success, "{seen:#?}");
+    assert_eq!(out.status.code(), Some(0));
+    assert!(seen.len() >= 10, "{seen:#?}");
+    for s in &seen {
+        assert!(s.category.starts_with("linkerd-multus") && !s.description.is_empty());
+        assert_eq!(
+            (s.result.as_str(), s.error.as_str(), s.hint.as_str()),
+            ("success", "", "")
+        );
+    }
+}
+
+#[test]
+fn a_failure_that_mends_itself_within_the_wait_passes() {
+    let installed = installed();
+    check_harness::deployment_ready(installed.plane, false);
+    let mut child = Command::new(bin())
+        .arg("check")
+        .arg("--kubeconfig")
+        .arg(&installed.kubeconfig)
+        .args(["--wait=2m", "--output=json", "--verbose"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Once a pass has found the Deployment not ready, it becomes ready.
+    let stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut lines = stderr.lines();
+    assert!(
+        lines
+            .by_ref()
+            .map_while(Result::ok)
+            .any(|l| l.contains("trying again")),
+        "check never retried"
+    );
+    check_harness::deployment_ready(installed.plane, true);
+    std::thread::spawn(move || lines.for_each(drop));
+    let out = child.wait_with_output().unwrap();
+    let (success, seen) = read_json(&out.stdout);
+    assert!(success, "{seen:#?}");
+    assert_eq!(out.status.code(), Some(0));
+}
+
+#[test]
+fn pre_checks_the_rights_install_needs() {
+    let installed = installed();
+    let (code, failing, table) = failures(&installed, &["--pre"]);
+    assert!(failing.is_empty() && code == 0, "{table}");
+    let (code, failing, table) = failures(&installed, &["--pre", "--as=nobody", "--wait=0s"]);
+    assert_eq!(code, 1);
+    let rights = failing
+        .iter()
+        .find(|s| s.description == "can create the extension's objects")
+        .unwrap_or_else(|| panic!("{table}"));
+    assert!(
+        rights
+            .error
+            .contains("create namespaces, create serviceaccounts in linkerd-multus"),
+        "{table}"
+    );
+}
+
+/// A meshed pod the webhook attached (and stamped with the hash of the NAD
+/// config it was created under), then the ConfigMap changed and the NADs
+/// followed it: the pod still runs with the old config until it restarts.
+#[test]
+fn a_pod_created_under_an_older_config_is_named() {
+    let installed = installed();
+    let plane = installed.plane;
+    let pod = meshed_pod(&installed, DEMO, "before", false);
+    let hash = &pod["metadata"]["annotations"]["multus.linkerd.io/config-hash"];
+    assert!(
+        hash.is_string(),
+        "the webhook records the config's hash: {pod}"
+    );
+    let (code, failing, table) = failures(&installed, &["--proxy"]);
+    assert!(failing.is_empty() && code == 0, "{table}");
+
+    let set_log_level = |level: &str| {
+        let config = plane.kubectl(&[
+            "get",
+            "configmap",
+            "linkerd-cni-config",
+            "-n",
+            "linkerd-cni",
+            "-o",
+            "jsonpath={.data.cni_network_config}",
+        ]);
+        let config = config
+            .replacen(
+                r#""log_level": "info""#,
+                &format!(r#""log_level": "{level}""#),
+                1,
+            )
+            .replacen(
+                r#""log_level": "debug""#,
+                &format!(r#""log_level": "{level}""#),
+                1,
+            );
+        let patch = json!([{"op": "replace", "path": "/data/cni_network_config", "value": config}]);
+        plane.kubectl(&[
+            "patch",
+            "configmap",
+            "linkerd-cni-config",
+            "-n",
+            "linkerd-cni",
+            "--type=json",
+            "-p",
+            &patch.to_string(),
+        ]);
+        for ns in [DEMO, "linkerd"] {
+            check_harness::make_nad(plane, ns);
+        }
+    };
+    set_log_level("debug");
+    let want = (
+        "linkerd-multus-data-plane",
+        "current linkerd-cni config",
+        "warning",
+        "demo/before",
+    );
+    named_alone(&installed, &["--proxy"], want, 0);
+    plane.kubectl(&["delete", "pod", "before", "-n", DEMO]);
+    set_log_level("info");
+}
