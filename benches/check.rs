@@ -84,43 +84,9 @@ fn run() -> Result<()> {
     plane.apply(CONFIG_MAP);
     plane.apply("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: linkerd\n");
 
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?;
-    rustls::crypto::ring::default_provider()
-        .install_default()
-        .ok();
-    let client = runtime.block_on(async {
-        let kubeconfig = kube::config::Kubeconfig::read_from(&plane.admin_kubeconfig)?;
-        let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await?;
-        anyhow::Ok(kube::Client::try_from(config)?)
-    })?;
-    let started = Instant::now();
-    runtime.block_on(populate(&client, namespaces, pods))?;
-    println!(
-        "check benchmark: {namespaces} namespaces ({} enabled, with their NAD), {pods} meshed pods, created in {:.1} s",
-        namespaces.div_ceil(2),
-        started.elapsed().as_secs_f64()
-    );
+    let listed = populated(plane, namespaces, pods)?;
     let mut failures = Vec::new();
     let mut mark = audited(&audit, 0)?.0;
-    let listed = runtime.block_on(async {
-        let namespaces: Api<Namespace> = Api::all(client.clone());
-        let pods: Api<Pod> = Api::all(client.clone());
-        let nads: Api<DynamicObject> = Api::all_with(client.clone(), &nad::api_resource());
-        let lp = kube::api::ListParams::default();
-        anyhow::Ok([
-            (
-                "namespaces",
-                namespaces.list_metadata(&lp).await?.items.len(),
-            ),
-            (
-                "network-attachment-definitions",
-                nads.list_metadata(&lp).await?.items.len(),
-            ),
-            ("pods", pods.list_metadata(&lp).await?.items.len()),
-        ])
-    })?;
     for (args, kinds) in [
         (&["--wait=0s"][..], [listed[0], listed[1]]),
         (&["--wait=0s", "--proxy"], [listed[0], listed[2]]),
@@ -159,6 +125,51 @@ fn run() -> Result<()> {
         bail!("{}", failures.join("; "));
     }
     Ok(())
+}
+
+/// Fills the cluster with `namespaces` (half enabled, with their NAD) and
+/// `pods` meshed pods; the number of each kind `check` lists.
+fn populated(
+    plane: &ControlPlane,
+    namespaces: usize,
+    pods: usize,
+) -> Result<[(&'static str, usize); 3]> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    rustls::crypto::ring::default_provider()
+        .install_default()
+        .ok();
+    let client = runtime.block_on(async {
+        let kubeconfig = kube::config::Kubeconfig::read_from(&plane.admin_kubeconfig)?;
+        let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await?;
+        anyhow::Ok(kube::Client::try_from(config)?)
+    })?;
+    let started = Instant::now();
+    runtime.block_on(populate(&client, namespaces, pods))?;
+    println!(
+        "check benchmark: {namespaces} namespaces ({} enabled, with their NAD), {pods} meshed pods, created in {:.1} s",
+        namespaces.div_ceil(2),
+        started.elapsed().as_secs_f64()
+    );
+    let listed = runtime.block_on(async {
+        let namespaces: Api<Namespace> = Api::all(client.clone());
+        let pods: Api<Pod> = Api::all(client.clone());
+        let nads: Api<DynamicObject> = Api::all_with(client.clone(), &nad::api_resource());
+        let lp = kube::api::ListParams::default();
+        anyhow::Ok([
+            (
+                "namespaces",
+                namespaces.list_metadata(&lp).await?.items.len(),
+            ),
+            (
+                "network-attachment-definitions",
+                nads.list_metadata(&lp).await?.items.len(),
+            ),
+            ("pods", pods.list_metadata(&lp).await?.items.len()),
+        ])
+    })?;
+    Ok(listed)
 }
 
 /// Runs `check` with `args`: its time, its peak RSS as last read (MiB) and its exit code.
