@@ -16,6 +16,8 @@
 //! lower bound). A missed target fails the run. `BENCH_QUICK=1` (or `--
 //! --quick`) is a smoke run on 200 namespaces and 1,000 pods.
 
+#[path = "common/audit.rs"]
+mod audit;
 #[path = "../tests/common/https.rs"]
 mod https;
 #[path = "../tests/common/kube_apiserver.rs"]
@@ -35,10 +37,10 @@ use linkerd_multus::linkerd_cni::settings::Settings;
 use linkerd_multus::multus::nad;
 use serde_json::{Value, json};
 
+use audit::{AUDIT_POLICY, audited};
 use kube_apiserver::ControlPlane;
 
 const CONFIG_MAP: &str = include_str!("../../shared/fixtures/linkerd-cni/version-2.19.yaml");
-const AUDIT_POLICY: &str = "apiVersion: audit.k8s.io/v1\nkind: Policy\nomitStages: [RequestReceived, ResponseStarted]\nrules:\n- level: Metadata\n";
 /// The target of each run at full size.
 const TARGET: Duration = Duration::from_secs(10);
 
@@ -304,23 +306,6 @@ fn meshed_pod(i: usize, attached: bool) -> Pod {
 fn linkerd_multus_yaml_to_json(yaml: &str) -> Result<String> {
     let node = linkerd_multus::yaml::parse_document(yaml).map_err(|e| anyhow::anyhow!("{e}"))?;
     Ok(node.to_json().to_string())
-}
-
-/// The requests in the audit log after line `from`, by `verb resource`.
-fn audited(log: &Path, from: usize) -> Result<(usize, BTreeMap<String, usize>)> {
-    let text = std::fs::read_to_string(log).unwrap_or_default();
-    let mut counts = BTreeMap::new();
-    let lines: Vec<&str> = text.lines().collect();
-    for line in &lines[from.min(lines.len())..] {
-        let event: Value = serde_json::from_str(line)?;
-        if event["user"]["username"] != "admin" {
-            continue;
-        }
-        let resource = event["objectRef"]["resource"].as_str().unwrap_or("-");
-        let verb = event["verb"].as_str().unwrap_or("-");
-        *counts.entry(format!("{verb} {resource}")).or_insert(0) += 1;
-    }
-    Ok((lines.len(), counts))
 }
 
 fn show(counts: &BTreeMap<String, usize>) -> String {

@@ -24,6 +24,8 @@
 //! checked; a miss of a write target fails the run. `BENCH_QUICK=1` (or
 //! `-- --quick`) is a smoke run on 200 namespaces.
 
+#[path = "common/audit.rs"]
+mod audit;
 #[path = "../tests/common/https.rs"]
 mod https;
 #[path = "../tests/common/kube_apiserver.rs"]
@@ -35,14 +37,13 @@ use std::process::{Child, Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow, bail};
+use audit::{AUDIT_POLICY, audited};
 use futures_util::StreamExt;
 use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{Api, DynamicObject, ListParams, PostParams};
 use kube_apiserver::{ApiServer, ControlPlane};
-use serde_json::Value;
 
 const CONFIG_MAP: &str = include_str!("../../shared/fixtures/linkerd-cni/version-2.19.yaml");
-const AUDIT_POLICY: &str = "apiVersion: audit.k8s.io/v1\nkind: Policy\nomitStages: [RequestReceived, ResponseStarted]\nrules:\n- level: Metadata\n";
 /// How long each phase may take before the run fails (a quick run: 60 s).
 fn phase_limit() -> Duration {
     if quick() {
@@ -149,24 +150,6 @@ impl Controller {
         }
         Ok(start.elapsed())
     }
-}
-
-/// The requests in the audit log after line `from`, by `verb resource`.
-fn audited(log: &Path, from: usize) -> Result<(usize, BTreeMap<String, usize>)> {
-    let text = std::fs::read_to_string(log).unwrap_or_default();
-    let mut counts = BTreeMap::new();
-    let lines: Vec<&str> = text.lines().collect();
-    for line in &lines[from.min(lines.len())..] {
-        let event: Value = serde_json::from_str(line)?;
-        // The controller's requests only, not the API server's own.
-        if event["user"]["username"] != "admin" {
-            continue;
-        }
-        let resource = event["objectRef"]["resource"].as_str().unwrap_or("-");
-        let verb = event["verb"].as_str().unwrap_or("-");
-        *counts.entry(format!("{verb} {resource}")).or_insert(0) += 1;
-    }
-    Ok((lines.len(), counts))
 }
 
 fn nad_writes(counts: &BTreeMap<String, usize>) -> usize {

@@ -15,7 +15,9 @@
 //!   status` as it was).
 //! * `<!-- run: against a cluster -->` runs a block where the previous one ended, with
 //!   `KUBECONFIG` naming the admin of a real kube-apiserver (tests/common/kube_apiserver.rs,
-//!   `KUBEBUILDER_ASSETS`) that has cert-manager's CRDs but no controllers and no nodes.
+//!   `KUBEBUILDER_ASSETS`) that has cert-manager's CRDs, Multus's NAD CRD, the Linkerd-CNI
+//!   ConfigMap and the `linkerd` namespace, but no controllers and no nodes. `linkerd` on the
+//!   `PATH` is the stand-in of tests/tools/linkerd (the Linkerd CLI is not installed here).
 //! * `<!-- not run: REASON -->` skips a block; the reason is required and the test prints
 //!   every skipped block with it.
 //! * An `sh` block must exit 0. In a `console` block, each `$ ` line (with its `\`

@@ -257,11 +257,21 @@ spec:
 "#;
 
 /// The cluster of the snippets marked `<!-- run: against a cluster -->`: a real kube-apiserver
-/// with etcd (tests/common/kube_apiserver.rs), cert-manager's CRDs installed.
+/// with etcd (tests/common/kube_apiserver.rs), with cert-manager's CRDs, Multus's NAD CRD, the
+/// Linkerd-CNI ConfigMap and the `linkerd` namespace, as the READMEs' clusters have them.
 fn cluster() -> &'static kube_apiserver::ControlPlane {
     static READY: OnceLock<()> = OnceLock::new();
     let plane = kube_apiserver::ControlPlane::shared();
     READY.get_or_init(|| {
+        plane.install_nad_crd();
+        for namespace in ["linkerd", "linkerd-cni"] {
+            plane.apply(&format!(
+                "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {namespace}\n"
+            ));
+        }
+        plane.apply(include_str!(
+            "../../../shared/fixtures/linkerd-cni/version-2.19.yaml"
+        ));
         plane.kubectl_ok(&["apply", "-f", "-"], CERT_MANAGER_CRDS);
         plane.kubectl(&[
             "wait",
