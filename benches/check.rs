@@ -94,7 +94,11 @@ fn run() -> Result<()> {
         (&["--wait=0s", "--proxy"], [listed[0], listed[2]]),
     ] {
         let (elapsed, peak, code) = run_check(&kubeconfig, args)?;
-        let (next, counts) = audited(&audit, mark)?;
+        let (mut next, counts) = audited(&audit, mark)?;
+        // The reader of the same kinds, in the same pages: kubectl.
+        let kinds_read = kinds.map(|(resource, _)| resource).join(",");
+        let read = kubectl_reads(plane, &kubeconfig, &kinds_read)?;
+        next = audited(&audit, next)?.0;
         mark = next;
         let lists = |resource: &str| {
             counts
@@ -103,10 +107,12 @@ fn run() -> Result<()> {
                 .unwrap_or(0)
         };
         let mut line = format!(
-            "check {}: {:.2} s (exit {code}), peak RSS at least {peak:.1} MiB; {}",
+            "check {}: {:.2} s (exit {code}), peak RSS at least {peak:.1} MiB; {}; `kubectl get {kinds_read} -A -o json` {:.2} s, check {:.2}x that",
             args.join(" "),
             elapsed.as_secs_f64(),
-            show(&counts)
+            show(&counts),
+            read.as_secs_f64(),
+            elapsed.as_secs_f64() / read.as_secs_f64()
         );
         for (resource, objects) in kinds {
             let pages = objects.div_ceil(500);
@@ -172,6 +178,22 @@ fn populated(
         ])
     })?;
     Ok(listed)
+}
+
+/// How long `kubectl get KINDS -A -o json` takes (in pages of 500, its
+/// default), its output thrown away: what reading the same objects costs.
+fn kubectl_reads(plane: &ControlPlane, kubeconfig: &Path, kinds: &str) -> Result<Duration> {
+    let started = Instant::now();
+    let status = Command::new(plane.kubectl_path())
+        .env("KUBECONFIG", kubeconfig)
+        .args(["get", kinds, "-A", "-o", "json"])
+        .stdout(Stdio::null())
+        .status()
+        .context("running kubectl")?;
+    if !status.success() {
+        bail!("kubectl get {kinds}: {status}");
+    }
+    Ok(started.elapsed())
 }
 
 /// Runs `check` with `args`: its time, its peak RSS as last read (MiB) and its exit code.
