@@ -343,20 +343,22 @@ fn a_failure_that_mends_itself_within_the_wait_passes() {
         .arg("check")
         .arg("--kubeconfig")
         .arg(&installed.kubeconfig)
-        .args(["--wait=2m", "--output=json", "--verbose"])
+        .args(["--wait=2m", "--output=json"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    // Once a pass has found the Deployment not ready, it becomes ready.
+    // Once a pass has found the Deployment not ready, and check has said on
+    // stderr what it waits for, the Deployment becomes ready.
     let stderr = BufReader::new(child.stderr.take().unwrap());
     let mut lines = stderr.lines();
+    let waiting = lines.by_ref().map_while(Result::ok).next();
     assert!(
-        lines
-            .by_ref()
-            .map_while(Result::ok)
-            .any(|l| l.contains("trying again")),
-        "check never retried"
+        waiting
+            .as_deref()
+            .is_some_and(|l| l.starts_with("waiting up to ")
+                && l.ends_with("s (--wait) for: linkerd-multus-webhook Deployment is ready")),
+        "check never said it waits: {waiting:?}"
     );
     check_harness::deployment_ready(installed.plane, true);
     std::thread::spawn(move || lines.for_each(drop));

@@ -82,7 +82,7 @@ pub async fn run(target: &Target, options: &Options) -> Report {
             return pass.report;
         }
     };
-    wait::until(options.wait, || async {
+    let pass = || async {
         let mut pass = Pass::default();
         pass.add(first, Check::success(description), Retry::No);
         match (options.pre, options.proxy) {
@@ -91,8 +91,10 @@ pub async fn run(target: &Target, options: &Options) -> Report {
             _ => installed(&client, options, &mut pass).await,
         }
         pass
-    })
-    .await
+    };
+    // On stderr: stdout holds the table or the JSON alone.
+    let waiting = |checks: &[String], left| eprintln!("{}", wait::waiting_line(checks, left));
+    wait::until(options.wait, pass, waiting).await
 }
 
 /// The installed extension: its objects, the CNI side, the NADs.

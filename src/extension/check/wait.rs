@@ -23,13 +23,15 @@ pub enum Retry {
     No,
 }
 
-/// One pass of the checks: the report and whether a failure may mend itself.
+/// One pass of the checks: the report and the failures that may mend themselves.
 #[derive(Debug, Default)]
 pub struct Pass {
     /// What the pass found.
     pub report: Report,
     /// Whether a failed check may mend itself.
     pub retry: bool,
+    /// The descriptions of the failed checks that may mend themselves.
+    pub waiting_on: Vec<String>,
 }
 
 impl Pass {
@@ -37,6 +39,7 @@ impl Pass {
     pub fn add(&mut self, category: &str, check: Check, retry: Retry) {
         if check.result == Outcome::Error && retry == Retry::Yes {
             self.retry = true;
+            self.waiting_on.push(check.description.clone());
         }
         match self.report.categories.last_mut() {
             Some(last) if last.name == category => last.checks.push(check),
@@ -49,13 +52,20 @@ impl Pass {
 }
 
 /// Runs `pass` until no failure may mend itself or `wait` has passed, and
-/// returns the last report.
-pub async fn until<F, Fut>(wait: Duration, mut pass: F) -> Report
+/// returns the last report. Before waiting on failures other than the last
+/// pass's, it tells `waiting` which and how long at most (for a line on
+/// stderr, as `linkerd check` shows it is waiting).
+pub async fn until<F, Fut>(
+    wait: Duration,
+    mut pass: F,
+    mut waiting: impl FnMut(&[String], Duration),
+) -> Report
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = Pass>,
 {
     let deadline = Instant::now() + wait;
+    let mut told: Vec<String> = Vec::new();
     loop {
         let done = pass().await;
         let now = Instant::now();
@@ -63,8 +73,21 @@ where
             return done.report;
         }
         tracing::debug!("a check that may mend itself failed; trying again");
+        if done.waiting_on != told {
+            waiting(&done.waiting_on, deadline - now);
+            told = done.waiting_on;
+        }
         tokio::time::sleep(RETRY_INTERVAL.min(deadline - now)).await;
     }
+}
+
+/// The line `check` writes on stderr when it waits: the checks, and how long at most.
+pub fn waiting_line(checks: &[String], left: Duration) -> String {
+    format!(
+        "waiting up to {}s (--wait) for: {}",
+        left.as_secs(),
+        checks.join("; ")
+    )
 }
 
 #[cfg(test)]
@@ -94,14 +117,25 @@ mod tests {
         ] {
             let passes = Cell::new(0);
             let started = Instant::now();
-            let report = until(wait, || {
-                let n = passes.get();
-                passes.set(n + 1);
-                let ok = healthy_at.is_some_and(|at| n >= at);
-                async move { pass(ok, retry) }
-            })
+            let mut told = Vec::new();
+            let report = until(
+                wait,
+                || {
+                    let n = passes.get();
+                    passes.set(n + 1);
+                    let ok = healthy_at.is_some_and(|at| n >= at);
+                    async move { pass(ok, retry) }
+                },
+                |checks, left| told.push(waiting_line(checks, left)),
+            )
             .await;
             assert_eq!(passes.get(), want_passes, "{healthy_at:?} {retry:?}");
+            // Told once, while the same check fails, and only when it waits.
+            let want_told = match want_passes > 1 {
+                true => vec!["waiting up to 12s (--wait) for: b".to_string()],
+                false => vec![],
+            };
+            assert_eq!(told, want_told, "{healthy_at:?} {retry:?}");
             assert_eq!(report.success(), want_ok);
             assert_eq!(report.categories.len(), 1);
             assert!(started.elapsed() <= wait);
