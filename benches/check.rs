@@ -37,7 +37,7 @@ use linkerd_multus::linkerd_cni::settings::Settings;
 use linkerd_multus::multus::nad;
 use serde_json::{Value, json};
 
-use audit::{AUDIT_POLICY, audited};
+use audit::{admin_client, audited, audited_api_server};
 use kube_apiserver::ControlPlane;
 
 const CONFIG_MAP: &str = include_str!("../../shared/fixtures/linkerd-cni/version-2.19.yaml");
@@ -72,15 +72,7 @@ fn run() -> Result<()> {
     let dir = tempfile::tempdir()?;
     let plane = ControlPlane::shared();
     plane.install_nad_crd();
-    let policy = dir.path().join("audit-policy.yaml");
-    std::fs::write(&policy, AUDIT_POLICY)?;
-    let audit = dir.path().join("audit.log");
-    let server = plane.new_api_server(&[
-        &format!("--audit-policy-file={}", policy.display()),
-        &format!("--audit-log-path={}", audit.display()),
-        "--audit-log-mode=blocking",
-    ]);
-    plane.start_ready(&server);
+    let (server, audit) = audited_api_server(plane, dir.path())?;
     let kubeconfig = plane.admin_kubeconfig_for(&server, dir.path());
     plane.apply("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: linkerd-cni\n");
     plane.apply(CONFIG_MAP);
@@ -145,14 +137,7 @@ fn populated(
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
-    rustls::crypto::ring::default_provider()
-        .install_default()
-        .ok();
-    let client = runtime.block_on(async {
-        let kubeconfig = kube::config::Kubeconfig::read_from(&plane.admin_kubeconfig)?;
-        let config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await?;
-        anyhow::Ok(kube::Client::try_from(config)?)
-    })?;
+    let client = admin_client(plane, &runtime)?;
     let started = Instant::now();
     runtime.block_on(populate(&client, namespaces, pods))?;
     println!(

@@ -37,7 +37,7 @@ use std::process::{Child, Command, ExitCode, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow, bail};
-use audit::{AUDIT_POLICY, audited};
+use audit::{admin_client, audited, audited_api_server};
 use futures_util::StreamExt;
 use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{Api, DynamicObject, ListParams, PostParams};
@@ -249,15 +249,7 @@ impl<'a> Bench<'a> {
     fn start(dir: &'a Path, namespaces: usize) -> Result<Bench<'a>> {
         let plane = ControlPlane::shared();
         plane.install_nad_crd();
-        let policy = dir.join("audit-policy.yaml");
-        std::fs::write(&policy, AUDIT_POLICY)?;
-        let audit = dir.join("audit.log");
-        let server = plane.new_api_server(&[
-            &format!("--audit-policy-file={}", policy.display()),
-            &format!("--audit-log-path={}", audit.display()),
-            "--audit-log-mode=blocking",
-        ]);
-        plane.start_ready(&server);
+        let (server, audit) = audited_api_server(plane, dir)?;
         let controller_kubeconfig = plane.admin_kubeconfig_for(&server, dir);
         plane.apply("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: linkerd-cni\n");
         plane.apply(CONFIG_MAP);
@@ -265,15 +257,7 @@ impl<'a> Bench<'a> {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .enable_all()
             .build()?;
-        rustls::crypto::ring::default_provider()
-            .install_default()
-            .ok();
-        let client = runtime.block_on(async {
-            let kubeconfig = kube::config::Kubeconfig::read_from(&plane.admin_kubeconfig)?;
-            let config =
-                kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await?;
-            anyhow::Ok(kube::Client::try_from(config)?)
-        })?;
+        let client = admin_client(plane, &runtime)?;
         let started = Instant::now();
         runtime.block_on(create_namespaces(&client, namespaces))?;
         let enabled = namespaces.div_ceil(2);

@@ -13,6 +13,7 @@ use super::snapshot::{Meta, ReadError, get_opt};
 use super::wait::{Pass, Retry};
 use super::{EXTENSION, INSTALL_HINT, Options, capped};
 use crate::extension::{DEFAULT_NAMESPACE, EXTENSION_LABEL, NAME};
+use crate::krm::function_config::SettingsKind;
 use crate::linkerd_cni::settings::Settings;
 
 /// The webhook's Deployment, Service and MutatingWebhookConfiguration.
@@ -208,33 +209,25 @@ pub fn settings_from_args(args: &[String], base: Settings) -> (Settings, bool) {
             manage_nads = inline.as_deref().is_none_or(|v| v == "true");
             continue;
         }
-        let known = [
-            "linkerd-namespace",
-            "nad-name",
-            "cni-namespace",
-            "cni-kubeconfig",
-            "cni-version",
-            "uid-range-annotation",
-            "proxy-uid-offset",
-        ];
-        if !known.contains(&name) {
-            continue;
-        }
+        // The settings keys of the webhook's flags (commands/flags.rs); each
+        // value is read as the webhook reads it, and one it would refuse is
+        // left at `base`.
+        let key = match name {
+            "linkerd-namespace" => "linkerdNamespace",
+            "nad-name" => "nadName",
+            "cni-namespace" => "cniNamespace",
+            "cni-kubeconfig" => "cniKubeconfig",
+            "cni-version" => "cniVersion",
+            "uid-range-annotation" => "uidRangeAnnotation",
+            "proxy-uid-offset" => "proxyUIDOffset",
+            _ => continue,
+        };
         let Some(value) = inline.or_else(|| args.next().cloned()) else {
             break;
         };
-        match name {
-            "linkerd-namespace" => settings.linkerd_namespace = value,
-            "nad-name" => settings.nad_name = value,
-            "cni-namespace" => settings.cni_namespace = value,
-            "cni-kubeconfig" => settings.cni_kubeconfig = Some(value),
-            "cni-version" => settings.cni_version = value,
-            "uid-range-annotation" => settings.uid_range_annotation = value,
-            _ => {
-                if let Ok(offset) = value.parse() {
-                    settings.proxy_uid_offset = offset;
-                }
-            }
+        let mut next = settings.clone();
+        if next.override_with([(key, value.as_str())]).is_ok() {
+            settings = next;
         }
     }
     (settings, manage_nads)
