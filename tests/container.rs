@@ -464,3 +464,19 @@ fn docker_shim_path(tmp: &Path) -> std::ffi::OsString {
     )))
     .unwrap()
 }
+
+/// The webhook's Deployment as `linkerd multus install` prints it, run from the image by the
+/// tests' kubelet (`common::kubelet`) under podman: the template's args and env, its user
+/// (the image's 65534), read-only root filesystem, dropped capabilities and
+/// no-new-privileges, every volume at its own mount path and the ServiceAccount token at
+/// the in-cluster path, read through `KUBERNETES_SERVICE_HOST` as in a pod. It must do what
+/// the suite's process runs do (`common::shipped::runs_as_shipped`).
+#[test]
+fn the_image_runs_the_webhook_as_its_deployment_says() {
+    let runtime = common::kubelet::Runtime::Podman {
+        podman: podman().to_path_buf(),
+        image: image().to_string(),
+    };
+    let options = common::shipped::OptionSet::Install(&["--manage-nads", "--network-resources"]);
+    common::shipped::runs_as_shipped(options, runtime);
+}

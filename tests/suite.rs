@@ -29,6 +29,7 @@ mod kustomize;
 mod layering;
 mod network_resources;
 mod render;
+mod shipped;
 mod validate;
 mod versions;
 mod webhook;

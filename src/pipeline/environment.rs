@@ -126,6 +126,9 @@ pub fn unknown_variables<'a>(names: impl IntoIterator<Item = &'a str>) -> Vec<St
         if known.iter().any(|k| k == suffix) && upper == name {
             continue;
         }
+        if !argo && is_service_link(suffix) {
+            continue;
+        }
         let written = if argo {
             format!(
                 "{name} ({} in the Application's plugin env)",
@@ -150,6 +153,39 @@ pub fn unknown_variables<'a>(names: impl IntoIterator<Item = &'a str>) -> Vec<St
         });
     }
     warnings
+}
+
+/// Whether `suffix` (a variable's name after `LINKERD_MULTUS_`) is one of the
+/// Service-link variables the kubelet gives every container for each Service
+/// of its namespace (`{SERVICE}_SERVICE_HOST`, `{SERVICE}_SERVICE_PORT[_NAME]`,
+/// and Docker's links `{SERVICE}_PORT[_N_PROTO[_PROTO|_PORT|_ADDR]]`): a
+/// Service named `linkerd-multus-*` gives them this project's prefix, yet they
+/// are no setting, so they get no warning.
+fn is_service_link(suffix: &str) -> bool {
+    let word = |w: &str| {
+        !w.is_empty()
+            && w.bytes()
+                .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_')
+    };
+    let link = |rest: &str| match rest {
+        "SERVICE_HOST" | "SERVICE_PORT" | "PORT" => true,
+        _ => {
+            if let Some(port_name) = rest.strip_prefix("SERVICE_PORT_") {
+                return word(port_name);
+            }
+            let Some(docker) = rest.strip_prefix("PORT_") else {
+                return false;
+            };
+            let mut parts = docker.splitn(3, '_');
+            let (number, protocol, field) = (parts.next(), parts.next(), parts.next());
+            number.is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+                && matches!(protocol, Some("TCP" | "UDP" | "SCTP"))
+                && matches!(field, None | Some("PROTO" | "PORT" | "ADDR"))
+        }
+    };
+    suffix
+        .match_indices('_')
+        .any(|(at, _)| word(&suffix[..at]) && link(&suffix[at + 1..]))
 }
 
 /// [`unknown_variables`] of this process's environment.
@@ -298,6 +334,39 @@ pub(super) mod tests {
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
         move |name| map.get(name).cloned()
+    }
+
+    /// The kubelet's Service-link variables of a Service named
+    /// `linkerd-multus-webhook` (port 443 named https) get no warning; a
+    /// setting misspelt still does.
+    #[test]
+    fn service_links_are_not_settings() {
+        let links = [
+            "LINKERD_MULTUS_WEBHOOK_SERVICE_HOST",
+            "LINKERD_MULTUS_WEBHOOK_SERVICE_PORT",
+            "LINKERD_MULTUS_WEBHOOK_SERVICE_PORT_HTTPS",
+            "LINKERD_MULTUS_WEBHOOK_PORT",
+            "LINKERD_MULTUS_WEBHOOK_PORT_443_TCP",
+            "LINKERD_MULTUS_WEBHOOK_PORT_443_TCP_PROTO",
+            "LINKERD_MULTUS_WEBHOOK_PORT_443_TCP_PORT",
+            "LINKERD_MULTUS_WEBHOOK_PORT_443_TCP_ADDR",
+            "LINKERD_MULTUS_METRICS_PORT_9090_UDP",
+        ];
+        assert_eq!(unknown_variables(links), Vec::<String>::new());
+        for (name, warned) in [
+            ("LINKERD_MULTUS_PORT", true),
+            ("LINKERD_MULTUS_WEBHOOK_PORT_HTTPS_TCP", true),
+            ("LINKERD_MULTUS_WEBHOOK_PORT_443_TLS", true),
+            ("LINKERD_MULTUS_WEBHOOK_SERVICE_PORT_", true),
+            ("LINKERD_MULTUS_NAD_NAMES", true),
+            ("ARGOCD_ENV_LINKERD_MULTUS_WEBHOOK_SERVICE_HOST", true),
+        ] {
+            assert_eq!(
+                unknown_variables([name]).len(),
+                usize::from(warned),
+                "{name}"
+            );
+        }
     }
 
     #[test]

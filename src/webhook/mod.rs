@@ -140,9 +140,9 @@ pub struct Args {
     /// Also runs the network-resources rules on pods CREATEd, with the
     /// settings in FILE (a NetworkResources object or a ConfigMap), after the
     /// Linkerd-CNI rules; watches NetworkAttachmentDefinitions for them.
-    /// Also read from LINKERD_MULTUS_NETWORK_RESOURCES. Empty: off (the
-    /// packages' default).
-    #[arg(long, value_name = "FILE")]
+    /// Also read from LINKERD_MULTUS_NETWORK_RESOURCES. Empty
+    /// (`--network-resources=`, the packages' default): off.
+    #[arg(long, value_name = "FILE", value_parser = clap::builder::TypedValueParser::map(clap::builder::OsStringValueParser::new(), PathBuf::from))]
     pub network_resources: Option<PathBuf>,
     /// What to do with a pod the rules attach in a namespace without the
     /// Linkerd-CNI NAD: deny it (the default), attach it with a warning (the

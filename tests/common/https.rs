@@ -37,6 +37,8 @@ pub struct Ca {
     issuer: Issuer<'static, KeyPair>,
     /// The CA certificate, PEM.
     pub pem: String,
+    /// Its private key, PEM.
+    pub key_pem: String,
 }
 
 /// A certificate and its key, PEM.
@@ -56,6 +58,7 @@ impl Ca {
         let cert = params.self_signed(&key).unwrap();
         Ca {
             pem: cert.pem(),
+            key_pem: key.serialize_pem(),
             issuer: Issuer::new(params, key),
         }
     }

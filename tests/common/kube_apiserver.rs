@@ -156,7 +156,7 @@ impl ControlPlane {
     /// with a one-line message when `KUBEBUILDER_ASSETS` is missing, and with
     /// the log's tail when a process fails to start.
     pub fn shared() -> &'static ControlPlane {
-        match SHARED.get_or_init(Self::start) {
+        match SHARED.get_or_init(|| Self::start_own(&[])) {
             Ok(plane) => plane,
             Err(message) => panic!("{message}"),
         }
@@ -167,15 +167,17 @@ impl ControlPlane {
     /// controller), which would meet the other tests' namespaces in the shared one.
     #[allow(dead_code)] // Not every test binary uses it.
     pub fn own() -> &'static ControlPlane {
-        match Self::start() {
+        match Self::start_own(&[]) {
             Ok(plane) => Box::leak(Box::new(plane)),
             Err(message) => panic!("{message}"),
         }
     }
 
+    /// A control plane of the caller's own, its API server started with
+    /// `extra` flags; stopped, and its folder removed, when dropped.
     // The watchdog is never waited for: it outlives this process to clean up after it.
     #[allow(clippy::zombie_processes)]
-    fn start() -> Result<ControlPlane, String> {
+    pub fn start_own(extra: &[&str]) -> Result<ControlPlane, String> {
         let assets = assets()?;
         let base = Path::new("/dev/shm");
         let dir = if base.is_dir() {
@@ -225,7 +227,7 @@ impl ControlPlane {
         std::fs::write(path.join("sa.pub"), service_account_key.public_key_pem())
             .map_err(|e| e.to_string())?;
         let admin = client_certificate(&ca, "admin", &["system:masters"]);
-        let api = ApiServer::new(&assets, &path, &etcd_url, &[]);
+        let api = ApiServer::new(&assets, &path, &etcd_url, extra);
         let admin_kubeconfig = path.join("admin.kubeconfig");
         std::fs::write(
             &admin_kubeconfig,
@@ -443,6 +445,15 @@ impl ControlPlane {
             &format!(r#"{{"revision":"{revision}","physical":true}}"#),
         );
         revision
+    }
+}
+
+impl Drop for ControlPlane {
+    fn drop(&mut self) {
+        self.api.stop();
+        let mut etcd = self._etcd.lock().unwrap_or_else(|p| p.into_inner());
+        let _ = etcd.kill();
+        let _ = etcd.wait();
     }
 }
 

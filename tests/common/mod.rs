@@ -11,6 +11,9 @@
 pub mod golden;
 pub mod https;
 pub mod kube_apiserver;
+pub mod kubelet;
+pub mod setters;
+pub mod shipped;
 mod yaml;
 
 pub use yaml::*;

@@ -1,7 +1,8 @@
 //! The package's kpt setters: every reference to a name they change is covered.
-//! [`apply_setters`] is the tests' own apply-setters, which `tests/extension/` uses too.
 
 use super::*;
+
+pub(crate) use crate::common::setters::apply_setters;
 
 const NEW: &str = "mesh-webhook";
 const SETTERS: [(&str, &str); 11] = [
@@ -21,35 +22,6 @@ const SETTERS: [(&str, &str); 11] = [
 /// `text` with every `# kpt-set:` line set to [`SETTERS`]' values.
 fn set(text: &str) -> String {
     apply_setters(text, &SETTERS)
-}
-
-/// `text` with every `# kpt-set:` line set to `setters`' values, as kpt's `apply-setters`
-/// sets them: the value before the comment becomes the comment's pattern with each
-/// `${name}` replaced. Panics on a setter `setters` does not give.
-pub(crate) fn apply_setters(text: &str, setters: &[(&str, &str)]) -> String {
-    let mut out = String::new();
-    for line in text.split_inclusive('\n') {
-        let Some((before, pattern)) = line.split_once(" # kpt-set: ") else {
-            out.push_str(line);
-            continue;
-        };
-        let mut value = pattern.trim_end().to_string();
-        for (name, to) in setters {
-            value = value.replace(&format!("${{{name}}}"), to);
-        }
-        assert!(
-            !value.contains("${"),
-            "unknown setter in {line:?}: the package README documents {setters:?}"
-        );
-        let (key, _) = before
-            .rsplit_once(' ')
-            .expect("key or `-` before the value");
-        out.push_str(&format!(
-            "{key} {value} # kpt-set: {}",
-            &line[line.find("# kpt-set: ").unwrap() + "# kpt-set: ".len()..]
-        ));
-    }
-    out
 }
 
 /// `kpt fn eval --image apply-setters -- namespace=NEW ...` as the package documents it,

@@ -1,0 +1,70 @@
+//! What ships runs as shipped (`common::shipped`): every option set of
+//! `deploy/` (with its additions) and of `linkerd multus install`, each in a
+//! cluster of its own; the image itself runs in `tests/container.rs`.
+//! `shipped/rollout.rs` restarts and rotates the webhook under load;
+//! `shipped/mutations.rs` shows that a broken template fails here.
+
+use crate::common;
+
+use common::kubelet::Runtime;
+use common::shipped::{OptionSet, runs_as_shipped};
+
+mod mutations;
+mod rollout;
+
+#[test]
+fn deploy_package() {
+    let options = OptionSet::Deploy {
+        nad_controller: false,
+        network_resources: false,
+    };
+    runs_as_shipped(options, Runtime::Process);
+}
+
+#[test]
+fn deploy_package_with_the_nad_controller() {
+    let options = OptionSet::Deploy {
+        nad_controller: true,
+        network_resources: false,
+    };
+    runs_as_shipped(options, Runtime::Process);
+}
+
+#[test]
+fn deploy_package_with_network_resources() {
+    let options = OptionSet::Deploy {
+        nad_controller: false,
+        network_resources: true,
+    };
+    runs_as_shipped(options, Runtime::Process);
+}
+
+#[test]
+fn install_defaults() {
+    runs_as_shipped(OptionSet::Install(&[]), Runtime::Process);
+}
+
+#[test]
+fn install_manage_nads() {
+    runs_as_shipped(OptionSet::Install(&["--manage-nads"]), Runtime::Process);
+}
+
+#[test]
+fn install_network_resources() {
+    runs_as_shipped(
+        OptionSet::Install(&["--network-resources"]),
+        Runtime::Process,
+    );
+}
+
+#[test]
+fn install_manage_nads_and_network_resources() {
+    let flags = &["--manage-nads", "--network-resources"];
+    runs_as_shipped(OptionSet::Install(flags), Runtime::Process);
+}
+
+#[test]
+fn install_with_cert_manager() {
+    let flags = &["--certs", "cert-manager"];
+    runs_as_shipped(OptionSet::Install(flags), Runtime::Process);
+}
