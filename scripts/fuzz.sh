@@ -2,7 +2,7 @@
 # Coverage-guided fuzzing of every reader of user input with AFL++ (cargo-afl, see
 # fuzz/Cargo.toml): builds fuzz/ with AFL++'s instrumentation, seeds each target's corpus
 # from testdata/, runs each target in turn and reports its executions, executions per
-# second, crashes and hangs.
+# second, crashes and hangs. Targets run side by side, one per core.
 #
 #   scripts/fuzz.sh                  every target for FUZZ_SECONDS (default 600) seconds
 #   scripts/fuzz.sh --smoke          every target for 10 seconds: the run of scripts/test.sh
@@ -42,18 +42,37 @@ rm -rf "$work/seeds"
 export AFL_NO_UI=1 AFL_NO_AFFINITY=1 AFL_SKIP_CPUFREQ=1 AFL_I_DONT_CARE_ABOUT_MISSING_CRASHES=1
 
 stat() { awk -F' *: *' -v key="$1" '$1 == key { print $2 }' "$2"; }
+
+# One afl-fuzz per target, as many at once as there are cores (each is single-threaded), so a
+# smoke run takes the time of one target per core rather than of all in turn.
+run() {
+  local target=$1 out=$work/out/$1
+  rm -rf "$out"
+  mkdir -p "$out"
+  cargo afl fuzz -V "$seconds" -i "$work/seeds/$target" -o "$out" -- "$bin" "$target" \
+    >"$out/afl.log" 2>&1
+}
+jobs=$(nproc 2>/dev/null || echo 1)
+pids=()
+for target in "${targets[@]}"; do
+  while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n || true; done
+  run "$target" &
+  pids+=($!)
+done
+failed=()
+for i in "${!targets[@]}"; do
+  wait "${pids[$i]}" || failed+=("${targets[$i]}")
+done
+for target in "${failed[@]}"; do
+  echo "error: afl-fuzz failed on $target; its log:" >&2
+  tail -n 20 "$work/out/$target/afl.log" >&2
+done
+[ "${#failed[@]}" = 0 ] || exit 1
+
 crashed=0
 printf '%-12s %8s %14s %10s %8s %6s\n' target seconds executions 'execs/s' crashes hangs
 for target in "${targets[@]}"; do
   out=$work/out/$target
-  rm -rf "$out"
-  mkdir -p "$out"
-  if ! cargo afl fuzz -V "$seconds" -i "$work/seeds/$target" -o "$out" -- "$bin" "$target" \
-    >"$out/afl.log" 2>&1; then
-    echo "error: afl-fuzz failed on $target; its log:" >&2
-    tail -n 20 "$out/afl.log" >&2
-    exit 1
-  fi
   stats=$out/default/fuzzer_stats
   crashes=$(stat saved_crashes "$stats")
   printf '%-12s %8s %14s %10s %8s %6s\n' "$target" "$(stat run_time "$stats")" \

@@ -27,9 +27,8 @@ cargo fmt --all -- --check
 cargo clippy --locked --all-targets -- -D warnings
 cargo test --locked --no-fail-fast
 ./scripts/fuzz.sh --smoke
-BENCH_QUICK=1 cargo bench --locked --profile dev --bench krm
-BENCH_QUICK=1 cargo bench --locked --profile dev --bench webhook
-BENCH_QUICK=1 cargo bench --locked --profile dev --bench hostile
-BENCH_QUICK=1 cargo bench --locked --profile dev --bench admission
-BENCH_QUICK=1 cargo bench --locked --profile dev --bench controller
-BENCH_QUICK=1 cargo bench --locked --profile dev --bench check
+# Every benchmark built in one go (their compiles share the cores), then each smoke run.
+cargo bench --locked --profile dev --no-run
+for bench in krm webhook hostile admission controller check; do
+  BENCH_QUICK=1 cargo bench --locked --profile dev --bench "$bench"
+done

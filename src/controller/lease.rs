@@ -239,7 +239,7 @@ impl Elector {
             }
         }
         let Some(lease) = call_until(deadline, self.api.get_opt(&self.name)).await? else {
-            return self.create(deadline).await.map(|()| true);
+            return lost_race(self.create(deadline).await);
         };
         let observed = observe(self.observed.take(), lease, Instant::now());
         let step = self.step(&observed);
@@ -247,7 +247,7 @@ impl Elector {
         self.observed = Some(observed);
         match step {
             Step::Wait { .. } => Ok(false),
-            Step::Take(record) => self.update(lease, record, deadline).await.map(|()| true),
+            Step::Take(record) => lost_race(self.update(lease, record, deadline).await),
         }
     }
 
@@ -409,6 +409,21 @@ impl Leadership {
             Ok(elector) => elector.release().await,
             Err(e) => tracing::warn!(error = %e, "the NAD controller's election failed"),
         }
+    }
+}
+
+/// A write of the Lease that another candidate's won (409: it created the
+/// Lease first, or changed it since it was read) is no error: this replica
+/// does not hold it, and reads it again at its next try. Two replicas
+/// starting together meet this every time.
+fn lost_race(written: Result<(), CallError>) -> Result<bool, CallError> {
+    match written {
+        Ok(()) => Ok(true),
+        Err(e) if e.status().is_some_and(|s| s.code == 409) => {
+            tracing::debug!(error = %e, "another candidate wrote the Lease first");
+            Ok(false)
+        }
+        Err(e) => Err(e),
     }
 }
 

@@ -188,3 +188,22 @@ async fn the_fence_closes_at_the_end_of_the_term() {
     term.send_replace(None);
     assert_eq!(fence.until(), None, "lost");
 }
+
+/// A write the other candidate won (409) means "not acquired", not an
+/// error; any other refusal stays an error.
+#[test]
+fn a_write_another_candidate_won_is_not_an_error() {
+    let refused = |code: u16| {
+        let status = kube::core::Status::failure("refused", "Reason").with_code(code);
+        Err(CallError::Api(kube::Error::Api(Box::new(status))))
+    };
+    for (written, want) in [
+        (Ok(()), Some(true)),
+        (refused(409), Some(false)),
+        (refused(403), None),
+        (refused(500), None),
+        (Err(CallError::Timeout(Duration::from_secs(1))), None),
+    ] {
+        assert_eq!(lost_race(written).ok(), want);
+    }
+}
