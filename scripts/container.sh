@@ -12,7 +12,16 @@
 #
 # Environment: IMAGE (image name), PROFILE (cargo profile), CARGO_TARGET_DIR, CARGO (cargo
 # command, default cargo).
+#
+#   scripts/container.sh --binary-only   step 1 alone, without podman (scripts/test.sh builds
+#                                        the binary while other tests run)
 set -euo pipefail
+binary_only=false
+case "${1:-}" in
+  --binary-only) binary_only=true ;;
+  "") ;;
+  *) echo "error: unknown argument $1 (only --binary-only)" >&2; exit 2 ;;
+esac
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 
@@ -27,7 +36,7 @@ TARGET=x86_64-unknown-linux-gnu
 die() { echo "error: $*" >&2; exit 1; }
 
 command -v "$CARGO" >/dev/null 2>&1 || die "$CARGO not found: install Rust (https://rustup.rs)"
-command -v podman >/dev/null 2>&1 \
+$binary_only || command -v podman >/dev/null 2>&1 \
   || die "podman not found: run scripts/install-podman.sh (as root) or install podman and runc"
 [ "$(uname -m)" = x86_64 ] || die "the image is built for $TARGET; this host is $(uname -m)"
 
@@ -45,6 +54,8 @@ if command -v file >/dev/null 2>&1; then
   file -L "$bin" | grep -q 'statically linked\|static-pie linked' \
     || die "$bin is not statically linked: $(file -L "$bin")"
 fi
+
+$binary_only && exit 0
 
 # 2. The image. The build context is a small staging directory (the binary and the
 # container/ files), so CARGO_TARGET_DIR may be anywhere and nothing else is sent.

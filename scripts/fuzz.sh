@@ -6,6 +6,7 @@
 #
 #   scripts/fuzz.sh                  every target for FUZZ_SECONDS (default 600) seconds
 #   scripts/fuzz.sh --smoke          every target for 10 seconds: the run of scripts/test.sh
+#   scripts/fuzz.sh --build          the instrumented build alone
 #   scripts/fuzz.sh krm networks     only these targets
 #
 # The targets and their invariants are in fuzz/src/targets.rs: krm, manifests, networks,
@@ -19,10 +20,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 seconds=${FUZZ_SECONDS:-600}
+build_only=false
 targets=()
 for arg in "$@"; do
   case $arg in
     --smoke) seconds=10 ;;
+    --build) build_only=true ;;
     -*) echo "error: unknown option $arg" >&2; exit 2 ;;
     *) targets+=("$arg") ;;
   esac
@@ -33,6 +36,7 @@ cargo afl --version >/dev/null 2>&1 \
   || { echo "error: cargo-afl is not installed: run scripts/install-test-tools.sh" >&2; exit 1; }
 
 (cd fuzz && cargo afl build --release --locked --target-dir ../target/afl) >&2
+$build_only && exit 0
 bin=$PWD/target/afl/release/linkerd-multus-fuzz
 work=$PWD/target/fuzz
 rm -rf "$work/seeds"

@@ -9,7 +9,8 @@
 #
 # One test build serves all: the smoke runs use `cargo bench --profile dev`, the test build's
 # profile, so the crate is compiled once for the tests (plus once, static and optimised, for
-# the container image scripts/container.sh builds), not a third time for the benches.
+# the container image scripts/container.sh builds, and once instrumented for the fuzzers,
+# both while the suite runs), not a third time for the benches.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -25,7 +26,34 @@ fi
 
 cargo fmt --all -- --check
 cargo clippy --locked --all-targets -- -D warnings
-cargo test --locked --no-fail-fast
+cargo test --locked --no-run
+
+# The suite's tests mostly wait on API servers, webhooks and timers: while it runs, the builds
+# of the later steps (the image's static release binary, which README's `cargo install` reuses,
+# and the fuzzers' instrumented build) use the cores it leaves idle, at the lowest CPU
+# priority, so its timing-bound tests keep the machine as before. Their own folders under
+# target/ and their own cargo locks: nothing waits on the other.
+mkdir -p target/logs
+trap 'kill $(jobs -p) 2>/dev/null || true' EXIT
+nice -n 19 ./scripts/container.sh --binary-only >target/logs/static-binary.log 2>&1 &
+static_binary=$!
+nice -n 19 ./scripts/fuzz.sh --build >target/logs/fuzz-build.log 2>&1 &
+fuzz_build=$!
+built() {
+  wait "$1" && return
+  echo "error: $2 failed; target/logs/$3:" >&2
+  cat "target/logs/$3" >&2
+  exit 1
+}
+
+failed=0
+cargo test --locked --no-fail-fast --test suite || failed=1
+built "$static_binary" "scripts/container.sh --binary-only" static-binary.log
+built "$fuzz_build" "scripts/fuzz.sh --build" fuzz-build.log
+cargo test --locked --no-fail-fast --doc || failed=1
+cargo test --locked --no-fail-fast --lib --bins --test container --test readme || failed=1
+[ "$failed" = 0 ] || { echo "error: tests failed (above)" >&2; exit 1; }
+
 ./scripts/fuzz.sh --smoke
 # Every benchmark built in one go (their compiles share the cores), then each smoke run.
 cargo bench --locked --profile dev --no-run

@@ -152,6 +152,13 @@ pub fn stops_cleanly(deployment: Deployment) -> Vec<Exit> {
     let exits = deployment.stop();
     for exit in &exits {
         assert!(exit.is_clean(), "not a clean exit on SIGTERM: {exit:#?}");
+        eprintln!(
+            "pod {}: exit {:?}, {:.1} s after SIGTERM (grace {} s)",
+            exit.pod,
+            exit.code,
+            exit.after_sigterm.as_secs_f64(),
+            exit.grace.as_secs()
+        );
     }
     exits
 }
