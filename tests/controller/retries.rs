@@ -2,8 +2,8 @@
 //! patch NADs (403), 1,000 namespaces need one. Each namespace backs off
 //! (src/controller/backoff.rs, whose unit tests hold the whole schedule to its
 //! cap): in its first 66 s it is tried at least 7 times (the longest waits,
-//! 1 + 2 + … + 32 s, add up to 63 s) and at most 8 (the shortest, 0.5 + 1 + …
-//! + 32 s, add up to 63.5 s; the next comes at 127.5 s), one more if the start
+//! 1, 2, … 32 s, add up to 63 s) and at most 8 (the shortest, 0.5, 1, … 32 s,
+//! add up to 63.5 s; the next comes at 127.5 s), one more if the start
 //! reconciled it twice; its Warning Events fold into one series written at
 //! most once a minute.
 
