@@ -5,8 +5,10 @@
 # second, crashes and hangs. Targets run side by side, one per core.
 #
 #   scripts/fuzz.sh                  every target for FUZZ_SECONDS (default 600) seconds
-#   scripts/fuzz.sh --smoke          every target for 10 seconds: the run of scripts/test.sh
-#   scripts/fuzz.sh --build          the instrumented build alone
+#   scripts/fuzz.sh --smoke          every target for 10 seconds: the run of scripts/test.sh,
+#                                    built at opt-level 1 (AFL_OPT_LEVEL; 3 otherwise), which
+#                                    builds in much less time and runs the same code
+#   scripts/fuzz.sh --build          the instrumented build alone (with --smoke, its build)
 #   scripts/fuzz.sh krm networks     only these targets
 #
 # The targets and their invariants are in fuzz/src/targets.rs: krm, manifests, networks,
@@ -24,7 +26,7 @@ build_only=false
 targets=()
 for arg in "$@"; do
   case $arg in
-    --smoke) seconds=10 ;;
+    --smoke) seconds=10; export AFL_OPT_LEVEL="${AFL_OPT_LEVEL:-1}" ;;
     --build) build_only=true ;;
     -*) echo "error: unknown option $arg" >&2; exit 2 ;;
     *) targets+=("$arg") ;;
