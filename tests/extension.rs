@@ -10,6 +10,6 @@ use crate::common;
 /// `check` on an installed extension: clean, then each defect planted alone.
 mod check;
 /// The installed extension `check` runs against.
-mod check_harness;
+pub(crate) mod check_harness;
 mod install;
 mod lifecycle;

@@ -33,6 +33,7 @@ use serde_json::{Value, json};
 use crate::common::bin;
 use crate::common::https::{Leaf, http_get};
 use crate::common::kube_apiserver::{ApiServer, ControlPlane, free_port};
+use crate::common::kubelet::host_ip;
 
 /// The extension's namespace.
 pub const NS: &str = "linkerd-multus";
@@ -119,22 +120,6 @@ static INSTALLED: OnceLock<Mutex<Installed>> = OnceLock::new();
 pub fn installed() -> MutexGuard<'static, Installed> {
     let lock = INSTALLED.get_or_init(|| Mutex::new(install()));
     lock.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
-}
-
-/// A non-loopback IPv4 address of this machine.
-fn host_ip() -> String {
-    let out = Command::new("hostname")
-        .arg("-I")
-        .output()
-        .expect("hostname -I");
-    String::from_utf8_lossy(&out.stdout)
-        .split_whitespace()
-        .find(|a| {
-            a.parse::<std::net::Ipv4Addr>()
-                .is_ok_and(|ip| !ip.is_loopback())
-        })
-        .expect("a non-loopback IPv4 address for the webhook's Endpoints")
-        .to_string()
 }
 
 fn install() -> Installed {

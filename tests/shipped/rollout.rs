@@ -11,6 +11,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use super::common;
+use crate::extension::check_harness::set_certificate;
 use common::https::Ca;
 use common::kubelet::{Cluster, Runtime};
 use common::shipped::install::run_script;
@@ -64,27 +65,6 @@ fn load(
     })
 }
 
-/// Writes the serving certificate and CA into the Secret (as `certs.sh
-/// --apply` or an operator's renewal does) and sets the caBundle to `bundle`.
-fn rotate(cluster: &Cluster, leaf: &common::https::Leaf, ca: &str, bundle: &str) {
-    use base64::Engine;
-    let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
-    let apply = ["apply", "--server-side", "--force-conflicts", "-f", "-"];
-    cluster.plane.kubectl_ok(&apply, &format!(
-        "apiVersion: v1\nkind: Secret\nmetadata:\n  name: {WEBHOOK}-tls\n  namespace: {NS}\ntype: kubernetes.io/tls\ndata:\n  tls.crt: {}\n  tls.key: {}\n  ca.crt: {}\n",
-        b64(&leaf.cert), b64(&leaf.key), b64(ca)
-    ));
-    let patch = json!([{"op": "replace", "path": "/webhooks/0/clientConfig/caBundle", "value": b64(bundle)}]);
-    cluster.plane.kubectl(&[
-        "patch",
-        "mutatingwebhookconfiguration",
-        WEBHOOK,
-        "--type=json",
-        "-p",
-        &patch.to_string(),
-    ]);
-}
-
 /// The names the Service's certificate must hold.
 const NAMES: [&str; 4] = [
     "linkerd-multus-webhook",
@@ -132,11 +112,16 @@ fn rolling_restart_and_certificate_rotation_lose_no_admission() {
     };
     let new_ca = Ca::new("linkerd-multus rotated CA");
     let both = format!("{old_ca}{}", new_ca.pem);
-    rotate(&cluster, &old_leaf, &old_ca, &both);
+    set_certificate(&cluster.plane, &old_leaf, &old_ca, &both);
     std::thread::sleep(Duration::from_secs(2));
-    rotate(&cluster, &new_ca.leaf(&NAMES), &new_ca.pem, &both);
+    set_certificate(&cluster.plane, &new_ca.leaf(&NAMES), &new_ca.pem, &both);
     std::thread::sleep(RELOAD);
-    rotate(&cluster, &new_ca.leaf(&NAMES), &new_ca.pem, &new_ca.pem);
+    set_certificate(
+        &cluster.plane,
+        &new_ca.leaf(&NAMES),
+        &new_ca.pem,
+        &new_ca.pem,
+    );
     std::thread::sleep(Duration::from_secs(3));
 
     stop.store(true, Ordering::Relaxed);

@@ -218,39 +218,37 @@ impl Volume {
 /// How long a read of a volume's source may take.
 const READ_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// Reads `kind` `namespace/name` within [`READ_TIMEOUT`]; `None` when missing.
+fn read<K>(node: &Node, namespace: &str, name: &str, kind: &str) -> Result<Option<K>, String>
+where
+    K: kube::Resource<Scope = kube::core::NamespaceResourceScope>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug,
+    K::DynamicType: Default,
+{
+    let api: Api<K> = Api::namespaced(node.client.clone(), namespace);
+    node.block(async { tokio::time::timeout(READ_TIMEOUT, api.get_opt(name)).await })
+        .map_err(|_| format!("reading {kind} {namespace}/{name}: timed out"))?
+        .map_err(|e| format!("reading {kind} {namespace}/{name}: {e}"))
+}
+
 fn secret_data(node: &Node, namespace: &str, name: &str) -> Result<Option<Files>, String> {
-    let api: Api<Secret> = Api::namespaced(node.client.clone(), namespace);
-    let secret = node
-        .block(async { tokio::time::timeout(READ_TIMEOUT, api.get_opt(name)).await })
-        .map_err(|_| format!("reading Secret {namespace}/{name}: timed out"))?
-        .map_err(|e| format!("reading Secret {namespace}/{name}: {e}"))?;
+    let secret: Option<Secret> = read(node, namespace, name, "Secret")?;
     Ok(secret.map(|s| {
-        s.data
-            .unwrap_or_default()
-            .into_iter()
-            .map(|(k, v)| (k, (v.0, 0)))
-            .collect()
+        let data = s.data.unwrap_or_default().into_iter();
+        data.map(|(k, v)| (k, (v.0, 0))).collect()
     }))
 }
 
 fn config_map_data(node: &Node, namespace: &str, name: &str) -> Result<Option<Files>, String> {
-    let api: Api<ConfigMap> = Api::namespaced(node.client.clone(), namespace);
-    let map = node
-        .block(async { tokio::time::timeout(READ_TIMEOUT, api.get_opt(name)).await })
-        .map_err(|_| format!("reading ConfigMap {namespace}/{name}: timed out"))?
-        .map_err(|e| format!("reading ConfigMap {namespace}/{name}: {e}"))?;
+    let map: Option<ConfigMap> = read(node, namespace, name, "ConfigMap")?;
     Ok(map.map(|m| {
-        let text = m
-            .data
-            .unwrap_or_default()
-            .into_iter()
-            .map(|(k, v)| (k, (v.into_bytes(), 0)));
-        let binary = m
-            .binary_data
-            .unwrap_or_default()
-            .into_iter()
-            .map(|(k, v)| (k, (v.0, 0)));
-        text.chain(binary).collect()
+        let text = m.data.unwrap_or_default().into_iter();
+        let binary = m.binary_data.unwrap_or_default().into_iter();
+        text.map(|(k, v)| (k, (v.into_bytes(), 0)))
+            .chain(binary.map(|(k, v)| (k, (v.0, 0))))
+            .collect()
     }))
 }
 
