@@ -2,7 +2,6 @@
 //! runtimes (a process of the test build, or the image under podman).
 
 use std::path::PathBuf;
-use std::process::Command;
 
 /// The image every shipped manifest names.
 pub const PUBLISHED_IMAGE: &str = "ghcr.io/linkerd-multus/linkerd-multus:v0.1.0";
@@ -64,11 +63,4 @@ pub fn program(argv0: &str, image: &ImageConfig) -> PathBuf {
         image.entrypoint
     );
     PathBuf::from(super::super::bin())
-}
-
-/// Whether podman can run containers here; panics saying what to install.
-pub fn podman_command(podman: &std::path::Path) -> Command {
-    let mut command = Command::new(podman);
-    command.env_remove("CONTAINER_HOST");
-    command
 }

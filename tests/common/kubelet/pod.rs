@@ -139,7 +139,7 @@ impl Pod {
             return;
         }
         if let Some((since, killed)) = self.terminating {
-            return self.sync_termination(node, since, killed);
+            return self.sync_termination(since, killed);
         }
         if self.synced.elapsed() >= VOLUME_SYNC {
             self.synced = Instant::now();
@@ -155,8 +155,11 @@ impl Pod {
             return;
         }
         let ip = node.host_ip.clone();
-        if let Some(ready) = self.readiness.tick(&self.container, &ip, &self.ports) {
-            let _ = ready;
+        if self
+            .readiness
+            .tick(&self.container, &ip, &self.ports)
+            .is_some()
+        {
             self.write_status(node);
         }
         if self.liveness.tick(&self.container, &ip, &self.ports) == Some(false) {
@@ -254,7 +257,7 @@ impl Pod {
         }
     }
 
-    fn sync_termination(&mut self, _node: &Node, since: Instant, killed: bool) {
+    fn sync_termination(&mut self, since: Instant, killed: bool) {
         let Some(child) = self.child.as_mut() else {
             return;
         };
