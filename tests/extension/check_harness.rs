@@ -26,9 +26,7 @@ use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
 use base64::Engine;
-use linkerd_multus::linkerd_cni::cluster;
-use linkerd_multus::linkerd_cni::settings::Settings;
-use serde_json::{Value, json};
+use serde_json::json;
 
 use crate::common::bin;
 use crate::common::https::{Leaf, http_get};
@@ -280,20 +278,7 @@ pub fn set_endpoints(plane: &ControlPlane, at: Option<(&str, u16)>) {
 
 /// The NAD the controller makes in `namespace` from the live ConfigMap.
 pub fn make_nad(plane: &ControlPlane, namespace: &str) {
-    let cm: Value = serde_json::from_str(&plane.kubectl(&[
-        "get",
-        "configmap",
-        "linkerd-cni-config",
-        "-n",
-        "linkerd-cni",
-        "-o",
-        "json",
-    ]))
-    .unwrap();
-    let data = serde_json::from_value(cm["data"].clone()).unwrap();
-    let settings = Settings::default();
-    let config = cluster::config_text(Some(&data), &settings).unwrap();
-    let nad = cluster::controller_nad(namespace, &config, &settings).to_string();
+    let nad = crate::common::shipped::linkerd_cni_nad_manifest(plane, namespace);
     plane.kubectl_ok(
         &[
             "apply",

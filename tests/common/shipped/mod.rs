@@ -53,8 +53,9 @@ pub fn cluster(runtime: Runtime) -> Cluster {
     cluster
 }
 
-/// The NAD the function renders (and the NAD controller makes) in `namespace`.
-pub fn linkerd_cni_nad(plane: &ControlPlane, namespace: &str) {
+/// The NAD the function renders (and the NAD controller makes) in
+/// `namespace`, from the cluster's Linkerd-CNI ConfigMap, as JSON.
+pub fn linkerd_cni_nad_manifest(plane: &ControlPlane, namespace: &str) -> String {
     use linkerd_multus::linkerd_cni::cluster as rules;
     use linkerd_multus::linkerd_cni::settings::Settings;
     let text = plane.kubectl(&[
@@ -70,7 +71,12 @@ pub fn linkerd_cni_nad(plane: &ControlPlane, namespace: &str) {
     let data = serde_json::from_value(map["data"].clone()).unwrap();
     let settings = Settings::default();
     let config = rules::config_text(Some(&data), &settings).unwrap();
-    plane.apply(&rules::controller_nad(namespace, &config, &settings).to_string());
+    rules::controller_nad(namespace, &config, &settings).to_string()
+}
+
+/// Applies [`linkerd_cni_nad_manifest`], as a user applies what the function rendered.
+pub fn linkerd_cni_nad(plane: &ControlPlane, namespace: &str) {
+    plane.apply(&linkerd_cni_nad_manifest(plane, namespace));
 }
 
 /// A namespace enabled for Multus, meshed.
