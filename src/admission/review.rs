@@ -357,7 +357,14 @@ pub fn parse(body: &[u8]) -> Result<Request<'_>, BadReview> {
 /// Reads a body that did not read in one pass again, in two, to name the part
 /// that is wrong: the body, its type or its request.
 fn explain(body: &[u8]) -> Result<Request<'_>, BadReview> {
-    let review: RawReview = serde_json::from_slice(body).map_err(|e| {
+    // JSON is UTF-8 (RFC 8259): a body that is not is refused here too, although
+    // serde_json skips the members it ignores without checking their bytes.
+    let body = std::str::from_utf8(body).map_err(|e| {
+        BadReview(format!(
+            "the body is not an {API_VERSION} {KIND}: not UTF-8 JSON: {e}"
+        ))
+    })?;
+    let review: RawReview = serde_json::from_str(body).map_err(|e| {
         BadReview(format!(
             "the body is not an {API_VERSION} {KIND}: not a JSON object: {e}"
         ))
