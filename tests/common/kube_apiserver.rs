@@ -12,6 +12,7 @@
 //! the test with the tail of the log of the process that failed.
 #![allow(dead_code)]
 
+use std::cell::RefCell;
 use std::fmt::Write as _;
 use std::io::{Read, Write};
 use std::net::TcpListener;
@@ -162,15 +163,36 @@ impl ControlPlane {
         }
     }
 
-    /// A control plane of the calling test's own, started anew and kept until
-    /// the binary exits: for a subject that acts on every namespace (the NAD
-    /// controller), which would meet the other tests' namespaces in the shared one.
+    /// A control plane of the calling test's own, started anew: for a subject
+    /// that acts on every namespace (the NAD controller), which would meet the
+    /// other tests' namespaces in the shared one. Stopped, and its folder
+    /// removed, when the test ends (libtest runs each test on a thread of its
+    /// own): an idle API server still takes CPU from the tests that follow.
     #[allow(dead_code)] // Not every test binary uses it.
     pub fn own() -> &'static ControlPlane {
+        let plane = Self::kept();
+        OWN.with(|own| own.0.borrow_mut().push(plane));
+        plane
+    }
+
+    /// A control plane started anew and kept until the binary exits: for a
+    /// fixture several tests share, one at a time.
+    #[allow(dead_code)] // Not every test binary uses it.
+    pub fn kept() -> &'static ControlPlane {
         match Self::start_own(&[]) {
             Ok(plane) => Box::leak(Box::new(plane)),
             Err(message) => panic!("{message}"),
         }
+    }
+
+    /// Stops the API server and etcd and removes the folder: what dropping
+    /// does, for a plane [`ControlPlane::own`] leaked to give out `'static`.
+    fn stop(&self) {
+        self.api.stop();
+        let mut etcd = self._etcd.lock().unwrap_or_else(|p| p.into_inner());
+        let _ = etcd.kill();
+        let _ = etcd.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
     }
 
     /// A control plane of the caller's own, its API server started with
@@ -450,11 +472,24 @@ impl ControlPlane {
 
 impl Drop for ControlPlane {
     fn drop(&mut self) {
-        self.api.stop();
-        let mut etcd = self._etcd.lock().unwrap_or_else(|p| p.into_inner());
-        let _ = etcd.kill();
-        let _ = etcd.wait();
+        self.stop();
     }
+}
+
+/// The control planes the test running on this thread started with
+/// [`ControlPlane::own`], stopped when the thread ends.
+struct OwnPlanes(RefCell<Vec<&'static ControlPlane>>);
+
+impl Drop for OwnPlanes {
+    fn drop(&mut self) {
+        for plane in self.0.take() {
+            plane.stop();
+        }
+    }
+}
+
+thread_local! {
+    static OWN: OwnPlanes = const { OwnPlanes(RefCell::new(Vec::new())) };
 }
 
 /// A kubeconfig user entry authenticating with `leaf`.

@@ -121,7 +121,9 @@ pub fn installed() -> MutexGuard<'static, Installed> {
 }
 
 fn install() -> Installed {
-    let plane = ControlPlane::own();
+    // Shared by the tests of check.rs, one at a time: kept, not stopped when
+    // the first of them ends.
+    let plane = ControlPlane::kept();
     let server = plane.new_api_server(&["--enable-aggregator-routing=true"]);
     plane.start_ready(&server);
     let dir = tempfile::tempdir().unwrap();
