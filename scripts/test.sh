@@ -5,64 +5,107 @@
 # (scripts/kube-assets.sh, from ../shared/kube/kube-apiserver.xz or KUBE_APISERVER_XZ), then
 # runs formatting, lints, unit, golden, bad-input, kpt, container and cluster-side tests
 # against a real kube-apiserver, the workflow checks, a short run of every fuzz target
-# (scripts/fuzz.sh --smoke, about a minute), and smoke runs of the benchmarks.
+# (scripts/fuzz.sh --smoke), and smoke runs of the benchmarks.
 #
-# One test build serves all: the smoke runs use `cargo bench --profile dev`, the test build's
-# profile, so the crate is compiled once for the tests (plus once, static and optimised, for
-# the container image scripts/container.sh builds, and once instrumented for the fuzzers,
-# both while the suite runs), not a third time for the benches.
+# On 2 cores the work is mostly compiling and the suite's API servers, so each step starts as
+# soon as what it needs is there, and what no test waits on runs beside the tests at the
+# lowest CPU priority, on the cores they leave idle:
+#
+#   1. the installs (apt, PyPI, the kube-apiserver folder) beside the first build, which needs
+#      none of them; cargo-afl beside the suite;
+#   2. one build for Clippy and the tests: scripts/clippy-rustc.sh compiles the workspace's
+#      crates with Clippy's lints, so the dependencies are built once (not checked for Clippy,
+#      then built again); the benchmarks are built with it and their smoke runs reuse it;
+#   3. the `suite` binary, with beside it the image's static release binary (which README's
+#      `cargo install` reuses) and the fuzzers' instrumented build;
+#   4. the unit, doc, `container` and `readme` tests, with the fuzzers' smoke runs beside them;
+#   5. the benchmarks' smoke runs, alone: they measure.
+#
+# Each step's start is logged with the seconds since the start; the logs of what runs beside
+# are in target/logs/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-tools=$(./scripts/install-test-tools.sh) || exit 1
-eval "$tools"
-
-if [ -z "${KUBEBUILDER_ASSETS:-}" ]; then
-  # kube-assets.sh says in one line what to set when it cannot make the folder.
-  assets=$(./scripts/kube-assets.sh) || exit 1
-  eval "$assets"
-  export KUBEBUILDER_ASSETS
-fi
-
-# The release profile at opt-level 1 for the release builds of this command (the image the
-# container tests run, which README's `cargo install` reuses): much less to compile, and the
-# binaries behave the same. What ships is built with the dist profile (Cargo.toml) by
-# .github/workflows/release.yml, which runs its own checks on it.
-export CARGO_PROFILE_RELEASE_OPT_LEVEL="${CARGO_PROFILE_RELEASE_OPT_LEVEL:-1}"
-
-cargo fmt --all -- --check
-cargo clippy --locked --all-targets -- -D warnings
-cargo test --locked --no-run
-
-# The suite's tests mostly wait on API servers, webhooks and timers: while it runs, the builds
-# of the later steps (the image's static release binary, which README's `cargo install` reuses,
-# and the fuzzers' instrumented build) use the cores it leaves idle, at the lowest CPU
-# priority, so its timing-bound tests keep the machine as before. Their own folders under
-# target/ and their own cargo locks: nothing waits on the other.
+started=$SECONDS
+step() { echo "== $* ($((SECONDS - started)) s)" >&2; }
 mkdir -p target/logs
 trap 'kill $(jobs -p) 2>/dev/null || true' EXIT
-nice -n 19 ./scripts/container.sh --binary-only >target/logs/static-binary.log 2>&1 &
-static_binary=$!
-nice -n 19 ./scripts/fuzz.sh --smoke --build >target/logs/fuzz-build.log 2>&1 &
-fuzz_build=$!
-built() {
+# Waits for background job $1; on failure prints its log, target/logs/$3, and stops.
+joined() {
   wait "$1" && return
   echo "error: $2 failed; target/logs/$3:" >&2
   cat "target/logs/$3" >&2
   exit 1
 }
 
+# --- 1. the installs ------------------------------------------------------------------------
+# What a user must install as root is said at once, before anything is built.
+./scripts/install-test-tools.sh --check
+(
+  ./scripts/install-test-tools.sh --no-afl
+  if [ -z "${KUBEBUILDER_ASSETS:-}" ]; then
+    # kube-assets.sh says in one line what to set when it cannot make the folder.
+    ./scripts/kube-assets.sh
+  fi
+) >target/logs/tools.env 2>target/logs/tools.log &
+tools=$!
+
+# The release profile at opt-level 0 for the release build of this command (the image the
+# container tests run, which README's `cargo install` reuses): it builds in less than half
+# the time of opt-level 1, and the binary behaves the same. What ships is built with the dist
+# profile (Cargo.toml) by .github/workflows/release.yml, which runs its own checks on it.
+export CARGO_PROFILE_RELEASE_OPT_LEVEL="${CARGO_PROFILE_RELEASE_OPT_LEVEL:-0}"
+# Every cargo command of this script, and those the tests run (README's `cargo run` and
+# `cargo install`), builds the workspace's crates through Clippy: the same wrapper for all, or
+# cargo would build them again.
+export RUSTC_WORKSPACE_WRAPPER=$PWD/scripts/clippy-rustc.sh
+CLIPPY_DRIVER=$(dirname "$(rustup which rustc 2>/dev/null || command -v rustc)")/clippy-driver
+export CLIPPY_DRIVER
+[ -x "$CLIPPY_DRIVER" ] || { echo "error: no $CLIPPY_DRIVER: rustup component add clippy" >&2; exit 1; }
+
+# --- 2. one build for Clippy and the tests --------------------------------------------------
+step "rustfmt"
+cargo fmt --all -- --check
+step "the build, with Clippy's lints (cargo clippy --all-targets -- -D warnings)"
+cargo test --locked --all-targets --no-run
+
+step "waiting for the installs"
+joined "$tools" "scripts/install-test-tools.sh --no-afl, scripts/kube-assets.sh" tools.log
+eval "$(cat target/logs/tools.env)"
+export KUBEBUILDER_ASSETS
+
+# --- 3. the suite, and beside it the release binary and the fuzzers' build -------------------
+nice -n 19 ./scripts/container.sh --binary-only >target/logs/static-binary.log 2>&1 &
+static_binary=$!
+# Its own workspace (fuzz/): the wrapper above is for this one's crates.
+(
+  unset RUSTC_WORKSPACE_WRAPPER
+  nice -n 19 ./scripts/install-test-tools.sh --afl
+  nice -n 19 ./scripts/fuzz.sh --smoke --build
+) >target/logs/fuzz-build.log 2>&1 &
+fuzz_build=$!
+
 failed=0
+step "the suite"
 cargo test --locked --no-fail-fast --test suite || failed=1
-built "$static_binary" "scripts/container.sh --binary-only" static-binary.log
-built "$fuzz_build" "scripts/fuzz.sh --smoke --build" fuzz-build.log
+step "waiting for the release binary and the fuzzers' build"
+joined "$static_binary" "scripts/container.sh --binary-only" static-binary.log
+joined "$fuzz_build" "cargo-afl's install or scripts/fuzz.sh --smoke --build" fuzz-build.log
+
+# --- 4. the other tests, and beside them the fuzzers' smoke runs ----------------------------
+(unset RUSTC_WORKSPACE_WRAPPER; nice -n 19 ./scripts/fuzz.sh --smoke) >target/logs/fuzz.log 2>&1 &
+fuzz=$!
+step "the doc tests"
 cargo test --locked --no-fail-fast --doc || failed=1
+step "the unit, container and readme tests"
 cargo test --locked --no-fail-fast --lib --bins --test container --test readme || failed=1
+step "waiting for the fuzzers' smoke runs"
+joined "$fuzz" "scripts/fuzz.sh --smoke" fuzz.log
+cat target/logs/fuzz.log
 [ "$failed" = 0 ] || { echo "error: tests failed (above)" >&2; exit 1; }
 
-./scripts/fuzz.sh --smoke
-# Every benchmark built in one go (their compiles share the cores), then each smoke run.
-cargo bench --locked --profile dev --no-run
-for bench in krm webhook hostile admission controller check; do
-  BENCH_QUICK=1 cargo bench --locked --profile dev --bench "$bench"
-done
+# --- 5. the benchmarks' smoke runs -----------------------------------------------------------
+# Built with the tests (--all-targets); run one after the other on a machine left to them.
+step "the benchmarks' smoke runs"
+BENCH_QUICK=1 cargo test --locked --benches
+step "done"

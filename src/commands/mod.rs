@@ -102,6 +102,7 @@ pub fn main() -> ExitCode {
 /// The command line, without the flags `check` does not know: a Linkerd
 /// extension ignores those (EXTENSIONS.md), for what a later `linkerd check`
 /// passes on.
+#[cfg_attr(not(feature = "webhook"), allow(unused_mut))]
 fn arguments(mut args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
     #[cfg(feature = "webhook")]
     if args.get(1).is_some_and(|a| a == "check") {
