@@ -15,11 +15,12 @@
 #      none of them; cargo-afl beside the suite;
 #   2. one build for Clippy and the tests: scripts/clippy-rustc.sh compiles the workspace's
 #      crates with Clippy's lints, so the dependencies are built once (not checked for Clippy,
-#      then built again); the benchmarks are built with it and their smoke runs reuse it;
+#      then built again), with line tables only (CARGO_PROFILE_DEV_DEBUG); the benchmarks are
+#      built with it and their smoke runs reuse it;
 #   3. the `suite` binary, with beside it the image's static release binary (which README's
 #      `cargo install` reuses) and the fuzzers' instrumented build;
-#   4. the unit, doc, `container` and `readme` tests, with the fuzzers' smoke runs beside them;
-#   5. the benchmarks' smoke runs, alone: they measure.
+#   4. the unit, doc, `container` and `readme` tests, with the fuzzers' and the benchmarks'
+#      smoke runs beside them.
 #
 # Each step's start is logged with the seconds since the start; the logs of what runs beside
 # are in target/logs/.
@@ -55,6 +56,10 @@ tools=$!
 # the time of opt-level 1, and the binary behaves the same. What ships is built with the dist
 # profile (Cargo.toml) by .github/workflows/release.yml, which runs its own checks on it.
 export CARGO_PROFILE_RELEASE_OPT_LEVEL="${CARGO_PROFILE_RELEASE_OPT_LEVEL:-0}"
+# The tests' build with line tables only for this workspace's crates (the dependencies have no
+# debug info: Cargo.toml): a third less to compile and link, and a panic's backtrace still
+# names the file and line.
+export CARGO_PROFILE_DEV_DEBUG="${CARGO_PROFILE_DEV_DEBUG:-line-tables-only}"
 # Every cargo command of this script, and those the tests run (README's `cargo run` and
 # `cargo install`), builds the workspace's crates through Clippy: the same wrapper for all, or
 # cargo would build them again.
@@ -92,20 +97,21 @@ step "waiting for the release binary and the fuzzers' build"
 joined "$static_binary" "scripts/container.sh --binary-only" static-binary.log
 joined "$fuzz_build" "cargo-afl's install or scripts/fuzz.sh --smoke --build" fuzz-build.log
 
-# --- 4. the other tests, and beside them the fuzzers' smoke runs ----------------------------
+# --- 4. the other tests, and beside them the fuzzers' and the benchmarks' smoke runs ----------
+# The benchmarks' smoke runs judge no timing, only what they count (the NAD controller's
+# writes): they run beside these tests, from the build above (--all-targets). The fuzzers run
+# at the lowest priority.
 (unset RUSTC_WORKSPACE_WRAPPER; nice -n 19 ./scripts/fuzz.sh --smoke) >target/logs/fuzz.log 2>&1 &
 fuzz=$!
+BENCH_QUICK=1 cargo test --locked --bench '*' >target/logs/bench.log 2>&1 &
+bench=$!
 step "the doc tests"
 cargo test --locked --no-fail-fast --doc || failed=1
 step "the unit, container and readme tests"
 cargo test --locked --no-fail-fast --lib --bins --test container --test readme || failed=1
-step "waiting for the fuzzers' smoke runs"
+step "waiting for the fuzzers' and the benchmarks' smoke runs"
 joined "$fuzz" "scripts/fuzz.sh --smoke" fuzz.log
-cat target/logs/fuzz.log
+joined "$bench" "the benchmarks' smoke runs (BENCH_QUICK=1 cargo test --bench '*')" bench.log
+cat target/logs/fuzz.log target/logs/bench.log
 [ "$failed" = 0 ] || { echo "error: tests failed (above)" >&2; exit 1; }
-
-# --- 5. the benchmarks' smoke runs -----------------------------------------------------------
-# Built with the tests (--all-targets); run one after the other on a machine left to them.
-step "the benchmarks' smoke runs"
-BENCH_QUICK=1 cargo test --locked --benches
 step "done"
