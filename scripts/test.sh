@@ -12,13 +12,13 @@
 # lowest CPU priority, on the cores they leave idle:
 #
 #   1. the installs (apt, PyPI, the kube-apiserver folder) beside the first build, which needs
-#      none of them; cargo-afl beside the suite;
+#      none of them; from the start too, at the lowest priority, the image's static release
+#      binary (which README's `cargo install` reuses), cargo-afl and the fuzzers' build;
 #   2. one build for Clippy and the tests: scripts/clippy-rustc.sh compiles the workspace's
 #      crates with Clippy's lints, so the dependencies are built once (not checked for Clippy,
 #      then built again), with line tables only (CARGO_PROFILE_DEV_DEBUG); the benchmarks are
 #      built with it and their smoke runs reuse it;
-#   3. the `suite` binary, with beside it the image's static release binary (which README's
-#      `cargo install` reuses) and the fuzzers' instrumented build;
+#   3. the `suite` binary, while what started in 1 finishes beside it;
 #   4. the unit, doc, `container` and `readme` tests, with the fuzzers' and the benchmarks'
 #      smoke runs beside them.
 #
@@ -68,6 +68,21 @@ CLIPPY_DRIVER=$(dirname "$(rustup which rustc 2>/dev/null || command -v rustc)")
 export CLIPPY_DRIVER
 [ -x "$CLIPPY_DRIVER" ] || { echo "error: no $CLIPPY_DRIVER: rustup component add clippy" >&2; exit 1; }
 
+# What no test waits on until the suite has run starts now, at the lowest CPU priority, so it
+# takes the cores the build leaves idle (its serial stretches: one large crate compiling, a
+# test binary linking) and then those the suite's waiting tests leave: the image's static
+# release binary (which README's `cargo install` reuses), cargo-afl and the fuzzers' build.
+# Their own folders under target/ and their own cargo locks: nothing waits on the other.
+nice -n 19 ./scripts/container.sh --binary-only >target/logs/static-binary.log 2>&1 &
+static_binary=$!
+# Its own workspace (fuzz/): the wrapper above is for this one's crates.
+(
+  unset RUSTC_WORKSPACE_WRAPPER
+  nice -n 19 ./scripts/install-test-tools.sh --afl
+  nice -n 19 ./scripts/fuzz.sh --smoke --build
+) >target/logs/fuzz-build.log 2>&1 &
+fuzz_build=$!
+
 # --- 2. one build for Clippy and the tests --------------------------------------------------
 step "rustfmt"
 cargo fmt --all -- --check
@@ -79,17 +94,7 @@ joined "$tools" "scripts/install-test-tools.sh --no-afl, scripts/kube-assets.sh"
 eval "$(cat target/logs/tools.env)"
 export KUBEBUILDER_ASSETS
 
-# --- 3. the suite, and beside it the release binary and the fuzzers' build -------------------
-nice -n 19 ./scripts/container.sh --binary-only >target/logs/static-binary.log 2>&1 &
-static_binary=$!
-# Its own workspace (fuzz/): the wrapper above is for this one's crates.
-(
-  unset RUSTC_WORKSPACE_WRAPPER
-  nice -n 19 ./scripts/install-test-tools.sh --afl
-  nice -n 19 ./scripts/fuzz.sh --smoke --build
-) >target/logs/fuzz-build.log 2>&1 &
-fuzz_build=$!
-
+# --- 3. the suite ----------------------------------------------------------------------------
 failed=0
 step "the suite"
 cargo test --locked --no-fail-fast --test suite || failed=1
