@@ -158,7 +158,7 @@ struct Programs {
 }
 
 /// The function is the binary cargo built beside this bench, with the same profile
-/// (`bench` for `cargo bench`, `dev` for the smoke runs' `cargo bench --profile dev`). The
+/// (`bench` for `cargo bench`, `dev` for the smoke runs of scripts/test.sh). The
 /// identity example is built with that profile too, by the cargo that runs this bench
 /// (cargo releases its lock before running benches); its path comes from cargo's JSON
 /// messages. So a smoke run compiles nothing the test build has not.
