@@ -91,8 +91,8 @@ cargo test --locked --all-targets --no-run
 
 step "waiting for the installs"
 joined "$tools" "scripts/install-test-tools.sh --no-afl, scripts/kube-assets.sh" tools.log
-eval "$(cat target/logs/tools.env)"
-export KUBEBUILDER_ASSETS
+# shellcheck source=/dev/null # export lines the installs printed (PATH, KUBEBUILDER_ASSETS)
+. target/logs/tools.env
 
 # --- 3. the suite ----------------------------------------------------------------------------
 failed=0

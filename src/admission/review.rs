@@ -340,13 +340,20 @@ struct RawReview<'a> {
 pub fn parse(body: &[u8]) -> Result<Request<'_>, BadReview> {
     // One pass over the body; the request's bytes are mostly the pod, which
     // costs as much to skip as to scan, so a second pass would double the cost.
-    // The body is checked as UTF-8 once, so the strings read from it are not.
-    let request = match std::str::from_utf8(body).map(serde_json::from_str::<Review>) {
-        Ok(Ok(review)) => {
+    // The body is checked as UTF-8 once, so the strings read from it are not;
+    // and a body that is not UTF-8 is not JSON (RFC 8259), even where its bad
+    // bytes are in a member serde_json would skip without looking.
+    let body = std::str::from_utf8(body).map_err(|e| {
+        BadReview(format!(
+            "the body is not an {API_VERSION} {KIND}: not UTF-8 JSON: {e}"
+        ))
+    })?;
+    let request = match serde_json::from_str::<Review>(body) {
+        Ok(review) => {
             check_type(&review.api_version, &review.kind)?;
             review.request.ok_or_else(no_request)?
         }
-        _ => explain(body)?,
+        Err(_) => explain(body)?,
     };
     if request.uid.is_empty() {
         return Err(BadReview(format!("the {KIND}'s request has no uid")));
@@ -356,14 +363,7 @@ pub fn parse(body: &[u8]) -> Result<Request<'_>, BadReview> {
 
 /// Reads a body that did not read in one pass again, in two, to name the part
 /// that is wrong: the body, its type or its request.
-fn explain(body: &[u8]) -> Result<Request<'_>, BadReview> {
-    // JSON is UTF-8 (RFC 8259): a body that is not is refused here too, although
-    // serde_json skips the members it ignores without checking their bytes.
-    let body = std::str::from_utf8(body).map_err(|e| {
-        BadReview(format!(
-            "the body is not an {API_VERSION} {KIND}: not UTF-8 JSON: {e}"
-        ))
-    })?;
+fn explain(body: &str) -> Result<Request<'_>, BadReview> {
     let review: RawReview = serde_json::from_str(body).map_err(|e| {
         BadReview(format!(
             "the body is not an {API_VERSION} {KIND}: not a JSON object: {e}"
