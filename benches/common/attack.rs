@@ -1,10 +1,13 @@
 //! The clients of the hostile-load benchmark (benches/hostile.rs): slow
 //! large bodies over HTTP/1.1, silent TCP connections, HTTP/2 connections
 //! with many streams, and the ordinary reviews sent at a fixed rate, whose
-//! answers are checked. Every loop stops at its deadline.
+//! answers are checked. Every loop stops at its deadline. The hostile
+//! clients connect from [`ATTACKER`], another address than the ordinary
+//! reviews' (another pod than the API server).
 #![allow(dead_code)]
 
 use std::collections::BTreeMap;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -17,6 +20,20 @@ use tokio::net::TcpStream;
 use tokio_rustls::TlsConnector;
 
 use super::https::Connection;
+
+/// Where the hostile clients connect from: on Linux all of 127.0.0.0/8 is
+/// loopback, so this is another peer than the ordinary reviews' 127.0.0.1.
+pub const ATTACKER: IpAddr = IpAddr::V4(Ipv4Addr::new(127, 0, 0, 2));
+
+/// A TCP connection to `addr` from [`ATTACKER`].
+pub async fn connect_from_attacker(addr: &str) -> std::io::Result<TcpStream> {
+    let addr: SocketAddr = addr.parse().map_err(std::io::Error::other)?;
+    let socket = tokio::net::TcpSocket::new_v4()?;
+    socket.bind(SocketAddr::new(ATTACKER, 0))?;
+    let tcp = socket.connect(addr).await?;
+    tcp.set_nodelay(true)?;
+    Ok(tcp)
+}
 
 /// How long a hostile client waits before trying again (the 503's Retry-After).
 const PAUSE: Duration = Duration::from_secs(1);
@@ -63,11 +80,11 @@ pub fn review(fixture: &Value, namespace: &str, uid: &str, bytes: Option<usize>)
     Bytes::from(review.to_string())
 }
 
-async fn connect_tls(
+pub async fn connect_tls(
     addr: &str,
     tls: &TlsConnector,
 ) -> std::io::Result<tokio_rustls::client::TlsStream<TcpStream>> {
-    let tcp = TcpStream::connect(addr).await?;
+    let tcp = connect_from_attacker(addr).await?;
     tls.connect("127.0.0.1".try_into().expect("a name"), tcp)
         .await
 }
@@ -139,7 +156,7 @@ pub async fn slow_body(
 /// the server closes it, until `until`.
 pub async fn silent(addr: String, until: Instant, out: Arc<Outcomes>) {
     while Instant::now() < until {
-        let Ok(mut tcp) = TcpStream::connect(&addr).await else {
+        let Ok(mut tcp) = connect_from_attacker(&addr).await else {
             out.add("connect failed");
             tokio::time::sleep(PAUSE).await;
             continue;
@@ -368,7 +385,7 @@ impl Ordinary {
 }
 
 /// Whether an ordinary review's answer is right.
-fn judge(status: u16, body: &[u8], uid: &str, patch: &Value) -> Result<(), String> {
+pub fn judge(status: u16, body: &[u8], uid: &str, patch: &Value) -> Result<(), String> {
     let show = || String::from_utf8_lossy(&body[..body.len().min(300)]).into_owned();
     if status != 200 {
         return Err(format!("status {status}: {}", show()));

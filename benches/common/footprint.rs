@@ -30,9 +30,12 @@ pub fn probe(
         .args(["webhook", "--help"])
         .output()?;
     let mut extra = vec!["--header-timeout".to_string(), "60s".to_string()];
-    let limited = String::from_utf8_lossy(&help.stdout).contains("--max-connections");
-    if limited {
-        extra.extend(["--max-connections".to_string(), (2 * count).to_string()]);
+    let help = String::from_utf8_lossy(&help.stdout);
+    let limited = help.contains("--max-connections");
+    // Every connection comes from one address here.
+    let flags = ["--max-connections", "--max-connections-per-peer"];
+    for flag in flags.iter().filter(|f| help.contains(&format!("{f} "))) {
+        extra.extend([flag.to_string(), (2 * count).to_string()]);
     }
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -81,7 +84,7 @@ pub fn probe(
     println!(
         "\nper idle connection (RssAnon added by {count} of a kind, in a webhook of its own{}): {}",
         if limited {
-            ", --max-connections raised to hold them"
+            ", --max-connections (and per peer) raised to hold them"
         } else {
             ""
         },

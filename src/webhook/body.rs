@@ -14,6 +14,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use bytes::Bytes;
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
+use tokio::sync::Notify;
 
 use crate::webhook::metrics::Metrics;
 
@@ -50,6 +51,8 @@ pub struct Budget {
     limit: usize,
     held: AtomicUsize,
     metrics: Arc<Metrics>,
+    /// Notified when bytes are given back.
+    freed: Notify,
 }
 
 impl Budget {
@@ -59,7 +62,26 @@ impl Budget {
             limit,
             held: AtomicUsize::new(0),
             metrics,
+            freed: Notify::new(),
         })
+    }
+
+    /// Reserves `bytes`, waiting until `deadline` for them to be given back
+    /// when the budget cannot take them now; `None` if it still cannot.
+    pub async fn reserve_by(
+        self: &Arc<Self>,
+        bytes: usize,
+        deadline: tokio::time::Instant,
+    ) -> Option<Reservation> {
+        loop {
+            let freed = self.freed.notified();
+            tokio::pin!(freed);
+            freed.as_mut().enable();
+            if let Some(reservation) = self.reserve(bytes) {
+                return Some(reservation);
+            }
+            tokio::time::timeout_at(deadline, freed).await.ok()?;
+        }
     }
 
     /// Reserves `bytes` for a body of that size; `None` when over budget.
@@ -93,6 +115,7 @@ impl Budget {
     fn give_back(&self, bytes: usize) {
         self.held.fetch_sub(bytes, Ordering::AcqRel);
         self.metrics.body_bytes(-(bytes as i64));
+        self.freed.notify_waiters();
     }
 }
 
@@ -198,18 +221,21 @@ impl Buffer {
 
 /// Reads `body` whole into one buffer, growing `reservation` with it: a
 /// body of known length into a buffer of that size (reserved before), one
-/// without a length doubling as it grows, up to `max` bytes.
+/// without a length doubling as it grows, up to `max` bytes. Calls
+/// `progressed` as bytes arrive.
 pub async fn read(
     mut body: Incoming,
     declared: Option<usize>,
     max: usize,
     reservation: &mut Reservation,
+    mut progressed: impl FnMut(),
 ) -> Result<Bytes, BodyError> {
     let mut buffer = Buffer::new(declared)?;
     while let Some(frame) = body.frame().await {
         let Ok(data) = frame.map_err(BodyError::Read)?.into_data() else {
             continue; // trailers
         };
+        progressed();
         let needed = buffer.len() + data.len();
         if declared.is_some_and(|declared| needed > declared) {
             return Err(BodyError::Overlong);

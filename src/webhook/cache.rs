@@ -138,6 +138,8 @@ pub struct WatchCache {
     health: RwLock<Health>,
     /// The deadline of each list page and watch request.
     api_timeout: Duration,
+    /// Notified when the watch adds or changes an object, or a list completes.
+    changed: tokio::sync::Notify,
 }
 
 /// The Namespace cache, keyed by name.
@@ -209,6 +211,7 @@ impl WatchCache {
             epoch: Instant::now(),
             health: RwLock::new(Health::default()),
             api_timeout: DEFAULT_API_TIMEOUT,
+            changed: tokio::sync::Notify::new(),
         }
     }
 
@@ -239,6 +242,29 @@ impl WatchCache {
     /// synced, and its watch up or broken for no longer than `max_outage`.
     pub fn vouches(&self, max_outage: Duration) -> bool {
         self.synced() && self.broken_for().is_none_or(|d| d <= max_outage)
+    }
+
+    /// Whether the cache can answer that an object it lacks does not exist:
+    /// synced and its watch up, so an object made a moment ago reaches it
+    /// within the watch's lag ([`WatchCache::holds_by`]).
+    pub fn watching(&self) -> bool {
+        self.synced() && self.broken_for().is_none()
+    }
+
+    /// Whether the cache holds `key` by `deadline`: at once, or once its
+    /// watch brings it.
+    pub async fn holds_by(&self, key: &str, deadline: tokio::time::Instant) -> bool {
+        loop {
+            let changed = self.changed.notified();
+            tokio::pin!(changed);
+            changed.as_mut().enable();
+            if self.read().contains_key(key) {
+                return true;
+            }
+            if tokio::time::timeout_at(deadline, changed).await.is_err() {
+                return false;
+            }
+        }
     }
 
     /// Why the cache cannot answer (see [`WatchCache::vouches`]), if it cannot.
@@ -448,10 +474,12 @@ impl WatchCache {
                     tracing::info!(entries = count, "{} cache synced", self.kind.what);
                 }
                 self.up();
+                self.changed.notify_waiters();
             }
             Change::Applied(kept) => {
                 if let Some((key, a)) = kept {
                     self.write().insert(key, a);
+                    self.changed.notify_waiters();
                 }
             }
             Change::Deleted(key) => {

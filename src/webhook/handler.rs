@@ -1,10 +1,12 @@
 //! Answers admission reviews: the core's pod rules ([`crate::admission`])
-//! over the namespace and NAD caches, so a review costs no API call. What a
-//! cache cannot vouch for (a namespace or NAD it does not hold, or anything
-//! while its watch has been down longer than `--max-watch-outage`) is read
-//! live once ([`LiveReader`]) before the pod is decided; when that read fails
-//! too, the pod gets the `--on-error` answer. A pod is never decided on a
-//! guess.
+//! over the namespace and NAD caches, so a review costs no API call. An
+//! object a cache lacks while its watch is up does not exist, once the watch
+//! has had a moment (`--live-read-timeout`) to bring one made just before:
+//! no API call either, whoever names made-up objects. What a cache cannot vouch for
+//! (an object it lacks while its watch is down, or anything while its watch
+//! has been down longer than `--max-watch-outage`) is read live once
+//! ([`LiveReader`]) before the pod is decided; when that read fails too, the
+//! pod gets the `--on-error` answer. A pod is never decided on a guess.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -22,7 +24,7 @@ use crate::k8s::namespace::Lookup;
 use crate::linkerd_cni::settings::Settings;
 use crate::network_resources::{self, Nads};
 use crate::webhook::cache::{Annotations, NadCache, NamespaceCache, View, nad_key};
-use crate::webhook::live::{Live, LiveReader};
+use crate::webhook::live::{Live, LiveReader, Tenant};
 use crate::webhook::metrics::Metrics;
 use crate::webhook::server::{Handler, Reply};
 
@@ -50,6 +52,13 @@ pub struct Admission {
     pub live: LiveReader,
     /// How long a cache may go without its watch and still vouch for what it holds.
     pub max_watch_outage: Duration,
+    /// How long a review waits for a cache whose watch is up to bring an
+    /// object it lacks (`--live-read-timeout`): the API server sends watch
+    /// events within milliseconds of a write, so an object made just before
+    /// the pod (a namespace and its pod in one `kubectl apply`, a NAD the
+    /// controller has just made) is found, and one still missing after it
+    /// does not exist.
+    pub watch_lag: Duration,
     /// The metrics.
     pub metrics: Arc<Metrics>,
 }
@@ -58,10 +67,34 @@ pub struct Admission {
 enum Pass {
     /// The answer.
     Answered(Answer),
-    /// The namespace must be read live first.
-    Namespace,
-    /// These NADs (namespace, name) must be read live first.
-    Nads(Vec<(CompactString, CompactString)>),
+    /// The namespace cache lacks the namespace, its watch up: wait for it.
+    AwaitNamespace,
+    /// The namespace cache lacks it still, its watch up: it does not exist.
+    NoNamespace,
+    /// The namespace must be read live first: one the namespace cache knows
+    /// (its watch down too long), or not.
+    Namespace { known: bool },
+    /// The NAD cache lacks these (keys), its watch up: wait for them.
+    AwaitNads(Vec<CompactString>),
+    /// These NADs (namespace, name) must be read live first, for a review
+    /// whose namespace the namespace cache knows or not.
+    Nads {
+        missed: Vec<(CompactString, CompactString)>,
+        known: bool,
+    },
+}
+
+/// What one review has learnt beyond the caches.
+#[derive(Default)]
+struct Learnt {
+    /// The namespace, read live.
+    namespace: Option<Annotations>,
+    /// The NADs read live.
+    fetched: Fetched,
+    /// Waited for the namespace cache's watch.
+    waited_namespace: bool,
+    /// Waited for the NAD cache's watch.
+    waited_nads: bool,
 }
 
 /// The NADs read live for one review: their annotations, or `None` for one
@@ -93,28 +126,53 @@ impl Handler for Admission {
 }
 
 impl Admission {
-    /// Decides on the request from the caches, reading live what they lack:
-    /// at most the namespace, then the NADs, then a last pass.
+    /// Decides on the request from the caches, waiting for their watches or
+    /// reading live what they lack: at most the namespace, then the NADs,
+    /// then a last pass.
     async fn answer(&self, request: &Request<'_>) -> Answer {
-        let mut namespace = None;
-        let mut fetched = Fetched::new();
-        for _ in 0..3 {
-            match self.pass(request, namespace.as_ref(), &fetched) {
+        let mut learnt = Learnt::default();
+        for _ in 0..5 {
+            match self.pass(request, &learnt) {
                 Pass::Answered(answer) => return answer,
-                Pass::Namespace => match self.live.namespace(&request.namespace).await {
-                    Live::Found(annotations) => namespace = Some(annotations),
-                    Live::Absent => {
-                        return self.unavailable(
+                Pass::AwaitNamespace => {
+                    let deadline = tokio::time::Instant::now() + self.watch_lag;
+                    self.cache.holds_by(&request.namespace, deadline).await;
+                    learnt.waited_namespace = true;
+                }
+                Pass::NoNamespace => {
+                    return self.unavailable(
+                        request,
+                        format!(
+                            "namespace {} does not exist: the webhook's cache, whose watch is up, does not hold it",
+                            request.namespace
+                        ),
+                    );
+                }
+                Pass::Namespace { known } => {
+                    match self.live.namespace(&request.namespace, known).await {
+                        Live::Found(annotations) => learnt.namespace = Some(annotations),
+                        Live::Absent => {
+                            return self.unavailable(
                             request,
                             format!(
                                 "namespace {} is in neither the webhook's cache nor the API server",
                                 request.namespace
                             ),
                         );
+                        }
+                        Live::Failed(why) => return self.unavailable(request, why),
                     }
-                    Live::Failed(why) => return self.unavailable(request, why),
-                },
-                Pass::Nads(missed) if missed.len() > MAX_LIVE_NADS => {
+                }
+                Pass::AwaitNads(keys) => {
+                    if let Some(nads) = &self.nads {
+                        let deadline = tokio::time::Instant::now() + self.watch_lag;
+                        for key in keys {
+                            nads.holds_by(&key, deadline).await;
+                        }
+                    }
+                    learnt.waited_nads = true;
+                }
+                Pass::Nads { missed, .. } if missed.len() > MAX_LIVE_NADS => {
                     return self.unavailable(
                         request,
                         format!(
@@ -123,19 +181,23 @@ impl Admission {
                         ),
                     );
                 }
-                Pass::Nads(missed) => {
+                Pass::Nads { missed, known } => {
+                    let tenant = Tenant {
+                        namespace: &request.namespace,
+                        known,
+                    };
                     for (ns, name) in missed {
-                        let found = match self.live.nad(&ns, &name).await {
+                        let found = match self.live.nad(&ns, &name, tenant).await {
                             Live::Found(annotations) => Some(annotations),
                             Live::Absent => None,
                             Live::Failed(why) => return self.unavailable(request, why),
                         };
-                        fetched.insert(nad_key(&ns, &name), found);
+                        learnt.fetched.insert(nad_key(&ns, &name), found);
                     }
                 }
             }
         }
-        // Each pass reads what the previous one lacked, so the third answers.
+        // Each pass waits for or reads what the previous one lacked, so the last answers.
         self.unavailable(request, "the caches and live reads did not settle".into())
     }
 
@@ -143,26 +205,23 @@ impl Admission {
         admission::unavailable(request, self.on_error, why)
     }
 
-    /// One pass: the namespace from `namespace` (read live) or the cache, the
-    /// NADs from `fetched` (read live) or the cache. The caches are read under
-    /// their read locks, for this pass only.
-    fn pass(
-        &self,
-        request: &Request<'_>,
-        namespace: Option<&Annotations>,
-        fetched: &Fetched,
-    ) -> Pass {
+    /// One pass: the namespace read live or from the cache, the NADs read
+    /// live or from the cache. The caches are read under their read locks,
+    /// for this pass only.
+    fn pass(&self, request: &Request<'_>, learnt: &Learnt) -> Pass {
         let namespaces = self.cache.view();
-        let namespace: &dyn Lookup = match namespace {
+        let known = namespaces.get(&request.namespace).is_some();
+        let namespace: &dyn Lookup = match &learnt.namespace {
             Some(live) => live,
             // The rules do not read the namespace of what they do not act on.
             None if !admission::acts_on(request) => &NO_ANNOTATIONS,
-            None => match namespaces
-                .get(&request.namespace)
-                .filter(|_| self.cache.vouches(self.max_watch_outage))
-            {
-                Some(cached) => cached,
-                None => return Pass::Namespace,
+            None => match namespaces.get(&request.namespace) {
+                Some(cached) if self.cache.vouches(self.max_watch_outage) => cached,
+                None if self.cache.watching() && learnt.waited_namespace => {
+                    return Pass::NoNamespace;
+                }
+                None if self.cache.watching() => return Pass::AwaitNamespace,
+                _ => return Pass::Namespace { known },
             },
         };
         let view = self
@@ -170,9 +229,15 @@ impl Admission {
             .as_ref()
             .filter(|nads| nads.vouches(self.max_watch_outage))
             .map(|nads| nads.view());
+        let watching = self.nads.as_ref().is_some_and(|nads| nads.watching());
         let nads = Recorded {
             view: view.as_ref(),
-            fetched,
+            fetched: &learnt.fetched,
+            lacking: match (watching, learnt.waited_nads) {
+                (true, true) => Lacking::Absent,
+                (true, false) => Lacking::Await,
+                (false, _) => Lacking::Read,
+            },
             missed: RefCell::default(),
         };
         let network_resources = self
@@ -196,20 +261,36 @@ impl Admission {
             self.on_error,
         );
         let missed = nads.missed.into_inner();
-        match missed.is_empty() {
-            true => Pass::Answered(answer),
-            false => Pass::Nads(missed),
+        match (missed.is_empty(), nads.lacking) {
+            (true, _) => Pass::Answered(answer),
+            (false, Lacking::Await) => {
+                Pass::AwaitNads(missed.iter().map(|(ns, name)| nad_key(ns, name)).collect())
+            }
+            (false, _) => Pass::Nads { missed, known },
         }
     }
 }
 
 static NO_ANNOTATIONS: Annotations = Annotations::EMPTY;
 
+/// What a pass makes of a NAD its cache lacks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Lacking {
+    /// The watch is up and has had its moment: it does not exist.
+    Absent,
+    /// The watch is up: wait for it to bring the NAD.
+    Await,
+    /// The watch is down: read it live.
+    Read,
+}
+
 /// The NADs of one pass: those read live, then the cache's (when it
-/// vouches); a NAD in neither is recorded as missed, to be read live.
+/// vouches); a NAD in neither is recorded as missed (to wait for or read
+/// live), unless the cache's watch says it does not exist.
 struct Recorded<'a> {
     view: Option<&'a View<'a>>,
     fetched: &'a Fetched,
+    lacking: Lacking,
     missed: RefCell<Vec<(CompactString, CompactString)>>,
 }
 
@@ -222,6 +303,9 @@ impl Nads for Recorded<'_> {
         }
         if let Some(cached) = self.view.and_then(|v| v.annotations(namespace, name)) {
             return Some(cached);
+        }
+        if self.lacking == Lacking::Absent {
+            return None;
         }
         let mut missed = self.missed.borrow_mut();
         if !missed.iter().any(|(ns, n)| ns == namespace && n == name) {

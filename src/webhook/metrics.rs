@@ -57,16 +57,23 @@ pub enum Refusal {
     /// A new connection at `--max-connections`, every open one with a
     /// request in flight: closed at once.
     ConnectionLimit,
+    /// A new connection from a peer at `--max-connections-per-peer`, every
+    /// one of its own with a request in flight: closed at once.
+    PeerConnectionLimit,
+    /// A request from a peer with `--max-requests-per-peer` in flight: 503, unread.
+    PeerRequestLimit,
 }
 
 impl Refusal {
-    const ALL: [Refusal; 6] = [
+    const ALL: [Refusal; 8] = [
         Refusal::TooLarge,
         Refusal::Timeout,
         Refusal::NotFound,
         Refusal::Method,
         Refusal::OverBudget,
         Refusal::ConnectionLimit,
+        Refusal::PeerConnectionLimit,
+        Refusal::PeerRequestLimit,
     ];
 
     fn as_str(self) -> &'static str {
@@ -77,6 +84,8 @@ impl Refusal {
             Refusal::Method => "method",
             Refusal::OverBudget => "over_budget",
             Refusal::ConnectionLimit => "connection_limit",
+            Refusal::PeerConnectionLimit => "peer_connection_limit",
+            Refusal::PeerRequestLimit => "peer_request_limit",
         }
     }
 }
@@ -86,17 +95,20 @@ impl Refusal {
 pub enum Eviction {
     /// Its TLS handshake, or waiting for its first byte.
     Handshake,
-    /// Nothing: idle between requests.
+    /// Nothing: idle between requests, or before its first.
     Idle,
+    /// Waiting for request bodies that made no progress for a second.
+    Stalled,
 }
 
 impl Eviction {
-    const ALL: [Eviction; 2] = [Eviction::Handshake, Eviction::Idle];
+    const ALL: [Eviction; 3] = [Eviction::Handshake, Eviction::Idle, Eviction::Stalled];
 
     fn as_str(self) -> &'static str {
         match self {
             Eviction::Handshake => "handshake",
             Eviction::Idle => "idle",
+            Eviction::Stalled => "stalled",
         }
     }
 }
@@ -119,8 +131,10 @@ pub enum LiveResult {
     Absent,
     /// The read failed or timed out.
     Failed,
-    /// Not started: too many in flight, or over the rate.
+    /// Not started: its namespace's share or the whole budget spent.
     Refused,
+    /// Not started: a read a moment ago gave the answer.
+    Remembered,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -130,7 +144,7 @@ struct LiveLabel {
 }
 
 const LIVE_OBJECTS: [&str; 2] = ["namespace", "nad"];
-const LIVE_RESULTS: [&str; 4] = ["found", "absent", "failed", "refused"];
+const LIVE_RESULTS: [&str; 5] = ["found", "absent", "failed", "refused", "remembered"];
 
 const CHANGES: [&str; 6] = [
     "attached",
@@ -187,7 +201,7 @@ pub struct Metrics {
     http: HttpGauges,
     tls_reloads: [Counter; 2],
     /// By [`LiveObject`], then [`LiveResult`].
-    live_reads: [[Counter; 4]; 2],
+    live_reads: [[Counter; 5]; 2],
     namespaces: CacheGauges,
     nads: Option<CacheGauges>,
 }
@@ -219,7 +233,7 @@ impl HttpGauges {
             .collect();
         registry.register(
             "linkerd_multus_http_evictions",
-            "Connections closed to make room for a new one at --max-connections, by what they were doing",
+            "Connections closed to make room for a new one at --max-connections or --max-connections-per-peer, or for the body budget, by what they were doing",
             family,
         );
         let idle_closes = Counter::default();

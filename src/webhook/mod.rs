@@ -77,6 +77,13 @@ pub struct Args {
     /// Deadline for each request's body.
     #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = humantime::parse_duration)]
     pub body_timeout: Duration,
+    /// How long a request's body may make no progress (not a byte arriving)
+    /// before its connection may be evicted, for a new connection at a limit
+    /// or for the body budget. The API server sends a review's body with its
+    /// headers, so a second of silence is a stalled peer, long before
+    /// --body-timeout ends the request.
+    #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = humantime::parse_duration)]
+    pub body_stall_timeout: Duration,
     /// Bytes of request bodies held at once, across all requests: a request
     /// reserves its Content-Length before its body is read, and gets 503 with
     /// Retry-After when it does not fit. Bodies over 64 KiB may use three
@@ -87,13 +94,26 @@ pub struct Args {
     #[arg(long, value_name = "BYTES", default_value_t = 8 * 1024 * 1024)]
     pub max_body_bytes_in_flight: usize,
     /// Connections open at once. At the limit a new connection evicts one in
-    /// its TLS handshake or idle between requests (those that have shown least
-    /// of themselves first), or is closed at once when every one has a request
-    /// in flight. The API servers need a few (HTTP/2 carries many reviews on
+    /// its TLS handshake, waiting for a stalled body or idle between requests
+    /// (those that have shown least of themselves first, strangers before
+    /// connections that have had reviews answered), or is closed at once when
+    /// every one has a request in flight. The API servers need a few (HTTP/2 carries many reviews on
     /// one); 128 idle connections, at about 22 KiB each after an HTTP/1
     /// request (5 KiB after a handshake), hold under 3 MiB (docs/benchmarks.md).
     #[arg(long, value_name = "N", default_value_t = 128)]
     pub max_connections: usize,
+    /// Connections open at once from one source address: one pod cannot
+    /// hold them all. At the limit a new connection from that address evicts
+    /// one of its own (as above), or is closed. An API server holds one or a
+    /// few HTTP/2 connections; raise it when the API servers reach the
+    /// webhook through one proxy address (konnectivity) with more.
+    #[arg(long, value_name = "N", default_value_t = 32)]
+    pub max_connections_per_peer: usize,
+    /// Requests in flight at once from one source address, across its
+    /// connections; more get 503 with Retry-After, unread. A review is
+    /// answered in about a millisecond.
+    #[arg(long, value_name = "N", default_value_t = 64)]
+    pub max_requests_per_peer: usize,
     /// HTTP/2 streams in flight on one connection (SETTINGS_MAX_CONCURRENT_STREAMS):
     /// the API server's client opens another connection when a connection is
     /// at the limit, rather than queueing, and a review takes a millisecond.
@@ -121,7 +141,10 @@ pub struct Args {
     #[arg(long, value_name = "DURATION", default_value = "60s", value_parser = humantime::parse_duration)]
     pub max_watch_outage: Duration,
     /// Deadline of the live read of a namespace or NAD the caches cannot
-    /// vouch for, within the API server's call of the webhook.
+    /// vouch for, within the API server's call of the webhook; also the most
+    /// a review waits for a cache whose watch is up to bring an object it
+    /// lacks (made a moment before the pod), before answering that it does
+    /// not exist.
     #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = humantime::parse_duration)]
     pub live_read_timeout: Duration,
     /// After SIGTERM, how long to keep serving while /readyz fails, so the
@@ -266,6 +289,7 @@ async fn serve(
         cache: caches.namespaces,
         live: caches.live,
         max_watch_outage: args.max_watch_outage,
+        watch_lag: args.live_read_timeout,
         metrics: metrics.clone(),
     });
     let shutdown = shutdown(stop, health, args.shutdown_delay);
@@ -372,8 +396,11 @@ pub fn limits(args: &Args) -> Limits {
         max_body_bytes: args.max_body_bytes,
         header_timeout: args.header_timeout,
         body_timeout: args.body_timeout,
+        body_stall_timeout: args.body_stall_timeout,
         drain_timeout: args.drain_timeout,
         max_connections: args.max_connections,
+        max_connections_per_peer: args.max_connections_per_peer,
+        max_requests_per_peer: args.max_requests_per_peer,
         max_streams: args.max_concurrent_streams,
         idle_timeout: args.idle_timeout,
         max_body_bytes_in_flight: args.max_body_bytes_in_flight,

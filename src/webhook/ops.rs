@@ -1,4 +1,8 @@
 //! The plain-HTTP operations port: `/healthz`, `/readyz` and `/metrics`.
+//! Bounded like the admission port: at most [`OPS_LIMITS`] connections (per
+//! peer too, so that the kubelet's probes always get through), evicting the
+//! least productive at the limit, a deadline for each request's headers, and
+//! idle connections closed.
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -13,10 +17,29 @@ use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpStream};
 
 use crate::webhook::cache::{NadCache, NamespaceCache};
+use crate::webhook::connections::{ConnectionLimits, Connections, Ticket};
 use crate::webhook::metrics::{self, Metrics};
+use crate::webhook::requests::Throttle;
+
+/// The operations port's connections: the kubelet's probes (a connection
+/// each, from the node's address) and a scraper or two. One address holds
+/// at most a quarter of them.
+pub const OPS_LIMITS: ConnectionLimits = ConnectionLimits {
+    max: 32,
+    per_peer: 8,
+    requests_per_peer: 8,
+    // No request to it has a body.
+    stalled_after: Duration::from_secs(1),
+};
+/// Deadline for a connection's first byte and for each request's headers.
+const HEADER_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long a connection with no request in flight stays open.
+const IDLE_TIMEOUT: Duration = Duration::from_secs(30);
+/// hyper's smallest HTTP/1 read buffer: a probe's request is a few hundred bytes.
+const BUFFER: usize = 8 * 1024;
 
 /// What the probes and the metrics report on.
 pub struct Health {
@@ -48,24 +71,82 @@ impl Health {
 
 /// Serves the operations port for ever.
 pub async fn serve(listener: TcpListener, health: Arc<Health>) {
+    let connections = Connections::new(OPS_LIMITS, None);
+    let refusals_warned = Throttle::default();
     loop {
-        let Ok((tcp, _)) = listener.accept().await else {
+        let Ok((tcp, peer)) = listener.accept().await else {
             tokio::time::sleep(Duration::from_millis(50)).await;
             continue;
         };
-        let health = health.clone();
-        tokio::spawn(async move {
-            let service = service_fn(move |request| {
-                let health = health.clone();
-                async move { Ok::<_, Infallible>(answer(&request, &health)) }
-            });
-            http1::Builder::new()
-                .timer(TokioTimer::new())
-                .header_read_timeout(Duration::from_secs(5))
-                .serve_connection(TokioIo::new(tcp), service)
-                .await
-                .ok();
-        });
+        match connections.admit(peer.ip()) {
+            Ok(ticket) => {
+                tokio::spawn(connection(tcp, ticket, health.clone()));
+            }
+            Err(_) if refusals_warned.due() => tracing::warn!(
+                %peer,
+                "closed a new connection to the operations port: it has {} connections ({} from one address) with a request in flight",
+                OPS_LIMITS.max,
+                OPS_LIMITS.per_peer
+            ),
+            Err(_) => {}
+        }
+    }
+}
+
+/// One connection: its first byte and each request's headers within
+/// [`HEADER_TIMEOUT`], closed when evicted or idle for [`IDLE_TIMEOUT`].
+async fn connection(tcp: TcpStream, ticket: Ticket, health: Arc<Health>) {
+    let conn = ticket.conn().clone();
+    tokio::select! {
+        readable = tokio::time::timeout(HEADER_TIMEOUT, tcp.readable()) => {
+            if !matches!(readable, Ok(Ok(()))) {
+                return;
+            }
+        }
+        () = conn.signalled() => return,
+    }
+    conn.first_byte();
+    conn.serving();
+    let service = {
+        let conn = conn.clone();
+        service_fn(move |request| {
+            let entered = conn.enter();
+            let health = health.clone();
+            async move {
+                let response = match entered {
+                    Ok(mut in_flight) => {
+                        in_flight.read();
+                        in_flight.answered();
+                        answer(&request, &health)
+                    }
+                    Err(_) => reply(
+                        StatusCode::SERVICE_UNAVAILABLE,
+                        "text/plain",
+                        "too many requests from this address\n".into(),
+                    ),
+                };
+                Ok::<_, Infallible>(response)
+            }
+        })
+    };
+    let http = http1::Builder::new()
+        .timer(TokioTimer::new())
+        .header_read_timeout(HEADER_TIMEOUT)
+        .max_buf_size(BUFFER)
+        .serve_connection(TokioIo::new(tcp), service);
+    tokio::pin!(http);
+    loop {
+        let idle_for = conn.idle_for().unwrap_or_default();
+        let check = tokio::time::Instant::now() + IDLE_TIMEOUT.saturating_sub(idle_for);
+        tokio::select! {
+            _ = http.as_mut() => return,
+            () = conn.signalled() => return,
+            () = tokio::time::sleep_until(check) => {
+                if conn.idle_for().is_some_and(|idle| idle >= IDLE_TIMEOUT) {
+                    return;
+                }
+            }
+        }
     }
 }
 
@@ -94,6 +175,10 @@ fn answer(request: &Request<Incoming>, health: &Health) -> Response<Full<Bytes>>
             "GET /healthz, /readyz or /metrics\n".to_string(),
         ),
     };
+    reply(status, content_type, body)
+}
+
+fn reply(status: StatusCode, content_type: &'static str, body: String) -> Response<Full<Bytes>> {
     let mut response = Response::new(Full::new(Bytes::from(body)));
     *response.status_mut() = status;
     response

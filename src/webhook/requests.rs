@@ -13,7 +13,7 @@ use hyper::header::{ALLOW, CONNECTION, CONTENT_LENGTH, CONTENT_TYPE, HeaderValue
 use hyper::{Method, Request, Response, StatusCode, Version};
 
 use crate::webhook::body::{self, BodyError, Budget};
-use crate::webhook::connections::InFlight;
+use crate::webhook::connections::{Connections, Full as Refused, InFlight};
 use crate::webhook::limits::Limits;
 use crate::webhook::metrics::{Metrics, Refusal};
 
@@ -56,24 +56,38 @@ impl Reply {
     }
 }
 
-/// What every request shares: the limits, the handler, the body budget.
+/// How long a request the body budget cannot take waits for the bytes that
+/// stalled connections, evicted for them, give back.
+const BUDGET_WAIT: Duration = Duration::from_millis(250);
+
+/// What every request shares: the limits, the handler, the body budget, the
+/// connections (whose stalled ones give their budget back).
 pub(super) struct Requests<H> {
     limits: Limits,
     handler: Arc<H>,
     metrics: Arc<Metrics>,
     budget: Arc<Budget>,
+    connections: Arc<Connections>,
     over_budget_warned: Throttle,
+    peer_limit_warned: Throttle,
 }
 
 impl<H> Requests<H> {
-    /// The requests of a server with `limits`, answered by `handler`.
-    pub(super) fn new(limits: &Limits, handler: Arc<H>, metrics: Arc<Metrics>) -> Self {
+    /// The requests of a server with `limits` on `connections`, answered by `handler`.
+    pub(super) fn new(
+        limits: &Limits,
+        connections: Arc<Connections>,
+        handler: Arc<H>,
+        metrics: Arc<Metrics>,
+    ) -> Self {
         Requests {
             limits: limits.clone(),
             handler,
             budget: Budget::new(limits.max_body_bytes_in_flight, metrics.clone()),
+            connections,
             metrics,
             over_budget_warned: Throttle::default(),
+            peer_limit_warned: Throttle::default(),
         }
     }
 }
@@ -99,17 +113,18 @@ impl From<Reply> for Answer {
 
 pub(super) async fn route<H: Handler>(
     request: Request<Incoming>,
-    in_flight: Option<InFlight>,
+    in_flight: Result<InFlight, Refused>,
     server: &Requests<H>,
 ) -> Response<Full<Bytes>> {
     let answer = match in_flight {
-        Some(_in_flight) => read_and_handle(request, server).await,
+        Ok(mut in_flight) => read_and_handle(request, &mut in_flight, server).await,
+        Err(Refused::PeerRequests) => peer_limit(server, request.version() < Version::HTTP_2),
         // Evicted as the request arrived: the connection is being dropped,
         // and this request unanswered with it, so that the client sends it
         // again on another, as if the eviction had come a moment sooner (the
         // API server retries a reset call, not a 503). The 503 is for a
         // connection that lingers.
-        None => {
+        Err(_) => {
             tokio::time::sleep(Duration::from_secs(1)).await;
             Reply::text(
                 StatusCode::SERVICE_UNAVAILABLE,
@@ -139,7 +154,22 @@ pub(super) async fn route<H: Handler>(
     response
 }
 
-async fn read_and_handle<H: Handler>(request: Request<Incoming>, server: &Requests<H>) -> Answer {
+async fn read_and_handle<H: Handler>(
+    request: Request<Incoming>,
+    in_flight: &mut InFlight,
+    server: &Requests<H>,
+) -> Answer {
+    let answer = read_and_handle_body(request, in_flight, server).await;
+    // Answered without its body read: never stalled.
+    in_flight.read();
+    answer
+}
+
+async fn read_and_handle_body<H: Handler>(
+    request: Request<Incoming>,
+    in_flight: &mut InFlight,
+    server: &Requests<H>,
+) -> Answer {
     let limits = &server.limits;
     let metrics = &server.metrics;
     let path = request.uri().path();
@@ -174,10 +204,16 @@ async fn read_and_handle<H: Handler>(request: Request<Incoming>, server: &Reques
     // Only the body is kept: the headers go before it is read.
     let http1 = request.version() < Version::HTTP_2;
     let body = request.into_body();
-    let Some(mut reservation) = server.budget.reserve(declared.unwrap_or(0)) else {
+    let Some(mut reservation) = reserve(server, declared.unwrap_or(0)).await else {
         return over_budget(server, declared, http1);
     };
-    let read = body::read(body, declared, limits.max_body_bytes, &mut reservation);
+    let read = body::read(
+        body,
+        declared,
+        limits.max_body_bytes,
+        &mut reservation,
+        || in_flight.progressed(),
+    );
     match tokio::time::timeout(limits.body_timeout, read).await {
         Err(_) => {
             metrics.refused(Refusal::Timeout);
@@ -211,7 +247,51 @@ async fn read_and_handle<H: Handler>(request: Request<Incoming>, server: &Reques
             .into()
         }
         // The body's bytes stay reserved until the reply is made.
-        Ok(Ok(bytes)) => server.handler.handle(bytes).await.into(),
+        Ok(Ok(bytes)) => {
+            in_flight.read();
+            let reply = server.handler.handle(bytes).await;
+            if reply.status == StatusCode::OK {
+                in_flight.answered();
+            }
+            reply.into()
+        }
+    }
+}
+
+/// Reserves `bytes` of the body budget; when it cannot take them, evicts
+/// the connections whose bodies have stalled and waits a moment for what
+/// they held.
+async fn reserve<H>(server: &Requests<H>, bytes: usize) -> Option<body::Reservation> {
+    if let Some(reservation) = server.budget.reserve(bytes) {
+        return Some(reservation);
+    }
+    if server.connections.evict_stalled() == 0 {
+        return None;
+    }
+    let deadline = tokio::time::Instant::now() + BUDGET_WAIT;
+    server.budget.reserve_by(bytes, deadline).await
+}
+
+/// 503 at once, the body unread, for a peer with as many requests in flight
+/// as it may have; on HTTP/1 the connection closes after it.
+fn peer_limit<H>(server: &Requests<H>, http1: bool) -> Answer {
+    server.metrics.refused(Refusal::PeerRequestLimit);
+    let limit = server.limits.max_requests_per_peer;
+    if server.peer_limit_warned.due() {
+        tracing::warn!(
+            limit,
+            "refused requests from a peer with --max-requests-per-peer in flight (503, Retry-After); raise it if the API servers reach the webhook through one address"
+        );
+    }
+    Answer {
+        reply: Reply::text(
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!(
+                "this address has {limit} requests in flight (--max-requests-per-peer): retry shortly"
+            ),
+        ),
+        retry_after: Some(1),
+        close: http1,
     }
 }
 

@@ -20,7 +20,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio_rustls::TlsAcceptor;
 use tokio_rustls::server::TlsStream;
 
-use crate::webhook::connections::{Conn, Connections, Ticket};
+use crate::webhook::connections::{Conn, Connections, Full, Ticket};
 pub use crate::webhook::limits::{Limits, LimitsError};
 use crate::webhook::metrics::{Metrics, Refusal};
 pub use crate::webhook::requests::{Handler, Reply};
@@ -63,11 +63,12 @@ pub async fn serve<H: Handler>(
     metrics: Arc<Metrics>,
     shutdown: impl Future<Output = ()>,
 ) {
+    let connections = Connections::new(limits.connections(), Some(metrics.clone()));
     let server = Arc::new(Server {
         tls,
         http: http_builder(&limits),
-        connections: Connections::new(limits.max_connections, metrics.clone()),
-        requests: Requests::new(&limits, handler, metrics.clone()),
+        requests: Requests::new(&limits, connections.clone(), handler, metrics.clone()),
+        connections,
         limits,
         metrics,
     });
@@ -86,15 +87,14 @@ pub async fn serve<H: Handler>(
             },
             () = &mut shutdown => break,
         };
-        let Some(ticket) = server.connections.admit() else {
-            if refusals_warned.due() {
-                tracing::warn!(
-                    %peer,
-                    max_connections = server.limits.max_connections,
-                    "closed a new connection: every open one has a request in flight (--max-connections); raise --max-connections if the API servers need more"
-                );
+        let ticket = match server.connections.admit(peer.ip()) {
+            Ok(ticket) => ticket,
+            Err(full) => {
+                if refusals_warned.due() {
+                    refused_warning(&server.limits, full, peer);
+                }
+                continue;
             }
-            continue;
         };
         tcp.set_nodelay(true).ok();
         tokio::spawn(connection(server.clone(), tcp, peer, ticket));
@@ -111,6 +111,22 @@ pub async fn serve<H: Handler>(
         () = tokio::time::sleep(drain_timeout) => {
             tracing::warn!(timeout = ?drain_timeout, "drain timed out; closing the remaining connections");
         }
+    }
+}
+
+/// Says why a new connection was closed at once, and what to raise.
+fn refused_warning(limits: &Limits, full: Full, peer: SocketAddr) {
+    match full {
+        Full::PeerConnections => tracing::warn!(
+            %peer,
+            max_connections_per_peer = limits.max_connections_per_peer,
+            "closed a new connection: every open one from its address has a request in flight (--max-connections-per-peer); raise it if the API servers reach the webhook through one address"
+        ),
+        _ => tracing::warn!(
+            %peer,
+            max_connections = limits.max_connections,
+            "closed a new connection: every open one has a request in flight (--max-connections); raise --max-connections if the API servers need more"
+        ),
     }
 }
 
@@ -292,18 +308,27 @@ mod tests {
             max_body_bytes: 1024,
             header_timeout: Duration::from_secs(5),
             body_timeout: Duration::from_secs(5),
+            body_stall_timeout: Duration::from_secs(1),
             drain_timeout: Duration::from_secs(5),
             max_connections: 4,
+            max_connections_per_peer: 4,
+            max_requests_per_peer: 16,
             max_streams: 4,
             idle_timeout: Duration::from_secs(5),
             max_body_bytes_in_flight: 4096,
         };
         let metrics = Arc::new(Metrics::new());
+        let connections = Connections::new(limits.connections(), Some(metrics.clone()));
         Arc::new(Server {
             tls: Arc::new(tls),
             http: http_builder(&limits),
-            connections: Connections::new(limits.max_connections, metrics.clone()),
-            requests: Requests::new(&limits, Arc::new(Nothing), metrics.clone()),
+            requests: Requests::new(
+                &limits,
+                connections.clone(),
+                Arc::new(Nothing),
+                metrics.clone(),
+            ),
+            connections,
             limits,
             metrics,
         })
@@ -358,13 +383,13 @@ mod tests {
             server.clone(),
             first,
             peer,
-            server.connections.admit().unwrap(),
+            server.connections.admit(peer.ip()).ok().unwrap(),
         );
         let boxed = handshake_and_serve(
             server.clone(),
             second,
             peer,
-            server.connections.admit().unwrap(),
+            server.connections.admit(peer.ip()).ok().unwrap(),
             deadline,
         );
         let (waiting, boxed) = (

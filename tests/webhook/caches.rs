@@ -121,6 +121,73 @@ fn the_cache_follows_the_watch_resumes_it_and_lists_again_when_its_version_expir
     }
 }
 
+/// A cache whose watch is up answers for what it lacks: reviews naming
+/// made-up namespaces cost no API call, so a flood of them spends nothing
+/// another tenant needs; a namespace and its NAD made a moment before their
+/// pod are waited for (the watch brings them), not read.
+#[test]
+fn a_cache_whose_watch_is_up_answers_for_what_it_lacks() {
+    let c = cluster();
+    let ca = Ca::new("CA");
+    // Waits of up to 5 s for the watch: generous for a loaded machine.
+    let webhook = Webhook::start(
+        &c.webhook_account(),
+        &ca.leaf(&["127.0.0.1"]),
+        &["--live-read-timeout", "5s"],
+    );
+    let made_up = std::thread::scope(|s| {
+        let flood: Vec<_> = (0..16)
+            .map(|t| {
+                let (webhook, ca) = (&webhook, &ca);
+                s.spawn(move || {
+                    (0..2)
+                        .map(|i| {
+                            post_once(
+                                webhook,
+                                ca,
+                                review_in(&format!("made-up-{t}-{i}"), json!({})),
+                            )
+                        })
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        // Meanwhile a tenant makes a namespace and its NAD, and at once its pod.
+        let fresh = c.plane.namespace("fresh", &ENABLED);
+        c.put_nad(&fresh, "linkerd-cni", &[]);
+        let response = post_once(&webhook, &ca, review_in(&fresh, json!({})));
+        assert!(response.get("warnings").is_none(), "{response}");
+        assert!(
+            patch_of(&response).to_string().contains("linkerd-cni"),
+            "{response}"
+        );
+        flood
+            .into_iter()
+            .flat_map(|t| t.join().unwrap())
+            .collect::<Vec<_>>()
+    });
+    for response in &made_up {
+        assert_eq!(response["allowed"], true, "{response}");
+        assert!(response.get("patch").is_none(), "{response}");
+        let warning = response["warnings"][0].as_str().unwrap_or_default();
+        assert!(
+            warning.contains(
+                "does not exist: the webhook's cache, whose watch is up, does not hold it"
+            ),
+            "{response}"
+        );
+    }
+    for object in ["namespace", "nad"] {
+        for result in ["found", "absent", "failed", "refused", "remembered"] {
+            assert_eq!(
+                live_reads(&webhook, object, result),
+                0.0,
+                "{object} {result}"
+            );
+        }
+    }
+}
+
 /// What the caches cannot vouch for is read live before a pod is decided:
 /// a namespace and a NAD missing from caches whose watch is down (within
 /// `--max-watch-outage`) are read and the pod attached; a namespace the API
@@ -166,6 +233,8 @@ fn what_the_caches_cannot_vouch_for_is_read_live_or_answered_as_on_error_says() 
     what_no_cache_holds_is_read_live(&c, &ca, &patient, &strict);
 
     a_namespace_that_does_not_exist_gets_on_error(&c, &ca, &patient);
+
+    a_flood_of_made_up_namespaces_leaves_a_tenant_its_reads(&c, &ca, &strict);
 
     // No rights at all: the live read fails, and the pod gets --on-error too.
     c.revoke(&account, GET_ONLY_ROLE);
@@ -245,6 +314,50 @@ fn a_namespace_that_does_not_exist_gets_on_error(c: &Cluster, ca: &Ca, patient: 
         "{warning}"
     );
     assert_eq!(live_reads(patient, "namespace", "absent"), 1.0);
+    // Asked again at once: the answer is remembered, not read again.
+    let again = post_once(patient, ca, review_in(&ghost, json!({})));
+    assert_eq!(again["warnings"], response["warnings"], "{again}");
+    assert_eq!(live_reads(patient, "namespace", "absent"), 1.0);
+    assert_eq!(live_reads(patient, "namespace", "remembered"), 1.0);
+}
+
+/// Reviews naming made-up namespaces, as fast as 16 clients send them, until
+/// their share of the live-read budget is spent: a tenant's review in a
+/// namespace the cache knows is still read live and its pod attached.
+fn a_flood_of_made_up_namespaces_leaves_a_tenant_its_reads(c: &Cluster, ca: &Ca, strict: &Webhook) {
+    let refused = || live_reads(strict, "namespace", "refused");
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|s| {
+        for t in 0..16 {
+            let stop = &stop;
+            s.spawn(move || {
+                let mut i = 0;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    let namespace = format!("made-up-{t}-{i}");
+                    let response = post_once(strict, ca, review_in(&namespace, json!({})));
+                    assert!(response.get("patch").is_none(), "{response}");
+                    i += 1;
+                }
+            });
+        }
+        // The metrics are read here alone: the ops port lets one address
+        // have a few requests at once.
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while refused() == 0.0 && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    });
+    assert!(
+        refused() > 0.0,
+        "the flood never spent the strangers' share"
+    );
+    let response = post_once(strict, ca, review_in(&c.demo, json!({})));
+    assert!(response.get("warnings").is_none(), "{response}");
+    assert!(
+        patch_of(&response).to_string().contains("linkerd-cni"),
+        "{response}"
+    );
 }
 
 /// A webhook that never synced: not ready, and denying under --on-error deny.

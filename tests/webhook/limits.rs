@@ -31,14 +31,37 @@ fn head(length: usize) -> String {
     )
 }
 
+/// The address another pod's connections come from: on Linux all of
+/// 127.0.0.0/8 is loopback, so a client bound to it is another peer.
+const OTHER_POD: &str = "127.0.0.2";
+
 /// A TLS connection speaking HTTP/1.1 (or HTTP/2 with `h2`).
 async fn tls(addr: &str, ca: &Ca, h2: bool) -> TlsStream<TcpStream> {
+    tls_from("127.0.0.1", addr, ca, h2).await.unwrap()
+}
+
+/// A TLS connection from `source`, or why none was made.
+async fn tls_from(
+    source: &str,
+    addr: &str,
+    ca: &Ca,
+    h2: bool,
+) -> std::io::Result<TlsStream<TcpStream>> {
     let alpn: &[&[u8]] = if h2 { &[b"h2"] } else { &[b"http/1.1"] };
-    let tcp = TcpStream::connect(addr).await.unwrap();
+    let socket = tokio::net::TcpSocket::new_v4()?;
+    socket.bind(format!("{source}:0").parse().unwrap())?;
+    let tcp = socket.connect(addr.parse().unwrap()).await?;
     connector(&ca.pem, None, alpn)
         .connect("127.0.0.1".try_into().unwrap(), tcp)
         .await
-        .unwrap()
+}
+
+/// A request from `source` announcing `length` bytes of body and sending none.
+async fn stalled(source: &str, addr: &str, ca: &Ca, length: usize) -> TlsStream<TcpStream> {
+    let mut stream = tls_from(source, addr, ca, false).await.unwrap();
+    stream.write_all(head(length).as_bytes()).await.unwrap();
+    stream.flush().await.unwrap();
+    stream
 }
 
 /// A request in flight: `body` announced, its first half sent.
@@ -75,9 +98,20 @@ async fn h2_connect(
     h2::client::SendRequest<Bytes>,
     tokio::task::JoinHandle<Result<(), h2::Error>>,
 ) {
-    let (sender, connection) = h2::client::handshake(tls(addr, ca, true).await)
-        .await
-        .unwrap();
+    h2_connect_from("127.0.0.1", addr, ca).await
+}
+
+/// [`h2_connect`] from `source`.
+async fn h2_connect_from(
+    source: &str,
+    addr: &str,
+    ca: &Ca,
+) -> (
+    h2::client::SendRequest<Bytes>,
+    tokio::task::JoinHandle<Result<(), h2::Error>>,
+) {
+    let stream = tls_from(source, addr, ca, true).await.unwrap();
+    let (sender, connection) = h2::client::handshake(stream).await.unwrap();
     (sender, tokio::spawn(connection))
 }
 
@@ -185,6 +219,8 @@ fn at_the_connection_limit_unproductive_connections_make_room_and_busy_ones_are_
             "120s",
             "--body-timeout",
             "120s",
+            "--body-stall-timeout",
+            "300s",
             "--idle-timeout",
             "300s",
         ],
@@ -242,6 +278,164 @@ fn at_the_connection_limit_unproductive_connections_make_room_and_busy_ones_are_
     for stream in [first, second, third] {
         assert_eq!(patch_of(&rt.block_on(finish(stream, &review))), attached());
     }
+}
+
+/// One pod (another source address) holds at most its share: its
+/// connections and its requests in flight are capped, over HTTP/1.1 and
+/// HTTP/2, and the API server's address is answered meanwhile.
+#[test]
+fn one_address_holds_at_most_its_connections_and_requests() {
+    let c = cluster();
+    let ca = Ca::new("CA");
+    let webhook = Webhook::start(
+        &c.webhook_account(),
+        &ca.leaf(&["127.0.0.1"]),
+        &[
+            "--max-connections-per-peer",
+            "2",
+            "--max-requests-per-peer",
+            "2",
+            "--header-timeout",
+            "120s",
+            "--body-timeout",
+            "120s",
+            "--body-stall-timeout",
+            "300s",
+        ],
+    );
+    let refusals = |reason: &str| {
+        webhook.metric(&format!(
+            "linkerd_multus_http_refusals_total{{reason=\"{reason}\"}}"
+        ))
+    };
+    // The runtime has a thread of its own: the HTTP/2 connection is driven
+    // while this one waits for the metrics.
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    // A request on HTTP/1.1 and a stream on HTTP/2, their bodies never sent.
+    let _first = rt.block_on(stalled(OTHER_POD, &webhook.addr, &ca, 1));
+    let (sender, _connection) = rt.block_on(h2_connect_from(OTHER_POD, &webhook.addr, &ca));
+    let mut sender = rt.block_on(sender.ready()).unwrap();
+    let _held = sender.send_request(h2_request(1), false).unwrap();
+    webhook.wait_for_metric(IN_FLIGHT, 2.0, "the two requests never started");
+    rt.block_on(async {
+        // A second stream: over the address's requests, 503 at once.
+        let mut sender = sender.ready().await.unwrap();
+        let (response, _send) = sender.send_request(h2_request(1), false).unwrap();
+        let (status, body) = h2_answer(response).await;
+        let body = String::from_utf8_lossy(&body);
+        assert_eq!(status, 503, "{body}");
+        assert_eq!(
+            body,
+            "this address has 2 requests in flight (--max-requests-per-peer): retry shortly\n"
+        );
+        // A third connection: both of its own are busy, so it is closed at once.
+        assert!(
+            tls_from(OTHER_POD, &webhook.addr, &ca, false)
+                .await
+                .is_err(),
+            "a third connection from one address was let in"
+        );
+    });
+    assert_eq!(refusals("peer_request_limit"), 1.0);
+    assert_eq!(refusals("peer_connection_limit"), 1.0);
+    assert_eq!(refusals("connection_limit"), 0.0);
+    // The API server's address is answered meanwhile.
+    let response = post_once(&webhook, &ca, review_in(&c.demo, json!({})));
+    assert_eq!(patch_of(&response), attached());
+}
+
+/// A request whose body makes no progress for --body-stall-timeout is
+/// evicted with its connection for a new connection at the limit, and for
+/// the body budget; connections that have had reviews answered stay.
+#[test]
+fn stalled_bodies_make_room_for_connections_and_for_the_budget() {
+    let c = cluster();
+    let ca = Ca::new("CA");
+    let webhook = Webhook::start(
+        &c.webhook_account(),
+        &ca.leaf(&["127.0.0.1"]),
+        &[
+            "--max-connections",
+            "3",
+            "--max-body-bytes",
+            "65536",
+            "--max-body-bytes-in-flight",
+            "65536",
+            "--header-timeout",
+            "120s",
+            "--body-timeout",
+            "120s",
+            "--idle-timeout",
+            "300s",
+        ],
+    );
+    let review = review_in(&c.demo, json!({}));
+    let rt = runtime();
+    let stalled_evictions =
+        || webhook.metric("linkerd_multus_http_evictions_total{state=\"stalled\"}");
+    let mut kept = rt
+        .block_on(Connection::open(
+            &webhook.addr,
+            &connector(&ca.pem, None, &[]),
+        ))
+        .unwrap();
+    let post = |rt: &tokio::runtime::Runtime, conn: &mut Connection| {
+        let (status, body) = rt.block_on(conn.post("/mutate", review.clone())).unwrap();
+        assert_eq!(status, 200);
+        assert_eq!(patch_of(&response_of(&body)), attached());
+    };
+    post(&rt, &mut kept);
+    // Two requests from another pod, their bodies never sent: the limit.
+    let first = rt.block_on(stalled(OTHER_POD, &webhook.addr, &ca, 1));
+    webhook.wait_for_metric(IN_FLIGHT, 1.0, "the first request never started");
+    let second = rt.block_on(stalled(OTHER_POD, &webhook.addr, &ca, 1));
+    webhook.wait_for_metric(IN_FLIGHT, 2.0, "the second request never started");
+    webhook.wait_for_metric(CONNECTIONS, 3.0, "three connections never showed");
+    // Past --body-stall-timeout (1s) without a byte, both are stalled.
+    std::thread::sleep(Duration::from_millis(1500));
+    // A new connection evicts the one stalled the longest, not the kept one.
+    let mut newer = rt
+        .block_on(Connection::open(
+            &webhook.addr,
+            &connector(&ca.pem, None, &[]),
+        ))
+        .unwrap();
+    post(&rt, &mut newer);
+    let mut first = first;
+    assert_eq!(rt.block_on(read_to_close(&mut first)), "", "cut unanswered");
+    assert_eq!(stalled_evictions(), 1.0);
+    // A body that takes most of the budget, then stalls.
+    let third = rt.block_on(stalled(OTHER_POD, &webhook.addr, &ca, 65536 - 1024));
+    let mut second = second;
+    assert_eq!(
+        rt.block_on(read_to_close(&mut second)),
+        "",
+        "cut for the third"
+    );
+    assert_eq!(stalled_evictions(), 2.0);
+    webhook.wait_for_metric(IN_FLIGHT, 64512.0, "the third request never started");
+    std::thread::sleep(Duration::from_millis(1500));
+    // The next review does not fit beside it: the stalled body gives its bytes back.
+    assert!(
+        review.len() > 1024,
+        "the review must not fit beside the third body"
+    );
+    post(&rt, &mut kept);
+    let mut third = third;
+    assert_eq!(
+        rt.block_on(read_to_close(&mut third)),
+        "",
+        "cut for the budget"
+    );
+    assert_eq!(stalled_evictions(), 3.0);
+    assert_eq!(
+        webhook.metric("linkerd_multus_http_refusals_total{reason=\"over_budget\"}"),
+        0.0
+    );
 }
 
 #[test]
