@@ -247,3 +247,85 @@ spec:
         "{stderr}"
     );
 }
+
+/// `from-injector` carries over an injected networks value in the comma or
+/// JSON form when it names networks only (as names), and refuses one that
+/// names a namespace or an interface, naming the file, the injection, the
+/// value and what to do: nothing is dropped with exit 0.
+#[test]
+fn from_injector_carries_or_refuses_injected_networks() {
+    let dir = tempfile::tempdir().unwrap();
+    let config_map = |injections: &str| {
+        format!(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: nri-control-switches\n  namespace: kube-system\ndata:\n  config.json: |\n    {{\"user-defined-injections\": {{{injections}}}}}\n"
+        )
+    };
+    let injection = |label: &str, networks: &str| {
+        format!(
+            r#""{label}": {{"op": "add", "path": "/metadata/annotations", "value": {{"k8s.v1.cni.cncf.io/networks": {networks}}}}}"#
+        )
+    };
+    let from_injector = |file: &str, text: String| {
+        std::fs::write(dir.path().join(file), text).unwrap();
+        let out = std::process::Command::new(bin())
+            .current_dir(dir.path())
+            .args(["from-injector", "--config-map", file, "--"])
+            .args([
+                "-injectHugepageDownApi",
+                "-log_link=/var/log/nri",
+                "-logbuflevel",
+                "-1",
+            ])
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8(out.stdout).unwrap(),
+            String::from_utf8(out.stderr).unwrap(),
+        )
+    };
+    let accepted = [
+        injection("comma", r#""sriov-a, sriov-b""#),
+        injection("json", r#""[{\"name\": \"sriov-net\"}]""#),
+    ]
+    .join(", ");
+    let (code, stdout, stderr) = from_injector("accepted.yaml", config_map(&accepted));
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(
+        stdout,
+        "apiVersion: multus.linkerd.io/v1alpha1
+kind: NetworkResources
+metadata:
+  name: network-resources
+  annotations:
+    config.kubernetes.io/local-config: \"true\"
+spec:
+  downwardAPI: true
+  injections:
+    comma:
+      annotations:
+        k8s.v1.cni.cncf.io/networks: sriov-a, sriov-b
+    json:
+      annotations:
+        k8s.v1.cni.cncf.io/networks: sriov-net
+"
+    );
+    assert_eq!(
+        stderr,
+        "note: user-defined injection \"comma\": its networks are appended to the pod's own; the injector replaced them
+note: user-defined injection \"json\": its networks are appended to the pod's own; the injector replaced them
+"
+    );
+    let refused = [
+        injection("comma", r#""sriov-a""#),
+        injection("sriov-other", r#""other/sriov-net""#),
+    ]
+    .join(", ");
+    let (code, stdout, stderr) = from_injector("refused.yaml", config_map(&refused));
+    assert_eq!(code, Some(1), "{stderr}");
+    assert_eq!(stdout, "");
+    assert_eq!(
+        stderr,
+        "error: refused.yaml: config.json: user-defined injection \"sriov-other\": k8s.v1.cni.cncf.io/networks \"other/sriov-net\": selection other/sriov-net names namespace other, and NetworkResources injections add networks by name, from the pod's own namespace; list it in the labelled workloads' own k8s.v1.cni.cncf.io/networks instead, or change the injection to name networks only\n"
+    );
+}

@@ -33,7 +33,7 @@ enum Error {
     #[error("{path}: {message}")]
     ConfigMap { path: String, message: String },
     #[error(transparent)]
-    Flags(#[from] from_injector::Error),
+    Flags(from_injector::Error),
 }
 
 impl FromInjectorArgs {
@@ -57,15 +57,15 @@ impl FromInjectorArgs {
         &self,
         read_stdin: impl FnOnce() -> std::io::Result<String>,
     ) -> Result<(String, Vec<String>), Error> {
+        let shown = self.config_map.as_ref().map(|p| p.display().to_string());
+        let bad = |message: String| Error::ConfigMap {
+            path: shown.clone().unwrap_or_default(),
+            message,
+        };
         let config_map = match &self.config_map {
             None => None,
             Some(path) => {
-                let shown = path.display().to_string();
-                let bad = |message: String| Error::ConfigMap {
-                    path: shown.clone(),
-                    message,
-                };
-                let text = if shown == "-" {
+                let text = if path.as_os_str() == "-" {
                     read_stdin()
                 } else {
                     std::fs::read_to_string(path)
@@ -83,7 +83,11 @@ impl FromInjectorArgs {
                 from_injector::CONFIG_KEY
             ));
         }
-        let translation = from_injector::translate(&self.injector_flags, json)?;
+        let translation =
+            from_injector::translate(&self.injector_flags, json).map_err(|e| match e {
+                from_injector::Error::Injection { .. } => bad(e.to_string()),
+                e => Error::Flags(e),
+            })?;
         notes.extend(translation.notes);
         let object = from_injector::to_object(&translation.settings, &self.name);
         Ok((object, notes))

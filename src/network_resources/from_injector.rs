@@ -7,10 +7,10 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map as JsonMap, Value, json};
 
-use super::settings::{InterfaceNames, KIND, Settings};
+use super::settings::{InterfaceNames, KIND, Settings, injectable_networks};
 use crate::k8s::names::is_qualified_name;
 use crate::krm::function_config::API_VERSION;
-use crate::multus::networks::{NETWORKS_ANNOTATION, Networks};
+use crate::multus::networks::{Form, NETWORKS_ANNOTATION, Networks, NetworksError};
 use crate::yaml::{Map, Node, Seq, emit_document};
 
 /// The ConfigMap the injector watches in its namespace.
@@ -36,9 +36,65 @@ pub enum Error {
         /// Its value.
         value: String,
     },
+    /// `-h` or `-help`: Go's flag package prints the usage and exits.
+    #[error(
+        "flag {0}: network-resources-injector prints its usage and exits instead of running; remove the flag"
+    )]
+    Help(String),
     /// A resource-name key that is not an annotation key.
     #[error("flag -network-resource-name-keys: {0:?} is not a valid annotation key")]
     ResourceNameKey(String),
+    /// A user-defined injection the injector applies that the settings cannot carry.
+    #[error("{CONFIG_KEY}: user-defined injection {label:?}: {problem}")]
+    Injection {
+        /// The injection's key, the pod label it is for.
+        label: String,
+        /// What keeps it from being carried over.
+        problem: Box<InjectionProblem>,
+    },
+}
+
+/// Why a user-defined injection the injector applies cannot be carried over.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum InjectionProblem {
+    /// `value` is not a map of strings; the injector's type assertions panic.
+    #[error(
+        "its value is not a map of annotation keys to strings, on which the injector's webhook fails for pods with the label; make it one or remove the injection"
+    )]
+    NotAnnotations,
+    /// An annotation key the API server refuses.
+    #[error(
+        "{0:?} is not a valid annotation key, so the API server refuses the pods the injector adds it to; correct or remove it"
+    )]
+    AnnotationKey(String),
+    /// A networks value Multus refuses.
+    #[error(
+        "{NETWORKS_ANNOTATION} {value:?} is not a networks value Multus reads ({source}), so the injector refuses pods with the label; correct it"
+    )]
+    Networks {
+        /// The value.
+        value: String,
+        /// Why Multus refuses it.
+        source: NetworksError,
+    },
+    /// A networks value with no selection.
+    #[error(
+        "{NETWORKS_ANNOTATION} {value:?} selects no network (where the injector applies it, it empties the pod's own); remove it from the injection"
+    )]
+    NoNetworks {
+        /// The value.
+        value: String,
+    },
+    /// A selection that is more than a network name.
+    #[error(
+        "{NETWORKS_ANNOTATION} {value:?}: {what}, and NetworkResources injections add networks by name, from the pod's own namespace; list it in the labelled workloads' own {NETWORKS_ANNOTATION} instead, or change the injection to name networks only"
+    )]
+    NotByName {
+        /// The value.
+        value: String,
+        /// The selection and what it has beyond a name.
+        what: String,
+    },
 }
 
 /// The translation: the settings, and what the user should know about it.
@@ -50,8 +106,11 @@ pub struct Translation {
     pub notes: Vec<String>,
 }
 
-/// The injector's flags that take a value (its own and glog's); every other
-/// flag it defines is a boolean.
+/// The injector's flags that take a value; every other flag it defines is a
+/// boolean. Its own are in `cmd/webhook/main.go` and
+/// `pkg/controlswitches/controlswitches.go` (network-resources-injector at
+/// 61d01b9); glog v1.2.5, from its go.mod, adds `log_dir`, `log_link` and
+/// `logbuflevel` (`glog_file.go`) and the others (`glog_flags.go`).
 const VALUE_FLAGS: &[&str] = &[
     "port",
     "bind-address",
@@ -63,9 +122,11 @@ const VALUE_FLAGS: &[&str] = &[
     "tls-min-version",
     "tls-curve-preferences",
     "network-resource-name-keys",
+    "log_dir",
+    "log_link",
+    "logbuflevel",
     "v",
     "vmodule",
-    "log_dir",
     "log_backtrace_at",
     "stderrthreshold",
 ];
@@ -127,6 +188,8 @@ fn flags(args: &[String]) -> Result<Flags, Error> {
             if name == "network-resource-name-keys" {
                 out.keys = Some(value);
             }
+        } else if name == "h" || name == "help" {
+            return Err(Error::Help(arg.clone()));
         } else {
             return Err(Error::UnknownFlag(arg.clone()));
         }
@@ -146,7 +209,8 @@ fn go_bool(v: &str) -> Option<bool> {
 /// The settings the injector runs with, given its flags and the text of
 /// `config.json` in its ConfigMap (`None`: no ConfigMap, or no such key).
 /// What the injector ignores (a switch or injection it cannot read) is
-/// ignored here too, with a note.
+/// ignored here too, with a note; an injection it applies that the settings
+/// cannot carry is an error.
 pub fn translate(args: &[String], config_json: Option<&str>) -> Result<Translation, Error> {
     let flags = flags(args)?;
     let mut notes = Vec::new();
@@ -169,7 +233,7 @@ pub fn translate(args: &[String], config_json: Option<&str>) -> Result<Translati
                     features_of(features, &mut settings, &mut hugepages, &mut notes);
                 }
                 if let Some(injections) = config.get("user-defined-injections") {
-                    settings.injections = injections_of(injections, &mut notes);
+                    settings.injections = injections_of(injections, &mut notes)?;
                 }
                 for key in config.keys() {
                     if !["features", "user-defined-injections"].contains(&key.as_str()) {
@@ -227,66 +291,128 @@ fn features_of(features: &Value, s: &mut Settings, hugepages: &mut bool, notes: 
 }
 
 /// The user-defined injections: label to the annotations its patch adds.
-/// Those the injector skips (another path or operation, a value that is not
-/// a map of strings) are left out, with a note.
+/// Those the injector never applies (a label no pod can carry, another path
+/// or operation, a patch it cannot decode) are left out, with a note; one it
+/// applies that the settings cannot carry is an error.
 fn injections_of(
     injections: &Value,
     notes: &mut Vec<String>,
-) -> BTreeMap<String, BTreeMap<String, String>> {
+) -> Result<BTreeMap<String, BTreeMap<String, String>>, Error> {
     let mut out = BTreeMap::new();
     let Some(injections) = injections.as_object() else {
         notes.push(format!(
             "{CONFIG_KEY}: user-defined-injections is not an object: the injector reads none"
         ));
-        return out;
+        return Ok(out);
     };
     for (label, patch) in injections {
         let skip = |why: &str| format!("user-defined injection {label:?} is left out: {why}");
+        let refuse = |problem| Error::Injection {
+            label: label.clone(),
+            problem: Box::new(problem),
+        };
         if !is_qualified_name(label) {
-            notes.push(skip("it is not a valid label key"));
+            notes.push(skip(
+                "it is not a valid label key, so no pod has its label and the injector never applies it",
+            ));
             continue;
         }
-        if patch["path"] != "/metadata/annotations" {
+        let Some(patch) = patch.as_object() else {
+            notes.push(skip("it is not a JSON object, which the injector skips"));
+            continue;
+        };
+        let (op, path) = (go_field(patch, "op"), go_field(patch, "path"));
+        if [op, path].iter().any(|f| f.is_some_and(|v| !v.is_string())) {
+            notes.push(skip(
+                "its op or path is not a string, which the injector skips",
+            ));
+            continue;
+        }
+        if path.and_then(Value::as_str) != Some("/metadata/annotations") {
             notes.push(skip(
                 "its path is not /metadata/annotations, the only one the injector applies",
             ));
             continue;
         }
-        if patch["op"] != "add" {
+        if op.and_then(Value::as_str) != Some("add") {
             notes.push(skip("its op is not add, the only one the injector applies"));
             continue;
         }
-        let Some(value) = patch["value"].as_object() else {
-            notes.push(skip("its value is not a map of annotations"));
-            continue;
+        let value = go_field(patch, "value").and_then(Value::as_object);
+        let Some(value) = value.filter(|v| v.values().all(Value::is_string)) else {
+            return Err(refuse(InjectionProblem::NotAnnotations));
         };
         let mut annotations = BTreeMap::new();
         for (key, v) in value {
-            match v.as_str() {
-                Some(v) if valid_injection(key, v) => {
-                    annotations.insert(key.clone(), v.to_string());
-                }
-                _ => notes.push(skip(&format!(
-                    "annotation {key} is not one the NetworkResources kind takes (a string; networks as a comma list of names)"
-                ))),
+            let v = v.as_str().unwrap_or_default();
+            if !is_qualified_name(key) {
+                return Err(refuse(InjectionProblem::AnnotationKey(key.clone())));
             }
+            let v = match key == NETWORKS_ANNOTATION {
+                true => injected_networks(v).map_err(refuse)?,
+                false => v.to_string(),
+            };
+            annotations.insert(key.clone(), v);
         }
-        if annotations.len() == value.len() {
-            if annotations.contains_key(NETWORKS_ANNOTATION) {
-                notes.push(format!(
-                    "user-defined injection {label:?}: its networks are appended to the pod's own; the injector replaced them"
-                ));
-            }
-            out.insert(label.clone(), annotations);
+        if annotations.contains_key(NETWORKS_ANNOTATION) {
+            notes.push(format!(
+                "user-defined injection {label:?}: its networks are appended to the pod's own; the injector replaced them"
+            ));
         }
+        out.insert(label.clone(), annotations);
     }
-    out
+    Ok(out)
 }
 
-fn valid_injection(key: &str, value: &str) -> bool {
-    is_qualified_name(key)
-        && (key != NETWORKS_ANNOTATION
-            || Networks::parse(value).is_ok_and(|n| n.selections().iter().all(|s| s.is_plain())))
+/// The member `field` of an object as Go's encoding/json decodes it into a
+/// struct field: keys match regardless of case, and the last one wins.
+fn go_field<'v>(object: &'v JsonMap<String, Value>, field: &str) -> Option<&'v Value> {
+    object
+        .iter()
+        .rev()
+        .find(|(k, _)| k.eq_ignore_ascii_case(field))
+        .map(|(_, v)| v)
+}
+
+/// An injected networks value as the settings hold it: a comma list of
+/// network names, kept as written or, from the JSON form or with empty
+/// parts (`net@`), rewritten as names; anything more is a problem.
+fn injected_networks(value: &str) -> Result<String, InjectionProblem> {
+    if injectable_networks(value) {
+        return Ok(value.to_string());
+    }
+    let networks = Networks::parse(value).map_err(|source| InjectionProblem::Networks {
+        value: value.to_string(),
+        source,
+    })?;
+    let selections = networks.selections();
+    if selections.is_empty() {
+        return Err(InjectionProblem::NoNetworks {
+            value: value.to_string(),
+        });
+    }
+    let mut names = Vec::new();
+    for s in selections {
+        let what = match (&s.namespace, &s.interface) {
+            (Some(ns), Some(interface)) => {
+                format!("selection {s} names namespace {ns} and interface {interface}")
+            }
+            (Some(ns), None) => format!("selection {s} names namespace {ns}"),
+            (None, Some(interface)) => format!("selection {s} names interface {interface}"),
+            (None, None) if networks.form() == Form::Json && !s.is_plain() => {
+                format!("the element for {} has members besides \"name\"", s.name)
+            }
+            (None, None) => {
+                names.push(s.name.as_str());
+                continue;
+            }
+        };
+        return Err(InjectionProblem::NotByName {
+            value: value.to_string(),
+            what,
+        });
+    }
+    Ok(names.join(", "))
 }
 
 /// The text of `config.json` in the injector's ConfigMap, if it has one.

@@ -9,7 +9,7 @@ use crate::krm::function_config::{
     SettingsError, SettingsKind, annotation_sets, bad, boolean, label, structured, text,
     workload_kinds,
 };
-use crate::multus::networks::{NETWORKS_ANNOTATION, Networks};
+use crate::multus::networks::{Form, NETWORKS_ANNOTATION, Networks, Selection};
 use crate::yaml::{Map, Node};
 
 /// The kind of the typed configuration object (API version [`crate::krm::function_config::API_VERSION`]).
@@ -185,8 +185,7 @@ fn injections(
                     format!("{label}.annotations: {k:?} is not a valid annotation key"),
                 ));
             }
-            let plain = || Networks::parse(v).map(|n| n.selections().iter().all(|s| s.is_plain()));
-            if k == NETWORKS_ANNOTATION && plain() != Ok(true) {
+            if k == NETWORKS_ANNOTATION && !injectable_networks(v) {
                 return Err(bad(
                     key,
                     format!(
@@ -197,6 +196,14 @@ fn injections(
         }
     }
     Ok(sets)
+}
+
+/// Whether `value` is what an injected networks annotation holds: a comma
+/// list of network names (the pod's namespace, no interface), which are
+/// appended to the pod's own selections.
+pub fn injectable_networks(value: &str) -> bool {
+    Networks::parse(value)
+        .is_ok_and(|n| n.form() == Form::Comma && n.selections().iter().all(Selection::is_plain))
 }
 
 #[cfg(test)]
@@ -323,6 +330,14 @@ defaultNamespace: apps
             ),
             (
                 "injections: {l: {annotations: {k8s.v1.cni.cncf.io/networks: 'other/a'}}}",
+                "must be a comma list of network names",
+            ),
+            (
+                "injections: {l: {annotations: {k8s.v1.cni.cncf.io/networks: '[{\"name\": \"a\"}]'}}}",
+                "must be a comma list of network names",
+            ),
+            (
+                "injections: {l: {annotations: {k8s.v1.cni.cncf.io/networks: ''}}}",
                 "must be a comma list of network names",
             ),
         ] {
