@@ -84,7 +84,7 @@ fn text<'a>(object: &'a Node, path: &[&str]) -> Option<&'a str> {
     object.get_path(path).and_then(Node::as_str)
 }
 
-fn strings<'a>(node: Option<&'a Node>) -> Vec<&'a str> {
+fn strings(node: Option<&Node>) -> Vec<&str> {
     node.and_then(Node::as_seq)
         .map(|s| s.items.iter().filter_map(Node::as_str).collect())
         .unwrap_or_default()
