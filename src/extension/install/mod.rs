@@ -2,8 +2,11 @@
 //! ([`options`]), printed for `kubectl apply -f -`. What it prints is the kpt
 //! packages' objects ([`packages`]) with their setters applied
 //! ([`setters`]), and the webhook's certificates ([`certificates`]): made
-//! here, or kept from the cluster ([`cluster`]), or left to cert-manager.
-//! The same options and certificates give the same bytes.
+//! here, or kept from the cluster ([`cluster`]) when `install` made them, or
+//! left to cert-manager. It takes only a namespace of its own
+//! ([`ownership`](super::ownership)), and writes the NetworkPolicy's blocks
+//! for the API server's ranges it is given. The same options and
+//! certificates give the same bytes.
 
 pub mod certificates;
 pub mod cluster;
