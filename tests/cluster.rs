@@ -279,8 +279,8 @@ fn with_the_nad_controller_package(
     namespaces: &str,
 ) {
     let read = |file: &str| std::fs::read_to_string(repo_path(file)).unwrap();
-    // With deploy-nad-controller/: NADs written cluster-wide, Events, the one
-    // ConfigMap in the CNI namespace, the Lease in the webhook's.
+    // With deploy-nad-controller/: NADs written cluster-wide, Events in default and the
+    // CNI namespace, the one ConfigMap in the CNI namespace, the Lease in the webhook's.
     plane.apply("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: linkerd-cni\n");
     plane.apply(include_str!(
         "../../shared/fixtures/linkerd-cni/version-2.19.yaml"
@@ -315,25 +315,23 @@ fn with_the_nad_controller_package(
     the_controller_makes_the_nad(plane, &webhook);
 }
 
-/// What the three packages grant, by namespace: NADs written cluster-wide, Events, the one
-/// ConfigMap in the CNI namespace, the Lease in the webhook's.
+/// What the three packages grant, by namespace: NADs written cluster-wide, Events only in
+/// the two namespaces it writes them to (`default` for Namespaces', the CNI namespace for
+/// the ConfigMap's), the one ConfigMap in the CNI namespace, the Lease in the webhook's.
 fn nad_controller_rights(namespaces: &str) -> BTreeMap<&'static str, BTreeSet<String>> {
     let write_nads =
         "network-attachment-definitions.k8s.cni.cncf.io [] [] [get list watch create patch delete]";
     let events = "events.events.k8s.io [] [] [create patch]";
-    let cluster_wide = BTreeSet::from([
-        namespaces.to_string(),
-        write_nads.to_string(),
-        events.to_string(),
-    ]);
+    let cluster_wide = BTreeSet::from([namespaces.to_string(), write_nads.to_string()]);
     let mut want = BTreeMap::from([
         ("default", cluster_wide.clone()),
         ("linkerd-cni", cluster_wide.clone()),
         ("linkerd-multus", cluster_wide),
     ]);
-    want.get_mut("linkerd-cni")
-        .unwrap()
-        .insert("configmaps [] [linkerd-cni-config] [get list watch]".to_string());
+    want.get_mut("default").unwrap().insert(events.to_string());
+    let cni = want.get_mut("linkerd-cni").unwrap();
+    cni.insert(events.to_string());
+    cni.insert("configmaps [] [linkerd-cni-config] [get list watch]".to_string());
     let lease = want.get_mut("linkerd-multus").unwrap();
     lease.insert("leases.coordination.k8s.io [] [] [create]".to_string());
     lease.insert(

@@ -2,11 +2,13 @@
 //! multus install` prints the cluster side from one configuration
 //! ([`install`]), `uninstall` what removes it ([`uninstall`]), `check` what is
 //! wrong in a live cluster and what to do ([`check`]). Every command reaches
-//! the API server the way the Linkerd CLI does ([`client`]).
+//! the API server the way the Linkerd CLI does ([`client`]). Both `install`
+//! and `uninstall` touch only the extension's own namespace ([`ownership`]).
 
 pub mod check;
 pub mod client;
 pub mod install;
+pub mod ownership;
 pub mod uninstall;
 
 /// The extension's name: Linkerd runs `linkerd-multus` for `linkerd multus`,

@@ -4,10 +4,13 @@
 
 /// `text` with every `# kpt-set:` line set to `setters`' values, as kpt's `apply-setters`
 /// sets them: the value before the comment becomes the comment's pattern with each
-/// `${name}` replaced. Panics on a setter `setters` does not give.
+/// `${name}` replaced; a key without a value before the comment is an array setter, whose
+/// block sequence below gets the items of the value, written `[a, b]`. Panics on a setter
+/// `setters` does not give.
 pub fn apply_setters(text: &str, setters: &[(&str, &str)]) -> String {
     let mut out = String::new();
-    for line in text.split_inclusive('\n') {
+    let mut lines = text.split_inclusive('\n').peekable();
+    while let Some(line) = lines.next() {
         let Some((before, pattern)) = line.split_once(" # kpt-set: ") else {
             out.push_str(line);
             continue;
@@ -20,6 +23,26 @@ pub fn apply_setters(text: &str, setters: &[(&str, &str)]) -> String {
             !value.contains("${"),
             "unknown setter in {line:?}: the package README documents {setters:?}"
         );
+        if before.trim_end().ends_with(':') {
+            out.push_str(line);
+            let items = value
+                .strip_prefix('[')
+                .and_then(|v| v.strip_suffix(']'))
+                .unwrap_or_else(|| panic!("{line:?}: an array setter takes [a, b], not {value:?}"));
+            let mut indent = before.len() - before.trim_start().len();
+            while let Some(next) = lines.peek() {
+                let at = next.len() - next.trim_start().len();
+                if !next.trim_start().starts_with("- ") {
+                    break;
+                }
+                indent = at;
+                lines.next();
+            }
+            for item in items.split(',').map(str::trim).filter(|i| !i.is_empty()) {
+                out.push_str(&format!("{}- {item}\n", " ".repeat(indent)));
+            }
+            continue;
+        }
         let (key, _) = before
             .rsplit_once(' ')
             .expect("key or `-` before the value");

@@ -113,6 +113,7 @@ fn nad_controller_rights_are_opt_in_and_exactly_what_it_does() {
         pkg.resources.iter().map(|(_, r)| r.id()).collect();
     let id = |k: &str, ns: &str, n: &str| (k.to_string(), ns.to_string(), n.to_string());
     let lease = format!("{CONTROLLER}-lease");
+    let events = format!("{CONTROLLER}-events");
     assert_eq!(
         ids,
         BTreeSet::from([
@@ -120,26 +121,21 @@ fn nad_controller_rights_are_opt_in_and_exactly_what_it_does() {
             id("ClusterRoleBinding", "", CONTROLLER),
             id("Role", "linkerd-cni", CONTROLLER),
             id("RoleBinding", "linkerd-cni", CONTROLLER),
+            id("Role", "default", &events),
+            id("RoleBinding", "default", &events),
             id("Role", NAMESPACE, &lease),
             id("RoleBinding", NAMESPACE, &lease),
         ])
     );
+    // NADs cluster-wide; Events only where it writes them (the Roles below).
     assert_eq!(
         rules_of(pkg.get("ClusterRole", CONTROLLER)),
-        [
-            [
-                v(&["k8s.cni.cncf.io"]),
-                v(&["network-attachment-definitions"]),
-                v(&[]),
-                v(&["create", "patch", "delete", "get", "list", "watch"]),
-            ],
-            [
-                v(&["events.k8s.io"]),
-                v(&["events"]),
-                v(&[]),
-                v(&["create", "patch"])
-            ],
-        ]
+        [[
+            v(&["k8s.cni.cncf.io"]),
+            v(&["network-attachment-definitions"]),
+            v(&[]),
+            v(&["create", "patch", "delete", "get", "list", "watch"]),
+        ]]
     );
     roles_read_the_config_map_and_hold_the_lease(&pkg, &lease);
     // Every binding names the webhook's own ServiceAccount.
@@ -195,8 +191,16 @@ fn webhook_package_alone_writes_nothing() {
     );
 }
 
-/// The Roles: the one ConfigMap read by name, and the Lease.
+/// The Roles: the one ConfigMap read by name, the Events in the two namespaces the
+/// controller writes them to (the ConfigMap's, and `default` for those on Namespaces, as
+/// src/controller/events.rs places them), and the Lease.
 fn roles_read_the_config_map_and_hold_the_lease(pkg: &Package, lease: &str) {
+    let events = [
+        v(&["events.k8s.io"]),
+        v(&["events"]),
+        v(&[]),
+        v(&["create", "patch"]),
+    ];
     // The one ConfigMap by name: a Role in the CNI namespace, not a ClusterRole.
     let config_map_role = pkg
         .of_kind("Role")
@@ -205,13 +209,22 @@ fn roles_read_the_config_map_and_hold_the_lease(pkg: &Package, lease: &str) {
         .unwrap();
     assert_eq!(
         rules_of(config_map_role),
-        [[
-            v(&[""]),
-            v(&["configmaps"]),
-            v(&["linkerd-cni-config"]),
-            v(&["get", "list", "watch"]),
-        ]]
+        [
+            [
+                v(&[""]),
+                v(&["configmaps"]),
+                v(&["linkerd-cni-config"]),
+                v(&["get", "list", "watch"]),
+            ],
+            events.clone(),
+        ]
     );
+    let events_role = pkg.get("Role", &format!("{CONTROLLER}-events"));
+    assert_eq!(
+        events_role.str_at(&["metadata", "namespace"]),
+        Some("default")
+    );
+    assert_eq!(rules_of(events_role), [events]);
     let lease_role = pkg
         .of_kind("Role")
         .into_iter()

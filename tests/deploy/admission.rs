@@ -38,14 +38,17 @@ fn network_policy_admits_the_api_server_and_the_scraper_only() {
     assert_eq!(ports(&rules[1]), ["ops"]);
     let from = rules[1].get("from").unwrap().seq();
     assert_eq!(from.len(), 1);
+    let expressions = from[0]
+        .at(&["namespaceSelector", "matchExpressions"])
+        .unwrap()
+        .seq();
+    assert_eq!(expressions.len(), 1);
     assert_eq!(
-        from[0].str_at(&[
-            "namespaceSelector",
-            "matchLabels",
-            "kubernetes.io/metadata.name"
-        ]),
-        Some("monitoring")
+        expressions[0].str_at(&["key"]),
+        Some("kubernetes.io/metadata.name")
     );
+    assert_eq!(expressions[0].str_at(&["operator"]), Some("In"));
+    assert_eq!(strings(expressions[0].get("values")), ["monitoring"]);
     // The named ports are the container's.
     let names: Vec<String> = pkg.container_ports().into_iter().map(|(n, _)| n).collect();
     assert_eq!(names, ["https", "ops"]);
@@ -53,7 +56,7 @@ fn network_policy_admits_the_api_server_and_the_scraper_only() {
     for setter in [
         "${api-server-cidr}",
         "${api-server-cidr-ipv6}",
-        "${metrics-namespace}",
+        "${metrics-namespaces}",
     ] {
         assert!(text.contains(&format!("# kpt-set: {setter}")), "{setter}");
     }

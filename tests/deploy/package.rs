@@ -174,7 +174,9 @@ fn pod_disruption_budget_selects_the_webhook_pods() {
     let pkg = Package::load();
     let pdb = pkg.get("PodDisruptionBudget", NAME);
     assert_eq!(pdb.str_at(&["apiVersion"]), Some("policy/v1"));
-    assert_eq!(number(pdb, &["spec", "minAvailable"]), 1);
+    // maxUnavailable, not minAvailable: a drain is never blocked, not even with one replica.
+    assert_eq!(number(pdb, &["spec", "maxUnavailable"]), 1);
+    assert!(pdb.at(&["spec", "minAvailable"]).is_none());
     let pod_labels = pkg
         .deployment()
         .at(&["spec", "template", "metadata", "labels"])

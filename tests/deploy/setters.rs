@@ -10,7 +10,7 @@ const SETTERS: [(&str, &str); 11] = [
     ("priority-class-name", "webhooks"),
     ("api-server-cidr", "10.0.0.0/24"),
     ("api-server-cidr-ipv6", "fd00::/64"),
-    ("metrics-namespace", "prometheus"),
+    ("metrics-namespaces", "[prometheus, openshift-monitoring]"),
     ("replicas", "3"),
     ("failure-policy", "Ignore"),
     ("linkerd-namespace", "l5d"),
@@ -73,7 +73,9 @@ fn namespace_setter_names_new_everywhere(pkg: &Package) {
                 || value.ends_with(&format!(".{NAMESPACE}"))
                 || value.starts_with(&format!("{NAMESPACE}/"));
             assert!(
-                !old_ns || key == "app.kubernetes.io/part-of",
+                !old_ns
+                    || key == "app.kubernetes.io/part-of"
+                    || key == "multus.linkerd.io/namespace-owner",
                 "{rel}: {key}: {value:?} still names the namespace {NAMESPACE} after the setter"
             );
         }
@@ -159,12 +161,12 @@ fn other_setters_take_effect(pkg: &Package) {
         .map(|f| f.str_at(&["ipBlock", "cidr"]).unwrap())
         .collect();
     assert_eq!(blocks, ["10.0.0.0/24", "fd00::/64"]);
+    let selector = &ingress[1].get("from").unwrap().seq()[0]
+        .at(&["namespaceSelector", "matchExpressions"])
+        .unwrap()
+        .seq()[0];
     assert_eq!(
-        ingress[1].get("from").unwrap().seq()[0].str_at(&[
-            "namespaceSelector",
-            "matchLabels",
-            "kubernetes.io/metadata.name"
-        ]),
-        Some("prometheus")
+        strings(selector.get("values")),
+        ["prometheus", "openshift-monitoring"]
     );
 }

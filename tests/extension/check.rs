@@ -380,11 +380,237 @@ fn pre_checks_the_rights_install_needs() {
         .find(|s| s.description == "can create the extension's objects")
         .unwrap_or_else(|| panic!("{table}"));
     assert!(
-        rights
-            .error
-            .contains("create namespaces, create serviceaccounts in linkerd-multus"),
+        rights.error.starts_with(
+            "you may not: create,get,patch namespaces/linkerd-multus, create,get,patch serviceaccounts/linkerd-multus-webhook in linkerd-multus, create,get,patch,escalate,bind clusterroles.rbac.authorization.k8s.io/linkerd-multus-webhook, "
+        ),
         "{table}"
     );
+}
+
+/// The one check of `--pre` named `description`, as `user` runs it with `args`.
+fn pre_check(installed: &Installed, user: &str, args: &[&str], description: &str) -> Seen {
+    let as_user = format!("--as={user}");
+    let out = check(
+        installed,
+        &[&["--pre", "--wait=0s", "-o", "json", &as_user][..], args].concat(),
+    );
+    let (_, seen) = read_json(&out.stdout);
+    seen.into_iter()
+        .find(|s| s.description == description)
+        .unwrap_or_else(|| panic!("no check {description:?} for {args:?}"))
+}
+
+/// An installer whose rights cover install's defaults and nothing more (no Roles, no
+/// ConfigMaps but reading them, no cert-manager objects): `--pre` asks for the objects the
+/// options give, so each option adds exactly what it makes, named.
+#[test]
+fn pre_asks_for_the_rights_of_exactly_what_install_prints() {
+    let installed = installed();
+    let plane = installed.plane;
+    let user = plane.unique_name("installer");
+    let rule = |groups: &str, resources: &str, verbs: &str| {
+        format!("- apiGroups: [{groups}]\n  resources: [{resources}]\n  verbs: [{verbs}]\n")
+    };
+    let rules = [
+        rule(
+            "\"\"",
+            "namespaces, serviceaccounts, services, secrets",
+            "\"*\"",
+        ),
+        rule("\"\"", "configmaps", "get, list, watch"),
+        rule("apps", "deployments", "\"*\""),
+        rule("policy", "poddisruptionbudgets", "\"*\""),
+        rule("networking.k8s.io", "networkpolicies", "\"*\""),
+        rule(
+            "admissionregistration.k8s.io",
+            "mutatingwebhookconfigurations",
+            "\"*\"",
+        ),
+        rule(
+            "rbac.authorization.k8s.io",
+            "clusterroles, clusterrolebindings",
+            "\"*\"",
+        ),
+    ]
+    .concat();
+    plane.apply(&format!(
+        "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: {user}\nrules:\n{rules}---\napiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\nmetadata:\n  name: {user}\nroleRef:\n  apiGroup: rbac.authorization.k8s.io\n  kind: ClusterRole\n  name: {user}\nsubjects:\n- apiGroup: rbac.authorization.k8s.io\n  kind: User\n  name: {user}\n"
+    ));
+    let description = "can create the extension's objects";
+    // RBAC reaches the authorizer through its own watch.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while pre_check(&installed, &user, &[], description).result != "success" {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the installer's rights never arrived"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+
+    let rights = pre_check(&installed, &user, &["--network-resources"], description);
+    assert_eq!(
+        rights.error,
+        "you may not: create,patch configmaps/linkerd-multus-network-resources in linkerd-multus"
+    );
+    let rights = pre_check(&installed, &user, &["--manage-nads"], description);
+    let role = |name: &str, ns: &str| {
+        format!(
+            "create,get,patch,escalate,bind roles.rbac.authorization.k8s.io/{name} in {ns}, create,get,patch rolebindings.rbac.authorization.k8s.io/{name} in {ns}"
+        )
+    };
+    assert_eq!(
+        rights.error,
+        format!(
+            "you may not: {}, {}, {}",
+            role("linkerd-multus-nad-controller", "linkerd-cni"),
+            role("linkerd-multus-nad-controller-events", "default"),
+            role("linkerd-multus-nad-controller-lease", "linkerd-multus"),
+        )
+    );
+    let rights = pre_check(
+        &installed,
+        &user,
+        &["--manage-nads", "--cni-namespace=cni", "-n", "mesh"],
+        description,
+    );
+    assert!(
+        rights.error.starts_with(
+            "you may not: create,get,patch,escalate,bind roles.rbac.authorization.k8s.io/linkerd-multus-nad-controller in cni, "
+        ) && rights.error.ends_with(" in mesh"),
+        "{}",
+        rights.error
+    );
+    let rights = pre_check(&installed, &user, &["--certs=cert-manager"], description);
+    assert_eq!(
+        rights.error,
+        "you may not: create,get,patch issuers.cert-manager.io/linkerd-multus-webhook-selfsigned in linkerd-multus, create,get,patch certificates.cert-manager.io/linkerd-multus-webhook-ca in linkerd-multus, create,get,patch issuers.cert-manager.io/linkerd-multus-webhook-ca in linkerd-multus, create,get,patch certificates.cert-manager.io/linkerd-multus-webhook in linkerd-multus"
+    );
+    plane.kubectl(&["delete", "clusterrolebinding", &user]);
+    plane.kubectl(&["delete", "clusterrole", &user]);
+}
+
+/// `--pre` checks the namespace install would take: one that exists without install's
+/// mark is named with install's own refusal; options install refuses are refused.
+#[test]
+fn pre_checks_the_namespace_install_would_take() {
+    let installed = installed();
+    let description = "the extension's namespace does not exist or is linkerd-multus's own";
+    let (_, failing, table) = failures(&installed, &["--pre", "-n", DEMO, "--wait=0s"]);
+    let one = failing
+        .iter()
+        .find(|s| s.description == description)
+        .unwrap_or_else(|| panic!("{table}"));
+    assert!(
+        one.error.starts_with(&format!(
+            "namespace \"{DEMO}\" exists and linkerd-multus install did not make it (it lacks the annotation multus.linkerd.io/namespace-owner=linkerd-multus)"
+        )),
+        "{table}"
+    );
+    assert_eq!(failing.len(), 1, "{table}");
+    let (code, failing, table) = failures(&installed, &["--pre", "-n", "linkerd-new", "--wait=0s"]);
+    assert!(
+        failing.is_empty() && code == 0,
+        "a namespace that does not exist: {table}"
+    );
+    let (code, failing, table) = failures(&installed, &["--pre", "-n", "kube-system", "--wait=0s"]);
+    assert_eq!(code, 1);
+    assert_eq!(failing.len(), 1, "{table}");
+    assert_eq!(failing[0].description, "install's options are valid");
+    assert!(
+        failing[0]
+            .error
+            .starts_with("--namespace (namespace) \"kube-system\" is Kubernetes's own"),
+        "{table}"
+    );
+}
+
+/// A dry-run create of the probe pod through the installed API server: whether it is admitted.
+fn probe_admitted(installed: &Installed) -> bool {
+    let pod = json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "linkerd-multus-check-probe", "namespace": DEMO},
+        "spec": {"containers": [{"name": "x", "image": "registry.k8s.io/pause:3.10"}]},
+    });
+    let mut child = installed
+        .plane
+        .kubectl_command()
+        .env("KUBECONFIG", &installed.kubeconfig)
+        .args(["create", "--dry-run=server", "-f", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::io::Write::write_all(&mut child.stdin.take().unwrap(), pod.to_string().as_bytes())
+        .unwrap();
+    child.wait().unwrap().success()
+}
+
+/// Text from the cluster reaches the table with its control characters escaped: here an
+/// admission policy's message, which the API server passes on when it denies the probe.
+#[test]
+fn control_characters_from_the_cluster_are_escaped_in_the_table() {
+    let installed = installed();
+    let plane = installed.plane;
+    let name = plane.unique_name("deny-probe");
+    let message = "denied\u{1b}[2J\u{1b}[1;31m by policy\u{7}\u{202e}";
+    let policy = json!({
+        "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
+        "metadata": {"name": name},
+        "spec": {
+            "failurePolicy": "Fail",
+            "matchConstraints": {"resourceRules": [{
+                "apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["pods"],
+            }]},
+            "validations": [{
+                "expression": "object.metadata.name != 'linkerd-multus-check-probe'",
+                "message": message,
+            }],
+        },
+    });
+    let binding = json!({
+        "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
+        "metadata": {"name": name},
+        "spec": {
+            "policyName": name, "validationActions": ["Deny"],
+            "matchResources": {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": DEMO}}},
+        },
+    });
+    plane.apply(&policy.to_string());
+    plane.apply(&binding.to_string());
+    let until = |admitted: bool| {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while probe_admitted(&installed) != admitted {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the policy never took effect"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(200));
+        }
+    };
+    until(false);
+
+    let (code, failing, table) = failures(&installed, &["--wait=0s"]);
+    assert_eq!(code, 1, "{table}");
+    assert_eq!(failing.len(), 1, "{table}");
+    assert!(
+        failing[0].error.contains(message),
+        "the JSON keeps the text: {failing:?}"
+    );
+    assert!(
+        table.contains("denied\\u{1b}[2J\\u{1b}[1;31m by policy\\u{7}\\u{202e}"),
+        "{table}"
+    );
+    assert!(
+        !table
+            .chars()
+            .any(|c| c.is_control() && c != '\n' || c == '\u{202e}'),
+        "{table:?}"
+    );
+
+    plane.kubectl(&["delete", "validatingadmissionpolicybinding", &name]);
+    plane.kubectl(&["delete", "validatingadmissionpolicy", &name]);
+    until(true);
 }
 
 /// A meshed pod the webhook attached (and stamped with the hash of the NAD

@@ -69,6 +69,25 @@ const CASES: &[Case] = &[
         cert_manager: false,
     },
     Case {
+        name: "the API server's addresses, OpenShift's monitoring",
+        flags: &[
+            "--api-server-cidr=10.0.0.0/24",
+            "--api-server-cidr=fd00::/64",
+            "--metrics-namespace=openshift-monitoring,openshift-user-workload-monitoring",
+        ],
+        setters: &[
+            ("api-server-cidr", "10.0.0.0/24"),
+            ("api-server-cidr-ipv6", "fd00::/64"),
+            (
+                "metrics-namespaces",
+                "[openshift-monitoring, openshift-user-workload-monitoring]",
+            ),
+        ],
+        nad_controller: false,
+        network_resources: false,
+        cert_manager: false,
+    },
+    Case {
         name: "cert-manager, everything",
         flags: &[
             "--certs=cert-manager",
@@ -99,7 +118,7 @@ const DEFAULTS: [(&str, &str); 11] = [
     ("network-resources", ""),
     ("api-server-cidr", "0.0.0.0/0"),
     ("api-server-cidr-ipv6", "::/0"),
-    ("metrics-namespace", "monitoring"),
+    ("metrics-namespaces", "[monitoring]"),
 ];
 
 type Objects = BTreeMap<(String, String, String), Value>;
@@ -157,14 +176,10 @@ fn by_id(objects: &[Yaml]) -> Objects {
     out
 }
 
-/// `install --ignore-cluster` with `flags` (without it for cert-manager, which reads nothing
-/// from the cluster): its objects, the generated certificate material taken out (and
-/// checked: the Secret's CA is the configuration's caBundle).
+/// `install --ignore-cluster` with `flags`: its objects, the generated certificate material
+/// taken out (and checked: the Secret's CA is the configuration's caBundle).
 fn from_install(flags: &[&str]) -> Objects {
-    let mut args = vec!["install"];
-    if !flags.contains(&"--certs=cert-manager") {
-        args.push("--ignore-cluster");
-    }
+    let mut args = vec!["install", "--ignore-cluster"];
     args.extend(flags);
     let run = run_with_args(b"", &args);
     assert_eq!(run.code, 0, "install {flags:?}: {}", run.stderr);
@@ -230,7 +245,7 @@ fn a_config_file_gives_what_the_flags_give() {
     )
     .unwrap();
     let install = |args: &[&str]| {
-        let mut all = vec!["install"];
+        let mut all = vec!["install", "--ignore-cluster"];
         all.extend(args);
         let run = run_with_args(b"", &all);
         assert_eq!(run.code, 0, "{args:?}: {}", run.stderr);
@@ -307,20 +322,44 @@ fn bad_input_is_refused_with_what_to_do() {
             vec!["give at least 1"],
         ),
         (
-            vec!["--certs=cert-manager", "--ignore-cluster"],
-            vec!["applies to --certs generate only", "leave it out"],
+            vec!["--namespace=kube-system", "--ignore-cluster"],
+            vec![
+                "error: --namespace (namespace) \"kube-system\" is Kubernetes's own: install puts linkerd-multus only in a namespace of its own, which uninstall deletes with everything in it; choose another (the default is linkerd-multus)\n",
+            ],
+        ),
+        (
+            vec!["--namespace=linkerd", "--ignore-cluster"],
+            vec!["--namespace (namespace) \"linkerd\" is the Linkerd control plane's:"],
+        ),
+        (
+            vec!["--namespace=openshift-monitoring", "--ignore-cluster"],
+            vec!["--namespace (namespace) \"openshift-monitoring\" is OpenShift's own:"],
+        ),
+        (
+            vec!["--api-server-cidr=10.0.0.1/8", "--ignore-cluster"],
+            vec![
+                "--api-server-cidr (apiServerCIDRs) \"10.0.0.1/8\" has host bits set: the network is 10.0.0.0/8; write that, or 10.0.0.1/32 for the one address",
+            ],
+        ),
+        (
+            vec!["--metrics-namespace=Prometheus", "--ignore-cluster"],
+            vec!["--metrics-namespace (metricsNamespaces) \"Prometheus\" is not a namespace name"],
         ),
         (
             vec!["--cni-namespace=cni", "--ignore-cluster"],
             vec!["add --manage-nads"],
         ),
-        // No cluster to read the certificates from.
+        // No cluster to read the namespace and the certificates from.
         (
             vec!["--api-addr=127.0.0.1:1"],
             vec![
-                "reading the cluster for the webhook's certificates",
+                "reading the cluster for the extension's namespace and the webhook's certificates",
                 "pass --ignore-cluster",
             ],
+        ),
+        (
+            vec!["--api-addr=127.0.0.1:1", "--certs=cert-manager"],
+            vec!["reading the cluster for the extension's namespace"],
         ),
     ];
     refused(cases);
@@ -344,6 +383,30 @@ fn refused(cases: Vec<(Vec<&str>, Vec<&str>)>) {
                 run.stderr
             );
         }
+    }
+}
+
+/// Whether the webhook's port stays open to every address is said on stderr, and whether
+/// the namespace was checked.
+#[test]
+fn warnings_say_what_stays_open_and_what_was_not_checked() {
+    let open = "warning: the NetworkPolicy admits the webhook's port 8443 from every address: pass --api-server-cidr (apiServerCIDRs) with your control plane's addresses, once for each range, to admit only the API server\n";
+    let unchecked =
+        "warning: --ignore-cluster: whether namespace linkerd-multus exists was not checked;";
+    for (flags, warns) in [
+        (&[][..], true),
+        (&["--api-server-cidr=10.0.0.0/24"][..], false),
+        (&["--api-server-cidr=10.0.0.0/24,::/0"][..], true),
+    ] {
+        let run = install(&[&["--ignore-cluster"][..], flags].concat());
+        assert_eq!(run.code, 0, "{flags:?}: {}", run.stderr);
+        assert_eq!(
+            run.stderr.contains(open),
+            warns,
+            "{flags:?}: {}",
+            run.stderr
+        );
+        assert!(run.stderr.starts_with(unchecked), "{}", run.stderr);
     }
 }
 

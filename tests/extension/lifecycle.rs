@@ -7,9 +7,18 @@
 //! have fixed names, so no other test may share it. A lone API server has no namespace
 //! controller: a deleted namespace stays Terminating, with its objects, for ever; the tests
 //! check that the deletion was asked (its deletionTimestamp), not that it completed.
+//!
+//! What `install` and `uninstall` refuse to touch: a namespace that exists without
+//! install's mark, or that is reserved (Kubernetes's, Linkerd's, ...); a Secret install did
+//! not make (replaced, none of its CAs trusted) or a CA planted beside install's (dropped).
 
+use base64::Engine;
+
+use super::common::https::Ca;
 use super::common::kube_apiserver::ControlPlane;
-use super::common::{Run, parse_yaml_stream, run_with_args};
+use super::common::{Run, Yaml, parse_yaml_stream, run_with_args};
+
+const MARK: &str = "multus.linkerd.io/namespace-owner=linkerd-multus";
 
 const APPLY: [&str; 5] = [
     "apply",
@@ -121,7 +130,197 @@ fn install_applies_again_without_change_and_uninstall_removes_only_it() {
         String::from_utf8_lossy(&diff.stderr)
     );
 
+    secrets_install_did_not_make_are_not_trusted(plane, &namespace, &flags, &first.stdout);
     uninstall_removes_only_what_install_made(plane, &namespace, &cni);
+}
+
+/// The PEM certificates of base64 `data`.
+fn certificates_of(data: &str) -> Vec<String> {
+    let text = base64::engine::general_purpose::STANDARD
+        .decode(data.trim())
+        .unwrap();
+    let text = String::from_utf8(text).unwrap();
+    text.split_inclusive("-----END CERTIFICATE-----\n")
+        .map(str::to_string)
+        .collect()
+}
+
+/// The Secret's `ca.crt` and the configuration's caBundle of an install's output: the same.
+fn bundle_of(yaml: &str) -> Vec<String> {
+    let docs = parse_yaml_stream(yaml).unwrap();
+    let of = |kind: &str| -> &Yaml {
+        docs.iter()
+            .find(|d| d.str_at(&["kind"]) == Some(kind))
+            .unwrap()
+    };
+    let secret = of("Secret").str_at(&["data", "ca.crt"]).unwrap();
+    let hook = &of("MutatingWebhookConfiguration")
+        .get("webhooks")
+        .unwrap()
+        .seq()[0];
+    assert_eq!(hook.str_at(&["clientConfig", "caBundle"]), Some(secret));
+    certificates_of(secret)
+}
+
+/// Someone who may write Secrets in the extension's namespace plants a CA beside
+/// install's, then a Secret of their own: neither CA reaches the caBundle.
+fn secrets_install_did_not_make_are_not_trusted(
+    plane: &ControlPlane,
+    namespace: &str,
+    flags: &[&str],
+    installed: &str,
+) {
+    let b64 = |text: &str| base64::engine::general_purpose::STANDARD.encode(text);
+    let secret = "linkerd-multus-webhook-tls";
+    let planted = Ca::new("planted");
+    let ca = plane.kubectl(&[
+        "get",
+        "secret",
+        secret,
+        "-n",
+        namespace,
+        "-o",
+        "jsonpath={.data.ca\\.crt}",
+    ]);
+    let mut bundle = certificates_of(&ca).concat();
+    bundle.push_str(&planted.pem);
+    let patch = |data: serde_json::Value| {
+        plane.kubectl(&[
+            "patch",
+            "secret",
+            secret,
+            "-n",
+            namespace,
+            "--type=merge",
+            "-p",
+            &serde_json::json!({ "data": data }).to_string(),
+        ])
+    };
+    patch(serde_json::json!({ "ca.crt": b64(&bundle) }));
+    let run = extension(plane, flags);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(
+        run.stderr,
+        format!(
+            "kept the webhook's certificates of {namespace}/{secret}; its ca.crt is rebuilt from the CA that issued tls.crt and the previous one, without 1 certificate(s) install did not put there\n\
+             warning: the NetworkPolicy admits the webhook's port 8443 from every address: pass --api-server-cidr (apiServerCIDRs) with your control plane's addresses, once for each range, to admit only the API server\n"
+        )
+    );
+    assert!(
+        run.stdout == installed,
+        "the planted CA is dropped, nothing else changes"
+    );
+
+    // A Secret of someone else's, for the right names, from a CA that may sign anything.
+    let names: Vec<String> = ["", ".svc", ".svc.cluster.local"]
+        .iter()
+        .map(|suffix| format!("linkerd-multus-webhook.{namespace}{suffix}"))
+        .chain(["linkerd-multus-webhook".to_string()])
+        .collect();
+    let leaf = planted.leaf(&names.iter().map(String::as_str).collect::<Vec<_>>());
+    patch(serde_json::json!({
+        "ca.crt": b64(&planted.pem),
+        "tls.crt": b64(&leaf.cert),
+        "tls.key": b64(&leaf.key),
+    }));
+    let run = extension(plane, flags);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stderr.starts_with(&format!(
+            "replaced the Secret {namespace}/{secret}: install did not make it (the CA that signed tls.crt is not limited to pathLen 0); made new webhook certificates, and none of its CAs is trusted\n"
+        )),
+        "{}",
+        run.stderr
+    );
+    let trusted = bundle_of(&run.stdout);
+    assert_eq!(trusted.len(), 1, "only the new CA: {trusted:?}");
+    assert!(!trusted.contains(&planted.pem));
+    assert!(!bundle_of(installed).contains(&trusted[0]), "a new CA");
+}
+
+/// `install` refuses a namespace that exists without its mark, one being deleted and a
+/// reserved one, with exit 1, nothing on stdout and what to do; it takes one it marked.
+#[test]
+fn install_takes_only_a_namespace_of_its_own() {
+    let plane = ControlPlane::shared();
+    let team = plane.namespace("team", &[]);
+    let run = extension(plane, &["install", &format!("--namespace={team}")]);
+    assert_eq!((run.code, run.stdout.as_str()), (1, ""), "{run:?}");
+    assert_eq!(
+        run.stderr,
+        format!(
+            "error: namespace \"{team}\" exists and linkerd-multus install did not make it (it lacks the annotation {MARK}): install puts the extension only in a namespace of its own, which uninstall deletes with everything in it. Pass --namespace with a namespace that does not exist yet; or, if {team} holds nothing but linkerd-multus (installed before install marked its namespace), mark it: kubectl annotate namespace {team} {MARK}\n"
+        )
+    );
+    // The same with cert-manager, which reads no Secret.
+    let run = extension(
+        plane,
+        &[
+            "install",
+            &format!("--namespace={team}"),
+            "--certs=cert-manager",
+        ],
+    );
+    assert_eq!(run.code, 1, "{run:?}");
+    assert!(
+        run.stderr
+            .starts_with(&format!("error: namespace \"{team}\" exists")),
+        "{}",
+        run.stderr
+    );
+
+    // Marked as the refusal says: taken.
+    plane.kubectl(&["annotate", "namespace", &team, MARK]);
+    let run = extension(plane, &["install", &format!("--namespace={team}")]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stderr.starts_with(&format!(
+            "made new webhook certificates (no Secret {team}/linkerd-multus-webhook-tls)\n"
+        )),
+        "{}",
+        run.stderr
+    );
+    let namespace = &parse_yaml_stream(&run.stdout).unwrap()[0];
+    assert_eq!(namespace.str_at(&["metadata", "name"]), Some(team.as_str()));
+
+    // Being deleted (a lone API server never finishes it).
+    let going = plane.namespace("going", &[]);
+    plane.kubectl(&["annotate", "namespace", &going, MARK]);
+    plane.kubectl(&["delete", "namespace", &going, "--wait=false"]);
+    let run = extension(plane, &["install", &format!("--namespace={going}")]);
+    assert_eq!((run.code, run.stdout.as_str()), (1, ""), "{run:?}");
+    assert_eq!(
+        run.stderr,
+        format!(
+            "error: namespace \"{going}\" is being deleted: wait until it is gone (kubectl wait --for=delete namespace/{going} --timeout=5m), then run install again\n"
+        )
+    );
+
+    // Reserved: refused before the cluster is read, marked or not.
+    plane.kubectl(&["annotate", "namespace", "kube-public", MARK]);
+    for (namespace, whose) in [
+        ("kube-public", "Kubernetes's own"),
+        ("default", "Kubernetes's own"),
+        ("linkerd", "the Linkerd control plane's"),
+        ("linkerd-cni", "Linkerd-CNI's"),
+        ("linkerd-viz", "a Linkerd extension's"),
+        ("openshift-monitoring", "OpenShift's own"),
+    ] {
+        let run = extension(plane, &["install", &format!("--namespace={namespace}")]);
+        assert_eq!((run.code, run.stdout.as_str()), (1, ""), "{run:?}");
+        assert_eq!(
+            run.stderr,
+            format!(
+                "error: --namespace (namespace) \"{namespace}\" is {whose}: install puts linkerd-multus only in a namespace of its own, which uninstall deletes with everything in it; choose another (the default is linkerd-multus)\n"
+            )
+        );
+    }
+    plane.kubectl(&[
+        "annotate",
+        "namespace",
+        "kube-public",
+        "multus.linkerd.io/namespace-owner-",
+    ]);
 }
 
 /// Objects that are not the extension's, then `uninstall | kubectl delete -f -`.
@@ -141,9 +340,40 @@ fn uninstall_removes_only_what_install_made(plane: &ControlPlane, namespace: &st
     plane.apply(
         "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: someone-else\nrules: []\n",
     );
+    // A namespace an older install labelled, without the mark: one of the extension's
+    // objects in it, and one of its users' under the extension's label.
+    let legacy = plane.unique_name("legacy");
+    let label = "labels: {linkerd.io/extension: multus}";
+    plane.apply(&format!(
+        "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {legacy}\n  {label}\n---\napiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: linkerd-multus-webhook\n  namespace: {legacy}\n  {label}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: users-settings\n  namespace: {legacy}\n  {label}\n"
+    ));
+    // A reserved namespace labelled and marked by hand.
+    plane.kubectl(&[
+        "label",
+        "namespace",
+        "default",
+        "linkerd.io/extension=multus",
+    ]);
+    plane.kubectl(&["annotate", "namespace", "default", MARK]);
 
     let run = extension(plane, &["uninstall"]);
     assert_eq!(run.code, 0, "{}", run.stderr);
+    let kept = |namespace: &str, why: &str| {
+        format!(
+            "namespace {namespace} is not deleted: {why}; its linkerd-multus objects are listed one by one instead, and it keeps its label (kubectl label namespace {namespace} linkerd.io/extension-)\n"
+        )
+    };
+    assert_eq!(
+        run.stderr,
+        [
+            kept("default", "it is Kubernetes's own"),
+            kept(
+                &legacy,
+                "linkerd-multus did not make it (it lacks the annotation multus.linkerd.io/namespace-owner=linkerd-multus)"
+            ),
+        ]
+        .concat()
+    );
     let docs = parse_yaml_stream(&run.stdout).unwrap();
     let ids: Vec<String> = docs
         .iter()
@@ -160,14 +390,34 @@ fn uninstall_removes_only_what_install_made(plane: &ControlPlane, namespace: &st
         "ClusterRole//linkerd-multus-nad-controller".into(),
         "ClusterRole//linkerd-multus-webhook".into(),
         "ClusterRole//linkerd-multus-webhook-network-resources".into(),
+        format!("ServiceAccount/{legacy}/linkerd-multus-webhook"),
         format!("RoleBinding/{cni}/linkerd-multus-nad-controller"),
+        "RoleBinding/default/linkerd-multus-nad-controller-events".into(),
         format!("Role/{cni}/linkerd-multus-nad-controller"),
+        "Role/default/linkerd-multus-nad-controller-events".into(),
     ];
     want.push(format!("Namespace//{namespace}"));
     assert_eq!(ids, want, "what uninstall prints");
+    for never in [legacy.as_str(), "default"] {
+        assert!(!ids.contains(&format!("Namespace//{never}")), "{never}");
+    }
 
     plane.kubectl_ok(&["delete", "--wait=false", "-f", "-"], &run.stdout);
     removed_only(plane, &want, namespace, cni, &users);
+    assert!(exists(plane, "configmap", "users-settings", Some(&legacy)));
+    for ns in [legacy.as_str(), "default"] {
+        let deleting = plane.kubectl(&[
+            "get",
+            "namespace",
+            ns,
+            "-o",
+            "jsonpath={.metadata.deletionTimestamp}",
+        ]);
+        assert!(
+            deleting.trim().is_empty(),
+            "namespace {ns} is being deleted"
+        );
+    }
 }
 
 /// After the delete: `want` is gone, the extension's `namespace` is being deleted, and

@@ -7,18 +7,26 @@ use std::time::Duration;
 
 use clap::{Args, ValueEnum};
 
+use super::install::PartsFlags;
 use super::{KubeFlags, go};
 use crate::commands::outcome::Outcome;
 use crate::extension::check::{self, Options};
+use crate::extension::install::options::Settings;
 
 /// `check`'s flags.
 #[derive(Debug, Args)]
 pub struct CheckArgs {
     #[command(flatten)]
     kube: KubeFlags,
-    /// The namespace of the --proxy checks [default: every namespace].
+    /// With --proxy, the namespace of the checks [default: every namespace];
+    /// with --pre, the extension's namespace, as install's --namespace
+    /// [default: linkerd-multus].
     #[arg(short = 'n', long, value_name = "NAMESPACE")]
     namespace: Option<String>,
+    /// With --pre, the parts install will print: the rights asked are those
+    /// of exactly its objects.
+    #[command(flatten)]
+    parts: PartsFlags,
     /// The output format.
     #[arg(short = 'o', long, value_enum, default_value = "table")]
     output: Output,
@@ -66,12 +74,22 @@ impl CheckArgs {
             };
         }
         self.kube.init_logging();
+        let namespace = self.namespace.filter(|n| !n.is_empty());
+        let install = self
+            .parts
+            .options(Settings {
+                namespace: namespace.clone().filter(|_| self.pre),
+                linkerd_namespace: Some(self.kube.linkerd_namespace.clone()),
+                ..Settings::default()
+            })
+            .map_err(|e| e.to_string());
         let options = Options {
             linkerd_namespace: self.kube.linkerd_namespace.clone(),
-            namespace: self.namespace.filter(|n| !n.is_empty()),
+            namespace,
             pre: self.pre,
             proxy: self.proxy,
             wait: self.wait,
+            install,
         };
         let target = self.kube.target();
         let report = match super::runtime() {

@@ -8,31 +8,17 @@ use clap::{ArgMatches, Args, FromArgMatches};
 
 use super::{KubeFlags, go};
 use crate::commands::outcome::{Error, Outcome};
-use crate::extension::install::options::{Certs, FailurePolicy, Settings};
+use crate::extension::install::options::{Certs, FailurePolicy, Options, OptionsError, Settings};
 use crate::extension::{install, uninstall};
 
-/// `install`'s flags, each overriding the same setting of `--config`.
-#[derive(Debug, Args)]
-pub struct InstallFlags {
-    #[command(flatten)]
-    kube: KubeFlags,
+/// The flags that choose which objects `install` prints, and where: shared
+/// with `check --pre`, which asks for the rights to make them.
+#[derive(Debug, Clone, Args)]
+pub struct PartsFlags {
     /// A LinkerdMultusInstall file (multus.linkerd.io/v1alpha1) with these
     /// settings under spec; the flags given win over it.
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
-    /// The extension's namespace [default: linkerd-multus].
-    #[arg(long, value_name = "NAMESPACE")]
-    namespace: Option<String>,
-    /// The webhook's replicas [default: 2].
-    #[arg(long, value_name = "N")]
-    replicas: Option<u32>,
-    /// What the API server does with a pod while no replica answers: Fail
-    /// rejects it (its controller retries), Ignore admits it unattached [default: Fail].
-    #[arg(long, value_enum, value_name = "POLICY")]
-    failure_policy: Option<FailurePolicy>,
-    /// The webhook pods' PriorityClass [default: system-cluster-critical].
-    #[arg(long, value_name = "NAME")]
-    priority_class_name: Option<String>,
     /// Also run the NAD controller, with its rights (deploy-nad-controller/) [default: false].
     #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true,
           default_missing_value = "true", value_parser = go::parse_bool)]
@@ -49,11 +35,65 @@ pub struct InstallFlags {
     /// Where the webhook's certificate comes from [default: generate].
     #[arg(long, value_enum, value_name = "SOURCE")]
     certs: Option<Certs>,
-    /// Make new certificates without reading the cluster (--certs generate);
-    /// otherwise those the cluster holds are kept while they are good [default: false].
+}
+
+impl PartsFlags {
+    /// The settings of `--config`, overridden by these flags and `more`
+    /// (the command's other flags): the install's options.
+    pub fn options(&self, more: Settings) -> Result<Options, OptionsError> {
+        let file = match &self.config {
+            Some(path) => Settings::from_file(path)?,
+            None => Settings::default(),
+        };
+        let flags = Settings {
+            manage_nads: self.manage_nads,
+            cni_namespace: self.cni_namespace.clone(),
+            network_resources: self.network_resources,
+            certs: self.certs,
+            ..more
+        };
+        file.overridden_by(flags).resolve()
+    }
+}
+
+/// `install`'s flags, each overriding the same setting of `--config`.
+#[derive(Debug, Args)]
+pub struct InstallFlags {
+    #[command(flatten)]
+    kube: KubeFlags,
+    #[command(flatten)]
+    parts: PartsFlags,
+    /// The extension's namespace: one that does not exist yet, or that
+    /// install made [default: linkerd-multus].
+    #[arg(long, value_name = "NAMESPACE")]
+    namespace: Option<String>,
+    /// The webhook's replicas [default: 2].
+    #[arg(long, value_name = "N")]
+    replicas: Option<u32>,
+    /// What the API server does with a pod while no replica answers: Fail
+    /// rejects it (its controller retries), Ignore admits it unattached [default: Fail].
+    #[arg(long, value_enum, value_name = "POLICY")]
+    failure_policy: Option<FailurePolicy>,
+    /// The webhook pods' PriorityClass [default: system-cluster-critical].
+    #[arg(long, value_name = "NAME")]
+    priority_class_name: Option<String>,
+    /// Read nothing from the cluster: the namespace is not checked, and with
+    /// --certs generate, new certificates are made every time; otherwise a
+    /// namespace that exists without install's mark is refused, and the
+    /// certificates install made are kept while they are good [default: false].
     #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true,
           default_missing_value = "true", value_parser = go::parse_bool)]
     ignore_cluster: Option<bool>,
+    /// A range the API server calls the webhook from (ADDRESS/PREFIX), repeated
+    /// or comma-separated: the NetworkPolicy admits the webhook's port 8443 from
+    /// these only [default: every address, with a warning].
+    #[arg(long = "api-server-cidr", value_name = "CIDR")]
+    api_server_cidrs: Vec<String>,
+    /// A namespace allowed to scrape the ops port 9090, repeated or
+    /// comma-separated (on OpenShift, openshift-monitoring and
+    /// openshift-user-workload-monitoring) [default: monitoring].
+    #[arg(long = "metrics-namespace", value_name = "NAMESPACE")]
+    metrics_namespaces: Vec<String>,
 }
 
 /// `install`'s flags, and whether `-L` (or `LINKERD_NAMESPACE`) was given,
@@ -97,9 +137,10 @@ impl Args for InstallArgs {
 }
 
 impl InstallArgs {
-    /// The settings the flags give.
+    /// The settings the flags give but those of [`PartsFlags`].
     fn settings(&self) -> Settings {
         let f = &self.flags;
+        let list = |values: &[String]| Some(go::string_slice(values)).filter(|v| !v.is_empty());
         Settings {
             namespace: f.namespace.clone(),
             linkerd_namespace: self
@@ -108,31 +149,27 @@ impl InstallArgs {
             replicas: f.replicas,
             failure_policy: f.failure_policy,
             priority_class_name: f.priority_class_name.clone(),
-            manage_nads: f.manage_nads,
-            cni_namespace: f.cni_namespace.clone(),
-            network_resources: f.network_resources,
-            certs: f.certs,
             ignore_cluster: f.ignore_cluster,
+            api_server_cidrs: list(&f.api_server_cidrs),
+            metrics_namespaces: list(&f.metrics_namespaces),
+            ..Settings::default()
         }
     }
 
     /// Prints the manifests; notes go to stderr.
     pub fn run(self) -> Result<Outcome, Error> {
         self.flags.kube.init_logging();
-        let file = match &self.flags.config {
-            Some(path) => Settings::from_file(path).map_err(install::Error::from)?,
-            None => Settings::default(),
-        };
-        let options = file
-            .overridden_by(self.settings())
-            .resolve()
+        let options = self
+            .flags
+            .parts
+            .options(self.settings())
             .map_err(install::Error::from)?;
         let target = self.flags.kube.target();
         let runtime = super::runtime().map_err(Error::Runtime)?;
         let installed = runtime.block_on(install::install(&target, &options))?;
         Ok(Outcome {
             stdout: installed.yaml,
-            stderr: installed.note.map(|n| format!("{n}\n")).unwrap_or_default(),
+            stderr: installed.notes.iter().map(|n| format!("{n}\n")).collect(),
             code: 0,
         })
     }
@@ -151,15 +188,16 @@ impl UninstallArgs {
         self.kube.init_logging();
         let target = self.kube.target();
         let runtime = super::runtime().map_err(Error::Runtime)?;
-        let objects = runtime.block_on(uninstall::objects(&target))?;
-        let stderr = if objects.is_empty() {
-            "linkerd-multus is not installed: no object labelled linkerd.io/extension=multus\n"
-                .to_string()
-        } else {
-            String::new()
-        };
+        let removal =
+            runtime.block_on(uninstall::objects(&target, &self.kube.linkerd_namespace))?;
+        let mut stderr: String = removal.notes.iter().map(|n| format!("{n}\n")).collect();
+        if removal.objects.is_empty() {
+            stderr.push_str(
+                "linkerd-multus is not installed: no object labelled linkerd.io/extension=multus\n",
+            );
+        }
         Ok(Outcome {
-            stdout: uninstall::manifests(&objects),
+            stdout: uninstall::manifests(&removal.objects),
             stderr,
             code: 0,
         })
@@ -181,7 +219,15 @@ mod tests {
     fn settings(args: &[&str]) -> Settings {
         let mut all = vec!["install"];
         all.extend(args);
-        Cli::try_parse_from(all).unwrap().install.settings()
+        let install = Cli::try_parse_from(all).unwrap().install;
+        let parts = &install.flags.parts;
+        Settings {
+            manage_nads: parts.manage_nads,
+            cni_namespace: parts.cni_namespace.clone(),
+            network_resources: parts.network_resources,
+            certs: parts.certs,
+            ..install.settings()
+        }
     }
 
     #[test]
@@ -199,6 +245,11 @@ mod tests {
             "--network-resources=false",
             "--certs=cert-manager",
             "--ignore-cluster=true",
+            "--api-server-cidr=10.0.0.0/24,fd00::/64",
+            "--api-server-cidr",
+            "192.0.2.0/24",
+            "--metrics-namespace=openshift-monitoring",
+            "--metrics-namespace=openshift-user-workload-monitoring",
         ]);
         assert_eq!(
             given,
@@ -211,6 +262,15 @@ mod tests {
                 network_resources: Some(false),
                 certs: Some(Certs::CertManager),
                 ignore_cluster: Some(true),
+                api_server_cidrs: Some(vec![
+                    "10.0.0.0/24".into(),
+                    "fd00::/64".into(),
+                    "192.0.2.0/24".into()
+                ]),
+                metrics_namespaces: Some(vec![
+                    "openshift-monitoring".into(),
+                    "openshift-user-workload-monitoring".into()
+                ]),
                 ..Settings::default()
             }
         );

@@ -27,6 +27,7 @@ pub use report::{Category, Check, Outcome, Report};
 use wait::{Pass, Retry};
 
 use super::client::Target;
+use super::install::options::Options as InstallOptions;
 
 /// The category of the extension's own objects.
 pub const EXTENSION: &str = "linkerd-multus";
@@ -58,6 +59,9 @@ pub struct Options {
     pub proxy: bool,
     /// How long failing checks are retried (`--wait`).
     pub wait: Duration,
+    /// What `install` will be run with, for `--pre`: its options, or why
+    /// they are not valid.
+    pub install: Result<InstallOptions, String>,
 }
 
 /// Runs the checks the options choose against the target's API server,

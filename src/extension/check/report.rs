@@ -102,13 +102,17 @@ impl Report {
     /// `linkerd check`'s table: each category under its underlined name, a
     /// `√`, `‼` or `×` line per check with the error and the hint indented
     /// below, and the status line last. Linkerd's hints are links (`see URL
-    /// for hints`); these say the fix, so they read `hint: ...`.
+    /// for hints`); these say the fix, so they read `hint: ...`. Text from
+    /// the cluster may hold control characters (a terminal's escape
+    /// sequences, a carriage return over a line): each is printed escaped
+    /// ([`printable`]), the line breaks of an error but kept, each line indented.
     pub fn table(&self) -> String {
         let mut out = String::new();
         for category in &self.categories {
-            out.push_str(&category.name);
+            let name = printable(&category.name);
+            out.push_str(&name);
             out.push('\n');
-            out.push_str(&"-".repeat(category.name.chars().count()));
+            out.push_str(&"-".repeat(name.chars().count()));
             out.push('\n');
             for check in &category.checks {
                 let mark = match check.result {
@@ -116,12 +120,12 @@ impl Report {
                     Outcome::Warning => "‼",
                     Outcome::Error => "×",
                 };
-                out.push_str(&format!("{mark} {}\n", check.description));
-                for line in check.error.iter().flat_map(|e| e.lines()) {
-                    out.push_str(&format!("    {line}\n"));
+                out.push_str(&format!("{mark} {}\n", printable(&check.description)));
+                for line in check.error.iter().flat_map(|e| e.split('\n')) {
+                    out.push_str(&format!("    {}\n", printable(line)));
                 }
                 if let Some(hint) = &check.hint {
-                    out.push_str(&format!("    hint: {hint}\n"));
+                    out.push_str(&format!("    hint: {}\n", printable(hint)));
                 }
             }
             out.push('\n');
@@ -146,6 +150,25 @@ impl Report {
         text.push('\n');
         text
     }
+}
+
+/// `text` with every control character escaped as Rust writes it (`\u{1b}`,
+/// `\r`, `\t`), and the bidirectional formatting characters that reorder
+/// what a terminal shows: nothing in it acts on the terminal.
+pub fn printable(text: &str) -> String {
+    let acts = |c: char| {
+        c.is_control()
+            || matches!(c, '\u{061c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+    };
+    if !text.chars().any(acts) {
+        return text.to_string();
+    }
+    text.chars()
+        .map(|c| match acts(c) {
+            true => c.escape_default().to_string(),
+            false => c.to_string(),
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -183,6 +206,45 @@ mod tests {
         r.categories[0].checks.push(Check::error("x", "y", "z"));
         assert!(r.table().ends_with("Status check results are ×\n"));
         assert_eq!(r.code(), 1);
+    }
+
+    #[test]
+    fn control_characters_are_escaped_in_the_table() {
+        for (text, want) in [
+            ("plain text, ünïcode ✓", "plain text, ünïcode ✓"),
+            ("\u{1b}[2J\u{1b}[31mred", "\\u{1b}[2J\\u{1b}[31mred"),
+            ("over\rwrite", "over\\rwrite"),
+            ("tab\there", "tab\\there"),
+            ("bell\u{7}", "bell\\u{7}"),
+            ("c1\u{9b}31m", "c1\\u{9b}31m"),
+            ("abc\u{202e}fed", "abc\\u{202e}fed"),
+            ("line\nbreak", "line\\nbreak"),
+        ] {
+            assert_eq!(printable(text), want, "{text:?}");
+        }
+        let report = Report {
+            categories: vec![Category {
+                name: "linkerd-multus".into(),
+                checks: vec![Check::error(
+                    "x\u{1b}]0;title\u{7}",
+                    "first\r\u{1b}[1A√ forged\nsecond",
+                    "do\u{1b}[8m this",
+                )],
+            }],
+        };
+        assert_eq!(
+            report.table(),
+            "linkerd-multus\n--------------\n× x\\u{1b}]0;title\\u{7}\n\
+             \x20   first\\r\\u{1b}[1A√ forged\n\
+             \x20   second\n\
+             \x20   hint: do\\u{1b}[8m this\n\n\
+             Status check results are ×\n"
+        );
+        let json: serde_json::Value = serde_json::from_str(&report.json()).unwrap();
+        assert_eq!(
+            json["categories"][0]["checks"][0]["hint"], "do\u{1b}[8m this",
+            "JSON keeps the text: its readers escape it"
+        );
     }
 
     #[test]

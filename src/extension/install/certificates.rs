@@ -3,10 +3,16 @@
 //! the cluster while they are good, so that installing again changes nothing.
 //!
 //! The Secret's `ca.crt` is the trust bundle the MutatingWebhookConfiguration's
-//! `caBundle` carries: the CA, and after a renewal also the old CA while it is
-//! valid, so the replicas still serving the old certificate keep being
-//! trusted until they reload the new one.
+//! `caBundle` carries, cluster-wide: the CA, and after a renewal also the old
+//! CA while it is valid, so the replicas still serving the old certificate
+//! keep being trusted until they reload the new one. So a Secret is kept
+//! only when `install` made it ([`made_by_install`]: its label and type, a
+//! self-signed CA limited to pathLen 0, a serving certificate for exactly the
+//! Service's names, ECDSA P-256 keys), and its `ca.crt` is rebuilt from the
+//! issuing CA and at most the previous one; a Secret of anyone else's is
+//! replaced, and none of its CAs is trusted.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use anyhow::{Context as _, bail};
@@ -17,13 +23,19 @@ use rcgen::{
 use time::OffsetDateTime;
 use x509_parser::certificate::X509Certificate;
 use x509_parser::extensions::GeneralName;
+use x509_parser::oid_registry::{OID_EC_P256, OID_KEY_TYPE_EC_PUBLIC_KEY};
 use x509_parser::pem::Pem;
+
+use super::super::{EXTENSION_LABEL, NAME};
 
 /// The webhook's Service.
 pub const SERVICE: &str = "linkerd-multus-webhook";
 
 /// The Secret the Deployment mounts.
 pub const SECRET: &str = "linkerd-multus-webhook-tls";
+
+/// The Secret's type.
+pub const SECRET_TYPE: &str = "kubernetes.io/tls";
 
 /// How long a new serving certificate is valid.
 pub const SERVING_VALIDITY: Duration = Duration::from_secs(365 * 86_400);
@@ -45,13 +57,51 @@ pub struct Certificates {
     pub ca_bundle: String,
 }
 
-/// What became of the cluster's certificates, for the user.
+/// The Secret as the cluster holds it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Existing {
+    /// Its labels.
+    pub labels: BTreeMap<String, String>,
+    /// Its type.
+    pub type_: Option<String>,
+    /// Its files.
+    pub certs: Certificates,
+}
+
+/// What became of the cluster's Secret, for the user.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Decision {
-    /// Kept as they are.
+    /// No Secret: made anew.
+    New,
+    /// Kept as it is.
     Kept,
-    /// Made anew, and why.
-    New(String),
+    /// Kept, its `ca.crt` rebuilt without this many certificates `install`
+    /// did not put there.
+    Rebuilt(usize),
+    /// Made anew, and why; the CA of the old ones stays in the bundle.
+    Renewed(String),
+    /// Not made by `install` (why): replaced, none of its CAs trusted.
+    Replaced(String),
+}
+
+impl Decision {
+    /// What to say on stderr about the Secret `namespace/SECRET`.
+    pub fn note(&self, namespace: &str) -> String {
+        let at = format!("{namespace}/{SECRET}");
+        match self {
+            Decision::New => format!("made new webhook certificates (no Secret {at})"),
+            Decision::Kept => format!("kept the webhook's certificates of {at}"),
+            Decision::Rebuilt(n) => format!(
+                "kept the webhook's certificates of {at}; its ca.crt is rebuilt from the CA that issued tls.crt and the previous one, without {n} certificate(s) install did not put there"
+            ),
+            Decision::Renewed(why) => format!(
+                "made new webhook certificates ({why}); the old CA stays in the caBundle while the replicas reload"
+            ),
+            Decision::Replaced(why) => format!(
+                "replaced the Secret {at}: install did not make it ({why}); made new webhook certificates, and none of its CAs is trusted"
+            ),
+        }
+    }
 }
 
 /// The names the serving certificate must hold for a webhook in `namespace`.
@@ -65,23 +115,40 @@ pub fn names(namespace: &str) -> Vec<String> {
 }
 
 /// The certificates to install in `namespace`: `existing` (the Secret's) when
-/// they are good at `now` for [`KEEP_MIN_VALIDITY`] more, new ones otherwise,
-/// with the CA of the old certificate kept in the bundle while it is valid.
+/// `install` made it and it is good at `now` for [`KEEP_MIN_VALIDITY`] more,
+/// its bundle rebuilt; new ones otherwise, with the CA of the old certificate
+/// kept in the bundle while it is valid when `install` made it.
 pub fn keep_or_renew(
     namespace: &str,
-    existing: Option<Certificates>,
+    existing: Option<Existing>,
     now: OffsetDateTime,
 ) -> anyhow::Result<(Certificates, Decision)> {
     let Some(existing) = existing else {
-        let new = generate(namespace, now, None)?;
-        return Ok((new, Decision::New(format!("no Secret {SECRET}"))));
+        return Ok((generate(namespace, now, None)?, Decision::New));
     };
-    match still_good(&existing, namespace, now) {
-        Ok(()) => Ok((existing, Decision::Kept)),
+    let issuer = match made_by_install(&existing, namespace) {
+        Ok(issuer) => issuer,
         Err(why) => {
-            let old_ca = issuing_ca(&existing, now);
+            return Ok((generate(namespace, now, None)?, Decision::Replaced(why)));
+        }
+    };
+    let certs = existing.certs;
+    match still_good(&certs, &issuer, now) {
+        Ok(()) => {
+            let (ca_bundle, dropped) = rebuilt_bundle(&certs.ca_bundle, &issuer, now);
+            let decision = match dropped {
+                0 if ca_bundle == certs.ca_bundle => Decision::Kept,
+                n => Decision::Rebuilt(n),
+            };
+            Ok((Certificates { ca_bundle, ..certs }, decision))
+        }
+        Err(why) => {
+            let ca = parse(&issuer).ok();
+            let old_ca = ca
+                .filter(|ca| valid_through(ca, now, now.unix_timestamp()).is_ok())
+                .map(|_| pem_text(&issuer));
             let new = generate(namespace, now, old_ca.as_deref())?;
-            Ok((new, Decision::New(why)))
+            Ok((new, Decision::Renewed(why)))
         }
     }
 }
@@ -132,8 +199,83 @@ pub fn generate(
     })
 }
 
-/// Whether `existing` may be kept: `Err` says why not.
-fn still_good(existing: &Certificates, namespace: &str, now: OffsetDateTime) -> Result<(), String> {
+/// The CA (DER) that issued the Secret's serving certificate when `install`
+/// made the Secret: labelled as the extension's, of type `kubernetes.io/tls`,
+/// its `tls.crt` for exactly the Service's names with an ECDSA P-256 key,
+/// issued by a CA of its `ca.crt` that signed itself, is limited to pathLen 0
+/// and has an ECDSA P-256 key, as [`generate`] makes them. `Err` says why not.
+pub fn made_by_install(existing: &Existing, namespace: &str) -> Result<Vec<u8>, String> {
+    let label = |key: &str| existing.labels.get(key).map(String::as_str);
+    if label(EXTENSION_LABEL) != Some(NAME) {
+        return Err(format!("it lacks install's label {EXTENSION_LABEL}={NAME}"));
+    }
+    if existing.type_.as_deref() != Some(SECRET_TYPE) {
+        return Err(format!(
+            "its type is {:?}, not {SECRET_TYPE}",
+            existing.type_.as_deref().unwrap_or_default()
+        ));
+    }
+    let cert_pems = pems(&existing.certs.cert).map_err(|e| format!("tls.crt: {e:#}"))?;
+    let pem = cert_pems.first().ok_or("tls.crt holds no certificate")?;
+    let cert = pem
+        .parse_x509()
+        .map_err(|e| format!("tls.crt is not a certificate: {e}"))?;
+    if cert.is_ca() {
+        return Err("tls.crt is a CA".into());
+    }
+    let want: BTreeSet<String> = names(namespace).into_iter().collect();
+    let held = subject_names(&cert)?;
+    if held != want {
+        return Err(format!(
+            "tls.crt is for {}, not exactly {}",
+            joined(&held),
+            joined(&want)
+        ));
+    }
+    if !p256(&cert) {
+        return Err("tls.crt's key is not ECDSA P-256".into());
+    }
+    let cas = pems(&existing.certs.ca_bundle).map_err(|e| format!("ca.crt: {e:#}"))?;
+    let issuer = cas
+        .iter()
+        .find(|p| {
+            p.parse_x509()
+                .is_ok_and(|ca| ca.is_ca() && cert.verify_signature(Some(ca.public_key())).is_ok())
+        })
+        .ok_or("ca.crt holds no CA that signed tls.crt")?;
+    let ca = issuer.parse_x509().map_err(|e| e.to_string())?;
+    install_shaped_ca(&ca).map_err(|why| format!("the CA that signed tls.crt {why}"))?;
+    Ok(issuer.contents.clone())
+}
+
+/// Whether `ca` is a CA as [`generate`] makes one: `Err` says why not.
+fn install_shaped_ca(ca: &X509Certificate) -> Result<(), &'static str> {
+    if ca.subject().as_raw() != ca.issuer().as_raw() || ca.verify_signature(None).is_err() {
+        return Err("is not self-signed");
+    }
+    let constraints = ca.basic_constraints().ok().flatten().map(|c| c.value);
+    if !constraints.is_some_and(|c| c.ca && c.path_len_constraint == Some(0)) {
+        return Err("is not limited to pathLen 0");
+    }
+    if !p256(ca) {
+        return Err("has no ECDSA P-256 key");
+    }
+    Ok(())
+}
+
+/// Whether the certificate's key is ECDSA on P-256, the key type `install` makes.
+fn p256(cert: &X509Certificate) -> bool {
+    let algorithm = &cert.public_key().algorithm;
+    algorithm.algorithm == OID_KEY_TYPE_EC_PUBLIC_KEY
+        && algorithm
+            .parameters
+            .as_ref()
+            .and_then(|p| p.as_oid().ok())
+            .is_some_and(|curve| curve == OID_EC_P256)
+}
+
+/// Whether the certificates install made may be kept: `Err` says why not.
+fn still_good(existing: &Certificates, issuer: &[u8], now: OffsetDateTime) -> Result<(), String> {
     let cert_pems = pems(&existing.cert).map_err(|e| format!("tls.crt: {e:#}"))?;
     let pem = cert_pems.first().ok_or("tls.crt holds no certificate")?;
     let cert = pem
@@ -141,36 +283,47 @@ fn still_good(existing: &Certificates, namespace: &str, now: OffsetDateTime) -> 
         .map_err(|e| format!("tls.crt is not a certificate: {e}"))?;
     let horizon = (now + KEEP_MIN_VALIDITY).unix_timestamp();
     valid_through(&cert, now, horizon).map_err(|e| format!("tls.crt {e}"))?;
-    let held = dns_names(&cert);
-    for name in names(namespace) {
-        if !held.contains(&name) {
-            return Err(format!("tls.crt is not valid for {name}"));
-        }
-    }
     let key = KeyPair::from_pem(&existing.key).map_err(|e| format!("tls.key: {e}"))?;
     if key.public_key_raw() != cert.public_key().subject_public_key.data.as_ref() {
         return Err("tls.key is not the key of tls.crt".into());
     }
-    let cas = pems(&existing.ca_bundle).map_err(|e| format!("ca.crt: {e:#}"))?;
-    let issuer = cas
-        .iter()
-        .filter_map(|p| p.parse_x509().ok())
-        .find(|ca| ca.is_ca() && cert.verify_signature(Some(ca.public_key())).is_ok())
-        .ok_or("ca.crt holds no CA that signed tls.crt")?;
-    valid_through(&issuer, now, horizon).map_err(|e| format!("its CA {e}"))
+    let ca = parse(issuer).map_err(|e| format!("its CA: {e}"))?;
+    valid_through(&ca, now, horizon).map_err(|e| format!("its CA {e}"))
 }
 
-/// The CA of the bundle that signed the old certificate, PEM, while it is valid at `now`.
-fn issuing_ca(existing: &Certificates, now: OffsetDateTime) -> Option<String> {
-    let cert_pems = pems(&existing.cert).ok()?;
-    let cert = cert_pems.first()?.parse_x509().ok()?;
-    let ca_pems = pems(&existing.ca_bundle).ok()?;
-    ca_pems.iter().find_map(|pem| {
-        let ca = pem.parse_x509().ok()?;
-        let signed = ca.is_ca() && cert.verify_signature(Some(ca.public_key())).is_ok();
-        let valid = valid_through(&ca, now, now.unix_timestamp()).is_ok();
-        (signed && valid).then(|| pem_text(pem))
-    })
+/// The bundle of a kept Secret: the issuing CA, then at most one other CA of
+/// `bundle` shaped as `install` makes them and valid at `now` (the previous
+/// one, trusted while replicas may still serve its certificate); and how
+/// many certificates of `bundle` were left out.
+fn rebuilt_bundle(bundle: &str, issuer: &[u8], now: OffsetDateTime) -> (String, usize) {
+    let all = pems(bundle).unwrap_or_default();
+    let previous = all.iter().find(|p| {
+        p.contents != issuer
+            && p.parse_x509().is_ok_and(|ca| {
+                ca.is_ca()
+                    && install_shaped_ca(&ca).is_ok()
+                    && valid_through(&ca, now, now.unix_timestamp()).is_ok()
+            })
+    });
+    let mut out = pem_text(issuer);
+    let mut kept = 1;
+    if let Some(previous) = previous {
+        out.push_str(&pem_text(&previous.contents));
+        kept += 1;
+    }
+    (out, all.len().saturating_sub(kept))
+}
+
+fn parse(der: &[u8]) -> anyhow::Result<X509Certificate<'_>> {
+    let (_, cert) = x509_parser::parse_x509_certificate(der).context("not a certificate")?;
+    Ok(cert)
+}
+
+fn joined(names: &BTreeSet<String>) -> String {
+    match names.is_empty() {
+        true => "no name".into(),
+        false => names.iter().cloned().collect::<Vec<_>>().join(", "),
+    }
 }
 
 /// Whether `cert` is valid from `now` through `until` (Unix seconds).
@@ -189,16 +342,17 @@ fn valid_through(cert: &X509Certificate, now: OffsetDateTime, until: i64) -> any
     Ok(())
 }
 
-fn dns_names(cert: &X509Certificate) -> Vec<String> {
+/// The names of the certificate's subjectAltName: DNS names only.
+fn subject_names(cert: &X509Certificate) -> Result<BTreeSet<String>, String> {
     let Ok(Some(san)) = cert.subject_alternative_name() else {
-        return Vec::new();
+        return Ok(BTreeSet::new());
     };
     san.value
         .general_names
         .iter()
-        .filter_map(|n| match n {
-            GeneralName::DNSName(name) => Some(name.to_string()),
-            _ => None,
+        .map(|n| match n {
+            GeneralName::DNSName(name) => Ok(name.to_string()),
+            other => Err(format!("tls.crt names {other}, not only DNS names")),
         })
         .collect()
 }
@@ -209,10 +363,10 @@ fn pems(text: &str) -> anyhow::Result<Vec<Pem>> {
         .collect()
 }
 
-/// A certificate's PEM text, as rcgen writes it.
-fn pem_text(pem: &Pem) -> String {
+/// A certificate's PEM text from its DER, as rcgen writes it.
+fn pem_text(der: &[u8]) -> String {
     use base64::Engine as _;
-    let body = base64::engine::general_purpose::STANDARD.encode(&pem.contents);
+    let body = base64::engine::general_purpose::STANDARD.encode(der);
     let mut out = String::from("-----BEGIN CERTIFICATE-----\n");
     for chunk in body.as_bytes().chunks(64) {
         out.push_str(std::str::from_utf8(chunk).unwrap_or_default());
@@ -232,23 +386,176 @@ mod tests {
         OffsetDateTime::now_utc()
     }
 
+    /// The Secret `install` would have written for `certs`.
+    fn secret(certs: &Certificates) -> Existing {
+        Existing {
+            labels: BTreeMap::from([
+                (EXTENSION_LABEL.to_string(), NAME.to_string()),
+                ("app.kubernetes.io/part-of".into(), "linkerd-multus".into()),
+            ]),
+            type_: Some(SECRET_TYPE.into()),
+            certs: certs.clone(),
+        }
+    }
+
+    /// A CA and serving certificate as someone else makes them: `ca` shapes
+    /// the CA, `names` the serving certificate's DNS names.
+    fn foreign(
+        ca: IsCa,
+        self_signed: bool,
+        names: &[&str],
+        key: &'static rcgen::SignatureAlgorithm,
+    ) -> Certificates {
+        let mut root = CertificateParams::new(Vec::<String>::new()).unwrap();
+        root.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        let root_key = KeyPair::generate().unwrap();
+        let root_cert = root.self_signed(&root_key).unwrap();
+        let root = Issuer::new(root, root_key);
+        let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
+        params.is_ca = ca;
+        let ca_key = KeyPair::generate_for(key).unwrap();
+        let ca_cert = match self_signed {
+            true => params.self_signed(&ca_key).unwrap(),
+            false => params.signed_by(&ca_key, &root).unwrap(),
+        };
+        let issuer = Issuer::new(params, ca_key);
+        let leaf = CertificateParams::new(names.iter().map(|n| n.to_string()).collect::<Vec<_>>())
+            .unwrap();
+        let leaf_key = KeyPair::generate_for(key).unwrap();
+        let cert = leaf.signed_by(&leaf_key, &issuer).unwrap();
+        let mut ca_bundle = ca_cert.pem();
+        if !self_signed {
+            ca_bundle.push_str(&root_cert.pem());
+        }
+        Certificates {
+            cert: cert.pem(),
+            key: leaf_key.serialize_pem(),
+            ca_bundle,
+        }
+    }
+
     #[test]
-    fn new_certificates_are_valid_for_the_services_names() {
+    fn new_certificates_are_install_made_and_for_the_services_names() {
         let certs = generate("mesh", now(), None).unwrap();
-        still_good(&certs, "mesh", now()).unwrap();
+        let issuer = made_by_install(&secret(&certs), "mesh").unwrap();
+        still_good(&certs, &issuer, now()).unwrap();
         assert_eq!(pems(&certs.ca_bundle).unwrap().len(), 1);
-        let err = still_good(&certs, "other", now()).unwrap_err();
-        assert_eq!(err, "tls.crt is not valid for linkerd-multus-webhook.other");
+        let err = made_by_install(&secret(&certs), "other").unwrap_err();
+        assert!(
+            err.starts_with("tls.crt is for linkerd-multus-webhook, linkerd-multus-webhook.mesh,"),
+            "{err}"
+        );
     }
 
     #[test]
     fn good_certificates_are_kept_as_they_are() {
         let certs = generate("mesh", now(), None).unwrap();
-        let (kept, decision) = keep_or_renew("mesh", Some(certs.clone()), now()).unwrap();
+        let (kept, decision) = keep_or_renew("mesh", Some(secret(&certs)), now()).unwrap();
         assert_eq!((kept, decision), (certs, Decision::Kept));
     }
 
-    /// Renewed: what is wrong, and whether the old CA stays in the bundle.
+    /// A Secret `install` did not make is replaced, and none of its CAs is trusted.
+    #[test]
+    fn a_secret_install_did_not_make_is_replaced() {
+        let mine = generate("mesh", now(), None).unwrap();
+        let names = names("mesh");
+        let names: Vec<&str> = names.iter().map(String::as_str).collect();
+        let p256 = &rcgen::PKCS_ECDSA_P256_SHA256;
+        let mut extra = names.clone();
+        extra.push("evil.example.com");
+        let unlabelled = Existing {
+            labels: BTreeMap::new(),
+            ..secret(&mine)
+        };
+        let opaque = Existing {
+            type_: Some("Opaque".into()),
+            ..secret(&mine)
+        };
+        let cases = [
+            (
+                "unlabelled",
+                unlabelled,
+                "it lacks install's label linkerd.io/extension=multus",
+            ),
+            (
+                "opaque",
+                opaque,
+                "its type is \"Opaque\", not kubernetes.io/tls",
+            ),
+            (
+                "an unconstrained CA",
+                secret(&foreign(
+                    IsCa::Ca(BasicConstraints::Unconstrained),
+                    true,
+                    &names,
+                    p256,
+                )),
+                "the CA that signed tls.crt is not limited to pathLen 0",
+            ),
+            (
+                "an intermediate CA",
+                secret(&foreign(
+                    IsCa::Ca(BasicConstraints::Constrained(0)),
+                    false,
+                    &names,
+                    p256,
+                )),
+                "the CA that signed tls.crt is not self-signed",
+            ),
+            (
+                "more names",
+                secret(&foreign(
+                    IsCa::Ca(BasicConstraints::Constrained(0)),
+                    true,
+                    &extra,
+                    p256,
+                )),
+                "tls.crt is for evil.example.com, linkerd-multus-webhook,",
+            ),
+            (
+                "another key type",
+                secret(&foreign(
+                    IsCa::Ca(BasicConstraints::Constrained(0)),
+                    true,
+                    &names,
+                    &rcgen::PKCS_ECDSA_P384_SHA384,
+                )),
+                "tls.crt's key is not ECDSA P-256",
+            ),
+            (
+                "a foreign CA",
+                secret(&Certificates {
+                    ca_bundle: generate("mesh", now(), None).unwrap().ca_bundle,
+                    ..mine.clone()
+                }),
+                "ca.crt holds no CA that signed tls.crt",
+            ),
+            (
+                "garbage",
+                secret(&Certificates {
+                    cert: "x".into(),
+                    ..mine.clone()
+                }),
+                "tls.crt holds no certificate",
+            ),
+        ];
+        for (what, existing, why) in cases {
+            let (new, decision) = keep_or_renew("mesh", Some(existing.clone()), now()).unwrap();
+            let Decision::Replaced(reason) = decision else {
+                panic!("{what}: {decision:?}");
+            };
+            assert!(reason.starts_with(why), "{what}: {reason}");
+            let issuer = made_by_install(&secret(&new), "mesh").unwrap();
+            still_good(&new, &issuer, now()).unwrap();
+            assert_eq!(
+                pems(&new.ca_bundle).unwrap().len(),
+                1,
+                "{what}: only the new CA"
+            );
+        }
+    }
+
+    /// Renewed: what is wrong, and the old CA stays in the bundle while valid.
     #[test]
     fn renewals_say_why_and_keep_a_valid_old_ca() {
         let old = generate("mesh", now(), None).unwrap();
@@ -260,14 +567,6 @@ mod tests {
                 old.clone(),
                 soon,
                 "tls.crt expires within 60 days",
-                true,
-            ),
-            (
-                "other namespace",
-                generate("x", now(), None).unwrap(),
-                now(),
-                "not valid for",
-                true,
             ),
             (
                 "foreign key",
@@ -277,44 +576,61 @@ mod tests {
                 },
                 now(),
                 "tls.key is not the key of tls.crt",
-                true,
-            ),
-            (
-                "foreign CA",
-                Certificates {
-                    ca_bundle: other.ca_bundle.clone(),
-                    ..old.clone()
-                },
-                now(),
-                "ca.crt holds no CA that signed tls.crt",
-                false,
-            ),
-            (
-                "garbage",
-                Certificates {
-                    cert: "x".into(),
-                    ..old.clone()
-                },
-                now(),
-                "tls.crt holds no certificate",
-                false,
             ),
         ];
-        for (what, existing, at, why, old_ca_kept) in cases {
-            let (new, decision) = keep_or_renew("mesh", Some(existing.clone()), at).unwrap();
-            let Decision::New(reason) = decision else {
-                panic!("{what}: kept");
+        for (what, existing, at, why) in cases {
+            let (new, decision) = keep_or_renew("mesh", Some(secret(&existing)), at).unwrap();
+            let Decision::Renewed(reason) = decision else {
+                panic!("{what}: {decision:?}");
             };
             assert!(reason.contains(why), "{what}: {reason}");
-            still_good(&new, "mesh", at).unwrap();
-            let bundle = pems(&new.ca_bundle).unwrap().len();
-            assert_eq!(bundle, if old_ca_kept { 2 } else { 1 }, "{what}");
-            if old_ca_kept {
-                assert!(new.ca_bundle.ends_with(&existing.ca_bundle), "{what}");
-            }
+            let issuer = made_by_install(&secret(&new), "mesh").unwrap();
+            still_good(&new, &issuer, at).unwrap();
+            assert_eq!(pems(&new.ca_bundle).unwrap().len(), 2, "{what}");
+            assert!(new.ca_bundle.ends_with(&existing.ca_bundle), "{what}");
         }
         let (_, decision) = keep_or_renew("mesh", None, now()).unwrap();
-        assert_eq!(decision, Decision::New(format!("no Secret {SECRET}")));
+        assert_eq!(decision, Decision::New);
+    }
+
+    /// A kept Secret's bundle is rebuilt: its issuing CA and at most the
+    /// previous one; certificates planted beside them are dropped.
+    #[test]
+    fn a_kept_bundle_holds_the_issuing_ca_and_at_most_the_previous_one() {
+        let old = generate("mesh", now(), None).unwrap();
+        let later = now() + SERVING_VALIDITY - 10 * DAY;
+        let (renewed, _) = keep_or_renew("mesh", Some(secret(&old)), later).unwrap();
+        let (kept, decision) = keep_or_renew("mesh", Some(secret(&renewed)), later).unwrap();
+        assert_eq!(
+            (&kept, decision),
+            (&renewed, Decision::Kept),
+            "new CA, then the old"
+        );
+
+        let planted = generate("elsewhere", now(), None).unwrap().ca_bundle;
+        let stranger = foreign(
+            IsCa::Ca(BasicConstraints::Unconstrained),
+            true,
+            &["x"],
+            &rcgen::PKCS_ECDSA_P256_SHA256,
+        )
+        .ca_bundle;
+        let bundle = format!("{stranger}{}{planted}", renewed.ca_bundle);
+        let tampered = Certificates {
+            ca_bundle: bundle,
+            ..renewed.clone()
+        };
+        let (kept, decision) = keep_or_renew("mesh", Some(secret(&tampered)), later).unwrap();
+        assert_eq!(decision, Decision::Rebuilt(2));
+        assert_eq!(
+            kept, renewed,
+            "the issuing CA and the previous one, in that order"
+        );
+        assert!(
+            Decision::Rebuilt(2)
+                .note("mesh")
+                .contains("without 2 certificate(s)")
+        );
     }
 
     /// The old certificate still verifies against the renewed bundle.
@@ -322,15 +638,12 @@ mod tests {
     fn the_old_certificate_verifies_against_the_new_bundle() {
         let old = generate("mesh", now(), None).unwrap();
         let later = now() + SERVING_VALIDITY - 10 * DAY;
-        let (new, _) = keep_or_renew("mesh", Some(old.clone()), later).unwrap();
+        let (new, _) = keep_or_renew("mesh", Some(secret(&old)), later).unwrap();
         let moved = Certificates {
             ca_bundle: new.ca_bundle.clone(),
             ..old
         };
-        assert_eq!(
-            still_good(&moved, "mesh", now()),
-            Ok(()),
-            "the old certificate against the new bundle"
-        );
+        let issuer = made_by_install(&secret(&moved), "mesh").unwrap();
+        assert_eq!(still_good(&moved, &issuer, now()), Ok(()));
     }
 }

@@ -1,24 +1,59 @@
-//! What `install` reads from the cluster: the webhook's TLS Secret, to keep
-//! its certificates. Every call has a deadline.
+//! What `install` reads from the cluster: its namespace, to take only one of
+//! its own, and the webhook's TLS Secret, to keep its certificates. Every
+//! call has a deadline.
 
 use std::time::Duration;
 
 use anyhow::Context as _;
-use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::api::core::v1::{Namespace, Secret};
 use kube::Api;
 
-use super::certificates::{Certificates, SECRET};
+use super::super::ownership;
+use super::certificates::{Certificates, Existing, SECRET};
 
 /// The deadline of each call to the API server.
 pub const API_TIMEOUT: Duration = Duration::from_secs(20);
 
-/// The certificates of the Secret in `namespace`; `None` when there is no
-/// Secret (or no namespace). A Secret missing a file reads as empty text,
-/// which [`super::certificates::keep_or_renew`] replaces.
+/// Whose the extension's namespace is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NamespaceState {
+    /// It does not exist: `install` makes it, marked.
+    Absent,
+    /// It carries the mark: the extension's own.
+    Ours,
+    /// It exists without the mark: someone else's.
+    Foreign,
+    /// It is being deleted.
+    Deleting,
+}
+
+/// Whose the namespace `name` is.
+pub async fn namespace(client: &kube::Client, name: &str) -> anyhow::Result<NamespaceState> {
+    let api: Api<Namespace> = Api::all(client.clone());
+    let namespace = tokio::time::timeout(API_TIMEOUT, api.get_opt(name))
+        .await
+        .with_context(|| format!("no answer within {}s", API_TIMEOUT.as_secs()))?
+        .with_context(|| format!("reading the Namespace {name}"))?;
+    Ok(match namespace {
+        None => NamespaceState::Absent,
+        Some(ns) if ns.metadata.deletion_timestamp.is_some() => NamespaceState::Deleting,
+        Some(ns) => {
+            let annotations = ns.metadata.annotations.unwrap_or_default();
+            match ownership::marked(annotations.iter().map(|(k, v)| (k.as_str(), v.as_str()))) {
+                true => NamespaceState::Ours,
+                false => NamespaceState::Foreign,
+            }
+        }
+    })
+}
+
+/// The Secret in `namespace`; `None` when there is none. A Secret missing a
+/// file reads as empty text, which [`super::certificates::keep_or_renew`]
+/// replaces.
 pub async fn tls_secret(
     client: &kube::Client,
     namespace: &str,
-) -> anyhow::Result<Option<Certificates>> {
+) -> anyhow::Result<Option<Existing>> {
     let api: Api<Secret> = Api::namespaced(client.clone(), namespace);
     let secret = tokio::time::timeout(API_TIMEOUT, api.get_opt(SECRET))
         .await
@@ -31,10 +66,14 @@ pub async fn tls_secret(
                 .map(|bytes| String::from_utf8_lossy(&bytes.0).into_owned())
                 .unwrap_or_default()
         };
-        Certificates {
-            cert: file("tls.crt"),
-            key: file("tls.key"),
-            ca_bundle: file("ca.crt"),
+        Existing {
+            labels: secret.metadata.labels.unwrap_or_default(),
+            type_: secret.type_,
+            certs: Certificates {
+                cert: file("tls.crt"),
+                key: file("tls.key"),
+                ca_bundle: file("ca.crt"),
+            },
         }
     }))
 }

@@ -2,8 +2,11 @@
 //! ([`options`]), printed for `kubectl apply -f -`. What it prints is the kpt
 //! packages' objects ([`packages`]) with their setters applied
 //! ([`setters`]), and the webhook's certificates ([`certificates`]): made
-//! here, or kept from the cluster ([`cluster`]), or left to cert-manager.
-//! The same options and certificates give the same bytes.
+//! here, or kept from the cluster ([`cluster`]) when `install` made them, or
+//! left to cert-manager. It takes only a namespace of its own
+//! ([`ownership`](super::ownership)), and writes the NetworkPolicy's blocks
+//! for the API server's ranges it is given. The same options and
+//! certificates give the same bytes.
 
 pub mod certificates;
 pub mod cluster;
@@ -13,12 +16,14 @@ pub mod setters;
 
 use base64::Engine as _;
 
-use certificates::{Certificates, Decision, SECRET, SERVICE};
+use certificates::{Certificates, SECRET, SECRET_TYPE, SERVICE};
+use cluster::NamespaceState;
 use options::{Certs, Options};
 
 use super::client::Target;
+use super::ownership::{MARK, MARK_VALUE};
 use super::{EXTENSION_LABEL, NAME};
-use crate::yaml::{Node, emit_stream};
+use crate::yaml::{Node, Seq, emit_stream};
 
 /// Why `install` printed nothing.
 #[derive(Debug, thiserror::Error)]
@@ -26,11 +31,27 @@ pub enum Error {
     /// The configuration is not valid.
     #[error(transparent)]
     Options(#[from] options::OptionsError),
-    /// The cluster could not be read for its certificates.
+    /// The cluster could not be read for the namespace or the certificates.
     #[error(
-        "reading the cluster for the webhook's certificates: {0:#}; pass --ignore-cluster to make new ones without reading it (or --kubeconfig, --context for the cluster)"
+        "reading the cluster for the extension's namespace and the webhook's certificates: {0:#}; pass --ignore-cluster to render without reading it (or --kubeconfig, --context for the cluster)"
     )]
     Cluster(anyhow::Error),
+    /// The namespace exists and is not the extension's.
+    #[error(
+        "namespace {namespace:?} exists and linkerd-multus install did not make it (it lacks the annotation {MARK}={MARK_VALUE}): install puts the extension only in a namespace of its own, which uninstall deletes with everything in it. Pass --namespace with a namespace that does not exist yet; or, if {namespace} holds nothing but linkerd-multus (installed before install marked its namespace), mark it: kubectl annotate namespace {namespace} {MARK}={MARK_VALUE}"
+    )]
+    ForeignNamespace {
+        /// The namespace.
+        namespace: String,
+    },
+    /// The namespace is being deleted.
+    #[error(
+        "namespace {namespace:?} is being deleted: wait until it is gone (kubectl wait --for=delete namespace/{namespace} --timeout=5m), then run install again"
+    )]
+    NamespaceDeleting {
+        /// The namespace.
+        namespace: String,
+    },
     /// The certificates could not be made.
     #[error("making the webhook's certificates: {0:#}")]
     Certificates(anyhow::Error),
@@ -39,64 +60,105 @@ pub enum Error {
     Packages(anyhow::Error),
 }
 
-/// What `install` prints: the YAML, and a note for stderr.
+/// What `install` prints: the YAML, and notes for stderr.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Installed {
     /// The objects, for `kubectl apply -f -`.
     pub yaml: String,
-    /// What became of the certificates.
-    pub note: Option<String>,
+    /// What became of the namespace and the certificates, and warnings.
+    pub notes: Vec<String>,
 }
 
-/// The manifests for `options`; reads the cluster's certificates unless
-/// `--ignore-cluster` or cert-manager.
+/// The manifests for `options`. Unless `--ignore-cluster`, reads whose the
+/// namespace is (one that exists without the extension's mark is refused)
+/// and, with `--certs generate`, its Secret's certificates.
 pub async fn install(target: &Target, options: &Options) -> Result<Installed, Error> {
     let now = time::OffsetDateTime::now_utc();
-    let (certificates, note) = match options.certs {
-        Certs::CertManager => (None, None),
-        Certs::Generate if options.ignore_cluster => {
-            let new = certificates::generate(&options.namespace, now, None)
-                .map_err(Error::Certificates)?;
-            (Some(new), None)
-        }
-        Certs::Generate => {
-            let client = target.client().await.map_err(Error::Cluster)?;
-            let existing = cluster::tls_secret(&client, &options.namespace)
-                .await
-                .map_err(Error::Cluster)?;
-            let (certs, decision) = certificates::keep_or_renew(&options.namespace, existing, now)
-                .map_err(Error::Certificates)?;
-            let note = match decision {
-                Decision::Kept => format!(
-                    "kept the webhook's certificates of {}/{SECRET}",
-                    options.namespace
-                ),
-                Decision::New(why) => format!("made new webhook certificates ({why})"),
-            };
-            (Some(certs), Some(note))
+    let namespace = &options.namespace;
+    let mut notes = Vec::new();
+    let state = if options.ignore_cluster {
+        notes.push(format!(
+            "warning: --ignore-cluster: whether namespace {namespace} exists was not checked; apply this only where it does not exist or is linkerd-multus's own: applied over a namespace of yours, it marks it ({MARK}), and uninstall would delete it with everything in it"
+        ));
+        None
+    } else {
+        let client = target.client().await.map_err(Error::Cluster)?;
+        let state = cluster::namespace(&client, namespace)
+            .await
+            .map_err(Error::Cluster)?;
+        match state {
+            NamespaceState::Foreign => {
+                return Err(Error::ForeignNamespace {
+                    namespace: namespace.clone(),
+                });
+            }
+            NamespaceState::Deleting => {
+                return Err(Error::NamespaceDeleting {
+                    namespace: namespace.clone(),
+                });
+            }
+            NamespaceState::Absent | NamespaceState::Ours => Some((client, state)),
         }
     };
+    let certificates = match (options.certs, state) {
+        (Certs::CertManager, _) => None,
+        (Certs::Generate, Some((client, NamespaceState::Ours))) => {
+            let existing = cluster::tls_secret(&client, namespace)
+                .await
+                .map_err(Error::Cluster)?;
+            let (certs, decision) = certificates::keep_or_renew(namespace, existing, now)
+                .map_err(Error::Certificates)?;
+            notes.push(decision.note(namespace));
+            Some(certs)
+        }
+        (Certs::Generate, state) => {
+            let new = certificates::generate(namespace, now, None).map_err(Error::Certificates)?;
+            if state.is_some() {
+                notes.push(certificates::Decision::New.note(namespace));
+            }
+            Some(new)
+        }
+    };
+    if options.webhook_port_open_to_all() {
+        notes.push(
+            "warning: the NetworkPolicy admits the webhook's port 8443 from every address: pass --api-server-cidr (apiServerCIDRs) with your control plane's addresses, once for each range, to admit only the API server".into(),
+        );
+    }
     let yaml = render(options, certificates.as_ref()).map_err(Error::Packages)?;
-    Ok(Installed { yaml, note })
+    Ok(Installed { yaml, notes })
 }
 
 /// The manifests for `options` with `certificates` (`None`: cert-manager's).
 pub fn render(options: &Options, certificates: Option<&Certificates>) -> anyhow::Result<String> {
+    Ok(emit_stream(&objects(options, certificates)?))
+}
+
+/// The objects `install` prints for `options`, in order.
+pub fn objects(
+    options: &Options,
+    certificates: Option<&Certificates>,
+) -> anyhow::Result<Vec<Node>> {
     let (rights, rest) = packages::files(options);
     let mut objects = packages::objects(&rights, options)?;
     let mut rest = packages::objects(&rest, options)?;
     if let Some(certs) = certificates {
         objects.push(secret(&options.namespace, certs));
-        for object in &mut rest {
-            if object.get_path(&["kind"]).and_then(Node::as_str)
-                == Some("MutatingWebhookConfiguration")
-            {
-                trust(object, &certs.ca_bundle);
+    }
+    for object in &mut rest {
+        match object.get_path(&["kind"]).and_then(Node::as_str) {
+            Some("MutatingWebhookConfiguration") => {
+                if let Some(certs) = certificates {
+                    trust(object, &certs.ca_bundle);
+                }
             }
+            Some("NetworkPolicy") if !options.api_server_cidrs.is_empty() => {
+                admit_only(object, &options.api_server_cidrs);
+            }
+            _ => {}
         }
     }
     objects.extend(rest);
-    Ok(emit_stream(&objects))
+    Ok(objects)
 }
 
 /// The labels of every object of the extension.
@@ -122,7 +184,7 @@ fn secret(namespace: &str, certs: &Certificates) -> Node {
                 ("labels", labels()),
             ]),
         ),
-        ("type", Node::string("kubernetes.io/tls")),
+        ("type", Node::string(SECRET_TYPE)),
         (
             "data",
             Node::mapping([
@@ -157,6 +219,47 @@ fn trust(configuration: &mut Node, ca_bundle: &str) {
             {
                 client.insert("caBundle", Node::string(bundle.as_str()));
             }
+        }
+    }
+}
+
+/// The NetworkPolicy admits the webhook's port (`https`) from `cidrs` only:
+/// one `ipBlock` for each.
+fn admit_only(policy: &mut Node, cidrs: &[String]) {
+    let Some(Node::Seq(rules)) = policy
+        .as_map_mut()
+        .and_then(|p| p.map_entry("spec"))
+        .and_then(|spec| spec.get_mut("ingress"))
+    else {
+        return;
+    };
+    for rule in &mut rules.items {
+        let https = rule
+            .get_path(&["ports"])
+            .and_then(Node::as_seq)
+            .is_some_and(|ports| {
+                ports
+                    .items
+                    .iter()
+                    .any(|p| p.get_path(&["port"]).and_then(Node::as_str) == Some("https"))
+            });
+        if let (true, Some(rule)) = (https, rule.as_map_mut()) {
+            let blocks = cidrs
+                .iter()
+                .map(|cidr| {
+                    Node::mapping([(
+                        "ipBlock",
+                        Node::mapping([("cidr", Node::string(cidr.as_str()))]),
+                    )])
+                })
+                .collect();
+            rule.insert(
+                "from",
+                Node::Seq(Seq {
+                    items: blocks,
+                    ..Seq::default()
+                }),
+            );
         }
     }
 }

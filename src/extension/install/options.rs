@@ -3,6 +3,7 @@
 //! winning; checked into [`Options`], each problem naming the file, the field
 //! and what to do.
 
+use std::net::IpAddr;
 use std::path::Path;
 
 use crate::k8s::names::is_dns1123_label;
@@ -10,6 +11,7 @@ use crate::krm::function_config::API_VERSION;
 use crate::yaml::{Map, Node, parse_document};
 
 use super::super::DEFAULT_NAMESPACE;
+use super::super::ownership;
 
 /// The kind of the settings file.
 pub const KIND: &str = "LinkerdMultusInstall";
@@ -26,7 +28,12 @@ pub const KEYS: &[&str] = &[
     "networkResources",
     "certs",
     "ignoreCluster",
+    "apiServerCIDRs",
+    "metricsNamespaces",
 ];
+
+/// The namespace allowed to scrape the ops port unless told otherwise.
+pub const DEFAULT_METRICS_NAMESPACE: &str = "monitoring";
 
 /// What the API server does with a pod while the webhook cannot answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -88,8 +95,12 @@ pub struct Settings {
     pub network_resources: Option<bool>,
     /// Where the certificates come from.
     pub certs: Option<Certs>,
-    /// Whether to make certificates without reading the cluster.
+    /// Whether to read nothing from the cluster.
     pub ignore_cluster: Option<bool>,
+    /// The API server's addresses, allowed to call the webhook's port.
+    pub api_server_cidrs: Option<Vec<String>>,
+    /// The namespaces allowed to scrape the ops port.
+    pub metrics_namespaces: Option<Vec<String>>,
 }
 
 /// The checked configuration.
@@ -113,8 +124,12 @@ pub struct Options {
     pub network_resources: bool,
     /// [`Certs::Generate`].
     pub certs: Certs,
-    /// Make certificates without reading the cluster [off].
+    /// Read nothing from the cluster [off].
     pub ignore_cluster: bool,
+    /// The CIDRs allowed to call the webhook's port, canonical [none: every address].
+    pub api_server_cidrs: Vec<String>,
+    /// The namespaces allowed to scrape the ops port [`monitoring`].
+    pub metrics_namespaces: Vec<String>,
 }
 
 impl Default for Options {
@@ -130,6 +145,8 @@ impl Default for Options {
             network_resources: false,
             certs: Certs::Generate,
             ignore_cluster: false,
+            api_server_cidrs: Vec::new(),
+            metrics_namespaces: vec![DEFAULT_METRICS_NAMESPACE.into()],
         }
     }
 }
@@ -164,6 +181,8 @@ impl Settings {
             network_resources: flags.network_resources.or(self.network_resources),
             certs: flags.certs.or(self.certs),
             ignore_cluster: flags.ignore_cluster.or(self.ignore_cluster),
+            api_server_cidrs: flags.api_server_cidrs.or(self.api_server_cidrs),
+            metrics_namespaces: flags.metrics_namespaces.or(self.metrics_namespaces),
         }
     }
 
@@ -222,6 +241,24 @@ impl Settings {
                 Some("false") => Ok(false),
                 _ => Err(format!("{field}: must be true or false")),
             };
+            let list = || match value {
+                Node::Seq(seq) => seq
+                    .items
+                    .iter()
+                    .map(|item| {
+                        item.as_text().map(str::to_string).ok_or_else(|| {
+                            format!(
+                                "{field}: each item must be a string, not {}",
+                                item.kind_name()
+                            )
+                        })
+                    })
+                    .collect::<Result<Vec<_>, _>>(),
+                other => Err(format!(
+                    "{field}: must be a list of strings, not {}",
+                    other.kind_name()
+                )),
+            };
             match key {
                 "namespace" => settings.namespace = Some(text()?),
                 "linkerdNamespace" => settings.linkerd_namespace = Some(text()?),
@@ -233,6 +270,8 @@ impl Settings {
                 "networkResources" => settings.network_resources = Some(boolean()?),
                 "certs" => settings.certs = Some(certs(&text()?)?),
                 "ignoreCluster" => settings.ignore_cluster = Some(boolean()?),
+                "apiServerCIDRs" => settings.api_server_cidrs = Some(list()?),
+                "metricsNamespaces" => settings.metrics_namespaces = Some(list()?),
                 other => {
                     return Err(format!(
                         "unknown setting spec.{other}; valid settings are {}",
@@ -248,6 +287,13 @@ impl Settings {
     pub fn resolve(self) -> Result<Options, OptionsError> {
         let defaults = Options::default();
         let cni_given = self.cni_namespace.is_some();
+        let api_server_cidrs = self
+            .api_server_cidrs
+            .unwrap_or_default()
+            .iter()
+            .map(|text| cidr(text))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(OptionsError::Invalid)?;
         let options = Options {
             namespace: self.namespace.unwrap_or(defaults.namespace),
             linkerd_namespace: self.linkerd_namespace.unwrap_or(defaults.linkerd_namespace),
@@ -261,6 +307,10 @@ impl Settings {
             network_resources: self.network_resources.unwrap_or(defaults.network_resources),
             certs: self.certs.unwrap_or(defaults.certs),
             ignore_cluster: self.ignore_cluster.unwrap_or(defaults.ignore_cluster),
+            api_server_cidrs,
+            metrics_namespaces: self
+                .metrics_namespaces
+                .unwrap_or(defaults.metrics_namespaces),
         };
         options.check(cni_given)?;
         Ok(options)
@@ -287,6 +337,28 @@ impl Options {
                 ));
             }
         }
+        if let Some(whose) = ownership::reserved(
+            &self.namespace,
+            &self.linkerd_namespace,
+            &self.cni_namespace,
+        ) {
+            return invalid(format!(
+                "--namespace (namespace) {:?} is {whose}: install puts linkerd-multus only in a namespace of its own, which uninstall deletes with everything in it; choose another (the default is {DEFAULT_NAMESPACE})",
+                self.namespace
+            ));
+        }
+        if self.metrics_namespaces.is_empty() {
+            return invalid(
+                "--metrics-namespace (metricsNamespaces) is empty: give the namespace of the Prometheus that scrapes the webhook (the default is monitoring; on OpenShift, openshift-monitoring and openshift-user-workload-monitoring)".into(),
+            );
+        }
+        for name in &self.metrics_namespaces {
+            if !is_dns1123_label(name) {
+                return invalid(format!(
+                    "--metrics-namespace (metricsNamespaces) {name:?} is not a namespace name: lower-case letters, digits and '-', at most 63"
+                ));
+            }
+        }
         if !is_dns1123_subdomain(&self.priority_class_name) {
             return invalid(format!(
                 "--priority-class-name (priorityClassName) {:?} is not a PriorityClass name: lower-case letters, digits, '-' and '.', at most 253",
@@ -298,11 +370,6 @@ impl Options {
                 "--replicas (replicas) 0: with no replica the webhook answers nothing; give at least 1 (2 keeps it up through a node drain)".into(),
             );
         }
-        if self.ignore_cluster && self.certs == Certs::CertManager {
-            return invalid(
-                "--ignore-cluster (ignoreCluster) applies to --certs generate only: with cert-manager, install reads nothing from the cluster; leave it out".into(),
-            );
-        }
         if cni_given && !self.manage_nads {
             return invalid(format!(
                 "--cni-namespace (cniNamespace) {:?} is for the NAD controller: add --manage-nads (manageNADs: true), or leave it out",
@@ -312,10 +379,17 @@ impl Options {
         Ok(())
     }
 
+    /// Whether the NetworkPolicy leaves the webhook's port open to every
+    /// address: no CIDR given, or one of them `/0`.
+    pub fn webhook_port_open_to_all(&self) -> bool {
+        self.api_server_cidrs.is_empty() || self.api_server_cidrs.iter().any(|c| c.ends_with("/0"))
+    }
+
     /// The options as a `LinkerdMultusInstall` file would give them.
     pub fn to_file(&self) -> String {
+        let list = |items: &[String]| format!("[{}]", items.join(", "));
         format!(
-            "apiVersion: {API_VERSION}\nkind: {KIND}\nspec:\n  namespace: {}\n  linkerdNamespace: {}\n  replicas: {}\n  failurePolicy: {}\n  priorityClassName: {}\n  manageNADs: {}\n  cniNamespace: {}\n  networkResources: {}\n  certs: {}\n  ignoreCluster: {}\n",
+            "apiVersion: {API_VERSION}\nkind: {KIND}\nspec:\n  namespace: {}\n  linkerdNamespace: {}\n  replicas: {}\n  failurePolicy: {}\n  priorityClassName: {}\n  manageNADs: {}\n  cniNamespace: {}\n  networkResources: {}\n  certs: {}\n  ignoreCluster: {}\n  apiServerCIDRs: {}\n  metricsNamespaces: {}\n",
             self.namespace,
             self.linkerd_namespace,
             self.replicas,
@@ -326,8 +400,48 @@ impl Options {
             self.network_resources,
             self.certs.as_str(),
             self.ignore_cluster,
+            list(&self.api_server_cidrs),
+            list(&self.metrics_namespaces),
         )
     }
+}
+
+/// `text` as a CIDR in canonical form (`ADDRESS/PREFIX`, no host bits set,
+/// IPv6 lower-case and shortened), as a NetworkPolicy's `ipBlock` takes it;
+/// the error names the option and what to write instead.
+fn cidr(text: &str) -> Result<String, String> {
+    let bad = |why: String| format!("--api-server-cidr (apiServerCIDRs) {text:?} {why}");
+    let Some((address, prefix)) = text.split_once('/') else {
+        return Err(bad(
+            "is not a CIDR: write ADDRESS/PREFIX, e.g. 10.0.0.0/24, or 10.0.0.5/32 for one address"
+                .into(),
+        ));
+    };
+    let address: IpAddr = address
+        .parse()
+        .map_err(|_| bad(format!("is not a CIDR: {address:?} is not an IP address")))?;
+    let max = if address.is_ipv4() { 32 } else { 128 };
+    let prefix: u8 = prefix
+        .parse()
+        .ok()
+        .filter(|p| *p <= max)
+        .ok_or_else(|| bad(format!("is not a CIDR: the prefix must be 0 to {max}")))?;
+    let network = match address {
+        IpAddr::V4(a) => {
+            let mask = u32::MAX.checked_shl(32 - u32::from(prefix)).unwrap_or(0);
+            IpAddr::from((u32::from(a) & mask).to_be_bytes())
+        }
+        IpAddr::V6(a) => {
+            let mask = u128::MAX.checked_shl(128 - u32::from(prefix)).unwrap_or(0);
+            IpAddr::from((u128::from(a) & mask).to_be_bytes())
+        }
+    };
+    if network != address {
+        return Err(bad(format!(
+            "has host bits set: the network is {network}/{prefix}; write that, or {address}/{max} for the one address"
+        )));
+    }
+    Ok(format!("{network}/{prefix}"))
 }
 
 fn replicas(text: &str, field: &str) -> Result<u32, String> {
@@ -378,7 +492,9 @@ mod tests {
             cni_namespace: "cni".into(),
             network_resources: true,
             certs: Certs::CertManager,
-            ignore_cluster: false,
+            ignore_cluster: true,
+            api_server_cidrs: vec!["10.0.0.0/24".into(), "fd00::/64".into()],
+            metrics_namespaces: vec!["openshift-monitoring".into(), "prom".into()],
         };
         let read = Settings::from_text(&options.to_file()).unwrap();
         assert_eq!(read.resolve().unwrap(), options);
@@ -437,6 +553,14 @@ mod tests {
             ),
             ("spec: 3\n", "spec is a scalar, not a mapping"),
             (
+                "spec:\n  apiServerCIDRs: 10.0.0.0/8\n",
+                "spec.apiServerCIDRs: must be a list of strings, not a scalar",
+            ),
+            (
+                "spec:\n  metricsNamespaces: [[a]]\n",
+                "spec.metricsNamespaces: each item must be a string, not a sequence",
+            ),
+            (
                 "replicas: 3\n",
                 "unexpected top-level field \"replicas\": the settings go under spec",
             ),
@@ -490,11 +614,48 @@ mod tests {
             ),
             (
                 Settings {
-                    certs: Some(Certs::CertManager),
-                    ignore_cluster: Some(true),
+                    namespace: Some("kube-system".into()),
                     ..Settings::default()
                 },
-                "--ignore-cluster (ignoreCluster) applies to --certs generate only",
+                "--namespace (namespace) \"kube-system\" is Kubernetes's own: install puts linkerd-multus only in a namespace of its own, which uninstall deletes with everything in it; choose another (the default is linkerd-multus)",
+            ),
+            (
+                Settings {
+                    namespace: Some("l5d".into()),
+                    linkerd_namespace: Some("l5d".into()),
+                    ..Settings::default()
+                },
+                "--namespace (namespace) \"l5d\" is the Linkerd control plane's:",
+            ),
+            (
+                Settings {
+                    namespace: Some("cni".into()),
+                    cni_namespace: Some("cni".into()),
+                    manage_nads: Some(true),
+                    ..Settings::default()
+                },
+                "--namespace (namespace) \"cni\" is Linkerd-CNI's:",
+            ),
+            (
+                Settings {
+                    api_server_cidrs: Some(vec!["10.0.0.1/24".into()]),
+                    ..Settings::default()
+                },
+                "--api-server-cidr (apiServerCIDRs) \"10.0.0.1/24\" has host bits set: the network is 10.0.0.0/24",
+            ),
+            (
+                Settings {
+                    metrics_namespaces: Some(vec![]),
+                    ..Settings::default()
+                },
+                "--metrics-namespace (metricsNamespaces) is empty",
+            ),
+            (
+                Settings {
+                    metrics_namespaces: Some(vec!["Prom".into()]),
+                    ..Settings::default()
+                },
+                "--metrics-namespace (metricsNamespaces) \"Prom\" is not a namespace name",
             ),
             (
                 Settings {
@@ -513,5 +674,59 @@ mod tests {
             ..Settings::default()
         };
         assert_eq!(fine.resolve().unwrap().cni_namespace, "cni");
+    }
+
+    #[test]
+    fn cidrs_are_checked_and_written_canonically() {
+        for (text, want) in [
+            ("10.0.0.0/24", Ok("10.0.0.0/24")),
+            ("10.0.0.5/32", Ok("10.0.0.5/32")),
+            ("0.0.0.0/0", Ok("0.0.0.0/0")),
+            ("FD00:0::/64", Ok("fd00::/64")),
+            ("::/0", Ok("::/0")),
+            (
+                "10.0.0.5/24",
+                Err(
+                    "has host bits set: the network is 10.0.0.0/24; write that, or 10.0.0.5/32 for the one address",
+                ),
+            ),
+            (
+                "fd00::1/64",
+                Err("has host bits set: the network is fd00::/64"),
+            ),
+            ("10.0.0.0", Err("is not a CIDR: write ADDRESS/PREFIX")),
+            ("10.0.0.0/33", Err("the prefix must be 0 to 32")),
+            ("fd00::/129", Err("the prefix must be 0 to 128")),
+            ("10.0.0/8", Err("\"10.0.0\" is not an IP address")),
+            ("10.0.0.0/x", Err("the prefix must be 0 to 32")),
+        ] {
+            match (cidr(text), want) {
+                (Ok(got), Ok(want)) => assert_eq!(got, want, "{text}"),
+                (Err(got), Err(want)) => {
+                    assert!(
+                        got.starts_with(&format!("--api-server-cidr (apiServerCIDRs) {text:?} ")),
+                        "{got}"
+                    );
+                    assert!(got.contains(want), "{text}: {got}");
+                }
+                (got, want) => panic!("{text}: {got:?}, not {want:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn the_webhook_port_is_open_to_all_without_a_narrower_cidr() {
+        for (cidrs, open) in [
+            (vec![], true),
+            (vec!["10.0.0.0/24"], false),
+            (vec!["10.0.0.0/24", "fd00::/64"], false),
+            (vec!["10.0.0.0/24", "::/0"], true),
+        ] {
+            let options = Options {
+                api_server_cidrs: cidrs.iter().map(|c| c.to_string()).collect(),
+                ..Options::default()
+            };
+            assert_eq!(options.webhook_port_open_to_all(), open, "{cidrs:?}");
+        }
     }
 }

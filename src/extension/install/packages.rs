@@ -58,8 +58,9 @@ pub const NETWORK_RESOURCES_FILE: &str =
     "/etc/linkerd-multus/network-resources/network-resources.yaml";
 
 /// The setters `install` sets, with their values for `options`. The
-/// packages' other setters (`api-server-cidr`, `api-server-cidr-ipv6`,
-/// `metrics-namespace`) keep the packages' values.
+/// packages' other setters (`api-server-cidr`, `api-server-cidr-ipv6`) keep
+/// the packages' values: `install` writes the CIDRs it is given as the
+/// NetworkPolicy's blocks, one for each, which two setters cannot.
 pub fn setter_values(options: &Options) -> BTreeMap<&'static str, String> {
     BTreeMap::from([
         ("namespace", options.namespace.clone()),
@@ -72,6 +73,10 @@ pub fn setter_values(options: &Options) -> BTreeMap<&'static str, String> {
         ("linkerd-namespace", options.linkerd_namespace.clone()),
         ("manage-nads", options.manage_nads.to_string()),
         ("cni-namespace", options.cni_namespace.clone()),
+        (
+            "metrics-namespaces",
+            format!("[{}]", options.metrics_namespaces.join(", ")),
+        ),
         (
             "network-resources",
             if options.network_resources {
@@ -101,6 +106,24 @@ pub fn files(options: &Options) -> (Vec<File>, Vec<File>) {
     (rights, rest)
 }
 
+/// Every file of the packages, whatever the options choose.
+pub fn all() -> Vec<File> {
+    let mut all = vec![NAMESPACE, WEBHOOK_RBAC, CERT_MANAGER];
+    all.extend(WEBHOOK);
+    all.extend(NAD_CONTROLLER);
+    all.extend(NETWORK_RESOURCES);
+    all
+}
+
+/// The resource of `kind` as the API server names it: lower case, plural.
+pub fn plural(kind: &str) -> String {
+    let lower = kind.to_lowercase();
+    match lower.strip_suffix('y') {
+        Some(stem) => format!("{stem}ies"),
+        None => format!("{lower}s"),
+    }
+}
+
 /// The objects of `files` with the options' setters applied.
 pub fn objects(files: &[File], options: &Options) -> anyhow::Result<Vec<Node>> {
     let values = setter_values(options);
@@ -117,14 +140,6 @@ pub fn objects(files: &[File], options: &Options) -> anyhow::Result<Vec<Node>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn all() -> Vec<File> {
-        let mut all = vec![NAMESPACE, WEBHOOK_RBAC, CERT_MANAGER];
-        all.extend(WEBHOOK);
-        all.extend(NAD_CONTROLLER);
-        all.extend(NETWORK_RESOURCES);
-        all
-    }
 
     /// Every YAML file of the packages is embedded: one added later is not left out.
     #[test]
@@ -150,11 +165,7 @@ mod tests {
     #[test]
     fn install_knows_every_setter() {
         let values = setter_values(&Options::default());
-        let kept = [
-            "api-server-cidr",
-            "api-server-cidr-ipv6",
-            "metrics-namespace",
-        ];
+        let kept = ["api-server-cidr", "api-server-cidr-ipv6"];
         for file in all() {
             for name in setters::names(file.text) {
                 assert!(
@@ -177,6 +188,42 @@ mod tests {
                 "{}",
                 file.path
             );
+        }
+    }
+
+    /// The plural of every kind of the packages is the one the API server serves.
+    #[test]
+    fn plurals_are_the_api_servers() {
+        use k8s_openapi::Resource;
+        use k8s_openapi::api::{admissionregistration, apps, core, networking, policy, rbac};
+        fn of<K: Resource>() -> (&'static str, &'static str) {
+            (K::KIND, K::URL_PATH_SEGMENT)
+        }
+        let known = [
+            of::<core::v1::Namespace>(),
+            of::<core::v1::ServiceAccount>(),
+            of::<core::v1::Secret>(),
+            of::<core::v1::Service>(),
+            of::<core::v1::ConfigMap>(),
+            of::<apps::v1::Deployment>(),
+            of::<policy::v1::PodDisruptionBudget>(),
+            of::<networking::v1::NetworkPolicy>(),
+            of::<rbac::v1::ClusterRole>(),
+            of::<rbac::v1::ClusterRoleBinding>(),
+            of::<rbac::v1::Role>(),
+            of::<rbac::v1::RoleBinding>(),
+            of::<admissionregistration::v1::MutatingWebhookConfiguration>(),
+            ("Issuer", "issuers"),
+            ("Certificate", "certificates"),
+        ];
+        let objects = objects(&all(), &Options::default()).unwrap();
+        for object in &objects {
+            let kind = object.get_path(&["kind"]).and_then(Node::as_str).unwrap();
+            let (_, want) = known
+                .iter()
+                .find(|(k, _)| *k == kind)
+                .unwrap_or_else(|| panic!("{kind} is not in the table"));
+            assert_eq!(plural(kind), *want, "{kind}");
         }
     }
 

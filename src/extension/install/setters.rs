@@ -3,6 +3,8 @@
 //! the setter's value; a line naming a setter that is not given is left as it
 //! is. The value keeps the kind the package wrote (a number stays a number, a
 //! string stays a string), quoted where it would otherwise read as another.
+//! A key with no value before the comment is an array setter: the block
+//! sequence below it gets the items of the value, a YAML list (`[a, b]`).
 
 use std::collections::BTreeMap;
 
@@ -14,13 +16,53 @@ const MARK: &str = " # kpt-set: ";
 /// `text` with the setters of `values` applied, still YAML text (the comments kept).
 pub fn apply(text: &str, values: &BTreeMap<&str, String>) -> String {
     let mut out = String::with_capacity(text.len());
-    for line in text.split_inclusive('\n') {
+    let mut lines = text.split_inclusive('\n').peekable();
+    while let Some(line) = lines.next() {
+        if let Some(items) = array_items(line, values) {
+            out.push_str(line);
+            let key_indent = indent(line);
+            let mut item_indent = None;
+            while let Some(next) = lines.peek() {
+                let at = indent(next);
+                let is_item = next[at..].starts_with("- ") && at >= key_indent;
+                if !is_item || item_indent.is_some_and(|i| i != at) {
+                    break;
+                }
+                item_indent = Some(at);
+                lines.next();
+            }
+            let pad = " ".repeat(item_indent.unwrap_or(key_indent));
+            for item in items {
+                out.push_str(&format!("{pad}- {}\n", written_like("x", &item)));
+            }
+            continue;
+        }
         match set_line(line, values) {
             Some(new) => out.push_str(&new),
             None => out.push_str(line),
         }
     }
     out
+}
+
+/// The items of the array setter on `line` (`key: # kpt-set: ${name}`),
+/// when it is one and its value is given as a list of scalars.
+fn array_items(line: &str, values: &BTreeMap<&str, String>) -> Option<Vec<String>> {
+    let (before, pattern) = line.split_once(MARK)?;
+    if !before.trim_end().ends_with(':') {
+        return None;
+    }
+    let name = pattern.trim().strip_prefix("${")?.strip_suffix('}')?;
+    let node = parse_document(values.get(name)?).ok()?;
+    node.as_seq()?
+        .items
+        .iter()
+        .map(|item| item.as_text().map(str::to_string))
+        .collect()
+}
+
+fn indent(line: &str) -> usize {
+    line.len() - line.trim_start_matches(' ').len()
 }
 
 /// The names of the setters `text` uses, sorted.
@@ -47,6 +89,9 @@ pub fn names(text: &str) -> Vec<String> {
 /// The line with its setter applied; `None` when it has none, or one not given.
 fn set_line(line: &str, values: &BTreeMap<&str, String>) -> Option<String> {
     let (before, pattern) = line.split_once(MARK)?;
+    if before.trim_end().ends_with(':') {
+        return None;
+    }
     let pattern = pattern.trim_end();
     let mut value = pattern.to_string();
     for name in names(line) {
@@ -120,6 +165,26 @@ mod tests {
             let tail = "keep: y # kpt-set: ${other}\nplain: z\n";
             assert_eq!(out, format!("{want}{tail}"), "{ns}");
         }
+    }
+
+    #[test]
+    fn array_setters_set_the_sequence_below_their_key() {
+        let text = "a:\n  values: # kpt-set: ${list}\n  - one\n  - two\n  after: x\nb: # kpt-set: ${list}\n    - deep\nc: 1\n";
+        for (list, want) in [
+            (
+                "[x, y, z]",
+                "a:\n  values: # kpt-set: ${list}\n  - x\n  - y\n  - z\n  after: x\nb: # kpt-set: ${list}\n    - x\n    - y\n    - z\nc: 1\n",
+            ),
+            (
+                "[\"123\"]",
+                "a:\n  values: # kpt-set: ${list}\n  - \"123\"\n  after: x\nb: # kpt-set: ${list}\n    - \"123\"\nc: 1\n",
+            ),
+            ("not a list", text),
+        ] {
+            assert_eq!(apply(text, &values(&[("list", list)])), want, "{list}");
+        }
+        assert_eq!(apply(text, &values(&[])), text);
+        assert_eq!(names(text), ["list"]);
     }
 
     #[test]

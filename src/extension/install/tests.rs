@@ -1,5 +1,6 @@
 use super::options::FailurePolicy;
 use super::*;
+use crate::extension::ownership::{MARK, MARK_VALUE};
 use crate::yaml::parse_stream;
 
 fn certs() -> Certificates {
@@ -67,12 +68,86 @@ fn defaults_give_the_webhook_with_its_certificates() {
         secret.get_path(&["data", "tls.key"]).and_then(Node::as_str),
         Some("S0VZCg==")
     );
+    let namespace = object(&objects, "Namespace");
     assert_eq!(
-        object(&objects, "Namespace")
+        namespace
             .get_path(&["metadata", "labels", "linkerd.io/extension"])
             .and_then(Node::as_str),
         Some("multus")
     );
+    assert_eq!(
+        namespace
+            .get_path(&["metadata", "annotations", MARK])
+            .and_then(Node::as_str),
+        Some(MARK_VALUE),
+        "the namespace is marked as the extension's own"
+    );
+    let policy = object(&objects, "NetworkPolicy");
+    assert_eq!(
+        ingress(policy),
+        [
+            ("https", vec!["0.0.0.0/0", "::/0"]),
+            ("ops", vec!["monitoring"])
+        ]
+    );
+    let pdb = object(&objects, "PodDisruptionBudget");
+    assert_eq!(
+        pdb.get_path(&["spec", "maxUnavailable"])
+            .and_then(Node::as_str),
+        Some("1")
+    );
+    assert!(pdb.get_path(&["spec", "minAvailable"]).is_none());
+}
+
+/// Each ingress rule of the NetworkPolicy: its port, and the CIDRs or
+/// namespaces it admits.
+fn ingress(policy: &Node) -> Vec<(&str, Vec<&str>)> {
+    let rules = policy
+        .get_path(&["spec", "ingress"])
+        .and_then(Node::as_seq)
+        .unwrap();
+    rules
+        .items
+        .iter()
+        .map(|rule| {
+            let port = rule
+                .get_path(&["ports"])
+                .and_then(Node::as_seq)
+                .unwrap()
+                .items[0]
+                .get_path(&["port"])
+                .and_then(Node::as_str)
+                .unwrap();
+            let from = &rule
+                .get_path(&["from"])
+                .and_then(Node::as_seq)
+                .unwrap()
+                .items;
+            let admitted = from
+                .iter()
+                .flat_map(|peer| match peer.get_path(&["ipBlock", "cidr"]) {
+                    Some(cidr) => vec![cidr.as_str().unwrap()],
+                    None => {
+                        let expression = &peer
+                            .get_path(&["namespaceSelector", "matchExpressions"])
+                            .and_then(Node::as_seq)
+                            .unwrap()
+                            .items[0];
+                        assert_eq!(
+                            expression.get_path(&["key"]).and_then(Node::as_str),
+                            Some("kubernetes.io/metadata.name")
+                        );
+                        let values = expression
+                            .get_path(&["values"])
+                            .and_then(Node::as_seq)
+                            .unwrap();
+                        values.items.iter().map(|v| v.as_str().unwrap()).collect()
+                    }
+                })
+                .collect();
+            (port, admitted)
+        })
+        .collect()
 }
 
 #[test]
@@ -88,12 +163,34 @@ fn options_reach_the_objects() {
         network_resources: true,
         certs: Certs::CertManager,
         ignore_cluster: false,
+        api_server_cidrs: vec![
+            "10.0.0.0/24".into(),
+            "fd00::/64".into(),
+            "192.0.2.7/32".into(),
+        ],
+        metrics_namespaces: vec![
+            "openshift-monitoring".into(),
+            "openshift-user-workload-monitoring".into(),
+        ],
     };
     let yaml = render(&options, None).unwrap();
+    let objects = parse_stream(&yaml).unwrap();
+    assert_eq!(
+        ingress(object(&objects, "NetworkPolicy")),
+        [
+            ("https", vec!["10.0.0.0/24", "fd00::/64", "192.0.2.7/32"]),
+            (
+                "ops",
+                vec!["openshift-monitoring", "openshift-user-workload-monitoring"]
+            )
+        ]
+    );
     let ids = ids(&yaml);
     assert_eq!(ids[0], "Namespace//mesh");
     for id in [
         "Role/cni/linkerd-multus-nad-controller",
+        "Role/default/linkerd-multus-nad-controller-events",
+        "RoleBinding/default/linkerd-multus-nad-controller-events",
         "Role/mesh/linkerd-multus-nad-controller-lease",
         "ConfigMap/mesh/linkerd-multus-network-resources",
         "ClusterRole//linkerd-multus-webhook-network-resources",

@@ -13,7 +13,7 @@ const DEFAULT_SETTERS: [(&str, &str); 11] = [
     ("priority-class-name", "system-cluster-critical"),
     ("api-server-cidr", "0.0.0.0/0"),
     ("api-server-cidr-ipv6", "::/0"),
-    ("metrics-namespace", "monitoring"),
+    ("metrics-namespaces", "[monitoring]"),
     ("replicas", "2"),
     ("failure-policy", "Fail"),
     ("linkerd-namespace", "linkerd"),
