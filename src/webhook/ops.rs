@@ -97,9 +97,11 @@ pub async fn serve(listener: TcpListener, health: Arc<Health>) {
 /// [`HEADER_TIMEOUT`], closed when evicted or idle for [`IDLE_TIMEOUT`].
 async fn connection(tcp: TcpStream, ticket: Ticket, health: Arc<Health>) {
     let conn = ticket.conn().clone();
+    let mut first = [0; 1];
     tokio::select! {
-        readable = tokio::time::timeout(HEADER_TIMEOUT, tcp.readable()) => {
-            if !matches!(readable, Ok(Ok(()))) {
+        // A byte there to read (readiness alone may be spurious).
+        peeked = tokio::time::timeout(HEADER_TIMEOUT, tcp.peek(&mut first)) => {
+            if !matches!(peeked, Ok(Ok(1))) {
                 return;
             }
         }

@@ -162,9 +162,12 @@ async fn connection<H: Handler>(
     ticket: Ticket,
 ) {
     let deadline = tokio::time::Instant::now() + server.limits.header_timeout;
+    let mut first = [0; 1];
     tokio::select! {
-        readable = tokio::time::timeout_at(deadline, tcp.readable()) => match readable {
-            Ok(Ok(())) => {}
+        // A byte there to read: readiness alone may be reported before one is.
+        peeked = tokio::time::timeout_at(deadline, tcp.peek(&mut first)) => match peeked {
+            Ok(Ok(1)) => {}
+            Ok(Ok(_)) => return,
             Ok(Err(e)) => {
                 tracing::debug!(%peer, error = %e, "connection failed before its handshake");
                 return;

@@ -572,3 +572,52 @@ fn one_socket_takes_ipv4_and_ipv6() {
         );
     }
 }
+
+/// A plain TCP connection to `addr` from `source` that sends nothing.
+fn silent_from(source: &str, addr: &str) -> std::net::TcpStream {
+    let stream = runtime().block_on(async {
+        let socket = tokio::net::TcpSocket::new_v4().unwrap();
+        socket.bind(format!("{source}:0").parse().unwrap()).unwrap();
+        socket.connect(addr.parse().unwrap()).await.unwrap()
+    });
+    let stream = stream.into_std().unwrap();
+    stream.set_nonblocking(false).unwrap();
+    stream
+}
+
+/// Whether the server has closed `stream` (read within 100 ms gives its end).
+fn closed(stream: &mut std::net::TcpStream) -> bool {
+    stream
+        .set_read_timeout(Some(Duration::from_millis(100)))
+        .unwrap();
+    matches!(stream.read(&mut [0; 1]), Ok(0))
+}
+
+/// The operations port keeps limits of its own: one address holds at most 8
+/// of its 32 connections, and when silent connections of other addresses
+/// fill it, the kubelet's probe (another address) still gets through.
+#[test]
+fn the_ops_port_is_bounded_and_the_probes_get_through() {
+    let c = cluster();
+    let ca = Ca::new("CA");
+    let webhook = Webhook::start(&c.webhook_account(), &ca.leaf(&["127.0.0.1"]), &[]);
+    // Four addresses, each opening ten silent connections: each keeps its
+    // newest eight, and the port is full.
+    let mut held: Vec<Vec<std::net::TcpStream>> = (2..6)
+        .map(|address| {
+            (0..10)
+                .map(|_| silent_from(&format!("127.0.0.{address}"), &webhook.ops))
+                .collect()
+        })
+        .collect();
+    for (address, streams) in held.iter_mut().enumerate() {
+        let open: Vec<bool> = streams.iter_mut().map(|s| !closed(s)).collect();
+        let want: Vec<bool> = (0..10).map(|i| i >= 2).collect();
+        assert_eq!(open, want, "the connections of address {address}");
+    }
+    // The probe: answered, a silent connection making room for it.
+    for path in ["/healthz", "/readyz"] {
+        assert_eq!(webhook.ops_get(path).map(|(s, _)| s), Some(200), "{path}");
+    }
+    assert!(closed(&mut held[0][2]), "the oldest silent one made room");
+}
