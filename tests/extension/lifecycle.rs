@@ -406,18 +406,20 @@ fn uninstall_removes_only_what_install_made(plane: &ControlPlane, namespace: &st
     removed_only(plane, &want, namespace, cni, &users);
     assert!(exists(plane, "configmap", "users-settings", Some(&legacy)));
     for ns in [legacy.as_str(), "default"] {
-        let deleting = plane.kubectl(&[
-            "get",
-            "namespace",
-            ns,
-            "-o",
-            "jsonpath={.metadata.deletionTimestamp}",
-        ]);
-        assert!(
-            deleting.trim().is_empty(),
-            "namespace {ns} is being deleted"
-        );
+        assert!(!being_deleted(plane, ns), "namespace {ns} is being deleted");
     }
+}
+
+/// Whether namespace `ns` has a deletion timestamp.
+fn being_deleted(plane: &ControlPlane, ns: &str) -> bool {
+    let deleting = plane.kubectl(&[
+        "get",
+        "namespace",
+        ns,
+        "-o",
+        "jsonpath={.metadata.deletionTimestamp}",
+    ]);
+    !deleting.trim().is_empty()
 }
 
 /// After the delete: `want` is gone, the extension's `namespace` is being deleted, and
@@ -434,15 +436,8 @@ fn removed_only(plane: &ControlPlane, want: &[String], namespace: &str, cni: &st
         assert!(!exists(plane, kind, name, ns), "{id} is still there");
     }
     // The namespace is being deleted (a lone API server never finishes: no namespace controller).
-    let deleting = plane.kubectl(&[
-        "get",
-        "namespace",
-        namespace,
-        "-o",
-        "jsonpath={.metadata.deletionTimestamp}",
-    ]);
     assert!(
-        !deleting.trim().is_empty(),
+        being_deleted(plane, namespace),
         "namespace {namespace} is not being deleted"
     );
     // What was not the extension's stays: the CNI namespace, the NADs, another ClusterRole.
@@ -456,16 +451,6 @@ fn removed_only(plane: &ControlPlane, want: &[String], namespace: &str, cni: &st
         assert!(exists(plane, kind, name, ns), "{kind} {name} was removed");
     }
     for ns in [cni, users] {
-        let deleting = plane.kubectl(&[
-            "get",
-            "namespace",
-            ns,
-            "-o",
-            "jsonpath={.metadata.deletionTimestamp}",
-        ]);
-        assert!(
-            deleting.trim().is_empty(),
-            "namespace {ns} is being deleted"
-        );
+        assert!(!being_deleted(plane, ns), "namespace {ns} is being deleted");
     }
 }
