@@ -16,6 +16,8 @@ type Out = common::Run;
 
 #[path = "render/diff.rs"]
 mod diff;
+#[path = "render/multus_values.rs"]
+mod multus_values;
 
 fn linkerd_multus(args: &[&str], env: &[(&str, &str)], cwd: &Path, stdin: &str) -> Out {
     common::run_clean(args, env, cwd, stdin)

@@ -28,7 +28,7 @@ pub const DIFF_EXIT_CODES: &str = "\
 Exit codes:
   0  every file is rendered
   1  rendering would change a file: the diff is on stdout
-  2  the files could not be checked (an input or a setting is wrong, or the rules found an error: stderr says which), or the command line is wrong";
+  2  the files could not be checked (an input or a setting is wrong, a linkerd.io/multus value is neither enabled nor disabled, or the rules found an error: stderr says which), or the command line is wrong";
 
 /// `render`: files, directories or stdin to a YAML stream, or a diff.
 #[derive(Args)]
@@ -282,7 +282,21 @@ fn run_inner(
     if let Some(warning) = namespace_warning(options, &config, &items, &is_context) {
         stderr.push_str(&warning);
     }
-    if errors > 0 {
+    // A warning about a mistake the render goes past (a linkerd.io/multus
+    // value that is neither enabled nor disabled) fails the CI gate.
+    let mistakes = results.iter().filter(|r| r.fails_diff).count();
+    if errors == 0 && mistakes > 0 && options.mode == Mode::Check {
+        let (are, they) = if mistakes == 1 {
+            ("is", "it is")
+        } else {
+            ("are", "they are")
+        };
+        stderr.push_str(&format!(
+            "{} above {are} neither enabled nor disabled; the files are not checked until {they} fixed\n",
+            plural(mistakes, "linkerd.io/multus value")
+        ));
+    }
+    if errors > 0 || (mistakes > 0 && options.mode == Mode::Check) {
         return Ok(Outcome {
             stdout: String::new(),
             stderr,

@@ -52,3 +52,83 @@ pub struct Namespace {
     /// Where they come from.
     pub source: Source,
 }
+
+/// The value `linkerd.io/multus` was probably meant to have when it has
+/// `value`, which is neither `enabled` nor `disabled`: `enabled` for `enable`,
+/// `true`, `on`, `Enabled`..., `disabled` for `disable`, `false`, `off`...;
+/// `None` when nothing is close.
+pub fn multus_meant(value: &str) -> Option<&'static str> {
+    let v = value.trim().to_ascii_lowercase();
+    let on = ["enabled", "enable", "true", "yes", "on", "y", "1"];
+    let off = ["disabled", "disable", "false", "no", "off", "n", "0"];
+    if on.contains(&v.as_str()) || v.starts_with("ena") {
+        return Some("enabled");
+    }
+    if off.contains(&v.as_str()) || v.starts_with("dis") {
+        return Some("disabled");
+    }
+    MULTUS_VALUES
+        .iter()
+        .copied()
+        .map(|want| (edit_distance(&v, want), want))
+        .filter(|(distance, _)| *distance <= 2)
+        .min()
+        .map(|(_, want)| want)
+}
+
+/// What to do about a `linkerd.io/multus` value that is neither `enabled`
+/// nor `disabled`: `did you mean enabled?`, or the two values.
+pub fn multus_hint(value: &str) -> String {
+    match multus_meant(value) {
+        Some(meant) => format!("did you mean {meant}?"),
+        None => format!("set it to {}", MULTUS_VALUES.join(" or ")),
+    }
+}
+
+/// The number of single-character insertions, deletions and substitutions
+/// between `a` and `b`.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let above = row[j + 1];
+            row[j + 1] = (above + 1)
+                .min(row[j] + 1)
+                .min(diagonal + usize::from(ca != *cb));
+            diagonal = above;
+        }
+    }
+    row[b.len()]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn multus_values_name_the_one_meant() {
+        for (value, meant) in [
+            ("enable", Some("enabled")),
+            ("true", Some("enabled")),
+            ("Enabled", Some("enabled")),
+            (" enabled ", Some("enabled")),
+            ("ON", Some("enabled")),
+            ("enbled", Some("enabled")),
+            ("enabeld", Some("enabled")),
+            ("disable", Some("disabled")),
+            ("false", Some("disabled")),
+            ("off", Some("disabled")),
+            ("dsabled", Some("disabled")),
+            ("", None),
+            ("linkerd-cni", None),
+            ("maybe", None),
+        ] {
+            assert_eq!(multus_meant(value), meant, "{value:?}");
+        }
+        assert_eq!(multus_hint("enable"), "did you mean enabled?");
+        assert_eq!(multus_hint("maybe"), "set it to enabled or disabled");
+    }
+}

@@ -58,6 +58,10 @@ pub struct FnResult {
     pub field: Option<String>,
     /// The file the resource lives in.
     pub file: Option<FileRef>,
+    /// A mistake in the input that the render goes past (a warning) but
+    /// that `diff`, the CI gate, refuses: a `linkerd.io/multus` value that
+    /// is neither `enabled` nor `disabled`. Not part of the KRM result.
+    pub fails_diff: bool,
 }
 
 impl FnResult {
@@ -69,6 +73,7 @@ impl FnResult {
             resource: None,
             field: None,
             file: None,
+            fails_diff: false,
         }
     }
 

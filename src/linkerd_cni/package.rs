@@ -7,7 +7,9 @@ mod workloads;
 
 use std::collections::BTreeMap;
 
-use crate::k8s::namespace::{Lookup, MULTUS_ANNOTATION, MULTUS_VALUES, Namespace, Source};
+use crate::k8s::namespace::{
+    INJECT_ANNOTATION, Lookup, MULTUS_ANNOTATION, MULTUS_VALUES, Namespace, Source, multus_hint,
+};
 use crate::k8s::resource::{self, FileRef, ResourceRef, files};
 use crate::krm::results::{self, FnResult, Severity, plural};
 use crate::linkerd_cni::settings::Settings;
@@ -99,15 +101,7 @@ impl Renderer<'_> {
                 continue;
             }
             let annotations = resource::string_annotations(item);
-            if let Some(v) = annotations.lookup(MULTUS_ANNOTATION)
-                && !MULTUS_VALUES.contains(&v)
-            {
-                let message = format!(
-                    "annotation {MULTUS_ANNOTATION}: {v:?} is not one of {}; the namespace is treated as not enabled",
-                    MULTUS_VALUES.join(", ")
-                );
-                self.report(i, Severity::Warning, message);
-            }
+            self.namespace_multus(i, r.name.as_str(), &annotations);
             if known.contains_key(r.name.as_str()) {
                 self.report(i, Severity::Error, "the Namespace is in the input twice");
                 continue;
@@ -121,6 +115,19 @@ impl Renderer<'_> {
             );
         }
         for (name, annotations) in &self.settings.namespaces {
+            if let Some(v) = annotations.lookup(MULTUS_ANNOTATION)
+                && !MULTUS_VALUES.contains(&v)
+            {
+                let mut result = FnResult::new(
+                    Severity::Warning,
+                    format!(
+                        "namespaces setting: namespace {name}: annotation {MULTUS_ANNOTATION} is {v:?}, neither enabled nor disabled: the namespace is treated as not enabled, so its pods are not attached to Linkerd-CNI; {}",
+                        multus_hint(v)
+                    ),
+                );
+                result.fails_diff = true;
+                self.results.push(result);
+            }
             if let Some(Namespace {
                 source: Source::Input(i),
                 ..
@@ -142,6 +149,36 @@ impl Renderer<'_> {
         }
         known
     }
+    /// Reports on Namespace `i` a `linkerd.io/multus` value that is neither
+    /// `enabled` nor `disabled` (a warning that fails `diff`), and a meshed
+    /// namespace without the annotation (an info: how to enable it).
+    fn namespace_multus(&mut self, i: usize, name: &str, annotations: &BTreeMap<String, String>) {
+        let field = format!("metadata.annotations.{MULTUS_ANNOTATION}");
+        match annotations.lookup(MULTUS_ANNOTATION) {
+            Some(v) if !MULTUS_VALUES.contains(&v) => {
+                let message = format!(
+                    "{field} is {v:?}, neither enabled nor disabled: the namespace is treated as not enabled, so it gets no NAD and its pods are not attached to Linkerd-CNI; {}",
+                    multus_hint(v)
+                );
+                let result = self.report(i, Severity::Warning, message);
+                result.field = Some(field);
+                result.fails_diff = true;
+            }
+            None if name != self.settings.linkerd_namespace => {
+                if let Some(inject @ ("enabled" | "ingress")) =
+                    annotations.lookup(INJECT_ANNOTATION)
+                {
+                    let message = format!(
+                        "the namespace is meshed ({INJECT_ANNOTATION}: {inject}) but has no {MULTUS_ANNOTATION} annotation, so its pods are attached to Linkerd-CNI only where their own template says {MULTUS_ANNOTATION}: enabled; annotate the namespace {MULTUS_ANNOTATION}=enabled to attach Linkerd-CNI"
+                    );
+                    self.report(i, Severity::Info, message).field =
+                        Some("metadata.annotations".into());
+                }
+            }
+            _ => {}
+        }
+    }
+
     /// Warns that a workload's namespace is unknown, so only its own annotations count.
     fn unknown_namespace(&mut self, i: usize, unknown: bool, ns_name: Option<&str>) {
         if !unknown {
@@ -184,5 +221,168 @@ impl Renderer<'_> {
             parts.join(", "),
             results::problems(&self.results)
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::k8s::resource::identify;
+    use crate::yaml::parse_stream;
+
+    const CONFIGMAP: &str = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: linkerd-cni-config\n  namespace: linkerd-cni\ndata:\n  cni_network_config: '{\"name\": \"linkerd-cni\", \"type\": \"linkerd-cni\", \"kubernetes\": {\"kubeconfig\": \"__KUBECONFIG_FILEPATH__\"}}'\n---\n";
+
+    fn namespace(annotations: &str) -> String {
+        format!(
+            "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: demo\n  annotations: {{{annotations}}}\n---\n"
+        )
+    }
+
+    fn deployment(annotations: &str) -> String {
+        format!(
+            "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\n  namespace: demo\nspec:\n  template:\n    metadata:\n      annotations: {{{annotations}}}\n    spec:\n      containers: []\n"
+        )
+    }
+
+    /// The results about `linkerd.io/multus`, as `severity resource: field: message`,
+    /// with `!` after the severity when they fail `diff`; and whether the
+    /// Deployment was attached.
+    fn multus_results(input: &str, settings: &Settings) -> (Vec<String>, bool) {
+        let mut items = parse_stream(input).unwrap();
+        let refs = identify(&items).unwrap();
+        let results = render(&mut items, &refs, settings);
+        let lines = results
+            .iter()
+            .skip(1)
+            .filter(|r| r.message.contains(MULTUS_ANNOTATION))
+            .map(|r| {
+                format!(
+                    "{:?}{} {}: {}: {}",
+                    r.severity,
+                    if r.fails_diff { "!" } else { "" },
+                    r.resource
+                        .as_ref()
+                        .map(ToString::to_string)
+                        .unwrap_or_default(),
+                    r.field.as_deref().unwrap_or_default(),
+                    r.message
+                )
+            })
+            .collect();
+        let attached = items.iter().any(|i| {
+            crate::yaml::emit_document(i).contains("k8s.v1.cni.cncf.io/networks: linkerd-cni")
+        });
+        (lines, attached)
+    }
+
+    #[test]
+    fn multus_values_and_meshed_namespaces_are_reported() {
+        let on = "linkerd.io/inject: enabled, linkerd.io/multus: enabled";
+        let cases: &[(&str, &str, &[&str], bool)] = &[
+            // Clean: attached, nothing said.
+            (on, "", &[], true),
+            (on, "linkerd.io/multus: enabled", &[], true),
+            (on, "linkerd.io/multus: ''", &[], true),
+            (
+                "linkerd.io/inject: enabled, linkerd.io/multus: disabled",
+                "",
+                &[],
+                false,
+            ),
+            (on, "linkerd.io/multus: disabled", &[], false),
+            ("", "", &[], false),
+            // A typo on the pod template turns the namespace's enabled off.
+            (
+                on,
+                "linkerd.io/multus: enable",
+                &[
+                    "Warning! Deployment demo/web: spec.template.metadata.annotations.linkerd.io/multus: spec.template.metadata.annotations.linkerd.io/multus is \"enable\", neither enabled nor disabled: the pod template is treated as not enabled, so its pods are not attached to Linkerd-CNI, whatever the namespace says; did you mean enabled?",
+                ],
+                false,
+            ),
+            (
+                on,
+                "linkerd.io/multus: \"true\"",
+                &[
+                    "Warning! Deployment demo/web: spec.template.metadata.annotations.linkerd.io/multus: spec.template.metadata.annotations.linkerd.io/multus is \"true\", neither enabled nor disabled: the pod template is treated as not enabled, so its pods are not attached to Linkerd-CNI, whatever the namespace says; did you mean enabled?",
+                ],
+                false,
+            ),
+            (
+                on,
+                "linkerd.io/multus: maybe",
+                &[
+                    "Warning! Deployment demo/web: spec.template.metadata.annotations.linkerd.io/multus: spec.template.metadata.annotations.linkerd.io/multus is \"maybe\", neither enabled nor disabled: the pod template is treated as not enabled, so its pods are not attached to Linkerd-CNI, whatever the namespace says; set it to enabled or disabled",
+                ],
+                false,
+            ),
+            // A typo on the Namespace.
+            (
+                "linkerd.io/inject: enabled, linkerd.io/multus: Enabled",
+                "",
+                &[
+                    "Warning! Namespace demo: metadata.annotations.linkerd.io/multus: metadata.annotations.linkerd.io/multus is \"Enabled\", neither enabled nor disabled: the namespace is treated as not enabled, so it gets no NAD and its pods are not attached to Linkerd-CNI; did you mean enabled?",
+                ],
+                false,
+            ),
+            // Meshed but not enabled: said once, on the Namespace.
+            (
+                "linkerd.io/inject: enabled",
+                "",
+                &[
+                    "Info Namespace demo: metadata.annotations: the namespace is meshed (linkerd.io/inject: enabled) but has no linkerd.io/multus annotation, so its pods are attached to Linkerd-CNI only where their own template says linkerd.io/multus: enabled; annotate the namespace linkerd.io/multus=enabled to attach Linkerd-CNI",
+                ],
+                false,
+            ),
+            // A workload meshed on its own, in a namespace not enabled.
+            (
+                "",
+                "linkerd.io/inject: ingress",
+                &[
+                    "Info Deployment demo/web: spec.template.metadata.annotations: the pod template is meshed (linkerd.io/inject: ingress) but neither it nor its namespace demo has linkerd.io/multus: enabled, so its pods are not attached to Linkerd-CNI; annotate the namespace linkerd.io/multus=enabled to attach Linkerd-CNI",
+                ],
+                false,
+            ),
+        ];
+        for (ns, template, want, attached) in cases {
+            let input = format!("{CONFIGMAP}{}{}", namespace(ns), deployment(template));
+            let (got, got_attached) = multus_results(&input, &Settings::default());
+            assert_eq!(got, *want, "namespace {{{ns}}}, template {{{template}}}");
+            assert_eq!(
+                got_attached, *attached,
+                "namespace {{{ns}}}, template {{{template}}}"
+            );
+        }
+    }
+
+    #[test]
+    fn namespaces_of_the_setting_are_reported_on_their_workloads() {
+        let mut settings = Settings::default();
+        settings.namespaces.insert(
+            "demo".into(),
+            [(INJECT_ANNOTATION.into(), "enabled".into())].into(),
+        );
+        let input = format!("{CONFIGMAP}{}", deployment(""));
+        let (got, attached) = multus_results(&input, &settings);
+        assert_eq!(
+            got,
+            [
+                "Info Deployment demo/web: spec.template.metadata.annotations: its namespace demo is meshed (linkerd.io/inject: enabled) but neither it nor the pod template has linkerd.io/multus: enabled, so its pods are not attached to Linkerd-CNI; annotate the namespace linkerd.io/multus=enabled to attach Linkerd-CNI"
+            ]
+        );
+        assert!(!attached);
+        settings
+            .namespaces
+            .get_mut("demo")
+            .unwrap()
+            .insert(MULTUS_ANNOTATION.into(), "on".into());
+        let (got, attached) = multus_results(&input, &settings);
+        assert_eq!(
+            got,
+            [
+                "Warning! : : namespaces setting: namespace demo: annotation linkerd.io/multus is \"on\", neither enabled nor disabled: the namespace is treated as not enabled, so its pods are not attached to Linkerd-CNI; did you mean enabled?"
+            ]
+        );
+        assert!(!attached);
     }
 }

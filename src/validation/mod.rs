@@ -14,6 +14,8 @@
 //! * The networks annotations of every workload's pod template (and of
 //!   Pods) must parse as Multus parses them; the default-network annotation
 //!   must select exactly one network.
+//! * `linkerd.io/multus` on Namespaces and pod templates must be `enabled`
+//!   or `disabled`: the rules read anything else as not enabled.
 //! * With namespace isolation (as Multus runs on OpenShift), a selection may
 //!   name another namespace only when it is a global one.
 //!

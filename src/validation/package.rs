@@ -5,6 +5,7 @@
 use std::collections::BTreeSet;
 
 use crate::k8s::names::is_dns1123_label;
+use crate::k8s::namespace::{MULTUS_ANNOTATION, MULTUS_VALUES, multus_hint};
 use crate::k8s::resource::{self, ResourceRef, files};
 use crate::k8s::workload::{WorkloadKind, WorkloadKinds};
 use crate::krm::results::{self, FnResult, Severity, plural};
@@ -60,6 +61,14 @@ pub fn validate(items: &[Node], refs: &[ResourceRef], settings: &Settings) -> Re
         } else if let Some(kind) = kinds.find(r.group(), &r.kind) {
             checked.workloads += 1;
             check_workload(item, r, kind, settings, &mut problems);
+        } else if r.kind == "Namespace" && r.group().is_empty() {
+            let annotations = resource::annotations(item);
+            check_multus(
+                annotations,
+                "metadata.annotations",
+                Holder::Namespace,
+                &mut problems,
+            );
         }
         results.extend(problems.into_iter().map(|p| {
             let mut result = FnResult::new(p.severity, p.message).on(r, files[i].as_ref());
@@ -162,6 +171,17 @@ fn check_workload(
     let Some(annotations) = template_annotations(item, kind, problems) else {
         return;
     };
+    let holder = if kind.field("").is_empty() {
+        Holder::Pod
+    } else {
+        Holder::Template
+    };
+    check_multus(
+        Some(annotations),
+        &kind.field("metadata.annotations"),
+        holder,
+        problems,
+    );
     let namespace = r
         .namespace
         .as_deref()
@@ -212,6 +232,48 @@ fn check_workload(
             isolation(&networks, namespace, settings, &field, problems);
         }
     }
+}
+
+/// What carries a `linkerd.io/multus` annotation.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Holder {
+    Namespace,
+    Pod,
+    Template,
+}
+
+/// A `linkerd.io/multus` value that is neither `enabled` nor `disabled`: the
+/// rules read it as not enabled, so a typo turns Linkerd-CNI off without a
+/// word. An error here (the render goes on with a warning). An empty value on
+/// a pod (template) is unset, as the rules read it: its namespace decides.
+fn check_multus(annotations: Option<&Map>, at: &str, holder: Holder, problems: &mut Vec<Problem>) {
+    let Some(value) = annotations.and_then(|a| a.get_text(MULTUS_ANNOTATION)) else {
+        return;
+    };
+    if MULTUS_VALUES.contains(&value) || (value.is_empty() && holder != Holder::Namespace) {
+        return;
+    }
+    let (whose, pods) = match holder {
+        Holder::Namespace => (
+            "the namespace",
+            "it gets no NAD and its pods are not attached to Linkerd-CNI",
+        ),
+        Holder::Pod => (
+            "the pod",
+            "it is not attached to Linkerd-CNI, whatever its namespace says",
+        ),
+        Holder::Template => (
+            "the pod template",
+            "its pods are not attached to Linkerd-CNI, whatever their namespace says",
+        ),
+    };
+    problems.push(Problem::error(
+        format!("{at}.{MULTUS_ANNOTATION}"),
+        format!(
+            "{value:?} is neither enabled nor disabled: linkerd-multus and its webhook treat {whose} as not enabled, so {pods}; {}",
+            multus_hint(value)
+        ),
+    ));
 }
 
 /// The annotations of the workload's pod template; `None` when it has none,
@@ -469,6 +531,65 @@ mod tests {
                     );
                 }
             }
+        }
+    }
+
+    #[test]
+    fn multus_values_other_than_enabled_and_disabled() {
+        let namespace = |annotations: &str| {
+            format!(
+                "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: demo\n  annotations: {{{annotations}}}\n"
+            )
+        };
+        let pod = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\n  namespace: demo\n  annotations:\n    linkerd.io/multus: \"yes\"\nspec: {}\n";
+        let cases: &[(String, Option<&str>)] = &[
+            (namespace("linkerd.io/multus: enabled"), None),
+            (namespace("linkerd.io/multus: disabled"), None),
+            (namespace("linkerd.io/inject: enabled"), None),
+            (
+                namespace("linkerd.io/multus: enable"),
+                Some(
+                    "error Namespace demo: metadata.annotations.linkerd.io/multus: \"enable\" is neither enabled nor disabled: linkerd-multus and its webhook treat the namespace as not enabled, so it gets no NAD and its pods are not attached to Linkerd-CNI; did you mean enabled?",
+                ),
+            ),
+            (
+                namespace("linkerd.io/multus: ''"),
+                Some(
+                    "error Namespace demo: metadata.annotations.linkerd.io/multus: \"\" is neither enabled nor disabled: linkerd-multus and its webhook treat the namespace as not enabled, so it gets no NAD and its pods are not attached to Linkerd-CNI; set it to enabled or disabled",
+                ),
+            ),
+            (
+                deployment(
+                    "  namespace: demo\n",
+                    "        linkerd.io/multus: enabled\n",
+                ),
+                None,
+            ),
+            // Empty on a pod template: unset, the namespace decides.
+            (
+                deployment("  namespace: demo\n", "        linkerd.io/multus: ''\n"),
+                None,
+            ),
+            (
+                deployment(
+                    "  namespace: demo\n",
+                    "        linkerd.io/multus: \"true\"\n",
+                ),
+                Some(
+                    "error Deployment demo/web: spec.template.metadata.annotations.linkerd.io/multus: \"true\" is neither enabled nor disabled: linkerd-multus and its webhook treat the pod template as not enabled, so its pods are not attached to Linkerd-CNI, whatever their namespace says; did you mean enabled?",
+                ),
+            ),
+            (
+                pod.to_string(),
+                Some(
+                    "error Pod demo/p: metadata.annotations.linkerd.io/multus: \"yes\" is neither enabled nor disabled: linkerd-multus and its webhook treat the pod as not enabled, so it is not attached to Linkerd-CNI, whatever its namespace says; did you mean enabled?",
+                ),
+            ),
+        ];
+        for (input, want) in cases {
+            let got = results(input, &Settings::default());
+            let want: Vec<&str> = want.iter().copied().collect();
+            assert_eq!(got[1..], want, "{input}");
         }
     }
 

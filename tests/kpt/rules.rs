@@ -368,3 +368,56 @@ fn render_all(pkg: &Package) -> KptRun {
         &pkg.dir,
     )
 }
+
+/// A misspelt `linkerd.io/multus` on a pod template, through the real `kpt fn render`: the
+/// mutator's warning is in kpt's results, the render passes and leaves the workload
+/// unattached; a meshed namespace without the annotation gets an info result saying how to
+/// enable it. The binary as a validator fails the render on the typo and writes nothing.
+#[test]
+fn render_reports_a_misspelt_multus_value() {
+    let pkg = Package::demo();
+    pkg.edit(
+        "apps/web.yaml",
+        "    metadata:\n      labels:\n        app: web\n",
+        "    metadata:\n      annotations:\n        linkerd.io/multus: enable\n      labels:\n        app: web\n",
+    );
+    pkg.edit(
+        "namespaces/plain.yaml",
+        "  labels:\n",
+        "  annotations:\n    linkerd.io/inject: enabled\n  labels:\n",
+    );
+    pkg.add_pipeline(bin());
+    let run = render_all(&pkg);
+    assert!(run.ok, "{}", run.output);
+    for message in [
+        "spec.template.metadata.annotations.linkerd.io/multus is \"enable\", neither enabled nor disabled: the pod template is treated as not enabled, so its pods are not attached to Linkerd-CNI, whatever the namespace says; did you mean enabled?",
+        "the namespace is meshed (linkerd.io/inject: enabled) but has no linkerd.io/multus annotation, so its pods are attached to Linkerd-CNI only where their own template says linkerd.io/multus: enabled; annotate the namespace linkerd.io/multus=enabled to attach Linkerd-CNI",
+    ] {
+        assert!(
+            run.output.contains(message),
+            "{message} not in:\n{}",
+            run.output
+        );
+    }
+    assert!(
+        !pkg.read("apps/web.yaml")
+            .contains("k8s.v1.cni.cncf.io/networks"),
+        "{}",
+        pkg.read("apps/web.yaml")
+    );
+
+    pkg.write(
+        "validation.yaml",
+        "apiVersion: multus.linkerd.io/v1alpha1\nkind: Validation\nmetadata:\n  name: validation\n  annotations:\n    config.kubernetes.io/local-config: \"true\"\nspec:\n  namespaceIsolation: false\n",
+    );
+    pkg.add_validators(&[(bin(), Some("validation.yaml"))]);
+    let before = pkg.snapshot();
+    let run = render_all(&pkg);
+    assert!(!run.ok, "the validator passed:\n{}", run.output);
+    assert!(
+        run.output.contains("\"enable\" is neither enabled nor disabled: linkerd-multus and its webhook treat the pod template as not enabled"),
+        "{}",
+        run.output
+    );
+    assert_same_files(&before, &pkg.snapshot(), "a render the validator failed");
+}

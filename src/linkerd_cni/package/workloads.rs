@@ -4,7 +4,9 @@
 use std::collections::{BTreeMap, HashSet};
 
 use super::{Renderer, namespace_of};
-use crate::k8s::namespace::{Namespace, Source};
+use crate::k8s::namespace::{
+    INJECT_ANNOTATION, Lookup, MULTUS_ANNOTATION, MULTUS_VALUES, Namespace, Source, multus_hint,
+};
 use crate::k8s::workload::{self, WorkloadKind, WorkloadKinds};
 use crate::krm::results::Severity;
 use crate::linkerd_cni::attach::{self, WorkloadError, WorkloadOutcome};
@@ -43,6 +45,34 @@ struct Gathered {
     range_reported: HashSet<String>,
     /// Whether a control-plane workload is in the input.
     control_plane_seen: bool,
+}
+
+/// A pod template's own `linkerd.io/multus` and `linkerd.io/inject`, read
+/// before the rules change it; an empty value counts as unset, as the rules
+/// read it.
+#[derive(Default)]
+struct OwnAnnotations {
+    multus: Option<String>,
+    inject: Option<String>,
+}
+
+impl OwnAnnotations {
+    fn read(item: &Node, kind: &WorkloadKind) -> Self {
+        let Ok(Some(template)) = kind.pod_template(item) else {
+            return Self::default();
+        };
+        let annotations = workload::template_annotations(template);
+        let get = |key| {
+            annotations
+                .and_then(|a| a.get_text(key))
+                .filter(|v| !v.is_empty())
+                .map(str::to_string)
+        };
+        OwnAnnotations {
+            multus: get(MULTUS_ANNOTATION),
+            inject: get(INJECT_ANNOTATION),
+        }
+    }
 }
 
 impl Renderer<'_> {
@@ -101,6 +131,7 @@ impl Renderer<'_> {
         let ns = ns_name.and_then(|n| namespaces.get(n));
         let own_ns = ns_name.map(str::to_string);
         let ns_annotations = ns.map(|n| &n.annotations);
+        let own = OwnAnnotations::read(item, kind);
         let outcome = attach::workload(item, kind, settings, pod_ns, &ns_annotations, || {
             can_attach(&own_ns)
         });
@@ -108,6 +139,7 @@ impl Renderer<'_> {
             Ok(WorkloadOutcome::NoTemplate) => return,
             Ok(WorkloadOutcome::Held(decision)) => {
                 self.unknown_namespace(i, ns.is_none(), ns_name);
+                self.workload_multus(i, kind, &own, ns, ns_name, decision.attach);
                 gathered.control_plane_seen |= decision.control_plane;
                 // Left as it is; the missing NAD config is reported once, as an error.
                 gathered.needs.entry(own_ns).or_default().managed = true;
@@ -122,6 +154,7 @@ impl Renderer<'_> {
             }
         };
         self.unknown_namespace(i, ns.is_none(), ns_name);
+        self.workload_multus(i, kind, &own, ns, ns_name, decision.attach);
         gathered.control_plane_seen |= decision.control_plane;
         if let Some(problem) = &decision.range_problem
             && gathered.range_reported.insert(pod_ns.to_string())
@@ -158,6 +191,80 @@ impl Renderer<'_> {
                 need.user_refs.push(i);
             }
         }
+    }
+
+    /// Reports on workload `i` a `linkerd.io/multus` value on its pod template
+    /// that is neither `enabled` nor `disabled` (a warning that fails `diff`),
+    /// and a meshed pod template the rules do not attach only because no
+    /// `linkerd.io/multus` is set (an info: how to enable it). A meshed
+    /// Namespace of the input without the annotation says so itself: its
+    /// workloads that are meshed only through it are not reported again.
+    fn workload_multus(
+        &mut self,
+        i: usize,
+        kind: &WorkloadKind,
+        own: &OwnAnnotations,
+        ns: Option<&Namespace>,
+        ns_name: Option<&str>,
+        attached: bool,
+    ) {
+        let pod = kind.field("").is_empty();
+        if let Some(v) = own.multus.as_deref().filter(|v| !MULTUS_VALUES.contains(v)) {
+            let field = kind.field(&format!("metadata.annotations.{MULTUS_ANNOTATION}"));
+            let whose = if pod {
+                "the pod is treated as not enabled, so it is"
+            } else {
+                "the pod template is treated as not enabled, so its pods are"
+            };
+            let message = format!(
+                "{field} is {v:?}, neither enabled nor disabled: {whose} not attached to Linkerd-CNI, whatever the namespace says; {}",
+                multus_hint(v)
+            );
+            let result = self.report(i, Severity::Warning, message);
+            result.field = Some(field);
+            result.fails_diff = true;
+            return;
+        }
+        if attached || own.multus.is_some() {
+            return;
+        }
+        let ns_annotations = ns.map(|n| &n.annotations);
+        if ns_annotations.lookup(MULTUS_ANNOTATION).is_some() {
+            return;
+        }
+        let (inject, from_namespace) = match own.inject.as_deref() {
+            Some(v) => (v, false),
+            None => match ns_annotations.lookup(INJECT_ANNOTATION) {
+                Some(v) => (v, true),
+                None => return,
+            },
+        };
+        if !matches!(inject, "enabled" | "ingress")
+            || (from_namespace && matches!(ns.map(|n| &n.source), Some(Source::Input(_))))
+        {
+            return;
+        }
+        let (what, who) = if pod {
+            ("the pod", "it is")
+        } else {
+            ("the pod template", "its pods are")
+        };
+        let meshed = format!("({INJECT_ANNOTATION}: {inject})");
+        let message = match (from_namespace, ns_name) {
+            (true, Some(n)) => format!(
+                "its namespace {n} is meshed {meshed} but neither it nor {what} has {MULTUS_ANNOTATION}: enabled"
+            ),
+            (_, Some(n)) => format!(
+                "{what} is meshed {meshed} but neither it nor its namespace {n} has {MULTUS_ANNOTATION}: enabled"
+            ),
+            (_, None) => {
+                format!("{what} is meshed {meshed} but has no {MULTUS_ANNOTATION}: enabled")
+            }
+        };
+        let message = format!(
+            "{message}, so {who} not attached to Linkerd-CNI; annotate the namespace {MULTUS_ANNOTATION}=enabled to attach Linkerd-CNI"
+        );
+        self.report(i, Severity::Info, message).field = Some(kind.field("metadata.annotations"));
     }
 
     /// Counts the changes to workload `i` and reports them in one info result;
