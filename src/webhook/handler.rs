@@ -210,12 +210,13 @@ impl Admission {
     /// for this pass only.
     fn pass(&self, request: &Request<'_>, learnt: &Learnt) -> Pass {
         let namespaces = self.cache.view();
-        let known = namespaces.get(&request.namespace).is_some();
+        let cached = namespaces.get(&request.namespace);
+        let known = cached.is_some();
         let namespace: &dyn Lookup = match &learnt.namespace {
             Some(live) => live,
             // The rules do not read the namespace of what they do not act on.
             None if !admission::acts_on(request) => &NO_ANNOTATIONS,
-            None => match namespaces.get(&request.namespace) {
+            None => match cached {
                 Some(cached) if self.cache.vouches(self.max_watch_outage) => cached,
                 None if self.cache.watching() && learnt.waited_namespace => {
                     return Pass::NoNamespace;

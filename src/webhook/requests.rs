@@ -154,18 +154,9 @@ pub(super) async fn route<H: Handler>(
     response
 }
 
+/// Reads the body and answers it; a request answered without its body read
+/// ends at once, its reading with it (when the `InFlight` is dropped).
 async fn read_and_handle<H: Handler>(
-    request: Request<Incoming>,
-    in_flight: &mut InFlight,
-    server: &Requests<H>,
-) -> Answer {
-    let answer = read_and_handle_body(request, in_flight, server).await;
-    // Answered without its body read: never stalled.
-    in_flight.read();
-    answer
-}
-
-async fn read_and_handle_body<H: Handler>(
     request: Request<Incoming>,
     in_flight: &mut InFlight,
     server: &Requests<H>,
