@@ -197,7 +197,7 @@ mod tests {
             format!("mirror.example/linkerd/multus:0.1.0@sha256:{SHA}"),
             "localhost/linkerd-multus:dev".into(),
             "localhost:5000/a__b/c-d--e.f_g:1.0-rc_1".into(),
-            "linkerd-multus:v1".into(),
+            "multus:v1".into(),
             "Registry.Example.COM/x:y".into(),
             "[fd00::1]:5000/x:y".into(),
             "10.0.0.1:5000/x:y".into(),
