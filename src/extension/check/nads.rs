@@ -12,7 +12,9 @@ use super::snapshot::{Meta, Nad};
 use super::wait::{Pass, Retry};
 use super::{NADS, capped};
 use crate::linkerd_cni::cluster;
+use crate::linkerd_cni::cni_config::PLUGIN_TYPE;
 use crate::linkerd_cni::settings::Settings;
+use crate::multus::cni_config::plugin_types;
 use crate::multus::nad::Maker;
 
 /// The namespaces (by name, sorted) that need the NAD and have none. Those
@@ -28,6 +30,35 @@ pub fn missing(
         .filter(|n| cluster::needs_nad(&n.name, &n.annotations, settings))
         .filter(|n| !nads.contains_key(&n.name))
         .map(|n| n.name.clone())
+        .collect()
+}
+
+/// The namespaces that need the NAD and whose NAD of that name is another
+/// network: not made by linkerd-multus, and with a config that runs no
+/// Linkerd-CNI plugin. Each with what it runs. A NAD without `spec.config`
+/// (Multus then reads the node's file of that name) is not judged.
+pub fn taken(
+    namespaces: &[Meta],
+    nads: &BTreeMap<String, Nad>,
+    settings: &Settings,
+) -> Vec<(String, String)> {
+    namespaces
+        .iter()
+        .filter(|n| n.deletion_timestamp.is_none())
+        .filter(|n| cluster::needs_nad(&n.name, &n.annotations, settings))
+        .filter_map(|n| {
+            let nad = nads.get(&n.name)?;
+            if nad.maker != Maker::Other {
+                return None;
+            }
+            let runs = match plugin_types(nad.config.as_deref()?) {
+                Some(types) if types.iter().any(|t| t == PLUGIN_TYPE) => return None,
+                Some(types) if types.is_empty() => "no CNI plugin".to_string(),
+                Some(types) => types.join(", then "),
+                None => "no valid CNI configuration".to_string(),
+            };
+            Some((n.name.clone(), runs))
+        })
         .collect()
 }
 
@@ -87,7 +118,36 @@ pub fn check(
         ),
     };
     pass.add(NADS, check, retry);
+    taken_check(installed, namespaces, nads, pass);
     stale_check(installed, nads, config, pass);
+}
+
+/// The check that no namespace's NAD of the name is someone else's network.
+fn taken_check(
+    installed: &Installed,
+    namespaces: &[Meta],
+    nads: &BTreeMap<String, Nad>,
+    pass: &mut Pass,
+) {
+    let name = &installed.settings.nad_name;
+    let description = format!("no namespace's {name} NAD is another network");
+    let taken: Vec<String> = taken(namespaces, nads, &installed.settings)
+        .into_iter()
+        .map(|(n, runs)| format!("{n}/{name} runs {runs}"))
+        .collect();
+    let check = if taken.is_empty() {
+        Check::success(description)
+    } else {
+        Check::error(
+            description,
+            format!(
+                "NetworkAttachmentDefinitions of someone else's, not Linkerd-CNI: {}; the meshed pods of these namespaces join that network instead of Linkerd-CNI",
+                capped(&taken)
+            ),
+            "rename that network (and the pods that select it), or give linkerd-multus another NAD name: the webhook's --nad-name and the render's nadName; if it is meant to be Linkerd-CNI's, label it app.kubernetes.io/managed-by: linkerd-multus and render it from Git",
+        )
+    };
+    pass.add(NADS, check, Retry::No);
 }
 
 /// The check of the NADs' configs.
@@ -185,6 +245,52 @@ mod tests {
         assert_eq!(
             missing(&namespaces, &nads, &Settings::default()),
             ["a", "linkerd"]
+        );
+    }
+
+    #[test]
+    fn taken_nads_are_other_networks_in_namespaces_that_need_the_nad() {
+        let macvlan = r#"{"cniVersion": "0.3.1", "type": "macvlan"}"#;
+        let namespaces = [
+            ns("mac", Some("enabled"), false),
+            ns("chained", Some("enabled"), false),
+            ns("ours", Some("enabled"), false),
+            ns("unneeded", None, false),
+            ns("leaving", Some("enabled"), true),
+            ns("broken", Some("enabled"), false),
+            ns("file", Some("enabled"), false),
+        ];
+        let nads: BTreeMap<String, Nad> = [
+            ("mac".to_string(), nad(Maker::Other, macvlan)),
+            (
+                "chained".to_string(),
+                nad(
+                    Maker::Other,
+                    r#"{"plugins": [{"type": "bridge"}, {"type": "linkerd-cni"}]}"#,
+                ),
+            ),
+            ("ours".to_string(), nad(Maker::Controller, macvlan)),
+            ("unneeded".to_string(), nad(Maker::Other, macvlan)),
+            ("leaving".to_string(), nad(Maker::Other, macvlan)),
+            ("broken".to_string(), nad(Maker::Other, "{")),
+            (
+                "file".to_string(),
+                Nad {
+                    maker: Maker::Other,
+                    config: None,
+                },
+            ),
+        ]
+        .into();
+        assert_eq!(
+            taken(&namespaces, &nads, &Settings::default()),
+            [
+                ("mac".to_string(), "macvlan".to_string()),
+                (
+                    "broken".to_string(),
+                    "no valid CNI configuration".to_string()
+                ),
+            ]
         );
     }
 
