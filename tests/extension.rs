@@ -12,6 +12,8 @@ use crate::common;
 mod check;
 /// The installed extension `check` runs against.
 pub(crate) mod check_harness;
+/// Why `check` fails: a Deployment not ready, said from its objects; an API error, once.
+mod check_why;
 mod install;
 mod lifecycle;
 /// `install` for OpenShift: a mirror's image, its namespaces kept away from the webhook.

@@ -84,6 +84,63 @@ impl Target {
     }
 }
 
+/// An error of a call to the API server as `check`, `install` and
+/// `uninstall` print it: the API server's message once, with its reason and
+/// code (`namespaces is forbidden: User "x" cannot list ... (Forbidden,
+/// 403)`), not kube's `Display`, which repeats the message in a debug dump of
+/// the whole Status. Any other error reads as `{:#}` prints a chain, each
+/// cause after a colon, a cause left out when the text before already says it.
+pub fn error_text(error: &(dyn std::error::Error + 'static)) -> String {
+    chain_text(std::iter::successors(Some(error), |e| e.source()))
+}
+
+/// An `anyhow` chain as [`error_text`] prints it: its contexts, then the cause.
+pub fn anyhow_text(error: &anyhow::Error) -> String {
+    chain_text(
+        error
+            .chain()
+            .map(|e| e as &(dyn std::error::Error + 'static)),
+    )
+}
+
+/// The API server's answer, once: `message (Reason, code)`.
+pub fn status_text(status: &kube::core::Status) -> String {
+    let message = status.message.trim();
+    let message = match message.is_empty() {
+        true => "the API server refused the request",
+        false => message,
+    };
+    match (status.reason.is_empty(), status.code) {
+        (true, 0) => message.to_string(),
+        (true, code) => format!("{message} ({code})"),
+        (false, 0) => format!("{message} ({})", status.reason),
+        (false, code) => format!("{message} ({}, {code})", status.reason),
+    }
+}
+
+fn chain_text<'a>(chain: impl Iterator<Item = &'a (dyn std::error::Error + 'static)>) -> String {
+    let mut text = String::new();
+    for error in chain {
+        let part = match error.downcast_ref::<kube::Error>() {
+            Some(kube::Error::Api(status)) => status_text(status),
+            _ => error.to_string(),
+        };
+        if !text.contains(&part) {
+            if !text.is_empty() {
+                text.push_str(": ");
+            }
+            text.push_str(&part);
+        }
+        if matches!(
+            error.downcast_ref::<kube::Error>(),
+            Some(kube::Error::Api(_))
+        ) {
+            break;
+        }
+    }
+    text
+}
+
 /// `--api-addr` as a URL: `host:port` gets `scheme`.
 fn url(addr: &str, scheme: &str) -> anyhow::Result<hyper::Uri> {
     let text = if addr.contains("://") {
@@ -109,5 +166,66 @@ mod tests {
             assert_eq!(url(addr, scheme).unwrap().to_string(), want, "{addr}");
         }
         assert!(url("a b:1", "https").is_err());
+    }
+
+    fn forbidden() -> kube::Error {
+        let status: kube::core::Status = serde_json::from_value(serde_json::json!({
+            "status": "Failure",
+            "message": "namespaces is forbidden: User \"nobody\" cannot list resource \"namespaces\" in API group \"\" at the cluster scope",
+            "reason": "Forbidden",
+            "details": {"kind": "namespaces"},
+            "code": 403
+        }))
+        .unwrap();
+        kube::Error::Api(Box::new(status))
+    }
+
+    #[test]
+    fn an_api_error_is_the_api_server_s_message_once() {
+        let message = "namespaces is forbidden: User \"nobody\" cannot list resource \"namespaces\" in API group \"\" at the cluster scope";
+        let want = format!("{message} (Forbidden, 403)");
+        assert_eq!(error_text(&forbidden()), want);
+        let chained = Err::<(), _>(forbidden())
+            .context("listing Namespaces")
+            .context("reading the cluster")
+            .unwrap_err();
+        assert_eq!(
+            anyhow_text(&chained),
+            format!("reading the cluster: listing Namespaces: {want}")
+        );
+        let kube_s_own = format!("{chained:#}");
+        assert_eq!(
+            kube_s_own.matches("at the cluster scope").count(),
+            3,
+            "{kube_s_own}"
+        );
+        for (status, want) in [
+            (
+                kube::core::Status::failure("gone", "").with_code(410),
+                "gone (410)",
+            ),
+            (
+                kube::core::Status::failure("", "NotFound"),
+                "the API server refused the request (NotFound)",
+            ),
+            (kube::core::Status::failure("m", ""), "m"),
+        ] {
+            assert_eq!(status_text(&status), want);
+        }
+    }
+
+    #[test]
+    fn other_errors_read_as_their_chain_each_cause_once() {
+        #[derive(Debug, thiserror::Error)]
+        #[error("client error (Connect)")]
+        struct Outer(#[source] std::io::Error);
+        let e = kube::Error::Service(Box::new(Outer(std::io::Error::new(
+            std::io::ErrorKind::ConnectionRefused,
+            "Connection refused (os error 111)",
+        ))));
+        assert_eq!(
+            error_text(&e),
+            "ServiceError: client error (Connect): Connection refused (os error 111)"
+        );
     }
 }

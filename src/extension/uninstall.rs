@@ -22,7 +22,7 @@ use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{ApiResource, DynamicObject, GroupVersionKind, ListParams};
 use kube::{Api, ResourceExt};
 
-use super::client::Target;
+use super::client::{Target, anyhow_text};
 use super::install::{certificates, options::Options, packages};
 use super::ownership::{self, MARK, MARK_VALUE};
 use super::{EXTENSION_LABEL, NAME};
@@ -55,7 +55,8 @@ const ORDER: &[&str] = &[
 pub enum Error {
     /// The cluster could not be read.
     #[error(
-        "reading the cluster for linkerd-multus's objects: {0:#}; pass --kubeconfig or --context for the cluster it is installed in"
+        "reading the cluster for linkerd-multus's objects: {}; pass --kubeconfig or --context for the cluster it is installed in",
+        anyhow_text(.0)
     )]
     Cluster(anyhow::Error),
 }

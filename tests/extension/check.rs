@@ -13,7 +13,7 @@ use crate::common::bin;
 use crate::common::https::Ca;
 
 /// Runs `check` against the installed extension's API server.
-fn check(installed: &Installed, args: &[&str]) -> Output {
+pub(super) fn check(installed: &Installed, args: &[&str]) -> Output {
     Command::new(bin())
         .arg("check")
         .arg("--kubeconfig")
@@ -25,16 +25,16 @@ fn check(installed: &Installed, args: &[&str]) -> Output {
 
 /// A check as `linkerd check` reads it from the JSON.
 #[derive(Debug, Clone, PartialEq)]
-struct Seen {
-    category: String,
-    description: String,
-    result: String,
-    error: String,
-    hint: String,
+pub(super) struct Seen {
+    pub category: String,
+    pub description: String,
+    pub result: String,
+    pub error: String,
+    pub hint: String,
 }
 
 /// The JSON as `linkerd check` reads an extension's: `success` and every check.
-fn read_json(stdout: &[u8]) -> (bool, Vec<Seen>) {
+pub(super) fn read_json(stdout: &[u8]) -> (bool, Vec<Seen>) {
     let json: Value = serde_json::from_slice(stdout)
         .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(stdout)));
     let text = |v: &Value| v.as_str().unwrap_or_default().to_string();
@@ -55,7 +55,7 @@ fn read_json(stdout: &[u8]) -> (bool, Vec<Seen>) {
 
 /// Runs `check` with `args` in JSON and in table form: the exit code (the
 /// same for both), the checks that did not pass, and the table.
-fn failures(installed: &Installed, args: &[&str]) -> (i32, Vec<Seen>, String) {
+pub(super) fn failures(installed: &Installed, args: &[&str]) -> (i32, Vec<Seen>, String) {
     let json = check(installed, &[args, &["-o", "json"]].concat());
     let (success, seen) = read_json(&json.stdout);
     let code = json.status.code().unwrap();

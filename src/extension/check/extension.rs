@@ -8,6 +8,7 @@ use k8s_openapi::api::admissionregistration::v1::MutatingWebhookConfiguration;
 use k8s_openapi::api::apps::v1::Deployment;
 use kube::{Api, Client};
 
+use super::deployment;
 use super::report::Check;
 use super::snapshot::{Meta, ReadError, get_opt};
 use super::wait::{Pass, Retry};
@@ -95,17 +96,20 @@ pub async fn namespace_and_deployment(
             let args = webhook_args(&deployment);
             (installed.settings, installed.manage_nads) =
                 settings_from_args(&args, installed.settings);
-            match deployment_ready(&deployment) {
+            match deployment::ready(&deployment) {
                 Ok(()) => (Check::success(&description), Retry::No),
                 Err(problem) => {
-                    let hint = format!(
-                        "see why: kubectl -n {ns} describe deployment {WEBHOOK}; kubectl -n {ns} get pods -l app.kubernetes.io/name={WEBHOOK}",
-                        ns = installed.namespace
-                    );
-                    (
-                        Check::error(&description, format!("{at}: {problem}"), hint),
-                        Retry::Yes,
-                    )
+                    let ns = &installed.namespace;
+                    let (error, hint) = match deployment::why(client, &deployment).await {
+                        Some(why) => (format!("{at}: {problem}\n{}", why.reason), why.hint),
+                        None => (
+                            format!("{at}: {problem}"),
+                            format!(
+                                "see why: kubectl -n {ns} describe deployment {WEBHOOK}; kubectl -n {ns} get pods -l app.kubernetes.io/name={WEBHOOK}"
+                            ),
+                        ),
+                    };
+                    (Check::error(&description, error, hint), Retry::Yes)
                 }
             }
         }
@@ -159,27 +163,6 @@ pub fn extension_namespace(namespaces: &[Meta]) -> Result<String, String> {
         .min_by_key(|n| (n.deletion_timestamp.is_some(), n.name != DEFAULT_NAMESPACE))
         .map(|n| n.name.clone())
         .ok_or_else(|| format!("no Namespace is labelled {EXTENSION_LABEL}={NAME}"))
-}
-
-/// Whether the Deployment is ready: every replica it asks for ready, in its
-/// current generation.
-pub fn deployment_ready(deployment: &Deployment) -> Result<(), String> {
-    let want = deployment.spec.replicas.unwrap_or(1);
-    let status = deployment.status.clone().unwrap_or_default();
-    let ready = status.ready_replicas.unwrap_or(0);
-    let updated = status.updated_replicas.unwrap_or(0);
-    if want == 0 {
-        return Err("scaled to 0 replicas: no replica answers the API server".into());
-    }
-    if status.observed_generation < deployment.metadata.generation {
-        return Err("its latest change is not rolled out yet".into());
-    }
-    if ready < want || updated < want {
-        return Err(format!(
-            "{ready} of {want} replicas ready ({updated} up to date)"
-        ));
-    }
-    Ok(())
 }
 
 fn webhook_args(deployment: &Deployment) -> Vec<String> {
@@ -349,44 +332,6 @@ mod tests {
         ] {
             let got = extension_namespace(&namespaces);
             assert_eq!(got.as_deref().map_err(|_| ()), want);
-        }
-    }
-
-    #[test]
-    fn readiness_of_the_deployment() {
-        let d = |replicas: i32, generation: i64, status: serde_json::Value| -> Deployment {
-            serde_json::from_value(json!({
-                "metadata": {"name": "w", "generation": generation},
-                "spec": {"replicas": replicas, "selector": {}, "template": {}},
-                "status": status
-            }))
-            .unwrap()
-        };
-        let full = json!({"observedGeneration": 2, "readyReplicas": 2, "updatedReplicas": 2});
-        for (deployment, want) in [
-            (d(2, 2, full.clone()), Ok(())),
-            (
-                d(2, 3, full.clone()),
-                Err("its latest change is not rolled out yet"),
-            ),
-            (
-                d(0, 2, full),
-                Err("scaled to 0 replicas: no replica answers the API server"),
-            ),
-            (
-                d(
-                    2,
-                    1,
-                    json!({"observedGeneration": 1, "readyReplicas": 1, "updatedReplicas": 2}),
-                ),
-                Err("1 of 2 replicas ready (2 up to date)"),
-            ),
-            (
-                d(2, 1, json!({})),
-                Err("its latest change is not rolled out yet"),
-            ),
-        ] {
-            assert_eq!(deployment_ready(&deployment), want.map_err(String::from));
         }
     }
 

@@ -10,6 +10,7 @@
 
 pub mod certificate;
 pub mod cni;
+pub mod deployment;
 pub mod extension;
 pub mod nads;
 pub mod pre;
@@ -26,7 +27,7 @@ use kube::Client;
 pub use report::{Category, Check, Outcome, Report};
 use wait::{Pass, Retry};
 
-use super::client::Target;
+use super::client::{Target, anyhow_text};
 use super::install::options::Options as InstallOptions;
 
 /// The category of the extension's own objects.
@@ -80,7 +81,7 @@ pub async fn run(target: &Target, options: &Options) -> Report {
             let hint = "pass --kubeconfig, --context or --api-addr for the cluster to check";
             pass.add(
                 first,
-                Check::error(description, format!("{e:#}"), hint),
+                Check::error(description, anyhow_text(&e), hint),
                 Retry::No,
             );
             return pass.report;

@@ -15,6 +15,7 @@ use kube::core::Request;
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 
+use crate::extension::client::error_text;
 use crate::k8s::namespace::{INJECT_ANNOTATION, MULTUS_ANNOTATION};
 use crate::linkerd_cni::attach::{CONTROL_PLANE_LABEL, PROXY_UID_ANNOTATION};
 use crate::linkerd_cni::rollout::HASH_ANNOTATION;
@@ -30,8 +31,9 @@ pub const CALL_TIMEOUT: Duration = Duration::from_secs(30);
 /// A read that failed.
 #[derive(Debug, thiserror::Error)]
 pub enum ReadError {
-    /// The API server refused it, or the connection failed.
-    #[error(transparent)]
+    /// The API server refused it, or the connection failed: printed as the
+    /// API server's message, once ([`error_text`]).
+    #[error("{}", error_text(.0))]
     Api(#[from] kube::Error),
     /// No answer in time.
     #[error("no answer within {0:?}")]
