@@ -123,6 +123,7 @@ fn a_clean_install_checks_and_each_defect_is_named_alone() {
 
     nad_deleted(&installed);
     nad_edited(&installed);
+    nad_taken_by_a_network(&installed);
     certificate_near_expiry(&installed);
     service_pointing_nowhere(&mut installed);
     let (code, failing, table) = failures(&installed, &[]);
@@ -163,6 +164,41 @@ fn nad_edited(installed: &Installed) {
         "demo/linkerd-cni",
     );
     named_alone(installed, &[], want, 1);
+    check_harness::make_nad(plane, DEMO);
+}
+
+/// The NAD replaced by a user's macvlan network of the same name.
+fn nad_taken_by_a_network(installed: &Installed) {
+    let plane = installed.plane;
+    plane.kubectl(&[
+        "delete",
+        "network-attachment-definitions",
+        "linkerd-cni",
+        "-n",
+        DEMO,
+    ]);
+    plane.apply(&format!(
+        "apiVersion: k8s.cni.cncf.io/v1\nkind: NetworkAttachmentDefinition\nmetadata:\n  name: linkerd-cni\n  namespace: {DEMO}\nspec:\n  config: '{{\"cniVersion\": \"0.3.1\", \"type\": \"macvlan\", \"master\": \"eth1\"}}'\n"
+    ));
+    let want = (
+        "linkerd-multus-nads",
+        "no namespace's linkerd-cni NAD is another network",
+        "error",
+        "demo/linkerd-cni runs macvlan",
+    );
+    named_alone(installed, &[], want, 1);
+    let (_, failing, _) = failures(installed, &[]);
+    assert_eq!(
+        failing[0].error,
+        "NetworkAttachmentDefinitions of someone else's, not Linkerd-CNI: demo/linkerd-cni runs macvlan; the meshed pods of these namespaces join that network instead of Linkerd-CNI"
+    );
+    plane.kubectl(&[
+        "delete",
+        "network-attachment-definitions",
+        "linkerd-cni",
+        "-n",
+        DEMO,
+    ]);
     check_harness::make_nad(plane, DEMO);
 }
 

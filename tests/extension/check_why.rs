@@ -512,3 +512,22 @@ fn an_api_error_is_the_api_server_s_message_once() {
         )
     );
 }
+
+#[test]
+fn install_prints_an_api_error_once() {
+    let installed = installed();
+    let out = std::process::Command::new(crate::common::bin())
+        .arg("install")
+        .arg("--kubeconfig")
+        .arg(&installed.kubeconfig)
+        .arg("--as=nobody")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert_eq!(out.stdout, b"", "nothing to apply");
+    assert_eq!(
+        stderr,
+        "error: reading the cluster for the extension's namespace and the webhook's certificates: reading the Namespace linkerd-multus: namespaces \"linkerd-multus\" is forbidden: User \"nobody\" cannot get resource \"namespaces\" in API group \"\" in the namespace \"linkerd-multus\" (Forbidden, 403); pass --ignore-cluster to render without reading it (or --kubeconfig, --context for the cluster)\n"
+    );
+}

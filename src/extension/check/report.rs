@@ -184,7 +184,7 @@ mod tests {
                     Check::warning(
                         "the serving certificate is valid for 60 days or more",
                         "linkerd-multus/linkerd-multus-webhook-tls expires in 12 days",
-                        "run linkerd multus install | kubectl apply -f -",
+                        "run linkerd multus install | kubectl apply --server-side --field-manager=linkerd-multus-install -f -",
                     ),
                 ],
             }],
@@ -199,7 +199,7 @@ mod tests {
             "linkerd-multus\n--------------\n√ linkerd-multus Namespace exists\n\
              ‼ the serving certificate is valid for 60 days or more\n\
              \x20   linkerd-multus/linkerd-multus-webhook-tls expires in 12 days\n\
-             \x20   hint: run linkerd multus install | kubectl apply -f -\n\n\
+             \x20   hint: run linkerd multus install | kubectl apply --server-side --field-manager=linkerd-multus-install -f -\n\n\
              Status check results are √\n"
         );
         assert_eq!(r.code(), 0);
@@ -260,7 +260,7 @@ mod tests {
                         {"description": "linkerd-multus Namespace exists", "result": "success"},
                         {
                             "description": "the serving certificate is valid for 60 days or more",
-                            "hint": "run linkerd multus install | kubectl apply -f -",
+                            "hint": "run linkerd multus install | kubectl apply --server-side --field-manager=linkerd-multus-install -f -",
                             "error": "linkerd-multus/linkerd-multus-webhook-tls expires in 12 days",
                             "result": "warning"
                         }

@@ -1,5 +1,5 @@
 //! `linkerd multus install`: the cluster side from one configuration
-//! ([`options`]), printed for `kubectl apply -f -`. What it prints is the kpt
+//! ([`options`]), printed for `kubectl apply --server-side -f -`. What it prints is the kpt
 //! packages' objects ([`packages`]) with their setters applied
 //! ([`setters`]), and the webhook's certificates ([`certificates`]): made
 //! here, or kept from the cluster ([`cluster`]) when `install` made them, or
@@ -34,7 +34,8 @@ pub enum Error {
     Options(#[from] options::OptionsError),
     /// The cluster could not be read for the namespace or the certificates.
     #[error(
-        "reading the cluster for the extension's namespace and the webhook's certificates: {0:#}; pass --ignore-cluster to render without reading it (or --kubeconfig, --context for the cluster)"
+        "reading the cluster for the extension's namespace and the webhook's certificates: {}; pass --ignore-cluster to render without reading it (or --kubeconfig, --context for the cluster)",
+        crate::extension::client::anyhow_text(.0)
     )]
     Cluster(anyhow::Error),
     /// The namespace exists and is not the extension's.
@@ -64,7 +65,7 @@ pub enum Error {
 /// What `install` prints: the YAML, and notes for stderr.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Installed {
-    /// The objects, for `kubectl apply -f -`.
+    /// The objects, for `kubectl apply --server-side -f -`.
     pub yaml: String,
     /// What became of the namespace and the certificates, and warnings.
     pub notes: Vec<String>,
