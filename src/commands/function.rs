@@ -4,9 +4,9 @@
 pub use crate::commands::outcome::Outcome;
 
 use crate::commands::outcome::Error;
-use crate::k8s::resource::resource_ref;
+use crate::k8s::resource::{annotation, resource_ref};
 use crate::krm::resource_list::{self, ResourceList, ResourceListError};
-use crate::krm::results::{FnResult, Severity};
+use crate::krm::results::{self, FnResult, Severity};
 use crate::pipeline::{self, settings};
 use crate::yaml::Node;
 
@@ -37,6 +37,32 @@ fn outcome(parsed: Result<ResourceList, ResourceListError>, kept: &mut Option<No
         .unwrap_or_else(|e| Outcome::failed(&e, false))
 }
 
+/// The annotations that tell kustomize how to run a function, the current
+/// one and the older one.
+const FUNCTION_ANNOTATIONS: [&str; 2] = ["config.kubernetes.io/function", "config.k8s.io/function"];
+
+/// What the function says when kustomize runs it without resources.
+const KUSTOMIZE_NO_RESOURCES: &str = "kustomize gave the function no resources, as it gives a generator: list its file (the settings object annotated config.kubernetes.io/function) under transformers: in the kustomization, not under generators:; a transformer renders the resources listed under resources:";
+
+/// The results of a run refused before rendering: `errors`, after a summary
+/// that says nothing changed.
+fn refused(errors: Vec<FnResult>) -> Vec<FnResult> {
+    let summary = format!("linkerd-multus: no changes; {}", results::problems(&errors));
+    let mut results = vec![FnResult::new(Severity::Info, summary)];
+    results.extend(errors);
+    results
+}
+
+/// Whether the functionConfig says how kustomize runs the function (the
+/// `config.kubernetes.io/function` annotation): kustomize reads it, kpt does not.
+fn is_kustomize_function(function_config: Option<&Node>) -> bool {
+    function_config.is_some_and(|config| {
+        FUNCTION_ANNOTATIONS
+            .iter()
+            .any(|key| annotation(config, key).is_some())
+    })
+}
+
 /// Renders a parsed ResourceList; the tree it printed goes into `kept`.
 fn render(mut list: ResourceList, kept: &mut Option<Node>) -> Result<Outcome, Error> {
     let mut sources = settings::Sources::new(settings::Takes::Any);
@@ -44,21 +70,29 @@ fn render(mut list: ResourceList, kept: &mut Option<Node>) -> Result<Outcome, Er
         sources.given = settings::Given::FunctionConfig(config);
     }
     let results = match settings::resolve(sources) {
+        // kpt made the functionConfig of the arguments: the message names them.
+        Err(e @ settings::Error::Arguments { .. }) => {
+            refused(vec![FnResult::new(Severity::Error, e.to_string())])
+        }
         Err(e) => {
             let mut error = FnResult::new(Severity::Error, e.to_string()).field("functionConfig");
             error.resource = list
                 .function_config
                 .as_ref()
                 .and_then(|c| resource_ref(c).ok());
-            vec![
-                FnResult::new(
-                    Severity::Info,
-                    "linkerd-multus: no changes; 1 error, 0 warnings",
-                ),
-                error,
-            ]
+            refused(vec![error])
         }
-        Ok(config) => pipeline::render(&mut list.items, &config)?,
+        Ok(config) => {
+            let to_apply = settings::settings_to_apply(settings::Takes::Any, &list.items);
+            if !to_apply.is_empty() {
+                refused(to_apply)
+            } else if list.items.is_empty() && is_kustomize_function(list.function_config.as_ref())
+            {
+                refused(vec![FnResult::new(Severity::Error, KUSTOMIZE_NO_RESOURCES)])
+            } else {
+                pipeline::render(&mut list.items, &config)?
+            }
+        }
     };
     let errors: Vec<_> = results
         .iter()
