@@ -42,7 +42,7 @@ fn outcome(parsed: Result<ResourceList, ResourceListError>, kept: &mut Option<No
 const FUNCTION_ANNOTATIONS: [&str; 2] = ["config.kubernetes.io/function", "config.k8s.io/function"];
 
 /// What the function says when kustomize runs it without resources.
-const KUSTOMIZE_NO_RESOURCES: &str = "kustomize gave the function no resources, as it gives a generator: list its file (the settings object annotated config.kubernetes.io/function) under transformers: in the kustomization, not under generators:; a transformer renders the resources listed under resources:";
+const KUSTOMIZE_NO_RESOURCES: &str = "kustomize gave the function no resources, as it gives a generator: list its settings file (annotated config.kubernetes.io/function) under transformers: in the kustomization, not under generators:; a transformer renders the resources listed under resources:";
 
 /// The results of a run refused before rendering: `errors`, after a summary
 /// that says nothing changed.
@@ -53,14 +53,23 @@ fn refused(errors: Vec<FnResult>) -> Vec<FnResult> {
     results
 }
 
-/// Whether the functionConfig says how kustomize runs the function (the
-/// `config.kubernetes.io/function` annotation): kustomize reads it, kpt does not.
-fn is_kustomize_function(function_config: Option<&Node>) -> bool {
-    function_config.is_some_and(|config| {
-        FUNCTION_ANNOTATIONS
-            .iter()
-            .any(|key| annotation(config, key).is_some())
-    })
+/// Whether kustomize runs the function as a generator: the functionConfig
+/// says how kustomize runs it (the `config.kubernetes.io/function`
+/// annotation, which kpt does not read), and the only item is the
+/// functionConfig itself (kustomize gives a generator its own config, marked
+/// local-config) or there is none.
+fn is_kustomize_generator(list: &ResourceList) -> bool {
+    let Some(config) = &list.function_config else {
+        return false;
+    };
+    let is_config = |item: &Node| match (resource_ref(item), resource_ref(config)) {
+        (Ok(item), Ok(config)) => item == config,
+        _ => false,
+    };
+    FUNCTION_ANNOTATIONS
+        .iter()
+        .any(|key| annotation(config, key).is_some())
+        && list.items.iter().all(is_config)
 }
 
 /// Renders a parsed ResourceList; the tree it printed goes into `kept`.
@@ -86,8 +95,7 @@ fn render(mut list: ResourceList, kept: &mut Option<Node>) -> Result<Outcome, Er
             let to_apply = settings::settings_to_apply(settings::Takes::Any, &list.items);
             if !to_apply.is_empty() {
                 refused(to_apply)
-            } else if list.items.is_empty() && is_kustomize_function(list.function_config.as_ref())
-            {
+            } else if is_kustomize_generator(&list) {
                 refused(vec![FnResult::new(Severity::Error, KUSTOMIZE_NO_RESOURCES)])
             } else {
                 pipeline::render(&mut list.items, &config)?

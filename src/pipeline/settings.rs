@@ -437,7 +437,7 @@ pub fn settings_to_apply(takes: Takes, items: &[Node]) -> Vec<FnResult> {
                     if RULE_SET_KINDS.contains(&kind) && !takes.among_inputs().contains(&kind) =>
                 {
                     format!(
-                        "linkerd-multus settings, not an object to apply: no API server serves {API_VERSION}, so an apply of the output fails on it; mark it config.kubernetes.io/local-config: \"true\", and in a kustomization list its file under transformers:, not resources: (under resources: alone, the function does not run)"
+                        "linkerd-multus settings, not an object to apply: no API server serves {API_VERSION}, so an apply fails on it; list its file under transformers: in a kustomization, not under resources: (there kustomize copies it to the output and never runs the function), or mark it config.kubernetes.io/local-config: \"true\""
                     )
                 }
                 _ => continue,
