@@ -285,7 +285,9 @@ fn repository_package_renders_the_kpt_example() {
 /// makes a ConfigMap named `function-input` of the arguments, which messages named before.
 #[test]
 fn settings_mistakes_name_what_the_user_wrote() {
-    let cases: [(&[&str], &dyn Fn(&Package), &str); 4] = [
+    /// The arguments after the package, the edit before the run, what kpt must print.
+    type Case<'a> = (&'a [&'a str], &'a dyn Fn(&Package), &'a str);
+    let cases: [Case; 4] = [
         (
             &[
                 "--",
