@@ -205,10 +205,10 @@ fn generate_renders_the_application() {
     assert_eq!(
         kinds(&docs),
         [
-            "CronJob",
-            "Deployment",
             "Namespace",
-            "NetworkAttachmentDefinition"
+            "NetworkAttachmentDefinition",
+            "CronJob",
+            "Deployment"
         ],
         "{}",
         out.stdout
@@ -219,7 +219,10 @@ fn generate_renders_the_application() {
         .unwrap();
     assert_eq!(template_networks(web), Some("storage@net1,linkerd-cni"));
     // The Application's parameter reached the renderer.
-    let nad = docs.last().unwrap();
+    let nad = docs
+        .iter()
+        .find(|d| d.str_at(&["kind"]) == Some("NetworkAttachmentDefinition"))
+        .unwrap();
     assert!(
         nad.str_at(&["spec", "config"])
             .unwrap()

@@ -1,8 +1,9 @@
 //! The Linkerd extension (`linkerd multus install | uninstall | check`), most of it
 //! against a real kube-apiserver with etcd (tests/common/kube_apiserver.rs): `install`
 //! gives the same objects as the kpt packages set alike and names what it refuses; the
-//! cluster side applies, installs again without a change, and `uninstall` gives what
-//! `kubectl delete -f -` needs and nothing else; `check` on an installed extension is
+//! cluster side applies, server-side or client-side, installs again without a change,
+//! keeps the namespaces it is told away from the webhook, and `uninstall` gives what
+//! `kubectl delete -f -` needs and nothing else, a namespace still being deleted named; `check` on an installed extension is
 //! clean, then names each defect planted alone.
 
 use crate::common;
@@ -13,3 +14,7 @@ mod check;
 pub(crate) mod check_harness;
 mod install;
 mod lifecycle;
+/// `install` for OpenShift: a mirror's image, its namespaces kept away from the webhook.
+mod openshift;
+/// Applied again client-side; uninstalled, then installed again at once.
+mod reinstall;

@@ -14,8 +14,12 @@ use common::{
 /// A run of the binary.
 type Out = common::Run;
 
+#[path = "render/apply_order.rs"]
+mod apply_order;
 #[path = "render/diff.rs"]
 mod diff;
+#[path = "render/foreign_nad.rs"]
+mod foreign_nad;
 #[path = "render/multus_values.rs"]
 mod multus_values;
 
@@ -56,15 +60,15 @@ fn renders_a_directory_to_a_stream() {
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert_eq!(out.stderr, "");
     let docs = parse_yaml_stream(&out.stdout).unwrap();
-    // Files in name order; the NAD after its Namespace; the local-config
-    // ConfigMap and the Kptfile left out.
+    // In apply order (the Namespace, its NAD, then the rest in file order); the
+    // local-config ConfigMap and the Kptfile left out.
     assert_eq!(
         kinds(&docs),
         [
-            "CronJob",
-            "Deployment",
             "Namespace",
-            "NetworkAttachmentDefinition"
+            "NetworkAttachmentDefinition",
+            "CronJob",
+            "Deployment"
         ]
     );
     assert_eq!(

@@ -73,12 +73,15 @@ enum Command {
     #[cfg(feature = "webhook")]
     Check(Box<extension::check::CheckArgs>),
     /// The Linkerd extension's install (`linkerd multus install`): prints the
-    /// cluster side, for `kubectl apply -f -`, from one configuration (these
-    /// flags, or the same settings in a --config file): the Namespace
+    /// cluster side, for `kubectl apply --server-side
+    /// --field-manager=linkerd-multus-install -f -`, from one configuration
+    /// (these flags, or the same settings in a --config file): the Namespace
     /// labelled linkerd.io/extension=multus, the webhook, optionally the NAD
     /// controller and the network-resources rules, and the webhook's
-    /// certificates (kept from the cluster while they are good).
+    /// certificates with their private key (kept from the cluster while they
+    /// are good).
     #[cfg(feature = "webhook")]
+    #[command(after_help = extension::install::INSTALL_EXAMPLES)]
     Install(Box<extension::install::InstallArgs>),
     /// The Linkerd extension's uninstall (`linkerd multus uninstall`): prints
     /// what `kubectl delete -f -` needs to remove the extension: its objects

@@ -15,6 +15,7 @@ use crate::commands::outcome::{Error, Host, Outcome};
 use crate::k8s::resource::{self, FileRef};
 use crate::k8s::workload::WorkloadKinds;
 use crate::krm::results::{FnResult, Severity, plural};
+use crate::multus::apply_order;
 use crate::pipeline::environment::{self, Environment};
 use crate::pipeline::settings::{self, Given, Sources, Takes};
 use crate::pipeline::{self, FunctionConfig};
@@ -311,6 +312,7 @@ fn run_inner(
     match options.mode {
         Mode::Stream => {
             items.retain(|i| !is_context(i) && !resource::is_local_config(i));
+            apply_order::sort(&mut items);
             if manifests.tagged {
                 items.iter_mut().for_each(|i| manifests.untag(i));
             }
@@ -328,8 +330,14 @@ fn run_inner(
             if options.mode == Mode::Check {
                 stderr.push_str(&match changed {
                     0 => format!("{} files up to date\n", files.len()),
-                    1 => "1 file is not rendered; run the render (kpt fn render) and commit the result\n".into(),
-                    n => format!("{n} files are not rendered; run the render (kpt fn render) and commit the result\n"),
+                    1 => format!(
+                        "1 file is not rendered; run the render ({}) and commit the result\n",
+                        render_command(&manifests)
+                    ),
+                    n => format!(
+                        "{n} files are not rendered; run the render ({}) and commit the result\n",
+                        render_command(&manifests)
+                    ),
                 });
             }
             Ok(Outcome {
@@ -338,6 +346,35 @@ fn run_inner(
                 code,
             })
         }
+    }
+}
+
+/// The command that renders the package: `kpt fn render`, with
+/// `--allow-exec` when its Kptfile runs a function by `exec:` (kpt refuses
+/// to run one without it).
+fn render_command(manifests: &Manifests) -> &'static str {
+    let runs_exec = manifests
+        .root
+        .as_ref()
+        .and_then(|root| std::fs::read_to_string(root.join(manifests::KPTFILE)).ok())
+        .and_then(|text| yaml::parse_document(&text).ok())
+        .is_some_and(|kptfile| {
+            ["mutators", "validators"].iter().any(|stage| {
+                kptfile
+                    .get_path(&["pipeline", stage])
+                    .and_then(Node::as_seq)
+                    .is_some_and(|functions| {
+                        functions
+                            .items
+                            .iter()
+                            .any(|f| f.get_path(&["exec"]).is_some())
+                    })
+            })
+        });
+    if runs_exec {
+        "kpt fn render --allow-exec"
+    } else {
+        "kpt fn render"
     }
 }
 

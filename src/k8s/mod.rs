@@ -1,7 +1,8 @@
 //! The Kubernetes vocabulary every layer above speaks: resources and their
-//! references, names, workload kinds and their pod templates, namespaces and
+//! references, names, container image references, workload kinds and their pod templates, namespaces and
 //! JSON Patch. It knows no rule set, nor KRM's or Multus's own objects.
 
+pub mod image;
 pub mod json_patch;
 pub mod names;
 pub mod namespace;

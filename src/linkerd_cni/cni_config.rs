@@ -17,6 +17,8 @@ pub const CONFIG_MAP_NAME: &str = "linkerd-cni-config";
 pub const NETWORK_CONFIG_KEY: &str = "cni_network_config";
 /// The ConfigMap key holding the CNI config directory on the nodes.
 pub const NET_DIR_KEY: &str = "dest_cni_net_dir";
+/// The CNI plugin type of Linkerd-CNI, in a NAD's config.
+pub const PLUGIN_TYPE: &str = "linkerd-cni";
 /// The placeholder Linkerd's installer replaces with the kubeconfig path.
 pub const KUBECONFIG_PLACEHOLDER: &str = "__KUBECONFIG_FILEPATH__";
 /// The kubeconfig file Linkerd's installer writes into the CNI config directory.

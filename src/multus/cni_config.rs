@@ -222,6 +222,25 @@ fn expect(errors: &mut Vec<CniConfigError>, field: &str, value: &Value, kind: Ki
     ok
 }
 
+/// The plugin types a CNI configuration runs, in order: its `type`, or each
+/// `plugins[].type` of a configuration list; `None` when it is not a JSON
+/// object. Types that are not strings are left out.
+pub fn plugin_types(config: &str) -> Option<Vec<String>> {
+    let Ok(Value::Object(object)) = serde_json::from_str::<Value>(config) else {
+        return None;
+    };
+    let type_of =
+        |o: &JsonMap<String, Value>| o.get("type").and_then(Value::as_str).map(str::to_string);
+    Some(match object.get("plugins") {
+        Some(Value::Array(plugins)) => plugins
+            .iter()
+            .filter_map(Value::as_object)
+            .filter_map(type_of)
+            .collect(),
+        _ => type_of(&object).into_iter().collect(),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -332,5 +351,23 @@ mod tests {
         }
         // Every problem is reported, not only the first.
         assert_eq!(check_cni_config(r#"{"type": ""}"#).len(), 2);
+    }
+
+    #[test]
+    fn plugin_types_of_configs_and_lists() {
+        let types = |t: &[&str]| Some(t.iter().map(|s| s.to_string()).collect::<Vec<_>>());
+        for (config, want) in [
+            (r#"{"type": "linkerd-cni"}"#, types(&["linkerd-cni"])),
+            (
+                r#"{"plugins": [{"type": "macvlan"}, {"type": "linkerd-cni"}]}"#,
+                types(&["macvlan", "linkerd-cni"]),
+            ),
+            (r#"{"plugins": [{"type": 7}, "x"]}"#, types(&[])),
+            (r#"{"name": "no type"}"#, types(&[])),
+            ("[]", None),
+            ("not json", None),
+        ] {
+            assert_eq!(plugin_types(config), want, "{config}");
+        }
     }
 }

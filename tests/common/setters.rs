@@ -43,13 +43,31 @@ pub fn apply_setters(text: &str, setters: &[(&str, &str)]) -> String {
             }
             continue;
         }
-        let (key, _) = before
-            .rsplit_once(' ')
-            .expect("key or `-` before the value");
+        let (key, old) = split_value(before);
+        // kpt keeps the style of the value it sets: a double-quoted one stays so.
+        let value = match old.starts_with('"') {
+            true => serde_json::to_string(&value).unwrap(),
+            false => value,
+        };
         out.push_str(&format!(
-            "{key} {value} # kpt-set: {}",
+            "{key}{value} # kpt-set: {}",
             &line[line.find("# kpt-set: ").unwrap() + "# kpt-set: ".len()..]
         ));
     }
     out
+}
+
+/// `before` (a line up to its setter comment) split into what precedes the value
+/// (indentation, `- `, `key: `) and the value, which may hold spaces of its own.
+fn split_value(before: &str) -> (&str, &str) {
+    let indent = before.len() - before.trim_start().len();
+    let rest = &before[indent..];
+    let item = if rest.starts_with("- ") { 2 } else { 0 };
+    let after_dash = &rest[item..];
+    let key = match after_dash.starts_with(['"', '\'']) {
+        true => 0,
+        false => after_dash.find(": ").map_or(0, |i| i + 2),
+    };
+    let at = indent + item + key;
+    (&before[..at], before[at..].trim_end())
 }

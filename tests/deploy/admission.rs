@@ -124,7 +124,8 @@ fn webhook_configuration_is_safe() {
 /// The webhook's matchConditions.
 fn match_conditions_skip_host_network_and_deleted_pods(w: &Yaml) {
     // Host-network pods and pods being deleted never reach it (tests/cluster.rs
-    // shows both with the webhook down).
+    // shows both with the webhook down), nor pods in the namespaces of the list
+    // setter (tests/extension/lifecycle.rs shows names and prefixes kept away).
     let conditions: Vec<(&str, &str)> = w
         .get("matchConditions")
         .expect("matchConditions")
@@ -148,9 +149,14 @@ fn match_conditions_skip_host_network_and_deleted_pods(w: &Yaml) {
                 "not-being-deleted",
                 "object == null || !has(object.metadata.deletionTimestamp)"
             ),
+            // The list setter webhook-excluded-namespaces, empty: no namespace matches.
+            ("not-excluded-namespace", EXCLUDED_NAMESPACES_EXPRESSION),
         ]
     );
 }
+
+/// The expression of `not-excluded-namespace` with the package's empty list.
+const EXCLUDED_NAMESPACES_EXPRESSION: &str = "!'[]'.replace('[', '').replace(']', '').replace(' ', '').split(',').exists(n, n.endsWith('*') ? request.namespace.startsWith(n.substring(0, n.size() - 1)) : request.namespace == n)";
 
 /// The webhook's clientConfig.
 fn called_through_the_service(pkg: &Package, w: &Yaml) {

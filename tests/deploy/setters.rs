@@ -5,7 +5,12 @@ use super::*;
 pub(crate) use crate::common::setters::apply_setters;
 
 const NEW: &str = "mesh-webhook";
-const SETTERS: [(&str, &str); 11] = [
+const SETTERS: [(&str, &str); 13] = [
+    (
+        "image",
+        "mirror.example:5000/linkerd/multus@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+    ),
+    ("webhook-excluded-namespaces", "[openshift, openshift-*]"),
     ("namespace", NEW),
     ("priority-class-name", "webhooks"),
     ("api-server-cidr", "10.0.0.0/24"),
@@ -140,6 +145,25 @@ fn other_setters_take_effect(pkg: &Package) {
     );
     assert_eq!(pkg.deployment().str_at(&["spec", "replicas"]), Some("3"));
     assert_eq!(pkg.webhook().str_at(&["failurePolicy"]), Some("Ignore"));
+    // Every container runs the image of the setter.
+    for key in ["containers", "initContainers"] {
+        for container in pkg.pod_spec().get(key).map(Yaml::seq).unwrap_or_default() {
+            assert_eq!(container.str_at(&["image"]), Some(SETTERS[0].1), "{key}");
+        }
+    }
+    let excluded = pkg
+        .webhook()
+        .get("matchConditions")
+        .unwrap()
+        .seq()
+        .iter()
+        .find(|c| c.str_at(&["name"]) == Some("not-excluded-namespace"))
+        .and_then(|c| c.str_at(&["expression"]))
+        .unwrap();
+    assert!(
+        excluded.starts_with("!'[openshift, openshift-*]'.replace("),
+        "{excluded}"
+    );
     for (flag, value) in [
         ("--linkerd-namespace", "l5d"),
         ("--manage-nads", "true"),

@@ -88,6 +88,31 @@ const CASES: &[Case] = &[
         cert_manager: false,
     },
     Case {
+        name: "OpenShift, a mirror's image, namespaces kept away from the webhook",
+        flags: &[
+            "--platform=openshift",
+            "--image=mirror.example:5000/linkerd/linkerd-multus@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+            "--webhook-excluded-namespace=legacy-apps,batch-*",
+        ],
+        setters: &[
+            (
+                "image",
+                "mirror.example:5000/linkerd/linkerd-multus@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+            ),
+            (
+                "webhook-excluded-namespaces",
+                "[openshift, openshift-*, legacy-apps, batch-*]",
+            ),
+            (
+                "metrics-namespaces",
+                "[openshift-monitoring, openshift-user-workload-monitoring]",
+            ),
+        ],
+        nad_controller: false,
+        network_resources: false,
+        cert_manager: false,
+    },
+    Case {
         name: "cert-manager, everything",
         flags: &[
             "--certs=cert-manager",
@@ -107,7 +132,9 @@ const CASES: &[Case] = &[
 ];
 
 /// The packages' defaults of every setter, as their READMEs document them.
-const DEFAULTS: [(&str, &str); 11] = [
+const DEFAULTS: [(&str, &str); 13] = [
+    ("image", "ghcr.io/linkerd-multus/linkerd-multus:v0.1.0"),
+    ("webhook-excluded-namespaces", "[]"),
     ("namespace", "linkerd-multus"),
     ("replicas", "2"),
     ("failure-policy", "Fail"),
@@ -293,6 +320,11 @@ fn bad_input_is_refused_with_what_to_do() {
         "value.yaml",
         &format!("{head}spec:\n  failurePolicy: Sometimes\n"),
     );
+    let image = file("image.yaml", &format!("{head}spec:\n  image: [a]\n"));
+    let excluded = file(
+        "excluded.yaml",
+        &format!("{head}spec:\n  webhookExcludedNamespaces: openshift-*\n"),
+    );
     let cases: Vec<(Vec<&str>, Vec<&str>)> = vec![
         (
             vec![&unknown],
@@ -350,6 +382,63 @@ fn bad_input_is_refused_with_what_to_do() {
         (
             vec!["--cni-namespace=cni", "--ignore-cluster"],
             vec!["add --manage-nads"],
+        ),
+        // A mirror's image written as a user might get it wrong.
+        (
+            vec![
+                "--image=mirror.example:5000/linkerd/multus",
+                "--ignore-cluster",
+            ],
+            vec![
+                "error: --image (image) \"mirror.example:5000/linkerd/multus\" has neither a tag nor a digest: the kubelet would pull :latest, which changes under the replicas; add the tag (:v0.1.0) or the digest (@sha256:...): write REGISTRY/PATH:TAG or REGISTRY/PATH@sha256:DIGEST, e.g. mirror.example:5000/linkerd/multus:v0.1.0 (the default is ghcr.io/linkerd-multus/linkerd-multus:v0.1.0)\n",
+            ],
+        ),
+        (
+            vec![
+                "--image=mirror.example:5000/linkerd/multus@sha256:12ab",
+                "--ignore-cluster",
+            ],
+            vec![
+                "--image (image) \"mirror.example:5000/linkerd/multus@sha256:12ab\" has a digest \"sha256:12ab\" whose sha256 is not 64 lower-case hex digits (4 given)",
+            ],
+        ),
+        (
+            vec![
+                "--image=Mirror.example/Linkerd/multus:0.1.0",
+                "--ignore-cluster",
+            ],
+            vec!["has a path component \"Linkerd\" that is not lower-case letters and digits"],
+        ),
+        (
+            vec![&image],
+            vec!["image.yaml: spec.image: must be a string, not a sequence"],
+        ),
+        // Namespaces kept away from the webhook: a glob that is not a prefix, everything,
+        // the Linkerd control plane's.
+        (
+            vec![
+                "--webhook-excluded-namespace=open*shift",
+                "--ignore-cluster",
+            ],
+            vec![
+                "error: --webhook-excluded-namespace (webhookExcludedNamespaces) \"open*shift\" is neither a namespace name nor a prefix ending in '*': lower-case letters, digits and '-' (e.g. legacy-apps, or openshift-* for every namespace that starts so)\n",
+            ],
+        ),
+        (
+            vec!["--webhook-excluded-namespace=*", "--ignore-cluster"],
+            vec!["\"*\" keeps every namespace away from the webhook: no pod would be attached"],
+        ),
+        (
+            vec!["--webhook-excluded-namespace=linkerd*", "--ignore-cluster"],
+            vec![
+                "error: --webhook-excluded-namespace (webhookExcludedNamespaces) \"linkerd*\" keeps the Linkerd control plane's namespace linkerd away from the webhook: its pods would start without linkerd-cni; leave it out, or name the namespaces to keep away one by one\n",
+            ],
+        ),
+        (
+            vec![&excluded],
+            vec![
+                "excluded.yaml: spec.webhookExcludedNamespaces: must be a list of strings, not a scalar",
+            ],
         ),
         // No cluster to read the namespace and the certificates from.
         (
@@ -425,9 +514,54 @@ fn bad_flag_values_are_refused_by_the_command_line() {
             &["--certs=vault"][..],
             "[possible values: generate, cert-manager]",
         ),
+        (
+            &["--platform=OpenShift"][..],
+            "[possible values: kubernetes, openshift]",
+        ),
     ] {
         let run = install(args);
         assert_eq!(run.code, 2, "{args:?}: {run:?}");
         assert!(run.stderr.contains(want), "{args:?}: {}", run.stderr);
+    }
+}
+
+/// `install --help` shows how to apply the output (server-side, with the field manager the
+/// docs use), an example for OpenShift, that the output holds the webhook's private key,
+/// and no folder of the repository, which a user with the binary alone does not have.
+#[test]
+fn help_shows_an_example_and_warns_of_the_private_key() {
+    for args in [&["install", "--help"][..], &["install", "-h"]] {
+        let run = run_with_args(b"", args);
+        assert_eq!(run.code, 0, "{args:?}: {}", run.stderr);
+        for want in [
+            "Examples:\n",
+            "  linkerd multus check --pre\n  linkerd multus install | kubectl apply --server-side --field-manager=linkerd-multus-install -f -\n",
+            "  linkerd multus install --platform openshift --manage-nads \\\n      --image mirror.example:5000/linkerd/multus:v0.1.0 \\\n",
+            "The output holds the webhook's private key (the Secret linkerd-multus-webhook-tls, unless\n--certs cert-manager): pipe it to kubectl. Do not commit it to Git; if you redirect it to a\nfile, keep that file private and delete it once applied.",
+            "--image <REFERENCE>",
+            "--platform <PLATFORM>",
+            "--webhook-excluded-namespace <NAME|PREFIX*>",
+            "--metrics-namespace <NAMESPACE>",
+        ] {
+            assert!(
+                run.stdout.contains(want),
+                "{args:?}: {want:?} not in\n{}",
+                run.stdout
+            );
+        }
+    }
+    for args in [&["install", "--help"][..], &["check", "--help"]] {
+        let run = run_with_args(b"", args);
+        for folder in [
+            "deploy/",
+            "deploy-nad-controller",
+            "deploy-network-resources",
+        ] {
+            assert!(
+                !run.stdout.contains(folder),
+                "{args:?} names {folder}:\n{}",
+                run.stdout
+            );
+        }
     }
 }

@@ -20,7 +20,7 @@ use super::common::{Run, Yaml, parse_yaml_stream, run_with_args};
 
 const MARK: &str = "multus.linkerd.io/namespace-owner=linkerd-multus";
 
-const APPLY: [&str; 5] = [
+pub(super) const APPLY: [&str; 5] = [
     "apply",
     "--server-side",
     "--field-manager=linkerd-multus-install",
@@ -29,7 +29,7 @@ const APPLY: [&str; 5] = [
 ];
 
 /// The extension's command against `plane`, as its admin.
-fn extension(plane: &ControlPlane, args: &[&str]) -> Run {
+pub(super) fn extension(plane: &ControlPlane, args: &[&str]) -> Run {
     let kubeconfig = format!("--kubeconfig={}", plane.admin_kubeconfig.display());
     let mut all = args.to_vec();
     all.push(&kubeconfig);
@@ -37,7 +37,7 @@ fn extension(plane: &ControlPlane, args: &[&str]) -> Run {
 }
 
 /// `kind/namespace/name=resourceVersion` of each object of `yaml`, as the API server has them.
-fn versions(plane: &ControlPlane, yaml: &str) -> Vec<String> {
+pub(super) fn versions(plane: &ControlPlane, yaml: &str) -> Vec<String> {
     let template = r#"{range .items[*]}{.kind}/{.metadata.namespace}/{.metadata.name}={.metadata.resourceVersion}{"\n"}{end}"#;
     let text = plane.kubectl_ok(
         &["get", "-f", "-", "-o", &format!("jsonpath={template}")],
@@ -292,7 +292,7 @@ fn install_takes_only_a_namespace_of_its_own() {
     assert_eq!(
         run.stderr,
         format!(
-            "error: namespace \"{going}\" is being deleted: wait until it is gone (kubectl wait --for=delete namespace/{going} --timeout=5m), then run install again\n"
+            "error: namespace \"{going}\" is being deleted: the API server refuses new objects in it until it is gone, and its certificates go with it, so install printed nothing; wait until it is gone (kubectl wait --for=delete namespace/{going} --timeout=5m), then run install again\n"
         )
     );
 

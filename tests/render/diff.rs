@@ -56,6 +56,11 @@ fn diff_fails_with_a_diff_until_the_package_is_rendered() {
     .unwrap();
     let stale = render(&["diff", "."], p);
     assert_eq!(stale.code, 1);
+    // The Kptfile runs the binary by exec:, so the command named is the one kpt accepts.
+    assert_eq!(
+        stale.stderr,
+        "1 file is not rendered; run the render (kpt fn render --allow-exec) and commit the result\n"
+    );
     assert!(
         stale
             .stdout

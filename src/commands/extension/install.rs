@@ -8,8 +8,33 @@ use clap::{ArgMatches, Args, FromArgMatches};
 
 use super::{KubeFlags, go};
 use crate::commands::outcome::{Error, Outcome};
+use crate::extension::install::exclusions::Platform;
 use crate::extension::install::options::{Certs, FailurePolicy, Options, OptionsError, Settings};
 use crate::extension::{install, uninstall};
+
+/// What `install --help` shows after the flags: how to apply the output, an
+/// example for OpenShift, and the private key it holds.
+pub const INSTALL_EXAMPLES: &str = "\
+Examples:
+  # What install needs, then install: apply server-side, with this field manager every time
+  # (a second apply, or the output of a later install, then changes only what changed).
+  linkerd multus check --pre
+  linkerd multus install | kubectl apply --server-side --field-manager=linkerd-multus-install -f -
+
+  # OpenShift, from a mirror registry, with the NAD controller:
+  linkerd multus install --platform openshift --manage-nads \\
+      --image mirror.example:5000/linkerd/multus:v0.1.0 \\
+      --webhook-excluded-namespace 'legacy-apps,batch-*' \\
+    | kubectl apply --server-side --field-manager=linkerd-multus-install -f -
+
+  # The same settings kept in a LinkerdMultusInstall file, for the next upgrade:
+  linkerd multus install --config install.yaml \\
+    | kubectl apply --server-side --field-manager=linkerd-multus-install -f -
+
+The output holds the webhook's private key (the Secret linkerd-multus-webhook-tls, unless
+--certs cert-manager): pipe it to kubectl. Do not commit it to Git; if you redirect it to a
+file, keep that file private and delete it once applied. Run install again to upgrade or to
+renew the certificate: it keeps the certificates it made while they are good.";
 
 /// The flags that choose which objects `install` prints, and where: shared
 /// with `check --pre`, which asks for the rights to make them.
@@ -19,7 +44,8 @@ pub struct PartsFlags {
     /// settings under spec; the flags given win over it.
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
-    /// Also run the NAD controller, with its rights (deploy-nad-controller/) [default: false].
+    /// Also run the NAD controller, which makes the linkerd-cni NAD in each
+    /// enabled namespace, with its rights [default: false].
     #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true,
           default_missing_value = "true", value_parser = go::parse_bool)]
     manage_nads: Option<bool>,
@@ -27,8 +53,8 @@ pub struct PartsFlags {
     /// (with --manage-nads) [default: linkerd-cni].
     #[arg(long, value_name = "NAMESPACE")]
     cni_namespace: Option<String>,
-    /// Also run the network-resources rules, with their settings and rights
-    /// (deploy-network-resources/) [default: false].
+    /// Also run the network-resources rules (device-plugin resources and node
+    /// selectors from the NADs a pod selects), with their settings and rights [default: false].
     #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true,
           default_missing_value = "true", value_parser = go::parse_bool)]
     network_resources: Option<bool>,
@@ -67,6 +93,24 @@ pub struct InstallFlags {
     /// install made [default: linkerd-multus].
     #[arg(long, value_name = "NAMESPACE")]
     namespace: Option<String>,
+    /// The image of the webhook's containers, pinned by a tag or a digest: a
+    /// mirror's for a disconnected cluster (REGISTRY/PATH:TAG or
+    /// REGISTRY/PATH@sha256:DIGEST) [default: ghcr.io/linkerd-multus/linkerd-multus:v0.1.0].
+    #[arg(long, value_name = "REFERENCE")]
+    image: Option<String>,
+    /// The platform: openshift keeps the openshift and openshift-* namespaces
+    /// away from the webhook, and lets openshift-monitoring and
+    /// openshift-user-workload-monitoring scrape its metrics unless
+    /// --metrics-namespace says otherwise [default: kubernetes].
+    #[arg(long, value_enum, value_name = "PLATFORM")]
+    platform: Option<Platform>,
+    /// A namespace whose pods the API server never sends to the webhook (they
+    /// are admitted unattached, even while it is down): a name, or a prefix
+    /// ending in '*' (openshift-*), repeated or comma-separated; beside
+    /// kube-system, kube-public, kube-node-lease, cert-manager and the
+    /// extension's namespace, always kept away [default: none].
+    #[arg(long = "webhook-excluded-namespace", value_name = "NAME|PREFIX*")]
+    webhook_excluded_namespaces: Vec<String>,
     /// The webhook's replicas [default: 2].
     #[arg(long, value_name = "N")]
     replicas: Option<u32>,
@@ -91,7 +135,8 @@ pub struct InstallFlags {
     api_server_cidrs: Vec<String>,
     /// A namespace allowed to scrape the ops port 9090, repeated or
     /// comma-separated (on OpenShift, openshift-monitoring and
-    /// openshift-user-workload-monitoring) [default: monitoring].
+    /// openshift-user-workload-monitoring) [default: monitoring; with
+    /// --platform openshift, those two].
     #[arg(long = "metrics-namespace", value_name = "NAMESPACE")]
     metrics_namespaces: Vec<String>,
 }
@@ -146,6 +191,9 @@ impl InstallArgs {
             linkerd_namespace: self
                 .linkerd_namespace_given
                 .then(|| f.kube.linkerd_namespace.clone()),
+            image: f.image.clone(),
+            platform: f.platform,
+            webhook_excluded_namespaces: list(&f.webhook_excluded_namespaces),
             replicas: f.replicas,
             failure_policy: f.failure_policy,
             priority_class_name: f.priority_class_name.clone(),
@@ -250,6 +298,11 @@ mod tests {
             "192.0.2.0/24",
             "--metrics-namespace=openshift-monitoring",
             "--metrics-namespace=openshift-user-workload-monitoring",
+            "--image=mirror.example:5000/linkerd/multus:0.1.0",
+            "--platform=openshift",
+            "--webhook-excluded-namespace=legacy,team-*",
+            "--webhook-excluded-namespace",
+            "ops",
         ]);
         assert_eq!(
             given,
@@ -271,6 +324,13 @@ mod tests {
                     "openshift-monitoring".into(),
                     "openshift-user-workload-monitoring".into()
                 ]),
+                image: Some("mirror.example:5000/linkerd/multus:0.1.0".into()),
+                platform: Some(Platform::OpenShift),
+                webhook_excluded_namespaces: Some(vec![
+                    "legacy".into(),
+                    "team-*".into(),
+                    "ops".into()
+                ]),
                 ..Settings::default()
             }
         );
@@ -283,6 +343,7 @@ mod tests {
             (&["--failure-policy", "fail"][..], "Fail, Ignore"),
             (&["--certs", "vault"][..], "generate, cert-manager"),
             (&["--manage-nads=maybe"][..], "--manage-nads"),
+            (&["--platform=OpenShift"][..], "kubernetes, openshift"),
         ] {
             let mut all = vec!["install"];
             all.extend(args);

@@ -61,6 +61,21 @@ pub async fn namespace_and_deployment(
             }
         },
     };
+    let deleting = namespaces
+        .iter()
+        .flatten()
+        .find(|n| n.name == namespace)
+        .and_then(|n| n.deletion_timestamp.as_deref());
+    if let Some(since) = deleting {
+        let error = format!(
+            "Namespace {namespace} is being deleted (since {since}): linkerd-multus is being uninstalled, its webhook with it"
+        );
+        let hint = format!(
+            "wait until it is gone (kubectl wait --for=delete namespace/{namespace} --timeout=5m), then install again: linkerd multus install | kubectl apply --server-side --field-manager=linkerd-multus-install -f -"
+        );
+        pass.add(EXTENSION, Check::error(description, error, hint), Retry::No);
+        return None;
+    }
     pass.add(EXTENSION, Check::success(description), Retry::No);
     let description = format!("{WEBHOOK} Deployment is ready");
     let api: Api<Deployment> = Api::namespaced(client.clone(), &namespace);
@@ -135,16 +150,13 @@ pub fn read_error(description: &str, what: &str, e: &ReadError) -> Check {
 }
 
 /// The extension's namespace among all Namespaces: the one labelled
-/// `linkerd.io/extension=multus` ([`DEFAULT_NAMESPACE`] first when several are).
+/// `linkerd.io/extension=multus` (when several are, one not being deleted
+/// first, then [`DEFAULT_NAMESPACE`]).
 pub fn extension_namespace(namespaces: &[Meta]) -> Result<String, String> {
-    let labelled: Vec<&Meta> = namespaces
+    namespaces
         .iter()
         .filter(|n| n.labels.get(EXTENSION_LABEL).map(String::as_str) == Some(NAME))
-        .collect();
-    labelled
-        .iter()
-        .find(|n| n.name == DEFAULT_NAMESPACE)
-        .or(labelled.first())
+        .min_by_key(|n| (n.deletion_timestamp.is_some(), n.name != DEFAULT_NAMESPACE))
         .map(|n| n.name.clone())
         .ok_or_else(|| format!("no Namespace is labelled {EXTENSION_LABEL}={NAME}"))
 }
@@ -322,6 +334,17 @@ mod tests {
             (
                 vec![meta("linkerd-multus", &[(EXTENSION_LABEL, "viz")])],
                 Err(()),
+            ),
+            // Uninstalled from one namespace, installed again in another.
+            (
+                vec![
+                    Meta {
+                        deletion_timestamp: Some("2026-01-01T00:00:00Z".into()),
+                        ..meta("linkerd-multus", &l)
+                    },
+                    meta("mesh", &l),
+                ],
+                Ok("mesh"),
             ),
         ] {
             let got = extension_namespace(&namespaces);

@@ -41,7 +41,7 @@ pub const DATA_PLANE: &str = "linkerd-multus-data-plane";
 pub const PRE: &str = "linkerd-multus-pre";
 
 /// The hint of what only installing mends.
-pub const INSTALL_HINT: &str = "install the extension: linkerd multus install | kubectl apply -f -";
+pub const INSTALL_HINT: &str = "install the extension: linkerd multus install | kubectl apply --server-side --field-manager=linkerd-multus-install -f -";
 
 /// How many objects an error names before `and N more`.
 pub const NAMED: usize = 10;

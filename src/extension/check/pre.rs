@@ -311,8 +311,13 @@ async fn namespace(client: &Client, install: &InstallOptions, pass: &mut Pass) {
         Ok(NamespaceState::Deleting) => (
             Check::error(
                 description,
-                InstallError::NamespaceDeleting { namespace }.to_string(),
-                "wait until it is gone",
+                InstallError::NamespaceDeleting {
+                    namespace: namespace.clone(),
+                }
+                .to_string(),
+                format!(
+                    "wait until it is gone: kubectl wait --for=delete namespace/{namespace} --timeout=5m"
+                ),
             ),
             Retry::Yes,
         ),

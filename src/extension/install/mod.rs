@@ -10,6 +10,7 @@
 
 pub mod certificates;
 pub mod cluster;
+pub mod exclusions;
 pub mod options;
 pub mod packages;
 pub mod setters;
@@ -46,7 +47,7 @@ pub enum Error {
     },
     /// The namespace is being deleted.
     #[error(
-        "namespace {namespace:?} is being deleted: wait until it is gone (kubectl wait --for=delete namespace/{namespace} --timeout=5m), then run install again"
+        "namespace {namespace:?} is being deleted: the API server refuses new objects in it until it is gone, and its certificates go with it, so install printed nothing; wait until it is gone (kubectl wait --for=delete namespace/{namespace} --timeout=5m), then run install again"
     )]
     NamespaceDeleting {
         /// The namespace.

@@ -6,12 +6,14 @@
 use std::net::IpAddr;
 use std::path::Path;
 
+use crate::k8s::image;
 use crate::k8s::names::{is_dns1123_label, nearest};
 use crate::krm::function_config::API_VERSION;
 use crate::yaml::{Map, Node, parse_document};
 
 use super::super::DEFAULT_NAMESPACE;
 use super::super::ownership;
+use super::exclusions::{self, Platform};
 
 /// The kind of the settings file.
 pub const KIND: &str = "LinkerdMultusInstall";
@@ -20,6 +22,8 @@ pub const KIND: &str = "LinkerdMultusInstall";
 pub const KEYS: &[&str] = &[
     "namespace",
     "linkerdNamespace",
+    "image",
+    "platform",
     "replicas",
     "failurePolicy",
     "priorityClassName",
@@ -30,10 +34,11 @@ pub const KEYS: &[&str] = &[
     "ignoreCluster",
     "apiServerCIDRs",
     "metricsNamespaces",
+    "webhookExcludedNamespaces",
 ];
 
-/// The namespace allowed to scrape the ops port unless told otherwise.
-pub const DEFAULT_METRICS_NAMESPACE: &str = "monitoring";
+/// The image of the webhook's containers unless told otherwise: the packages' own.
+pub const DEFAULT_IMAGE: &str = "ghcr.io/linkerd-multus/linkerd-multus:v0.1.0";
 
 /// What the API server does with a pod while the webhook cannot answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -81,6 +86,10 @@ pub struct Settings {
     pub namespace: Option<String>,
     /// The Linkerd control plane's namespace.
     pub linkerd_namespace: Option<String>,
+    /// The image of the webhook's containers.
+    pub image: Option<String>,
+    /// The platform, whose namespaces the defaults follow.
+    pub platform: Option<Platform>,
     /// The webhook's replicas.
     pub replicas: Option<u32>,
     /// The webhook's failure policy.
@@ -101,6 +110,8 @@ pub struct Settings {
     pub api_server_cidrs: Option<Vec<String>>,
     /// The namespaces allowed to scrape the ops port.
     pub metrics_namespaces: Option<Vec<String>>,
+    /// The namespaces (names, and prefixes ending in `*`) kept away from the webhook.
+    pub webhook_excluded_namespaces: Option<Vec<String>>,
 }
 
 /// The checked configuration.
@@ -110,6 +121,10 @@ pub struct Options {
     pub namespace: String,
     /// The Linkerd control plane's namespace [`linkerd`].
     pub linkerd_namespace: String,
+    /// The image of every container [`DEFAULT_IMAGE`].
+    pub image: String,
+    /// [`Platform::Kubernetes`].
+    pub platform: Platform,
     /// The webhook's replicas [2].
     pub replicas: u32,
     /// [`FailurePolicy::Fail`].
@@ -128,8 +143,11 @@ pub struct Options {
     pub ignore_cluster: bool,
     /// The CIDRs allowed to call the webhook's port, canonical [none: every address].
     pub api_server_cidrs: Vec<String>,
-    /// The namespaces allowed to scrape the ops port [`monitoring`].
+    /// The namespaces allowed to scrape the ops port [the platform's: `monitoring`].
     pub metrics_namespaces: Vec<String>,
+    /// The namespaces kept away from the webhook beside the package's own
+    /// exclusions: the platform's, then those given [none].
+    pub webhook_excluded_namespaces: Vec<String>,
 }
 
 impl Default for Options {
@@ -137,6 +155,8 @@ impl Default for Options {
         Options {
             namespace: DEFAULT_NAMESPACE.into(),
             linkerd_namespace: "linkerd".into(),
+            image: DEFAULT_IMAGE.into(),
+            platform: Platform::Kubernetes,
             replicas: 2,
             failure_policy: FailurePolicy::Fail,
             priority_class_name: "system-cluster-critical".into(),
@@ -146,7 +166,8 @@ impl Default for Options {
             certs: Certs::Generate,
             ignore_cluster: false,
             api_server_cidrs: Vec::new(),
-            metrics_namespaces: vec![DEFAULT_METRICS_NAMESPACE.into()],
+            metrics_namespaces: strings(Platform::Kubernetes.metrics_namespaces()),
+            webhook_excluded_namespaces: Vec::new(),
         }
     }
 }
@@ -192,6 +213,8 @@ impl Settings {
         Settings {
             namespace: flags.namespace.or(self.namespace),
             linkerd_namespace: flags.linkerd_namespace.or(self.linkerd_namespace),
+            image: flags.image.or(self.image),
+            platform: flags.platform.or(self.platform),
             replicas: flags.replicas.or(self.replicas),
             failure_policy: flags.failure_policy.or(self.failure_policy),
             priority_class_name: flags.priority_class_name.or(self.priority_class_name),
@@ -202,6 +225,9 @@ impl Settings {
             ignore_cluster: flags.ignore_cluster.or(self.ignore_cluster),
             api_server_cidrs: flags.api_server_cidrs.or(self.api_server_cidrs),
             metrics_namespaces: flags.metrics_namespaces.or(self.metrics_namespaces),
+            webhook_excluded_namespaces: flags
+                .webhook_excluded_namespaces
+                .or(self.webhook_excluded_namespaces),
         }
     }
 
@@ -282,6 +308,8 @@ impl Settings {
             match key {
                 "namespace" => settings.namespace = Some(text()?),
                 "linkerdNamespace" => settings.linkerd_namespace = Some(text()?),
+                "image" => settings.image = Some(text()?),
+                "platform" => settings.platform = Some(platform(&text()?)?),
                 "replicas" => settings.replicas = Some(replicas(&text()?, &field)?),
                 "failurePolicy" => settings.failure_policy = Some(failure_policy(&text()?)?),
                 "priorityClassName" => settings.priority_class_name = Some(text()?),
@@ -292,6 +320,7 @@ impl Settings {
                 "ignoreCluster" => settings.ignore_cluster = Some(boolean()?),
                 "apiServerCIDRs" => settings.api_server_cidrs = Some(list()?),
                 "metricsNamespaces" => settings.metrics_namespaces = Some(list()?),
+                "webhookExcludedNamespaces" => settings.webhook_excluded_namespaces = Some(list()?),
                 other => {
                     return Err(format!(
                         "unknown setting spec.{other}; valid settings are {}",
@@ -314,9 +343,18 @@ impl Settings {
             .map(|text| cidr(text))
             .collect::<Result<Vec<_>, _>>()
             .map_err(OptionsError::Invalid)?;
+        let platform = self.platform.unwrap_or(defaults.platform);
+        let mut webhook_excluded_namespaces = strings(platform.excluded_namespaces());
+        for pattern in self.webhook_excluded_namespaces.unwrap_or_default() {
+            if !webhook_excluded_namespaces.contains(&pattern) {
+                webhook_excluded_namespaces.push(pattern);
+            }
+        }
         let options = Options {
             namespace: self.namespace.unwrap_or(defaults.namespace),
             linkerd_namespace: self.linkerd_namespace.unwrap_or(defaults.linkerd_namespace),
+            image: self.image.unwrap_or(defaults.image),
+            platform,
             replicas: self.replicas.unwrap_or(defaults.replicas),
             failure_policy: self.failure_policy.unwrap_or(defaults.failure_policy),
             priority_class_name: self
@@ -330,7 +368,8 @@ impl Settings {
             api_server_cidrs,
             metrics_namespaces: self
                 .metrics_namespaces
-                .unwrap_or(defaults.metrics_namespaces),
+                .unwrap_or_else(|| strings(platform.metrics_namespaces())),
+            webhook_excluded_namespaces,
         };
         options.check(cni_given)?;
         Ok(options)
@@ -367,15 +406,42 @@ impl Options {
                 self.namespace
             ));
         }
+        if let Err(why) = image::check_pinned(&self.image) {
+            return invalid(format!(
+                "--image (image) {:?} {why}: write REGISTRY/PATH:TAG or REGISTRY/PATH@sha256:DIGEST, e.g. mirror.example:5000/linkerd/multus:v0.1.0 (the default is {DEFAULT_IMAGE})",
+                self.image
+            ));
+        }
         if self.metrics_namespaces.is_empty() {
             return invalid(
-                "--metrics-namespace (metricsNamespaces) is empty: give the namespace of the Prometheus that scrapes the webhook (the default is monitoring; on OpenShift, openshift-monitoring and openshift-user-workload-monitoring)".into(),
+                "--metrics-namespace (metricsNamespaces) is empty: give the namespace of the Prometheus that scrapes the webhook (the default is monitoring; on OpenShift, openshift-monitoring and openshift-user-workload-monitoring, which --platform openshift sets)".into(),
             );
         }
         for name in &self.metrics_namespaces {
             if !is_dns1123_label(name) {
                 return invalid(format!(
                     "--metrics-namespace (metricsNamespaces) {name:?} is not a namespace name: lower-case letters, digits and '-', at most 63"
+                ));
+            }
+        }
+        for pattern in &self.webhook_excluded_namespaces {
+            if let Err(why) = exclusions::check(pattern) {
+                return invalid(format!(
+                    "--webhook-excluded-namespace (webhookExcludedNamespaces) {pattern:?} {why}"
+                ));
+            }
+            if exclusions::excludes(pattern, &self.linkerd_namespace) {
+                let from = match self
+                    .platform
+                    .excluded_namespaces()
+                    .contains(&pattern.as_str())
+                {
+                    true => format!(" (from --platform {})", self.platform.as_str()),
+                    false => String::new(),
+                };
+                return invalid(format!(
+                    "--webhook-excluded-namespace (webhookExcludedNamespaces) {pattern:?}{from} keeps the Linkerd control plane's namespace {} away from the webhook: its pods would start without linkerd-cni; leave it out, or name the namespaces to keep away one by one",
+                    self.linkerd_namespace
                 ));
             }
         }
@@ -409,9 +475,11 @@ impl Options {
     pub fn to_file(&self) -> String {
         let list = |items: &[String]| format!("[{}]", items.join(", "));
         format!(
-            "apiVersion: {API_VERSION}\nkind: {KIND}\nspec:\n  namespace: {}\n  linkerdNamespace: {}\n  replicas: {}\n  failurePolicy: {}\n  priorityClassName: {}\n  manageNADs: {}\n  cniNamespace: {}\n  networkResources: {}\n  certs: {}\n  ignoreCluster: {}\n  apiServerCIDRs: {}\n  metricsNamespaces: {}\n",
+            "apiVersion: {API_VERSION}\nkind: {KIND}\nspec:\n  namespace: {}\n  linkerdNamespace: {}\n  image: {}\n  platform: {}\n  replicas: {}\n  failurePolicy: {}\n  priorityClassName: {}\n  manageNADs: {}\n  cniNamespace: {}\n  networkResources: {}\n  certs: {}\n  ignoreCluster: {}\n  apiServerCIDRs: {}\n  metricsNamespaces: {}\n  webhookExcludedNamespaces: {}\n",
             self.namespace,
             self.linkerd_namespace,
+            self.image,
+            self.platform.as_str(),
             self.replicas,
             self.failure_policy.as_str(),
             self.priority_class_name,
@@ -422,6 +490,7 @@ impl Options {
             self.ignore_cluster,
             list(&self.api_server_cidrs),
             list(&self.metrics_namespaces),
+            list(&self.webhook_excluded_namespaces),
         )
     }
 }
@@ -462,6 +531,15 @@ fn cidr(text: &str) -> Result<String, String> {
         )));
     }
     Ok(format!("{network}/{prefix}"))
+}
+
+fn strings(items: &[&str]) -> Vec<String> {
+    items.iter().map(|s| s.to_string()).collect()
+}
+
+fn platform(text: &str) -> Result<Platform, String> {
+    Platform::parse(text)
+        .ok_or_else(|| format!("spec.platform: must be kubernetes or openshift, not {text:?}"))
 }
 
 fn replicas(text: &str, field: &str) -> Result<u32, String> {
@@ -505,6 +583,8 @@ mod tests {
         let options = Options {
             namespace: "mesh-webhook".into(),
             linkerd_namespace: "l5d".into(),
+            image: "mirror.example:5000/linkerd/multus:0.1.0".into(),
+            platform: Platform::OpenShift,
             replicas: 3,
             failure_policy: FailurePolicy::Ignore,
             priority_class_name: "high.example".into(),
@@ -515,11 +595,47 @@ mod tests {
             ignore_cluster: true,
             api_server_cidrs: vec!["10.0.0.0/24".into(), "fd00::/64".into()],
             metrics_namespaces: vec!["openshift-monitoring".into(), "prom".into()],
+            webhook_excluded_namespaces: vec![
+                "openshift".into(),
+                "openshift-*".into(),
+                "legacy".into(),
+            ],
         };
         let read = Settings::from_text(&options.to_file()).unwrap();
         assert_eq!(read.resolve().unwrap(), options);
         let empty = Settings::from_text(&format!("{HEAD}metadata: {{name: x}}\n")).unwrap();
         assert_eq!(empty.resolve().unwrap(), Options::default());
+    }
+
+    /// `platform: openshift` adds OpenShift's namespaces to those kept away from the
+    /// webhook, before the ones given, and gives OpenShift's Prometheus namespaces
+    /// unless others are given.
+    #[test]
+    fn the_openshift_platform_adds_its_namespaces() {
+        let read = |spec: &str| {
+            Settings::from_text(&format!("{HEAD}spec:\n{spec}"))
+                .unwrap()
+                .resolve()
+                .unwrap()
+        };
+        let openshift = read(
+            "  platform: openshift\n  webhookExcludedNamespaces: [legacy, openshift-*, team-*]\n",
+        );
+        assert_eq!(
+            openshift.webhook_excluded_namespaces,
+            ["openshift", "openshift-*", "legacy", "team-*"]
+        );
+        assert_eq!(
+            openshift.metrics_namespaces,
+            ["openshift-monitoring", "openshift-user-workload-monitoring"]
+        );
+        let given = read("  platform: openshift\n  metricsNamespaces: [prom]\n");
+        assert_eq!(given.metrics_namespaces, ["prom"]);
+        let plain = read("  webhookExcludedNamespaces: [legacy]\n");
+        assert_eq!(
+            (plain.webhook_excluded_namespaces, plain.metrics_namespaces),
+            (vec!["legacy".to_string()], vec!["monitoring".to_string()])
+        );
     }
 
     #[test]
@@ -570,6 +686,14 @@ mod tests {
             (
                 "spec:\n  certs: vault\n",
                 "spec.certs: must be generate or cert-manager",
+            ),
+            (
+                "spec:\n  platform: OpenShift\n",
+                "spec.platform: must be kubernetes or openshift, not \"OpenShift\"",
+            ),
+            (
+                "spec:\n  webhookExcludedNamespaces: openshift-*\n",
+                "spec.webhookExcludedNamespaces: must be a list of strings, not a scalar",
             ),
             (
                 "spec:\n  namespace: [a]\n",
@@ -687,6 +811,49 @@ mod tests {
                     ..Settings::default()
                 },
                 "add --manage-nads",
+            ),
+            (
+                Settings {
+                    image: Some("mirror.example:5000/linkerd/multus".into()),
+                    ..Settings::default()
+                },
+                "--image (image) \"mirror.example:5000/linkerd/multus\" has neither a tag nor a digest",
+            ),
+            (
+                Settings {
+                    image: Some("mirror.example/linkerd/multus@sha256:abc".into()),
+                    ..Settings::default()
+                },
+                "--image (image) \"mirror.example/linkerd/multus@sha256:abc\" has a digest \"sha256:abc\" whose sha256 is not 64 lower-case hex digits (3 given): write REGISTRY/PATH:TAG or REGISTRY/PATH@sha256:DIGEST",
+            ),
+            (
+                Settings {
+                    webhook_excluded_namespaces: Some(vec!["*".into()]),
+                    ..Settings::default()
+                },
+                "--webhook-excluded-namespace (webhookExcludedNamespaces) \"*\" keeps every namespace away from the webhook",
+            ),
+            (
+                Settings {
+                    webhook_excluded_namespaces: Some(vec!["Legacy".into()]),
+                    ..Settings::default()
+                },
+                "--webhook-excluded-namespace (webhookExcludedNamespaces) \"Legacy\" is neither a namespace name nor a prefix ending in '*'",
+            ),
+            (
+                Settings {
+                    webhook_excluded_namespaces: Some(vec!["linkerd*".into()]),
+                    ..Settings::default()
+                },
+                "--webhook-excluded-namespace (webhookExcludedNamespaces) \"linkerd*\" keeps the Linkerd control plane's namespace linkerd away from the webhook",
+            ),
+            (
+                Settings {
+                    linkerd_namespace: Some("openshift-linkerd".into()),
+                    platform: Some(Platform::OpenShift),
+                    ..Settings::default()
+                },
+                "\"openshift-*\" (from --platform openshift) keeps the Linkerd control plane's namespace openshift-linkerd away",
             ),
         ] {
             let err = settings.clone().resolve().unwrap_err().to_string();

@@ -71,11 +71,16 @@ pub fn setter_values(options: &Options) -> BTreeMap<&'static str, String> {
         ),
         ("priority-class-name", options.priority_class_name.clone()),
         ("linkerd-namespace", options.linkerd_namespace.clone()),
+        ("image", options.image.clone()),
         ("manage-nads", options.manage_nads.to_string()),
         ("cni-namespace", options.cni_namespace.clone()),
         (
             "metrics-namespaces",
             format!("[{}]", options.metrics_namespaces.join(", ")),
+        ),
+        (
+            "webhook-excluded-namespaces",
+            format!("[{}]", options.webhook_excluded_namespaces.join(", ")),
         ),
         (
             "network-resources",

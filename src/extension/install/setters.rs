@@ -98,10 +98,26 @@ fn set_line(line: &str, values: &BTreeMap<&str, String>) -> Option<String> {
         let given = values.get(name.as_str())?;
         value = value.replace(&format!("${{{name}}}"), given);
     }
-    let (key, old) = before.rsplit_once(' ')?;
+    let (key, old) = split_value(before)?;
     let written = written_like(old, &value);
     let end = if line.ends_with('\n') { "\n" } else { "" };
-    Some(format!("{key} {written}{MARK}{pattern}{end}"))
+    Some(format!("{key}{written}{MARK}{pattern}{end}"))
+}
+
+/// The text of a line before its value (indentation, `- `, `key: `), and the
+/// value, which may hold spaces of its own.
+fn split_value(before: &str) -> Option<(&str, &str)> {
+    let indent = indent(before);
+    let rest = &before[indent..];
+    let item = if rest.starts_with("- ") { 2 } else { 0 };
+    let after_dash = &rest[item..];
+    let key = match after_dash.starts_with(['"', '\'']) {
+        true => 0,
+        false => after_dash.find(": ").map_or(0, |i| i + 2),
+    };
+    let at = indent + item + key;
+    let value = before[at..].trim_end();
+    (!value.is_empty()).then(|| (&before[..at], value))
 }
 
 /// `value` written as `old` was: plain where plain reads back as the same
@@ -165,6 +181,17 @@ mod tests {
             let tail = "keep: y # kpt-set: ${other}\nplain: z\n";
             assert_eq!(out, format!("{want}{tail}"), "{ns}");
         }
+    }
+
+    /// A quoted value with spaces of its own (a CEL expression) is replaced whole.
+    #[test]
+    fn values_with_spaces_are_replaced_whole() {
+        let text = "  - name: x\n    expression: \"!'[]'.split(',').exists(n, n == 'a b')\" # kpt-set: !'${list}'.split(',').exists(n, n == 'a b')\n- a b c # kpt-set: ${v}\n";
+        let want = "  - name: x\n    expression: \"!'[x, y]'.split(',').exists(n, n == 'a b')\" # kpt-set: !'${list}'.split(',').exists(n, n == 'a b')\n- \"d: e\" # kpt-set: ${v}\n";
+        assert_eq!(
+            apply(text, &values(&[("list", "[x, y]"), ("v", "d: e")])),
+            want
+        );
     }
 
     #[test]

@@ -1,3 +1,4 @@
+use super::exclusions::Platform;
 use super::options::FailurePolicy;
 use super::*;
 use crate::extension::ownership::{MARK, MARK_VALUE};
@@ -155,6 +156,8 @@ fn options_reach_the_objects() {
     let options = Options {
         namespace: "mesh".into(),
         linkerd_namespace: "l5d".into(),
+        image: "mirror.example:5000/linkerd/multus:v0.1.0".into(),
+        platform: Platform::OpenShift,
         replicas: 3,
         failure_policy: FailurePolicy::Ignore,
         priority_class_name: "high".into(),
@@ -172,6 +175,7 @@ fn options_reach_the_objects() {
             "openshift-monitoring".into(),
             "openshift-user-workload-monitoring".into(),
         ],
+        webhook_excluded_namespaces: vec!["openshift".into(), "openshift-*".into()],
     };
     let yaml = render(&options, None).unwrap();
     let objects = parse_stream(&yaml).unwrap();
@@ -220,6 +224,8 @@ fn options_reach_the_objects() {
         "- --cni-namespace=cni\n",
         "- --network-resources=/etc/linkerd-multus/network-resources/network-resources.yaml\n",
         "cert-manager.io/inject-ca-from: mesh/linkerd-multus-webhook\n",
+        "image: mirror.example:5000/linkerd/multus:v0.1.0\n",
+        "expression: \"!'[openshift, openshift-*]'.replace(",
     ] {
         assert!(yaml.contains(want), "{want:?} not in:\n{yaml}");
     }

@@ -9,7 +9,8 @@ use super::workloads::Need;
 use crate::k8s::namespace::{MULTUS_ANNOTATION, Namespace, Source};
 use crate::k8s::resource::{self, FileRef, ResourceRef};
 use crate::krm::results::{FnResult, Severity};
-use crate::linkerd_cni::cni_config::{self, CONFIG_MAP_NAME, NETWORK_CONFIG_KEY};
+use crate::linkerd_cni::cni_config::{self, CONFIG_MAP_NAME, NETWORK_CONFIG_KEY, PLUGIN_TYPE};
+use crate::multus::cni_config::plugin_types;
 use crate::multus::nad;
 use crate::yaml::Node;
 
@@ -130,6 +131,7 @@ impl Renderer<'_> {
                     self.update_nad(i, &mut items[i], &text);
                     plan.configs.insert(ns.clone(), text);
                 }
+                Some(&i) if self.refuse_foreign_nad(i, &items[i], ns) => continue,
                 Some(&i) => {
                     if let Some(own) = nad::config(&items[i]) {
                         plan.configs.insert(ns.clone(), own.to_string());
@@ -180,6 +182,32 @@ impl Renderer<'_> {
             self.report(i, Severity::Info, message).field =
                 Some(format!("metadata.annotations.{}", nad::ARGOCD_SYNC_WAVE));
         }
+    }
+
+    /// Refuses NAD `i`, not labelled as this project's, whose config does not
+    /// run Linkerd-CNI: someone else's network holds the name the rules need,
+    /// and attaching the namespace's workloads to it would put them on that
+    /// network instead. A NAD without `spec.config` (Multus then reads the
+    /// node's file of that name) is left as written.
+    fn refuse_foreign_nad(&mut self, i: usize, item: &Node, ns: &Option<String>) -> bool {
+        let Some(config) = nad::config(item) else {
+            return false;
+        };
+        let runs = match plugin_types(config) {
+            Some(types) if types.iter().any(|t| t == PLUGIN_TYPE) => return false,
+            Some(types) if types.is_empty() => "no CNI plugin".to_string(),
+            Some(types) => types.join(", then "),
+            None => "no valid CNI configuration".to_string(),
+        };
+        let nad_name = self.settings.nad_name.as_str();
+        let ns_label = ns.as_deref().unwrap_or("(none)");
+        let message = format!(
+            "it runs {runs}, not {PLUGIN_TYPE}, yet namespace {ns_label} needs the name {nad_name} for the NAD that attaches Linkerd-CNI: its workloads would join this network instead, so none is attached. Give the rules a name no NAD of the namespace has (the nadName setting, or --nad-name), or rename this network; if it is meant to be Linkerd-CNI's, label it {}: {} and the render writes its spec.config",
+            nad::MANAGED_BY_LABEL,
+            nad::MANAGED_BY,
+        );
+        self.report(i, Severity::Error, message).field = Some("spec.config".into());
+        true
     }
 
     /// Warns when NAD `i`, written by hand and so left as it is, has another

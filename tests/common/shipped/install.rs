@@ -8,7 +8,9 @@ use super::*;
 use common::kubelet::CertManager;
 
 /// The setters of `deploy/` at their values in the package.
-const DEFAULT_SETTERS: [(&str, &str); 11] = [
+const DEFAULT_SETTERS: [(&str, &str); 13] = [
+    ("image", "ghcr.io/linkerd-multus/linkerd-multus:v0.1.0"),
+    ("webhook-excluded-namespaces", "[]"),
     ("namespace", "linkerd-multus"),
     ("priority-class-name", "system-cluster-critical"),
     ("api-server-cidr", "0.0.0.0/0"),
