@@ -62,6 +62,16 @@ struct Generated {
 
 /// Runs the plugin's `generate` for an Application, as the plugin server does.
 fn generate(application: &Node, parameters_override: Option<&str>) -> Generated {
+    generate_edited(application, parameters_override, |_| {})
+}
+
+/// [`generate`] after `edit` changed the copy of the application's directory:
+/// the mistakes a user makes in it.
+fn generate_edited(
+    application: &Node,
+    parameters_override: Option<&str>,
+    edit: impl FnOnce(&Path),
+) -> Generated {
     let plugin = read(PLUGIN);
     let app_dir = repo_path("functions/linkerd-multus/examples").join(
         text(application, &["spec", "source", "path"])
@@ -71,6 +81,7 @@ fn generate(application: &Node, parameters_override: Option<&str>) -> Generated 
     let scratch = tempfile::tempdir().unwrap();
     let work = scratch.path().join("app");
     copy_dir(&app_dir, &work);
+    edit(&work);
 
     // Discovery: the plugin is chosen for directories holding this file.
     let wanted = text(&plugin, &["spec", "discover", "fileName"]);
@@ -240,6 +251,91 @@ fn a_failed_generate_prints_nothing() {
         ),
         "{}",
         out.stderr
+    );
+}
+
+/// An application directory that holds the settings and no manifest (the
+/// manifests are elsewhere, or the path is wrong): the generate fails, saying
+/// what Argo CD would do and what to check, and prints nothing.
+#[test]
+fn an_empty_application_fails_naming_argo_cd() {
+    let out = generate_edited(&read(APPLICATION), None, |work| {
+        for dir in ["apps", "namespaces", "linkerd-cni"] {
+            std::fs::remove_dir_all(work.join(dir)).unwrap();
+        }
+    });
+    assert_eq!((out.code, out.stdout.as_str()), (1, ""));
+    assert_eq!(
+        out.stderr,
+        "error: no Kubernetes objects in .: Argo CD would prune every resource of the application demo; check that the Application's source path holds its manifests, or add --allow-empty to the plugin's generate command if an empty application is what you want\n"
+    );
+}
+
+/// The settings of the discovery rule's file with a near-miss apiVersion (or
+/// kind) are refused, naming the file, what is written and what to write:
+/// before, the object was printed as one to apply, with the default settings.
+#[test]
+fn settings_of_another_api_version_are_refused() {
+    for (from, to, want) in [
+        (
+            "multus.linkerd.io/v1alpha1",
+            "multus.linkerd.io/v1",
+            "error: linkerd-multus.yaml: LinkerdMultus linkerd-multus: apiVersion \"multus.linkerd.io/v1\" is not one linkerd-multus reads; write apiVersion: multus.linkerd.io/v1alpha1\n",
+        ),
+        (
+            "multus.linkerd.io/v1alpha1",
+            "linkerd.io/v1alpha1",
+            "error: linkerd-multus.yaml: LinkerdMultus linkerd-multus: apiVersion \"linkerd.io/v1alpha1\" is not one linkerd-multus reads; write apiVersion: multus.linkerd.io/v1alpha1\n",
+        ),
+        (
+            "kind: LinkerdMultus",
+            "kind: LinkerdMultis",
+            "error: linkerd-multus.yaml: LinkerdMultis linkerd-multus: multus.linkerd.io/v1alpha1 has no kind \"LinkerdMultis\"; write kind: LinkerdMultus\n",
+        ),
+    ] {
+        let out = generate_edited(&read(APPLICATION), None, |work| {
+            let path = work.join("linkerd-multus.yaml");
+            let text = std::fs::read_to_string(&path).unwrap();
+            assert!(text.contains(from));
+            std::fs::write(&path, text.replace(from, to)).unwrap();
+        });
+        assert_eq!((out.code, out.stdout.as_str()), (1, ""), "{to}");
+        assert_eq!(out.stderr, want);
+    }
+}
+
+/// Every unknown key of the settings at once, each with the key it is nearest to.
+#[test]
+fn every_unknown_setting_is_named_with_the_one_meant() {
+    let out = generate_edited(&read(APPLICATION), None, |work| {
+        let path = work.join("linkerd-multus.yaml");
+        let text = std::fs::read_to_string(&path).unwrap();
+        let text = format!("{text}  nadNme: mesh\n  cniNamspace: cni\n  colour: blue\n");
+        std::fs::write(&path, text).unwrap();
+    });
+    assert_eq!((out.code, out.stdout.as_str()), (1, ""));
+    assert_eq!(
+        out.stderr,
+        "error: linkerd-multus.yaml: unknown settings \"nadNme\" (did you mean nadName?), \"cniNamspace\" (did you mean cniNamespace?) and \"colour\"; valid settings are cniNamespace, linkerdNamespace, nadName, cniKubeconfig, cniVersion, uidRangeAnnotation, proxyUIDOffset, namespaces, workloadKinds, defaultNamespace, configRollout, nadSyncWave\n"
+    );
+}
+
+/// A JSON error in the Linkerd-CNI ConfigMap's value is named at the line and
+/// column of the file (the value is a literal block, whose lines are the file's).
+#[test]
+fn a_json_error_is_named_at_the_line_of_the_file() {
+    let out = generate_edited(&read(APPLICATION), None, |work| {
+        let path = work.join("linkerd-cni/configmap.yaml");
+        let text = std::fs::read_to_string(&path).unwrap();
+        let broken = text.replacen("\"proxy-uid\": 2102,", "\"proxy-uid\": 2102", 1);
+        assert_ne!(text, broken);
+        std::fs::write(&path, broken).unwrap();
+    });
+    assert_eq!((out.code, out.stdout.as_str()), (1, ""));
+    // Line 28 of the file is the value's line 12, `"ports-to-redirect": []`.
+    assert_eq!(
+        out.stderr,
+        "error: ConfigMap linkerd-cni/linkerd-cni-config (linkerd-cni/configmap.yaml): data.cni_network_config is not valid JSON: expected `,` or `}` at line 28 column 9 of linkerd-cni/configmap.yaml\n"
     );
 }
 

@@ -312,7 +312,7 @@ const ERROR_CASES: &[ErrorCase] = &[
     (
         &["render", "empty-dir"],
         &[],
-        "error: no Kubernetes objects in empty-dir; an empty output makes Argo CD prune",
+        "error: no Kubernetes objects in empty-dir: pass --allow-empty if an empty output is what you want",
     ),
     (
         &["render", "apps", "namespaces"],

@@ -27,6 +27,7 @@ mod helm;
 mod kpt;
 mod kustomize;
 mod layering;
+mod mistakes;
 mod network_resources;
 mod render;
 mod shipped;

@@ -234,7 +234,7 @@ fn bad_settings_name_the_field_and_the_file() {
         ),
         (
             "  globalNamespace: [default]\n",
-            "error: PKG/validation.yaml: unknown setting \"globalNamespace\"; valid settings are namespaceIsolation, globalNamespaces, workloadKinds, defaultNamespace\n",
+            "error: PKG/validation.yaml: unknown setting \"globalNamespace\" (did you mean globalNamespaces?); valid settings are namespaceIsolation, globalNamespaces, workloadKinds, defaultNamespace\n",
         ),
         (
             "  globalNamespaces: {default: true}\n",
@@ -294,6 +294,6 @@ fn function_config_errors_are_results() {
     assert_eq!(got.code, 1);
     assert_eq!(
         got.stderr_first_line(),
-        "error: Validation validation: unknown setting \"globalNamespace\"; valid settings are namespaceIsolation, globalNamespaces, workloadKinds, defaultNamespace"
+        "error: Validation validation: unknown setting \"globalNamespace\" (did you mean globalNamespaces?); valid settings are namespaceIsolation, globalNamespaces, workloadKinds, defaultNamespace"
     );
 }

@@ -4,9 +4,9 @@
 pub use crate::commands::outcome::Outcome;
 
 use crate::commands::outcome::Error;
-use crate::k8s::resource::resource_ref;
+use crate::k8s::resource::{annotation, resource_ref};
 use crate::krm::resource_list::{self, ResourceList, ResourceListError};
-use crate::krm::results::{FnResult, Severity};
+use crate::krm::results::{self, FnResult, Severity};
 use crate::pipeline::{self, settings};
 use crate::yaml::Node;
 
@@ -37,6 +37,41 @@ fn outcome(parsed: Result<ResourceList, ResourceListError>, kept: &mut Option<No
         .unwrap_or_else(|e| Outcome::failed(&e, false))
 }
 
+/// The annotations that tell kustomize how to run a function, the current
+/// one and the older one.
+const FUNCTION_ANNOTATIONS: [&str; 2] = ["config.kubernetes.io/function", "config.k8s.io/function"];
+
+/// What the function says when kustomize runs it without resources.
+const KUSTOMIZE_NO_RESOURCES: &str = "kustomize gave the function no resources, as it gives a generator: list its settings file (annotated config.kubernetes.io/function) under transformers: in the kustomization, not under generators:; a transformer renders the resources listed under resources:";
+
+/// The results of a run refused before rendering: `errors`, after a summary
+/// that says nothing changed.
+fn refused(errors: Vec<FnResult>) -> Vec<FnResult> {
+    let summary = format!("linkerd-multus: no changes; {}", results::problems(&errors));
+    let mut results = vec![FnResult::new(Severity::Info, summary)];
+    results.extend(errors);
+    results
+}
+
+/// Whether kustomize runs the function as a generator: the functionConfig
+/// says how kustomize runs it (the `config.kubernetes.io/function`
+/// annotation, which kpt does not read), and the only item is the
+/// functionConfig itself (kustomize gives a generator its own config, marked
+/// local-config) or there is none.
+fn is_kustomize_generator(list: &ResourceList) -> bool {
+    let Some(config) = &list.function_config else {
+        return false;
+    };
+    let is_config = |item: &Node| match (resource_ref(item), resource_ref(config)) {
+        (Ok(item), Ok(config)) => item == config,
+        _ => false,
+    };
+    FUNCTION_ANNOTATIONS
+        .iter()
+        .any(|key| annotation(config, key).is_some())
+        && list.items.iter().all(is_config)
+}
+
 /// Renders a parsed ResourceList; the tree it printed goes into `kept`.
 fn render(mut list: ResourceList, kept: &mut Option<Node>) -> Result<Outcome, Error> {
     let mut sources = settings::Sources::new(settings::Takes::Any);
@@ -44,21 +79,28 @@ fn render(mut list: ResourceList, kept: &mut Option<Node>) -> Result<Outcome, Er
         sources.given = settings::Given::FunctionConfig(config);
     }
     let results = match settings::resolve(sources) {
+        // kpt made the functionConfig of the arguments: the message names them.
+        Err(e @ settings::Error::Arguments { .. }) => {
+            refused(vec![FnResult::new(Severity::Error, e.to_string())])
+        }
         Err(e) => {
             let mut error = FnResult::new(Severity::Error, e.to_string()).field("functionConfig");
             error.resource = list
                 .function_config
                 .as_ref()
                 .and_then(|c| resource_ref(c).ok());
-            vec![
-                FnResult::new(
-                    Severity::Info,
-                    "linkerd-multus: no changes; 1 error, 0 warnings",
-                ),
-                error,
-            ]
+            refused(vec![error])
         }
-        Ok(config) => pipeline::render(&mut list.items, &config)?,
+        Ok(config) => {
+            let to_apply = settings::settings_to_apply(settings::Takes::Any, &list.items);
+            if !to_apply.is_empty() {
+                refused(to_apply)
+            } else if is_kustomize_generator(&list) {
+                refused(vec![FnResult::new(Severity::Error, KUSTOMIZE_NO_RESOURCES)])
+            } else {
+                pipeline::render(&mut list.items, &config)?
+            }
+        }
     };
     let errors: Vec<_> = results
         .iter()

@@ -12,6 +12,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use crate::k8s::resource::{self, INDEX_ANNOTATIONS, NotAResource, PATH_ANNOTATIONS};
+use crate::krm::results::{FnResult, Position};
 use crate::yaml::{self, Map, Node, ParseError};
 
 /// The file name kpt gives a package's own description; never a resource.
@@ -267,6 +268,45 @@ impl Manifests {
         yaml::emit_stream(&untagged)
     }
 
+    /// Turns a result's position in its field's value into one in its file
+    /// (shown as `result.file` names it), which is read again: the line and
+    /// column when the value's lines are the file's, else the line the value
+    /// starts at. Left as it is for stdin and for resources this reader did
+    /// not tag.
+    pub fn locate(&self, result: &mut FnResult) {
+        let (Some(Position::InValue(at)), Some(file), Some(field)) =
+            (result.position, &result.file, &result.field)
+        else {
+            return;
+        };
+        if !self.tagged || file.path == STDIN {
+            return;
+        }
+        let Ok(text) = std::fs::read_to_string(&file.path) else {
+            return;
+        };
+        let Ok(docs) = yaml::parse_stream(&text) else {
+            return;
+        };
+        let index = file.index.map_or(0, |i| i as usize);
+        let Some(&(document, list_item)) = places(&docs).get(index) else {
+            return;
+        };
+        let path = match list_item {
+            Some(item) => format!("items.{item}.{field}"),
+            None => field.clone(),
+        };
+        if let Some(place) = yaml::locate(&text, document, &path) {
+            result.position = Some(match place.in_file(at) {
+                Some(in_file) => Position::InFile(in_file),
+                None => Position::InValueAt {
+                    at,
+                    line: place.line,
+                },
+            });
+        }
+    }
+
     /// The path to show for a tagged path.
     pub fn display_path(&self, tagged: &str) -> String {
         match &self.root {
@@ -330,16 +370,44 @@ fn is_package_file(doc: &Node) -> bool {
     }
 }
 
-/// The items of a `List` (or any `*List` with items and no name), else the
-/// document itself.
-fn flatten_list(doc: Node) -> Vec<Node> {
-    let is_list = doc.get_path(&["metadata", "name"]).is_none()
+/// Where each resource [`Manifests::add`] reads from a file's documents is:
+/// its document (from 0, empty ones counted) and its place in a `List`.
+fn places(docs: &[Node]) -> Vec<(usize, Option<usize>)> {
+    let mut places = Vec::new();
+    for (document, doc) in docs.iter().enumerate().filter(|(_, d)| !d.is_null()) {
+        if !is_list(doc) {
+            if !is_package_file(doc) {
+                places.push((document, None));
+            }
+            continue;
+        }
+        let items = doc
+            .as_map()
+            .and_then(|m| m.get("items"))
+            .and_then(Node::as_seq);
+        for (i, item) in items.into_iter().flat_map(|s| s.items.iter().enumerate()) {
+            if !is_package_file(item) {
+                places.push((document, Some(i)));
+            }
+        }
+    }
+    places
+}
+
+/// Whether a document is a `List` (or any `*List` with items and no name).
+fn is_list(doc: &Node) -> bool {
+    doc.get_path(&["metadata", "name"]).is_none()
         && doc.as_map().is_some_and(|m| {
             m.get_text("kind").is_some_and(|k| k.ends_with("List"))
                 && m.get("apiVersion").is_some()
                 && m.get("items").and_then(Node::as_seq).is_some()
-        });
-    if !is_list {
+        })
+}
+
+/// The items of a `List` (or any `*List` with items and no name), else the
+/// document itself.
+fn flatten_list(doc: Node) -> Vec<Node> {
+    if !is_list(&doc) {
         return vec![doc];
     }
     let Node::Map(map) = doc else { unreachable!() };

@@ -32,6 +32,50 @@ impl Outcome {
     }
 }
 
+/// What ran the file renderer, as its environment and command tell.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Host {
+    /// kustomize, as an exec plugin (`KUSTOMIZE_PLUGIN_CONFIG_ROOT`: the
+    /// kustomization's directory).
+    KustomizePlugin(String),
+    /// An Argo CD config-management plugin (`ARGOCD_APP_NAME`: the application).
+    ArgoCd(String),
+    /// Helm, as a post-renderer (`post-render`).
+    Helm,
+    /// A person or a script.
+    CommandLine,
+}
+
+impl Host {
+    /// The host of a run of the renderer: `post_render` for `post-render`,
+    /// `env` reads the environment.
+    pub fn of(post_render: bool, env: &dyn Fn(&str) -> Option<String>) -> Host {
+        if let Some(root) = env("KUSTOMIZE_PLUGIN_CONFIG_ROOT") {
+            Host::KustomizePlugin(root)
+        } else if post_render {
+            Host::Helm
+        } else if let Some(app) = env("ARGOCD_APP_NAME") {
+            Host::ArgoCd(app)
+        } else {
+            Host::CommandLine
+        }
+    }
+
+    /// What to do about inputs without a resource, in this host.
+    fn empty_input_fix(&self) -> String {
+        match self {
+            Host::KustomizePlugin(root) => format!(
+                "kustomize gave the exec plugin no resources, as it gives a generator: list the settings file (kind LinkerdMultus) under transformers: in the kustomization of {root}, not under generators:; a transformer renders the resources listed under resources:"
+            ),
+            Host::ArgoCd(app) => format!(
+                "Argo CD would prune every resource of the application {app}; check that the Application's source path holds its manifests, or add --allow-empty to the plugin's generate command if an empty application is what you want"
+            ),
+            Host::Helm => "Helm gave the post-renderer no manifests: the chart rendered none with these values (helm template shows what it renders); add --post-renderer-args=--allow-empty if an empty release is what you want".to_string(),
+            Host::CommandLine => "pass --allow-empty if an empty output is what you want".to_string(),
+        }
+    }
+}
+
 /// Why a command could not run.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -53,11 +97,15 @@ pub enum Error {
     /// A file given both as an input and as `--reference`.
     #[error("{0} is given both as an input and as --reference")]
     InputAndContext(String),
-    /// Inputs without a resource, without `--allow-empty`.
-    #[error(
-        "no Kubernetes objects in {0}; an empty output makes Argo CD prune every resource of the application (pass --allow-empty if that is what you want)"
-    )]
-    NoObjects(String),
+    /// Inputs without a resource, without `--allow-empty`: what to do
+    /// depends on the host that ran the renderer.
+    #[error("no Kubernetes objects in {inputs}: {}", host.empty_input_fix())]
+    NoObjects {
+        /// The inputs, as given.
+        inputs: String,
+        /// What ran the renderer.
+        host: Host,
+    },
     /// Stdin could not be read.
     #[error("reading the ResourceList from stdin: {0}")]
     Stdin(io::Error),

@@ -11,7 +11,7 @@ use clap::Args;
 use crate::commands::diff;
 use crate::commands::flags::{NadSettings, PodSettings, given};
 use crate::commands::manifests::{self, Input, Manifests, STDIN};
-use crate::commands::outcome::{Error, Outcome};
+use crate::commands::outcome::{Error, Host, Outcome};
 use crate::k8s::resource::{self, FileRef};
 use crate::k8s::workload::WorkloadKinds;
 use crate::krm::results::{FnResult, Severity, plural};
@@ -259,7 +259,11 @@ fn run_inner(
     let config = settings(options, env, &set_aside, &manifests)?;
     if manifests.items.is_empty() && !options.allow_empty {
         let inputs: Vec<String> = options.inputs.iter().map(ToString::to_string).collect();
-        return Err(Error::NoObjects(inputs.join(", ")));
+        // Only post-render has a namespace hint: Helm runs it.
+        return Err(Error::NoObjects {
+            inputs: inputs.join(", "),
+            host: Host::of(options.namespace_hint.is_some(), env),
+        });
     }
 
     let mut items = std::mem::take(&mut manifests.items);
@@ -505,6 +509,7 @@ fn show(result: &FnResult, manifests: &Manifests) -> String {
     if let Some(file) = &mut result.file {
         file.path = manifests.display_path(&file.path);
     }
+    manifests.locate(&mut result);
     result.to_string()
 }
 

@@ -104,7 +104,9 @@ fn run_inner(
     let manifests = Manifests::read(&options.inputs, false, stdin)?;
     let settings = settings(options, &manifests)?;
     let refs = identify(&manifests.items)?;
-    let report = validation::package::validate(&manifests.items, &refs, &settings);
+    let report = validation::package::validate(&manifests.items, &refs, &settings).after(
+        settings::settings_to_apply(Takes::Validation, &manifests.items),
+    );
     let mut stdout = String::new();
     for result in &report.problems {
         stdout.push_str(&line(result, &manifests));
@@ -151,12 +153,13 @@ fn settings(options: &Options, manifests: &Manifests) -> Result<Settings, settin
 
 /// One problem as a line: `file: severity: resource: field: message`.
 fn line(result: &FnResult, manifests: &Manifests) -> String {
+    let mut result = result.clone();
     let mut parts = Vec::with_capacity(5);
-    if let Some(file) = &result.file {
-        let mut file = file.clone();
+    if let Some(file) = &mut result.file {
         file.path = manifests.display_path(&file.path);
         parts.push(file.to_string());
     }
+    manifests.locate(&mut result);
     parts.push(
         match result.severity {
             Severity::Error => "error",
@@ -171,6 +174,6 @@ fn line(result: &FnResult, manifests: &Manifests) -> String {
     if let Some(field) = &result.field {
         parts.push(field.clone());
     }
-    parts.push(result.message.clone());
+    parts.push(result.text());
     parts.join(": ")
 }

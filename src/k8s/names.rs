@@ -1,5 +1,6 @@
 //! Kubernetes names: DNS-1123 labels (namespaces, object names) and
-//! qualified names (label and annotation keys).
+//! qualified names (label and annotation keys); the valid name nearest to a
+//! misspelt one.
 
 /// The longest DNS-1123 label.
 const MAX_LABEL_LEN: usize = 63;
@@ -32,9 +33,43 @@ pub fn is_qualified_name(s: &str) -> bool {
     name_ok && prefix_ok
 }
 
+/// The name of `valid` nearest to `written`, when one is close enough to be
+/// what was meant: at most 2 edits (a transposition is one), or a quarter of
+/// the name's length for long names, letter case aside. Ties go to the first.
+pub fn nearest<'a>(written: &str, valid: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+    let written = written.to_ascii_lowercase();
+    valid
+        .into_iter()
+        .map(|name| {
+            let distance = strsim::osa_distance(&written, &name.to_ascii_lowercase());
+            (distance, name)
+        })
+        .filter(|(distance, name)| *distance <= 2.max(name.len() / 4))
+        .min_by_key(|(distance, _)| *distance)
+        .map(|(_, name)| name)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn nearest_names() {
+        let keys = ["cniNamespace", "linkerdNamespace", "nadName", "nadSyncWave"];
+        for (written, want) in [
+            ("nadNme", Some("nadName")),
+            ("nadNmae", Some("nadName")),
+            ("nadname", Some("nadName")),
+            ("NADNAME", Some("nadName")),
+            ("cniNamspace", Some("cniNamespace")),
+            ("linkerdNamespaces", Some("linkerdNamespace")),
+            ("replicas", None),
+            ("colour", None),
+            ("", None),
+        ] {
+            assert_eq!(nearest(written, keys), want, "{written:?}");
+        }
+    }
 
     #[test]
     fn qualified_names() {

@@ -70,7 +70,7 @@ pub fn multus_meant(value: &str) -> Option<&'static str> {
     MULTUS_VALUES
         .iter()
         .copied()
-        .map(|want| (edit_distance(&v, want), want))
+        .map(|want| (strsim::levenshtein(&v, want), want))
         .filter(|(distance, _)| *distance <= 2)
         .min()
         .map(|(_, want)| want)
@@ -83,25 +83,6 @@ pub fn multus_hint(value: &str) -> String {
         Some(meant) => format!("did you mean {meant}?"),
         None => format!("set it to {}", MULTUS_VALUES.join(" or ")),
     }
-}
-
-/// The number of single-character insertions, deletions and substitutions
-/// between `a` and `b`.
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut diagonal = row[0];
-        row[0] = i + 1;
-        for (j, cb) in b.iter().enumerate() {
-            let above = row[j + 1];
-            row[j + 1] = (above + 1)
-                .min(row[j] + 1)
-                .min(diagonal + usize::from(ca != *cb));
-            diagonal = above;
-        }
-    }
-    row[b.len()]
 }
 
 #[cfg(test)]

@@ -6,7 +6,8 @@
 
 use std::collections::BTreeMap;
 
-use crate::k8s::names::is_dns1123_label;
+use crate::k8s::names::{is_dns1123_label, nearest};
+use crate::k8s::resource::group_of;
 use crate::k8s::workload::WorkloadKind;
 use crate::yaml::{Map, Node, parse_document};
 
@@ -28,13 +29,23 @@ pub enum SettingsError {
         /// Its apiVersion.
         api_version: String,
     },
-    /// A key that does not exist.
-    #[error("unknown setting {key:?}; valid settings are {}", valid.join(", "))]
-    UnknownKey {
-        /// The key.
-        key: String,
+    /// Keys that do not exist, every one of the object, each with the valid
+    /// key it is nearest to when one is close.
+    #[error("{}; valid settings are {}", unknown_phrase(keys, valid), valid.join(", "))]
+    UnknownKeys {
+        /// The keys, in the order written.
+        keys: Vec<String>,
         /// The keys of the kind being read.
         valid: &'static [&'static str],
+    },
+    /// An object of the settings' API group, or of one of their kinds, that
+    /// is not one of them: a near-miss apiVersion or kind.
+    #[error("{object}: {problem}")]
+    NearMiss {
+        /// The object: its kind and name as written.
+        object: String,
+        /// What is wrong and what to write instead.
+        problem: String,
     },
     /// A key whose value is not valid.
     #[error("setting {key}: {problem}")]
@@ -47,6 +58,38 @@ pub enum SettingsError {
     /// A structural problem with the object itself.
     #[error("functionConfig {0}")]
     Shape(String),
+}
+
+/// `unknown setting "nadNme" (did you mean nadName?)`, or `unknown settings
+/// "a", "b" and "c"` with a guess after each that has one.
+fn unknown_phrase(keys: &[String], valid: &[&str]) -> String {
+    let each: Vec<String> = keys
+        .iter()
+        .map(|key| match nearest(key, valid.iter().copied()) {
+            Some(meant) => format!("{key:?} (did you mean {meant}?)"),
+            None => format!("{key:?}"),
+        })
+        .collect();
+    match each.as_slice() {
+        [one] => format!("unknown setting {one}"),
+        [first @ .., last] => format!("unknown settings {} and {last}", first.join(", ")),
+        [] => "no unknown setting".to_string(),
+    }
+}
+
+/// The error for the keys of `settings` that are not among `valid`, all of
+/// them at once; `Ok` when every key is valid.
+pub fn check_keys(settings: &Map, valid: &'static [&'static str]) -> Result<(), SettingsError> {
+    let keys: Vec<String> = (settings.entries.iter())
+        .map(|(key, _)| key.as_str().unwrap_or_default())
+        .filter(|key| !valid.contains(key))
+        .map(str::to_string)
+        .collect();
+    if keys.is_empty() {
+        Ok(())
+    } else {
+        Err(SettingsError::UnknownKeys { keys, valid })
+    }
 }
 
 pub(crate) fn bad(key: &str, problem: impl Into<String>) -> SettingsError {
@@ -117,6 +160,96 @@ impl<'a> SettingsObject<'a> {
     }
 }
 
+/// The error for an object that comes near a settings object of `kinds`
+/// without being one: of their API group with another version or a kind none
+/// of them has (`multus.linkerd.io/v1`, `LinkerdMultis`), or of one of their
+/// kinds with another apiVersion (`linkerd.io/v1alpha1`). `None` for a
+/// settings object and for any other object.
+pub fn near_miss(node: &Node, kinds: &[&str]) -> Option<SettingsError> {
+    let map = node.as_map()?;
+    let kind = map.get_text("kind").unwrap_or_default();
+    let api_version = map.get_text("apiVersion").unwrap_or_default();
+    let known_kind = kinds.contains(&kind);
+    let our_group = group_of(api_version) == group_of(API_VERSION);
+    if !our_group && !known_kind || api_version == API_VERSION && known_kind {
+        return None;
+    }
+    let mut problems = Vec::new();
+    let mut fixes = Vec::new();
+    if api_version != API_VERSION {
+        problems.push(format!(
+            "apiVersion {api_version:?} is not one linkerd-multus reads"
+        ));
+        fixes.push(format!("apiVersion: {API_VERSION}"));
+    }
+    if !known_kind {
+        problems.push(format!("{API_VERSION} has no kind {kind:?}"));
+        match nearest(kind, kinds.iter().copied()) {
+            Some(meant) => fixes.push(format!("kind: {meant}")),
+            None => fixes.push(format!("a kind of {}", or_list(kinds))),
+        }
+    }
+    let name = map
+        .get("metadata")
+        .and_then(Node::as_map)
+        .and_then(|m| m.get_text("name"))
+        .unwrap_or("(no name)");
+    Some(SettingsError::NearMiss {
+        object: format!("{kind} {name}"),
+        problem: format!("{}; write {}", problems.join(", and "), fixes.join(" and ")),
+    })
+}
+
+/// `A`, `A or B`, `A, B or C`.
+fn or_list(items: &[&str]) -> String {
+    match items {
+        [first @ .., last] if !first.is_empty() => format!("{} or {last}", first.join(", ")),
+        _ => items.join(""),
+    }
+}
+
+/// The name kpt gives the ConfigMap it makes of the `key=value` arguments
+/// after `--` (`kpt fn eval --exec ... -- nadName=x`).
+const KPT_ARGUMENTS: &str = "function-input";
+
+/// How the user wrote `keys` of the functionConfig `node` when kpt made it of
+/// the arguments after `--`: ``the argument `nadNme=x` after `--` ``;
+/// `None` for any other functionConfig, or no key.
+pub fn as_arguments(node: &Node, keys: &[String]) -> Option<String> {
+    let map = node.as_map()?;
+    let metadata = map.get("metadata")?.as_map()?;
+    let made_by_kpt = matches!(SettingsObject::of(node), Ok(SettingsObject::ConfigMap(_)))
+        && metadata.entries.len() == 1
+        && metadata.get_text("name") == Some(KPT_ARGUMENTS);
+    let data = map.get("data")?.as_map()?;
+    if !made_by_kpt || keys.is_empty() {
+        return None;
+    }
+    let written: Vec<String> = keys
+        .iter()
+        .map(|key| {
+            let value = data.get_text(key).unwrap_or_default();
+            format!("`{key}={value}`")
+        })
+        .collect();
+    Some(match written.as_slice() {
+        [one] => format!("the argument {one} after `--`"),
+        [first @ .., last] => format!("the arguments {} and {last} after `--`", first.join(", ")),
+        [] => unreachable!("keys is not empty"),
+    })
+}
+
+impl SettingsError {
+    /// The settings keys it is about.
+    pub fn keys(&self) -> Vec<String> {
+        match self {
+            SettingsError::UnknownKeys { keys, .. } => keys.clone(),
+            SettingsError::BadValue { key, .. } => vec![key.clone()],
+            _ => Vec::new(),
+        }
+    }
+}
+
 /// The settings of one kind of settings object: a rule set's, with its
 /// defaults. Read from an object of that kind (or a ConfigMap), then from text
 /// values (environment variables, flags).
@@ -145,6 +278,7 @@ pub trait SettingsKind: Default {
         };
         let mut settings = Self::default();
         if let Some(section) = section(map, key)? {
+            check_keys(section, Self::KEYS)?;
             settings.apply(section, text)?;
         }
         Ok(settings)
@@ -159,6 +293,7 @@ pub trait SettingsKind: Default {
         for (key, value) in values {
             map.insert(key, Node::string(value));
         }
+        check_keys(&map, Self::KEYS)?;
         self.apply(&map, true)
     }
 }

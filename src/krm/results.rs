@@ -3,7 +3,7 @@
 use std::fmt;
 
 use crate::k8s::resource::{FileRef, ResourceRef};
-use crate::yaml::Node;
+use crate::yaml::{Node, TextPosition};
 
 /// How serious a result is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -45,6 +45,23 @@ pub fn problems(results: &[FnResult]) -> String {
     )
 }
 
+/// Where in its field's value (a text: a ConfigMap's JSON) a problem is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Position {
+    /// A line and column of the value, which is all the rules see.
+    InValue(TextPosition),
+    /// A line and column of the resource's file, whose lines are the
+    /// value's (a literal block scalar).
+    InFile(TextPosition),
+    /// A line and column of the value, which starts at `line` of the file.
+    InValueAt {
+        /// Where in the value.
+        at: TextPosition,
+        /// The file's line the value starts at.
+        line: usize,
+    },
+}
+
 /// One result.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FnResult {
@@ -62,6 +79,9 @@ pub struct FnResult {
     /// that `diff`, the CI gate, refuses: a `linkerd.io/multus` value that
     /// is neither `enabled` nor `disabled`. Not part of the KRM result.
     pub fails_diff: bool,
+    /// Where in the field's value the problem is; the message says it after
+    /// [`FnResult::message`] ([`FnResult::text`]).
+    pub position: Option<Position>,
 }
 
 impl FnResult {
@@ -74,6 +94,27 @@ impl FnResult {
             field: None,
             file: None,
             fails_diff: false,
+            position: None,
+        }
+    }
+
+    /// The message, with where in the value or the file the problem is.
+    pub fn text(&self) -> String {
+        let file = self.file.as_ref().map_or("the file", |f| f.path.as_str());
+        match self.position {
+            None => self.message.clone(),
+            Some(Position::InValue(at)) => format!(
+                "{} at line {} column {} of the value",
+                self.message, at.line, at.column
+            ),
+            Some(Position::InFile(at)) => format!(
+                "{} at line {} column {} of {file}",
+                self.message, at.line, at.column
+            ),
+            Some(Position::InValueAt { at, line }) => format!(
+                "{} at line {} column {} of the value, which starts at line {line} of {file}",
+                self.message, at.line, at.column
+            ),
         }
     }
 
@@ -93,7 +134,7 @@ impl FnResult {
     /// The result as a KRM `results` entry.
     pub fn into_node(self) -> Node {
         let mut entries = Vec::with_capacity(5);
-        entries.push(("message", Node::string(self.message)));
+        entries.push(("message", Node::string(self.text())));
         entries.push(("severity", Node::plain(self.severity.as_str())));
         if let Some(r) = self.resource {
             let mut rr = Vec::with_capacity(4);
@@ -130,7 +171,7 @@ impl fmt::Display for FnResult {
             }
             f.write_str(": ")?;
         }
-        f.write_str(&self.message)
+        f.write_str(&self.text())
     }
 }
 

@@ -7,8 +7,9 @@
 
 use serde_json::{Map as JsonMap, Value};
 
+use crate::krm::results::Position;
 use crate::linkerd_cni::settings::Settings;
-use crate::yaml::{Map, describe_json};
+use crate::yaml::{JsonError, Map, describe_json};
 
 /// Name of the Linkerd-CNI ConfigMap.
 pub const CONFIG_MAP_NAME: &str = "linkerd-cni-config";
@@ -32,7 +33,7 @@ pub enum CniConfigError {
     Missing,
     /// The JSON does not parse.
     #[error("data.{NETWORK_CONFIG_KEY} is not valid JSON: {0}")]
-    InvalidJson(String),
+    InvalidJson(JsonError),
     /// The JSON is not an object.
     #[error("data.{NETWORK_CONFIG_KEY} must be a JSON object, not {0}")]
     NotObject(&'static str),
@@ -51,6 +52,20 @@ pub enum CniConfigError {
     BadNetDir,
 }
 
+impl CniConfigError {
+    /// The problem as a result says it: the message, and where in the value
+    /// when the JSON does not parse (for the front to name the file's line).
+    pub fn located(self) -> (String, Option<Position>) {
+        match self {
+            CniConfigError::InvalidJson(JsonError { message, at }) => (
+                format!("data.{NETWORK_CONFIG_KEY} is not valid JSON: {message}"),
+                at.map(Position::InValue),
+            ),
+            other => (other.to_string(), None),
+        }
+    }
+}
+
 /// Builds the NAD config from the ConfigMap's `data`.
 pub fn nad_config(data: Option<&Map>, settings: &Settings) -> Result<Value, CniConfigError> {
     let data = data.ok_or(CniConfigError::Missing)?;
@@ -60,7 +75,7 @@ pub fn nad_config(data: Option<&Map>, settings: &Settings) -> Result<Value, CniC
     let mut config: JsonMap<String, Value> = match serde_json::from_str(text) {
         Ok(Value::Object(map)) => map,
         Ok(other) => return Err(CniConfigError::NotObject(describe_json(&other))),
-        Err(e) => return Err(CniConfigError::InvalidJson(e.to_string())),
+        Err(e) => return Err(CniConfigError::InvalidJson(e.into())),
     };
     let kubeconfig = match &settings.cni_kubeconfig {
         Some(path) => path.clone(),
@@ -236,7 +251,7 @@ mod tests {
             ("{}", "data.cni_network_config is missing or not a string"),
             (
                 "{cni_network_config: '{\"a\": '}",
-                "data.cni_network_config is not valid JSON: EOF while parsing a value at line 1 column 6",
+                "data.cni_network_config is not valid JSON: EOF while parsing a value at line 1 column 6 of the value",
             ),
             (
                 "{cni_network_config: '[1]'}",

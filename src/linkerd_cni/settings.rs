@@ -109,8 +109,8 @@ impl SettingsKind for Settings {
                 "configRollout" => self.config_rollout = config_rollout(key, value)?,
                 "nadSyncWave" => self.nad_sync_wave = Some(sync_wave(key, value)?),
                 _ => {
-                    return Err(SettingsError::UnknownKey {
-                        key: key.to_string(),
+                    return Err(SettingsError::UnknownKeys {
+                        keys: vec![key.to_string()],
                         valid: KEYS,
                     });
                 }
@@ -268,7 +268,11 @@ mod tests {
         let cases = [
             (
                 "cniNamspace: x",
-                "unknown setting \"cniNamspace\"; valid settings are cniNamespace,",
+                "unknown setting \"cniNamspace\" (did you mean cniNamespace?); valid settings are cniNamespace,",
+            ),
+            (
+                "nadNme: x\n  proxyUIDOffset: abc\n  nadname: y",
+                "unknown settings \"nadNme\" (did you mean nadName?) and \"nadname\" (did you mean nadName?); valid settings are cniNamespace,",
             ),
             (
                 "proxyUIDOffset: abc",

@@ -5,14 +5,14 @@
 use serde_json::{Map as JsonMap, Value};
 
 use crate::multus::nad::CNI_VERSIONS;
-use crate::yaml::describe_json;
+use crate::yaml::{JsonError, describe_json};
 
 /// Why a NAD's CNI configuration would be refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum CniConfigError {
     /// Not JSON at all.
     #[error("is not valid JSON: {0}")]
-    Json(String),
+    Json(JsonError),
     /// JSON, but not an object.
     #[error("is {0}, not a JSON object")]
     NotObject(&'static str),
@@ -50,7 +50,7 @@ pub enum CniConfigError {
 pub fn check_cni_config(config: &str) -> Vec<CniConfigError> {
     let value: Value = match serde_json::from_str(config) {
         Ok(v) => v,
-        Err(e) => return vec![CniConfigError::Json(e.to_string())],
+        Err(e) => return vec![CniConfigError::Json(e.into())],
     };
     let Value::Object(object) = value else {
         return vec![CniConfigError::NotObject(describe_json(&value))];

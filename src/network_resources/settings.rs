@@ -120,8 +120,8 @@ impl SettingsKind for Settings {
                 }
                 "defaultNamespace" => self.default_namespace = Some(label(key, value)?),
                 _ => {
-                    return Err(SettingsError::UnknownKey {
-                        key: key.to_string(),
+                    return Err(SettingsError::UnknownKeys {
+                        keys: vec![key.to_string()],
                         valid: KEYS,
                     });
                 }
@@ -239,6 +239,10 @@ mod tests {
                 "unexpected top-level field \"data\"",
             ),
             ("[]", "is a sequence, not a mapping"),
+            (
+                "apiVersion: v1\nkind: ConfigMap\ndata: {honourResources: 'true', downwardApi: 'true'}\n",
+                "unknown settings \"honourResources\" (did you mean honorResources?) and \"downwardApi\" (did you mean downwardAPI?); valid settings are resourceNameKeys,",
+            ),
         ] {
             let err = read(src).unwrap_err().to_string();
             assert!(err.contains(want), "{src}: {err}");

@@ -4,6 +4,7 @@
 //! `ARGOCD_ENV_`, and its `parameters`) and command-line flags. They are the
 //! `LinkerdMultus` settings' keys.
 
+use crate::k8s::names::nearest;
 use crate::linkerd_cni::settings::KEYS;
 
 /// Prefix of the environment variable of each setting.
@@ -137,13 +138,8 @@ pub fn unknown_variables<'a>(names: impl IntoIterator<Item = &'a str>) -> Vec<St
         } else {
             name.to_string()
         };
-        let closest = known
-            .iter()
-            .map(|k| (edit_distance(suffix, k), k))
-            .min()
-            .filter(|(distance, k)| *distance <= 2.max(k.len() / 4));
-        warnings.push(match closest {
-            Some((_, k)) => format!(
+        warnings.push(match nearest(suffix, known.iter().map(String::as_str)) {
+            Some(k) => format!(
                 "environment variable {written} is not one linkerd-multus reads; did you mean {PREFIX}{k}?"
             ),
             None => format!(
@@ -194,24 +190,6 @@ pub fn unknown_variables_here() -> Vec<String> {
         .map(|(name, _)| name.to_string_lossy().into_owned())
         .collect();
     unknown_variables(names.iter().map(String::as_str))
-}
-
-/// The Levenshtein distance between two ASCII names.
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b = b.as_bytes();
-    let mut row: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.bytes().enumerate() {
-        let mut diagonal = row[0];
-        row[0] = i + 1;
-        for (j, &cb) in b.iter().enumerate() {
-            let above = row[j + 1];
-            row[j + 1] = (diagonal + usize::from(ca != cb))
-                .min(above + 1)
-                .min(row[j] + 1);
-            diagonal = above;
-        }
-    }
-    row[b.len()]
 }
 
 /// Settings from variables named `prefix` + [`variable`], in key order.

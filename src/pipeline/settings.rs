@@ -12,7 +12,11 @@ use std::borrow::Cow;
 use std::io;
 use std::path::Path;
 
-use crate::krm::function_config::{API_VERSION, SettingsError, SettingsKind, SettingsObject};
+use crate::k8s::resource;
+use crate::krm::function_config::{
+    self as function_config, API_VERSION, SettingsError, SettingsKind, SettingsObject,
+};
+use crate::krm::results::{FnResult, Severity};
 use crate::linkerd_cni;
 use crate::network_resources;
 use crate::pipeline::environment::{EnvError, Environment, Value};
@@ -48,6 +52,22 @@ pub enum Takes {
 const LINKERD_MULTUS: &str = linkerd_cni::settings::KIND;
 const NETWORK_RESOURCES: &str = network_resources::settings::KIND;
 const VALIDATION: &str = validation::settings::KIND;
+/// The kinds of the settings objects of the rule sets.
+const RULE_SET_KINDS: &[&str] = &[LINKERD_MULTUS, NETWORK_RESOURCES, VALIDATION];
+/// Every kind of [`API_VERSION`]: the rule sets' and `linkerd multus
+/// install`'s (`LinkerdMultusInstall`, read by the extension).
+const KINDS: &[&str] = &[
+    LINKERD_MULTUS,
+    NETWORK_RESOURCES,
+    VALIDATION,
+    "LinkerdMultusInstall",
+];
+
+/// The error for an object near a settings object without being one
+/// ([`function_config::near_miss`]): `multus.linkerd.io/v1`, `LinkerdMultis`.
+pub fn near_miss(item: &Node) -> Option<SettingsError> {
+    function_config::near_miss(item, KINDS)
+}
 
 impl Takes {
     /// The kinds of the settings objects the front takes out of its inputs.
@@ -60,12 +80,14 @@ impl Takes {
     }
 
     /// Whether `item` is a settings object the front takes out of its inputs
-    /// rather than processing it.
+    /// rather than processing it: one of its kinds, or one near a settings
+    /// object ([`near_miss`]), which [`resolve`] refuses.
     pub fn is_settings_object(self, item: &Node) -> bool {
-        matches!(
-            SettingsObject::of(item),
-            Ok(SettingsObject::Typed { kind, .. }) if self.among_inputs().contains(&kind)
-        )
+        let among_inputs = self.among_inputs();
+        match SettingsObject::of(item) {
+            Ok(SettingsObject::Typed { kind, .. }) if among_inputs.contains(&kind) => true,
+            _ => !among_inputs.is_empty() && near_miss(item).is_some(),
+        }
     }
 
     /// The kind messages name for its objects among the inputs.
@@ -155,6 +177,14 @@ pub enum Error {
     /// The functionConfig's settings are wrong.
     #[error(transparent)]
     FunctionConfig(SettingsError),
+    /// The settings kpt made of the arguments after `--` are wrong.
+    #[error("{arguments}: {error}")]
+    Arguments {
+        /// The arguments, as written: ``the argument `nadNme=x` after `--` ``.
+        arguments: String,
+        /// What is wrong.
+        error: SettingsError,
+    },
     /// A settings object's settings are wrong.
     #[error("{at}: {error}")]
     Object {
@@ -226,13 +256,28 @@ pub fn resolve(sources: Sources<'_>) -> Result<FunctionConfig, Error> {
         environment,
         flags,
     } = sources;
+    if let Some((error, at)) = found
+        .iter()
+        .find_map(|(node, at)| Some((near_miss(node)?, at)))
+    {
+        return Err(Error::Object {
+            at: at.clone(),
+            error,
+        });
+    }
     let (node, at) = the_object(takes, given, &found)?;
-    let read = read(node.as_deref(), takes).map_err(|error| match &at {
-        Some(at) => Error::Object {
+    let read = read(node.as_deref(), takes).map_err(|error| match (&at, given) {
+        (Some(at), _) => Error::Object {
             at: at.clone(),
             error,
         },
-        None => Error::FunctionConfig(error),
+        (None, Given::FunctionConfig(node)) => {
+            match function_config::as_arguments(node, &error.keys()) {
+                Some(arguments) => Error::Arguments { arguments, error },
+                None => Error::FunctionConfig(error),
+            }
+        }
+        (None, _) => Error::FunctionConfig(error),
     });
     let at = at.unwrap_or_default();
     let Some(mut config) = read? else {
@@ -344,6 +389,9 @@ fn read(node: Option<&Node>, takes: Takes) -> Result<Option<FunctionConfig>, Set
         }));
     };
     let object = SettingsObject::of(node)?;
+    if let Some(error) = near_miss(node) {
+        return Err(error);
+    }
     let typed = match object {
         SettingsObject::Typed { kind, .. } => kind,
         SettingsObject::ConfigMap(_) => takes.kind(),
@@ -367,6 +415,51 @@ fn read(node: Option<&Node>, takes: Takes) -> Result<Option<FunctionConfig>, Set
         _ => return Err(object.wrong_kind(takes.expected())),
     };
     Ok(Some(config))
+}
+
+/// The settings objects among `items` that would be applied as they are:
+/// of a rule set's kind (or near one) and not marked
+/// `config.kubernetes.io/local-config`. No API server serves their kinds, so
+/// an apply of the output fails on them; in a kustomization, the function's
+/// settings listed under `resources:` are one (kustomize copies them to its
+/// output). An error result for each, naming the object and its file; the
+/// settings objects `takes` reads among its inputs are not to apply.
+pub fn settings_to_apply(takes: Takes, items: &[Node]) -> Vec<FnResult> {
+    let mut results = Vec::new();
+    for item in items {
+        let message = match near_miss(item) {
+            Some(near) => format!(
+                "{}; as it is, it is no linkerd-multus settings object but an object to apply",
+                near_miss_problem(near)
+            ),
+            None => match SettingsObject::of(item) {
+                Ok(SettingsObject::Typed { kind, .. })
+                    if RULE_SET_KINDS.contains(&kind) && !takes.among_inputs().contains(&kind) =>
+                {
+                    format!(
+                        "linkerd-multus settings, not an object to apply: no API server serves {API_VERSION}, so an apply fails on it; list its file under transformers: in a kustomization, not under resources: (there kustomize copies it to the output and never runs the function), or mark it config.kubernetes.io/local-config: \"true\""
+                    )
+                }
+                _ => continue,
+            },
+        };
+        if resource::is_local_config(item) {
+            continue;
+        }
+        let mut result = FnResult::new(Severity::Error, message);
+        result.resource = resource::resource_ref(item).ok();
+        result.file = resource::file_ref(item);
+        results.push(result);
+    }
+    results
+}
+
+/// What a near-miss error says after the object it names.
+fn near_miss_problem(error: SettingsError) -> String {
+    match error {
+        SettingsError::NearMiss { problem, .. } => problem,
+        other => other.to_string(),
+    }
 }
 
 /// Reads the YAML settings file `path` given as `source` (a flag, or an

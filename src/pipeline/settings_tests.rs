@@ -229,3 +229,93 @@ fn the_environment_then_flags_then_the_namespace_variable() {
         "--nad-name is a LinkerdMultus setting, but nr.yaml is a NetworkResources: settings of the network-resources rules go in it"
     );
 }
+
+/// A settings object of a near-miss apiVersion or kind is refused wherever it
+/// is given, naming the object, what is written and what to write; among the
+/// renderer's inputs it is a settings object (never printed), and the error
+/// names its file.
+#[test]
+fn near_misses_are_refused() {
+    let object = |api_version: &str, kind: &str| {
+        format!("apiVersion: {api_version}\nkind: {kind}\nmetadata: {{name: s}}\n")
+    };
+    let version = |v: &str| {
+        format!(
+            "apiVersion {v:?} is not one linkerd-multus reads; write apiVersion: multus.linkerd.io/v1alpha1"
+        )
+    };
+    let cases = [
+        (object("multus.linkerd.io/v1", "LinkerdMultus"), format!("LinkerdMultus s: {}", version("multus.linkerd.io/v1"))),
+        (object("multus.linkerd.io/v1beta1", "NetworkResources"), format!("NetworkResources s: {}", version("multus.linkerd.io/v1beta1"))),
+        (object("linkerd.io/v1alpha1", "Validation"), format!("Validation s: {}", version("linkerd.io/v1alpha1"))),
+        (object("v1", "LinkerdMultus"), format!("LinkerdMultus s: {}", version("v1"))),
+        (
+            object("multus.linkerd.io/v1alpha1", "LinkerdMultis"),
+            "LinkerdMultis s: multus.linkerd.io/v1alpha1 has no kind \"LinkerdMultis\"; write kind: LinkerdMultus".into(),
+        ),
+        (
+            object("multus.linkerd.io/v1", "Settings"),
+            "Settings s: apiVersion \"multus.linkerd.io/v1\" is not one linkerd-multus reads, and multus.linkerd.io/v1alpha1 has no kind \"Settings\"; write apiVersion: multus.linkerd.io/v1alpha1 and a kind of LinkerdMultus, NetworkResources, Validation or LinkerdMultusInstall".into(),
+        ),
+    ];
+    for (src, want) in cases {
+        let node = parse_document(&src).unwrap();
+        assert_eq!(
+            dispatch(Takes::Any, &src),
+            format!("error: {want}"),
+            "{src}"
+        );
+        assert!(Takes::Rendering.is_settings_object(&node), "{src}");
+        assert!(Takes::Validation.is_settings_object(&node), "{src}");
+        assert!(!Takes::Any.is_settings_object(&node), "{src}");
+        let mut sources = Sources::new(Takes::Rendering);
+        sources.found = vec![(&node, "settings.yaml".to_string())];
+        let err = resolve(sources).unwrap_err().to_string();
+        assert_eq!(err, format!("settings.yaml: {want}"));
+    }
+    for fine in [
+        LM,
+        NR,
+        VALIDATION,
+        CONFIG_MAP,
+        SECRET,
+        "apiVersion: multus.linkerd.io/v1alpha1\nkind: LinkerdMultusInstall\n",
+    ] {
+        let node = parse_document(fine).unwrap();
+        assert!(near_miss(&node).is_none(), "{fine}");
+    }
+}
+
+/// The ConfigMap kpt makes of `kpt fn eval ... -- key=value`: its errors name
+/// the arguments, every unknown one at once; a ConfigMap of the user's, named
+/// as the user wrote it, keeps its name out of the message too (the front
+/// names its file).
+#[test]
+fn kpt_arguments_are_named_as_written() {
+    let kpt = |data: &str| {
+        format!(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: function-input\ndata: {{{data}}}\n"
+        )
+    };
+    for (src, want) in [
+        (
+            kpt("nadNme: x"),
+            "error: the argument `nadNme=x` after `--`: unknown setting \"nadNme\" (did you mean nadName?); valid settings are cniNamespace, linkerdNamespace, nadName, cniKubeconfig, cniVersion, uidRangeAnnotation, proxyUIDOffset, namespaces, workloadKinds, defaultNamespace, configRollout, nadSyncWave",
+        ),
+        (
+            kpt("nadNme: x, cniNamespace: cni, colour: blue"),
+            "error: the arguments `nadNme=x` and `colour=blue` after `--`: unknown settings \"nadNme\" (did you mean nadName?) and \"colour\"; valid settings are cniNamespace,",
+        ),
+        (
+            kpt("cniVersion: 9.9.9"),
+            "error: the argument `cniVersion=9.9.9` after `--`: setting cniVersion: \"9.9.9\" is not a CNI spec version",
+        ),
+        (
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: function-input\n  namespace: mine\ndata: {nadNme: x}\n".to_string(),
+            "error: unknown setting \"nadNme\" (did you mean nadName?); valid settings are",
+        ),
+    ] {
+        let got = dispatch(Takes::Any, &src);
+        assert!(got.starts_with(want), "{src}\n{got}");
+    }
+}

@@ -8,11 +8,11 @@ use crate::k8s::names::is_dns1123_label;
 use crate::k8s::namespace::{MULTUS_ANNOTATION, MULTUS_VALUES, multus_hint};
 use crate::k8s::resource::{self, ResourceRef, files};
 use crate::k8s::workload::{WorkloadKind, WorkloadKinds};
-use crate::krm::results::{self, FnResult, Severity, plural};
-use crate::multus::cni_config::check_cni_config;
+use crate::krm::results::{self, FnResult, Position, Severity, plural};
+use crate::multus::cni_config::{CniConfigError, check_cni_config};
 use crate::multus::nad;
 use crate::multus::networks::{DEFAULT_NETWORK_ANNOTATION, NETWORKS_ANNOTATION, Networks};
-use crate::yaml::{Map, Node};
+use crate::yaml::{JsonError, Map, Node};
 
 use super::settings::Settings;
 
@@ -30,9 +30,22 @@ pub struct Report {
     pub summary: FnResult,
     /// The problems, in input order.
     pub problems: Vec<FnResult>,
+    /// What was checked, as the summary says it.
+    checked: String,
 }
 
 impl Report {
+    /// The report with `problems` found before these rules ran (by the
+    /// front) ahead of its own, and counted in the summary.
+    pub fn after(mut self, problems: Vec<FnResult>) -> Self {
+        if problems.is_empty() {
+            return self;
+        }
+        self.problems.splice(0..0, problems);
+        self.summary = summary(&self.checked, &self.problems);
+        self
+    }
+
     /// The results as the KRM function reports them: the summary first.
     pub fn into_results(self) -> Vec<FnResult> {
         let mut results = Vec::with_capacity(self.problems.len() + 1);
@@ -73,19 +86,29 @@ pub fn validate(items: &[Node], refs: &[ResourceRef], settings: &Settings) -> Re
         results.extend(problems.into_iter().map(|p| {
             let mut result = FnResult::new(p.severity, p.message).on(r, files[i].as_ref());
             result.field = Some(p.field);
+            result.position = p.position;
             result
         }));
     }
-    let summary = format!(
-        "linkerd-multus validate: {} and {} checked; {}",
+    let checked = format!(
+        "{} and {}",
         plural(checked.nads, "NetworkAttachmentDefinition"),
         plural(checked.workloads, "workload"),
-        results::problems(&results)
     );
     Report {
-        summary: FnResult::new(Severity::Info, summary),
+        summary: summary(&checked, &results),
         problems: results,
+        checked,
     }
+}
+
+/// The summary result: what was checked and the count of problems.
+fn summary(checked: &str, problems: &[FnResult]) -> FnResult {
+    let message = format!(
+        "linkerd-multus validate: {checked} checked; {}",
+        results::problems(problems)
+    );
+    FnResult::new(Severity::Info, message)
 }
 
 /// One finding on a resource.
@@ -93,6 +116,8 @@ struct Problem {
     severity: Severity,
     field: String,
     message: String,
+    /// Where in the field's value, for a value that is not JSON.
+    position: Option<Position>,
 }
 
 impl Problem {
@@ -101,6 +126,7 @@ impl Problem {
             severity: Severity::Error,
             field: field.into(),
             message: message.into(),
+            position: None,
         }
     }
 }
@@ -150,14 +176,21 @@ fn check_nad(item: &Node, r: &ResourceRef, problems: &mut Vec<Problem>) {
                 "no spec.config: Multus reads the CNI configuration named {:?} from each node's configuration directory; not checked",
                 r.name
             ),
+            position: None,
         });
         return;
     };
     for error in check_cni_config(config) {
-        problems.push(Problem::error(
-            "spec.config",
-            format!("CNI configuration {error}"),
-        ));
+        problems.push(match error {
+            CniConfigError::Json(JsonError { message, at }) => Problem {
+                position: at.map(Position::InValue),
+                ..Problem::error(
+                    "spec.config",
+                    format!("CNI configuration is not valid JSON: {message}"),
+                )
+            },
+            error => Problem::error("spec.config", format!("CNI configuration {error}")),
+        });
     }
 }
 
@@ -355,6 +388,7 @@ fn isolation(
             },
             field: field.to_string(),
             message,
+            position: None,
         });
     }
 }

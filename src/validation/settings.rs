@@ -79,8 +79,8 @@ impl SettingsKind for Settings {
                 }
                 "defaultNamespace" => self.default_namespace = Some(label(key, value)?),
                 _ => {
-                    return Err(SettingsError::UnknownKey {
-                        key: key.to_string(),
+                    return Err(SettingsError::UnknownKeys {
+                        keys: vec![key.to_string()],
                         valid: KEYS,
                     });
                 }
@@ -155,7 +155,11 @@ mod tests {
         for (body, want) in [
             (
                 "namespaceIsolaton: true",
-                "unknown setting \"namespaceIsolaton\"; valid settings are namespaceIsolation, globalNamespaces, workloadKinds, defaultNamespace",
+                "unknown setting \"namespaceIsolaton\" (did you mean namespaceIsolation?); valid settings are namespaceIsolation, globalNamespaces, workloadKinds, defaultNamespace",
+            ),
+            (
+                "namespaceIsolaton: true\n  globalNamespace: [a]\n  colour: blue",
+                "unknown settings \"namespaceIsolaton\" (did you mean namespaceIsolation?), \"globalNamespace\" (did you mean globalNamespaces?) and \"colour\"; valid settings are namespaceIsolation, globalNamespaces, workloadKinds, defaultNamespace",
             ),
             (
                 "namespaceIsolation: yes",

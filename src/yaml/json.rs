@@ -8,7 +8,7 @@
 
 use serde_json::{Map as JsonMap, Number, Value};
 
-use super::{Map, Node, Scalar, Seq, Style};
+use super::{Map, Node, Scalar, Seq, Style, TextPosition};
 
 /// How a JSON value is named in error messages: `a string`, `a list`, `null`.
 pub(crate) fn describe_json(value: &Value) -> &'static str {
@@ -19,6 +19,47 @@ pub(crate) fn describe_json(value: &Value) -> &'static str {
         Value::String(_) => "a string",
         Value::Array(_) => "a list",
         Value::Object(_) => "an object",
+    }
+}
+
+/// Why a text (a scalar's value) is not JSON, and where in the text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JsonError {
+    /// What is wrong, without the position.
+    pub message: String,
+    /// Where in the text, when the parser knows.
+    pub at: Option<TextPosition>,
+}
+
+impl From<serde_json::Error> for JsonError {
+    fn from(error: serde_json::Error) -> Self {
+        let message = error.to_string();
+        if error.line() == 0 {
+            return JsonError { message, at: None };
+        }
+        let suffix = format!(" at line {} column {}", error.line(), error.column());
+        JsonError {
+            message: message
+                .strip_suffix(&suffix)
+                .unwrap_or(&message)
+                .to_string(),
+            at: Some(TextPosition {
+                line: error.line(),
+                column: error.column(),
+            }),
+        }
+    }
+}
+
+impl std::fmt::Display for JsonError {
+    /// The message and where in the value: `expected `,` or `}` at line 12
+    /// column 5 of the value`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)?;
+        match self.at {
+            Some(at) => write!(f, " at line {} column {} of the value", at.line, at.column),
+            None => Ok(()),
+        }
     }
 }
 

@@ -9,11 +9,14 @@
 
 mod emit;
 mod json;
+mod locate;
 mod parse;
 mod scalar;
 
 pub use emit::{emit_document, emit_document_of_items, emit_stream};
+pub use json::JsonError;
 pub(crate) use json::describe_json;
+pub use locate::{ScalarPlace, TextPosition, locate};
 pub use parse::{ParseError, parse_document, parse_stream};
 pub use scalar::is_plain_safe;
 

@@ -328,7 +328,9 @@ fn bad_input_is_refused_with_what_to_do() {
     let cases: Vec<(Vec<&str>, Vec<&str>)> = vec![
         (
             vec![&unknown],
-            vec!["unknown.yaml: unknown setting spec.replica; valid settings are namespace"],
+            vec![
+                "unknown.yaml: unknown setting spec.replica (did you mean spec.replicas?); valid settings are namespace",
+            ],
         ),
         (
             vec![&kind],

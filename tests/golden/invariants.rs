@@ -102,8 +102,9 @@ fn result_problems(got: &Run, results: &[Yaml]) -> Vec<String> {
             if sev != "info" || r.get("resourceRef").is_some() {
                 problems.push("first result is not an info summary without resourceRef".into());
             }
-        } else if r.get("resourceRef").is_none() {
-            // Issue rule 8: every change and every problem names its resource.
+        } else if r.get("resourceRef").is_none() && !names_kpt_arguments(r) {
+            // Issue rule 8: every change and every problem names its resource (or, for the
+            // settings kpt made of `kpt fn eval -- key=value`, the arguments as written).
             problems.push(format!(
                 "{sev} result {i} without resourceRef: {:?}",
                 r.str_at(&["message"]).unwrap_or("")
@@ -118,6 +119,14 @@ fn result_problems(got: &Run, results: &[Yaml]) -> Vec<String> {
         }
     }
     problems
+}
+
+/// Whether a result is about the arguments after `kpt fn eval ... --`, which kpt passes as
+/// a ConfigMap the user never wrote: it names them instead of that ConfigMap.
+fn names_kpt_arguments(result: &Yaml) -> bool {
+    let message = result.str_at(&["message"]).unwrap_or("");
+    (message.starts_with("the argument `") || message.starts_with("the arguments `"))
+        && message.contains("` after `--`: ")
 }
 
 /// Pass-through: everything but generated NADs and the function's own keys is unchanged, in

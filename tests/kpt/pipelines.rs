@@ -279,3 +279,58 @@ fn repository_package_renders_the_kpt_example() {
         "deploy/ after a second render",
     );
 }
+
+/// Mistakes in the settings and the package, made through the real kpt: each fails and
+/// writes nothing, and the message names what the user wrote. `kpt fn eval -- key=value`
+/// makes a ConfigMap named `function-input` of the arguments, which messages named before.
+#[test]
+fn settings_mistakes_name_what_the_user_wrote() {
+    /// The arguments after the package, the edit before the run, what kpt must print.
+    type Case<'a> = (&'a [&'a str], &'a dyn Fn(&Package), &'a str);
+    let cases: [Case; 4] = [
+        (
+            &[
+                "--",
+                "nadNme=mesh",
+                "cniNamspace=cni",
+                "linkerdNamespace=linkerd",
+            ],
+            &|_| {},
+            "[error]: the arguments `nadNme=mesh` and `cniNamspace=cni` after `--`: unknown settings \"nadNme\" (did you mean nadName?) and \"cniNamspace\" (did you mean cniNamespace?); valid settings are cniNamespace, linkerdNamespace, nadName, cniKubeconfig, cniVersion, uidRangeAnnotation, proxyUIDOffset, namespaces, workloadKinds, defaultNamespace, configRollout, nadSyncWave\n",
+        ),
+        (
+            &["--", "proxyUIDOffset=-1"],
+            &|_| {},
+            "[error]: the argument `proxyUIDOffset=-1` after `--`: setting proxyUIDOffset: \"-1\" is not a whole number from 0 to 4294967295\n",
+        ),
+        // The function sees the ConfigMap as kpt rewrote it: the line is the value's.
+        (
+            &[],
+            &|pkg| {
+                pkg.edit(
+                    "linkerd-cni/config.yaml",
+                    "\"proxy-uid\": 2102,",
+                    "\"proxy-uid\": 2102",
+                )
+            },
+            "[error] v1/ConfigMap/linkerd-cni/linkerd-cni-config data.cni_network_config: data.cni_network_config is not valid JSON: expected `,` or `}` at line 12 column 5 of the value\n",
+        ),
+        // Settings that would be applied as they are (no local-config annotation).
+        (
+            &[],
+            &|pkg| {
+                pkg.write("linkerd-multus.yaml", "apiVersion: multus.linkerd.io/v1\nkind: LinkerdMultus\nmetadata:\n  name: linkerd-multus\nspec:\n  nadName: mesh\n")
+            },
+            "[error] multus.linkerd.io/v1/LinkerdMultus/linkerd-multus: apiVersion \"multus.linkerd.io/v1\" is not one linkerd-multus reads; write apiVersion: multus.linkerd.io/v1alpha1; as it is, it is no linkerd-multus settings object but an object to apply\n",
+        ),
+    ];
+    for (args, edit, want) in cases {
+        let pkg = Package::demo();
+        edit(&pkg);
+        let before = pkg.snapshot();
+        let run = pkg.eval(args);
+        assert!(!run.ok, "{args:?} must fail:\n{}", run.output);
+        assert!(run.output.contains(want), "{args:?}:\n{}", run.output);
+        assert_same_files(&before, &pkg.snapshot(), "failed eval");
+    }
+}

@@ -351,7 +351,7 @@ fn render_pipeline_with_a_validator() {
     pkg.edit("validation.yaml", "globalNamespaces:", "globalNamespace:");
     let run = render();
     assert!(!run.ok, "{}", run.output);
-    assert!(run.output.contains("unknown setting \"globalNamespace\"; valid settings are namespaceIsolation, globalNamespaces"), "{}", run.output);
+    assert!(run.output.contains("unknown setting \"globalNamespace\" (did you mean globalNamespaces?); valid settings are namespaceIsolation, globalNamespaces"), "{}", run.output);
 }
 
 /// `kpt fn render` of `pkg`, every message in full.

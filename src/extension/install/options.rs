@@ -7,7 +7,7 @@ use std::net::IpAddr;
 use std::path::Path;
 
 use crate::k8s::image;
-use crate::k8s::names::is_dns1123_label;
+use crate::k8s::names::{is_dns1123_label, nearest};
 use crate::krm::function_config::API_VERSION;
 use crate::yaml::{Map, Node, parse_document};
 
@@ -188,6 +188,25 @@ pub enum OptionsError {
     Invalid(String),
 }
 
+/// The error for the keys of `spec` that are not settings, every one at once,
+/// each with the setting it is nearest to when one is close.
+fn unknown_keys(spec: &Map) -> Result<(), String> {
+    let unknown: Vec<String> = (spec.entries.iter())
+        .map(|(key, _)| key.as_str().unwrap_or_default())
+        .filter(|key| !KEYS.contains(key))
+        .map(|key| match nearest(key, KEYS.iter().copied()) {
+            Some(meant) => format!("spec.{key} (did you mean spec.{meant}?)"),
+            None => format!("spec.{key}"),
+        })
+        .collect();
+    let phrase = match unknown.as_slice() {
+        [] => return Ok(()),
+        [one] => format!("unknown setting {one}"),
+        [first @ .., last] => format!("unknown settings {} and {last}", first.join(", ")),
+    };
+    Err(format!("{phrase}; valid settings are {}", KEYS.join(", ")))
+}
+
 impl Settings {
     /// The settings of `self`, each overridden by `flags` where they are given.
     pub fn overridden_by(self, flags: Settings) -> Settings {
@@ -252,6 +271,7 @@ impl Settings {
     }
 
     fn from_spec(spec: &Map) -> Result<Settings, String> {
+        unknown_keys(spec)?;
         let mut settings = Settings::default();
         for (key, value) in &spec.entries {
             let key = key.as_str().unwrap_or_default();
@@ -645,7 +665,11 @@ mod tests {
         for (spec, want) in [
             (
                 "spec:\n  replica: 3\n",
-                "unknown setting spec.replica; valid settings are namespace,",
+                "unknown setting spec.replica (did you mean spec.replicas?); valid settings are namespace,",
+            ),
+            (
+                "spec:\n  replica: 3\n  failurePolcy: Fail\n  colour: blue\n",
+                "unknown settings spec.replica (did you mean spec.replicas?), spec.failurePolcy (did you mean spec.failurePolicy?) and spec.colour; valid settings are namespace,",
             ),
             (
                 "spec:\n  replicas: two\n",

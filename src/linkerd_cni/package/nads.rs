@@ -363,8 +363,10 @@ impl NadConfig {
                     match cni_config::nad_config(data, r.settings) {
                         Ok(config) => NadConfig::Ready(cni_config::to_text(&config)),
                         Err(e) => {
-                            r.report(i, Severity::Error, e.to_string()).field =
-                                Some(format!("data.{NETWORK_CONFIG_KEY}"));
+                            let (message, position) = e.located();
+                            let result = r.report(i, Severity::Error, message);
+                            result.field = Some(format!("data.{NETWORK_CONFIG_KEY}"));
+                            result.position = position;
                             NadConfig::Failed
                         }
                     }
