@@ -500,6 +500,19 @@ fn nr_settings(honor: bool, downward: bool, claimed: Option<&[&str]>) -> Value {
     })
 }
 
+/// The `spec.config` of a NAD of the cluster: a macvlan network, but the
+/// NAD of the rules' name, which runs Linkerd-CNI (written by hand). A
+/// network of another plugin under that name is refused by the render
+/// (tests/render/foreign_nad.rs) and named by `check`; the webhook does not
+/// read plugin types, so it is no case of this property.
+fn nad_config(name: &str) -> &'static str {
+    if name == "linkerd-cni" {
+        r#"{"cniVersion": "0.3.1", "name": "linkerd-cni", "type": "linkerd-cni"}"#
+    } else {
+        r#"{"cniVersion": "0.3.1", "type": "macvlan"}"#
+    }
+}
+
 /// The cluster's NADs, as objects.
 fn nad_objects(case: &NrCase) -> Vec<Value> {
     NAD_CHOICES
@@ -519,7 +532,7 @@ fn nad_objects(case: &NrCase) -> Vec<Value> {
                     "namespace": namespace.unwrap_or(case.base.namespace),
                     "annotations": annotations
                 },
-                "spec": {"config": "{\"cniVersion\": \"0.3.1\", \"type\": \"macvlan\"}"}
+                "spec": {"config": nad_config(name)}
             })
         })
         .collect()
