@@ -168,10 +168,10 @@ impl Drop for Webhook {
 
 const MULTUS: &str = "linkerd.io/multus";
 /// The config of the NADs the tests make ([`Cluster::put_nad`]).
-const NAD_CONFIG: &str = r#"{"cniVersion": "0.3.1", "type": "macvlan"}"#;
+const NAD_CONFIG: &str = r#"{"cniVersion": "0.3.1", "name": "linkerd-cni", "type": "linkerd-cni"}"#;
 /// Its hash ([`linkerd_multus::linkerd_cni::rollout::config_hash`]): what the
 /// webhook records in `multus.linkerd.io/config-hash` on the pods it attaches.
-const NAD_HASH: &str = "852f806340e62b5e";
+const NAD_HASH: &str = "7c1ffac004036f75";
 const INJECT: &str = "linkerd.io/inject";
 
 /// The ClusterRole of deploy/rbac.yaml: Namespaces.

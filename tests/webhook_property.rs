@@ -502,9 +502,10 @@ fn nr_settings(honor: bool, downward: bool, claimed: Option<&[&str]>) -> Value {
 
 /// The `spec.config` of a NAD of the cluster: a macvlan network, but the
 /// NAD of the rules' name, which runs Linkerd-CNI (written by hand). A
-/// network of another plugin under that name is refused by the render
-/// (tests/render/foreign_nad.rs) and named by `check`; the webhook does not
-/// read plugin types, so it is no case of this property.
+/// network of another plugin under that name is refused by the render for the
+/// whole package (tests/render/foreign_nad.rs) and by the webhook for each pod
+/// it would attach (tests/webhook/serving.rs), so the two do not answer alike
+/// for a pod the rules leave alone: no case of this property.
 fn nad_config(name: &str) -> &'static str {
     if name == "linkerd-cni" {
         r#"{"cniVersion": "0.3.1", "name": "linkerd-cni", "type": "linkerd-cni"}"#

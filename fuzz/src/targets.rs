@@ -259,6 +259,9 @@ impl NadConfigs for EveryNad {
     fn config_hash(&self, _: &str, _: &str) -> Option<&str> {
         Some("a6c07c0f59f1dd14")
     }
+    fn other_network(&self, _: &str, _: &str) -> Option<&str> {
+        None
+    }
 }
 
 /// The AdmissionReview reader and the webhook's answer: a review that reads gets a

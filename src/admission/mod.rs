@@ -16,6 +16,7 @@ use crate::k8s::json_patch::{self, Writer};
 use crate::k8s::namespace::Lookup;
 use crate::k8s::workload::WorkloadKind;
 use crate::linkerd_cni::attach::{self, Change, Edit, WorkloadOutcome};
+use crate::linkerd_cni::cni_config::PLUGIN_TYPE;
 use crate::linkerd_cni::rollout;
 use crate::linkerd_cni::settings::Settings;
 use crate::multus::networks::NETWORKS_ANNOTATION;
@@ -279,7 +280,12 @@ fn missing_nad(
     }
     let (namespace, nad) = (&*request.namespace, &*settings.nad_name);
     if check.nads.annotations(namespace, nad).is_some() {
-        return Ok(verdict);
+        return match check.nads.other_network(namespace, nad) {
+            None => Ok(verdict),
+            Some(runs) => Err(Refusal::Problem(format!(
+                "NetworkAttachmentDefinition {namespace}/{nad} runs {runs}, not {PLUGIN_TYPE}: it is another network with the name the rules need for Linkerd-CNI, and the pod would join it instead, so it is not attached. Rename that network, or run the webhook and the render with another NAD name (--nad-name, nadName); if it is meant to be Linkerd-CNI's, label it app.kubernetes.io/managed-by: linkerd-multus and render it from Git"
+            ))),
+        };
     }
     match (check.policy, check.managed) {
         (MissingNad::Attach, true) => verdict.warnings.push(format!(

@@ -20,11 +20,18 @@ pub trait NadConfigs: Nads {
     /// The [`rollout::config_hash`] of the `spec.config` of NAD `name` in
     /// `namespace`; `None` when it has none or does not exist.
     fn config_hash(&self, namespace: &str, name: &str) -> Option<&str>;
+    /// What NAD `name` in `namespace` runs when its `spec.config` runs no
+    /// Linkerd-CNI plugin ([`other_network`](crate::linkerd_cni::cni_config::other_network));
+    /// `None` when it does, has no config, or does not exist.
+    fn other_network(&self, namespace: &str, name: &str) -> Option<&str>;
 }
 
 /// A table of annotations holds no config: its NADs have no hash.
 impl NadConfigs for NadTable {
     fn config_hash(&self, _: &str, _: &str) -> Option<&str> {
+        None
+    }
+    fn other_network(&self, _: &str, _: &str) -> Option<&str> {
         None
     }
 }

@@ -9,6 +9,7 @@ use serde_json::{Map as JsonMap, Value};
 
 use crate::krm::results::Position;
 use crate::linkerd_cni::settings::Settings;
+use crate::multus::cni_config::plugin_types;
 use crate::yaml::{JsonError, Map, describe_json};
 
 /// Name of the Linkerd-CNI ConfigMap.
@@ -63,6 +64,20 @@ impl CniConfigError {
             ),
             other => (other.to_string(), None),
         }
+    }
+}
+
+/// What a NAD's `spec.config` runs when no plugin of it is Linkerd-CNI: its
+/// plugin types (`macvlan`, `bridge, then tuning`), `no CNI plugin`, or `no
+/// valid CNI configuration`; `None` when one of its plugins is Linkerd-CNI.
+/// A NAD of the rules' name that runs another network would put the pods
+/// attached to it on that network instead.
+pub fn other_network(config: &str) -> Option<String> {
+    match plugin_types(config) {
+        Some(types) if types.iter().any(|t| t == PLUGIN_TYPE) => None,
+        Some(types) if types.is_empty() => Some("no CNI plugin".into()),
+        Some(types) => Some(types.join(", then ")),
+        None => Some("no valid CNI configuration".into()),
     }
 }
 

@@ -28,16 +28,20 @@ use serde::de::DeserializeOwned;
 
 use crate::admission::NadConfigs;
 use crate::k8s::namespace::{INJECT_ANNOTATION, Lookup, MULTUS_ANNOTATION};
+use crate::linkerd_cni::cni_config::other_network;
 use crate::linkerd_cni::rollout;
+use crate::multus::nad::{self, Maker};
 use crate::network_resources::{Nads, nad_annotation_keys};
 
 /// The annotations of one object that the rules read (the others are not
-/// kept) and, for a NAD, the hash of its config. Short keys and values are
-/// held inline, so a lookup reads no other memory.
+/// kept) and, for a NAD, the hash of its config and what it runs when that is
+/// not Linkerd-CNI. Short keys and values are held inline, so a lookup reads
+/// no other memory.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Annotations {
     pairs: Vec<(CompactString, CompactString)>,
     config_hash: Option<CompactString>,
+    other_network: Option<Box<str>>,
 }
 
 impl Lookup for Annotations {
@@ -54,10 +58,12 @@ impl Annotations {
     pub const EMPTY: Annotations = Annotations {
         pairs: Vec::new(),
         config_hash: None,
+        other_network: None,
     };
 
     /// The annotations of `meta` among `keys`, with the hash of the NAD
-    /// config `config` when given.
+    /// config `config` when given, and what it runs when it is not
+    /// Linkerd-CNI and the NAD is not this project's.
     pub fn of(meta: &ObjectMeta, keys: &[String], config: Option<&str>) -> Self {
         Annotations {
             pairs: meta
@@ -68,6 +74,10 @@ impl Annotations {
                 .map(|(k, v)| (k.as_str().into(), v.as_str().into()))
                 .collect(),
             config_hash: config.map(|c| rollout::config_hash(c).into()),
+            other_network: config
+                .filter(|_| made_by_someone_else(meta))
+                .and_then(other_network)
+                .map(String::into_boxed_str),
         }
     }
 
@@ -76,6 +86,24 @@ impl Annotations {
     pub fn config_hash(&self) -> Option<&str> {
         self.config_hash.as_deref()
     }
+
+    /// What the NAD's `spec.config` runs when no plugin of it is Linkerd-CNI
+    /// ([`other_network`]), computed once when the NAD was stored.
+    pub fn other_network(&self) -> Option<&str> {
+        self.other_network.as_deref()
+    }
+}
+
+/// Whether a NAD was made by neither a render nor the NAD controller of this
+/// project: only such a NAD is judged by what it runs, as the render and
+/// `check` judge it.
+fn made_by_someone_else(meta: &ObjectMeta) -> bool {
+    let managed_by = meta
+        .labels
+        .as_ref()
+        .and_then(|l| l.get(nad::MANAGED_BY_LABEL))
+        .map(String::as_str);
+    Maker::of(managed_by) == Maker::Other
 }
 
 /// An object a cache is fed: its metadata, and the NAD config it holds.
@@ -555,6 +583,9 @@ impl Nads for View<'_> {
 impl NadConfigs for View<'_> {
     fn config_hash(&self, namespace: &str, name: &str) -> Option<&str> {
         self.0.get(&nad_key(namespace, name))?.config_hash()
+    }
+    fn other_network(&self, namespace: &str, name: &str) -> Option<&str> {
+        self.0.get(&nad_key(namespace, name))?.other_network()
     }
 }
 

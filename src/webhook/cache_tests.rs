@@ -303,3 +303,46 @@ fn the_nad_cache_keeps_the_hash_of_each_config() {
     let metadata = object::<DynamicObject>(Some("demo"), "m", &[]);
     assert_eq!(metadata.config(), None, "metadata holds no config");
 }
+
+/// A NAD cache keeps what each NAD of someone else runs when it is not
+/// Linkerd-CNI; a NAD this project made is not judged, as the render does not.
+#[test]
+fn the_nad_cache_keeps_what_a_foreign_nad_runs() {
+    let macvlan = r#"{"cniVersion":"0.3.1","type":"macvlan"}"#;
+    let cache = WatchCache::nads(&[]);
+    let kept = |o: &DynamicObject| cache.keep(o.meta(), o.config());
+    let mut ours = whole_nad("rendered", "linkerd-cni", Some(macvlan));
+    ours.metadata.labels = Some(
+        [(
+            "app.kubernetes.io/managed-by".to_string(),
+            "linkerd-multus".to_string(),
+        )]
+        .into(),
+    );
+    let listed: Entries = [
+        whole_nad("taken", "linkerd-cni", Some(macvlan)),
+        whole_nad(
+            "chained",
+            "linkerd-cni",
+            Some(r#"{"plugins":[{"type":"bridge"},{"type":"linkerd-cni"}]}"#),
+        ),
+        whole_nad("broken", "linkerd-cni", Some("{")),
+        whole_nad("file", "linkerd-cni", None),
+        ours,
+    ]
+    .iter()
+    .filter_map(kept)
+    .collect();
+    cache.apply(Change::Listed(listed));
+    let view = cache.view();
+    for (ns, want) in [
+        ("taken", Some("macvlan")),
+        ("chained", None),
+        ("broken", Some("no valid CNI configuration")),
+        ("file", None),
+        ("rendered", None),
+        ("absent", None),
+    ] {
+        assert_eq!(view.other_network(ns, "linkerd-cni"), want, "{ns}");
+    }
+}

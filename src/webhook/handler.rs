@@ -316,8 +316,8 @@ impl Nads for Recorded<'_> {
     }
 }
 
-/// The config hash of a NAD as [`Recorded::annotations`] finds it, which the
-/// rules ask first (and which records it as missed).
+/// The config hash of a NAD, and what it runs, as [`Recorded::annotations`]
+/// finds it, which the rules ask first (and which records it as missed).
 impl NadConfigs for Recorded<'_> {
     fn config_hash(&self, namespace: &str, name: &str) -> Option<&str> {
         if !self.fetched.is_empty()
@@ -326,6 +326,14 @@ impl NadConfigs for Recorded<'_> {
             return live.as_ref()?.config_hash();
         }
         self.view?.config_hash(namespace, name)
+    }
+    fn other_network(&self, namespace: &str, name: &str) -> Option<&str> {
+        if !self.fetched.is_empty()
+            && let Some(live) = self.fetched.get(&nad_key(namespace, name))
+        {
+            return live.as_ref()?.other_network();
+        }
+        self.view?.other_network(namespace, name)
     }
 }
 

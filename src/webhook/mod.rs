@@ -131,8 +131,8 @@ pub struct Args {
     pub api_timeout: Duration,
     /// What to answer for a pod the webhook cannot act on (a malformed
     /// networks annotation, a namespace or NAD that neither its caches nor a
-    /// live read can give): allow it unchanged with a warning, or deny it
-    /// saying why.
+    /// live read can give, a NAD of the rules' name that runs another
+    /// network): allow it unchanged with a warning, or deny it saying why.
     #[arg(long, value_enum, default_value = "allow")]
     pub on_error: OnError,
     /// How long a cache's watch may be down before the cache stops vouching

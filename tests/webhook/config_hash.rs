@@ -7,8 +7,8 @@
 use super::*;
 
 /// The NAD's config after a change, and its hash.
-const NEW_CONFIG: &str = r#"{"cniVersion": "1.0.0", "type": "macvlan"}"#;
-const NEW_HASH: &str = "39f7be0a8867b177";
+const NEW_CONFIG: &str = r#"{"cniVersion": "1.0.0", "name": "linkerd-cni", "type": "linkerd-cni"}"#;
+const NEW_HASH: &str = "844afbeb4d99fb0a";
 /// A hash a render recorded for a config the cluster does not have.
 const RENDERED: &str = "0123456789abcdef";
 

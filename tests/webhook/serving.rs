@@ -223,6 +223,54 @@ fn a_pod_in_a_namespace_without_the_nad_is_denied_unless_told_otherwise() {
     }
 }
 
+/// A NAD of the rules' name that is another network (a user's macvlan
+/// `linkerd-cni`): the pod is not attached to it; the `--on-error` answer,
+/// naming the NAD, what it runs and the ways out, as the render's error does.
+#[test]
+fn a_pod_whose_nad_is_another_network_is_not_attached_to_it() {
+    let c = cluster();
+    let taken = c
+        .plane
+        .namespace("taken", &[(MULTUS, "enabled"), (INJECT, "enabled")]);
+    c.put_nad_config(
+        &taken,
+        "linkerd-cni",
+        &[],
+        r#"{"cniVersion": "0.3.1", "type": "macvlan", "master": "eth1"}"#,
+    );
+    let ca = Ca::new("CA");
+    let account = c.webhook_account();
+    let allow = Webhook::start(&account, &ca.leaf(&["127.0.0.1"]), &[]);
+    let deny = Webhook::start(&account, &ca.leaf(&["127.0.0.1"]), &["--on-error", "deny"]);
+    let message = format!(
+        "linkerd-multus: NetworkAttachmentDefinition {taken}/linkerd-cni runs macvlan, not linkerd-cni: it is another network with the name the rules need for Linkerd-CNI, and the pod would join it instead, so it is not attached. Rename that network, or run the webhook and the render with another NAD name (--nad-name, nadName); if it is meant to be Linkerd-CNI's, label it app.kubernetes.io/managed-by: linkerd-multus and render it from Git"
+    );
+    let response = post_once(&allow, &ca, review_in(&taken, json!({})));
+    assert_eq!(response["allowed"], true, "{response}");
+    assert!(response.get("patch").is_none(), "{response}");
+    assert_eq!(response["warnings"], json!([message]));
+    let response = post_once(&deny, &ca, review_in(&taken, json!({})));
+    assert_eq!(response["allowed"], false, "{response}");
+    assert_eq!(response["status"]["message"], message);
+    // Made Linkerd-CNI's: both webhooks attach the pod once their watch has it.
+    c.put_nad(&taken, "linkerd-cni", &[]);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    for webhook in [&allow, &deny] {
+        loop {
+            let response = post_once(webhook, &ca, review_in(&taken, json!({})));
+            if response["allowed"] == true && response.get("warnings").is_none() {
+                assert!(response.get("patch").is_some(), "{response}");
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the NAD's new config never reached the cache: {response}"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
 #[test]
 fn core_settings_come_from_flags_and_the_environment() {
     let c = cluster();

@@ -11,6 +11,7 @@ use std::sync::LazyLock;
 
 use linkerd_multus::admission::NadConfigs;
 use linkerd_multus::k8s::namespace::Lookup;
+use linkerd_multus::linkerd_cni::cni_config;
 use linkerd_multus::linkerd_cni::rollout::{self, HASH_ANNOTATION};
 use linkerd_multus::network_resources::{NadTable, Nads};
 use linkerd_multus::yaml;
@@ -74,11 +75,13 @@ pub(super) fn rollout_all() -> Value {
 }
 
 /// The NADs of a function's output, as the webhook's NAD cache keeps them:
-/// their annotations, and the hashes of their configs.
+/// their annotations, the hashes of their configs, and what those run when
+/// it is not Linkerd-CNI.
 #[derive(Debug, Default)]
 pub(super) struct ClusterNads {
     table: NadTable,
     hashes: BTreeMap<(String, String), String>,
+    others: BTreeMap<(String, String), String>,
 }
 
 impl ClusterNads {
@@ -101,6 +104,12 @@ impl ClusterNads {
                 .collect();
             nads.table.insert(key.0.clone(), key.1.clone(), annotations);
             if let Some(config) = nad["spec"]["config"].as_str() {
+                let ours = meta["labels"]["app.kubernetes.io/managed-by"]
+                    .as_str()
+                    .is_some_and(|m| m.starts_with("linkerd-multus"));
+                if let Some(runs) = cni_config::other_network(config).filter(|_| !ours) {
+                    nads.others.insert(key.clone(), runs);
+                }
                 nads.hashes.insert(key, rollout::config_hash(config));
             }
         }
@@ -118,6 +127,10 @@ impl NadConfigs for ClusterNads {
     fn config_hash(&self, namespace: &str, name: &str) -> Option<&str> {
         let key = (namespace.to_string(), name.to_string());
         self.hashes.get(&key).map(String::as_str)
+    }
+    fn other_network(&self, namespace: &str, name: &str) -> Option<&str> {
+        let key = (namespace.to_string(), name.to_string());
+        self.others.get(&key).map(String::as_str)
     }
 }
 

@@ -311,3 +311,63 @@ fn updates_detach_what_the_webhook_added() {
         ])
     );
 }
+
+/// A NAD of the rules' name that runs another network, as the NAD cache
+/// reports it.
+struct TakenNad(crate::network_resources::NadTable);
+
+impl Nads for TakenNad {
+    fn annotations(&self, namespace: &str, name: &str) -> Option<&dyn Lookup> {
+        self.0.annotations(namespace, name)
+    }
+}
+
+impl NadConfigs for TakenNad {
+    fn config_hash(&self, _: &str, _: &str) -> Option<&str> {
+        None
+    }
+    fn other_network(&self, namespace: &str, name: &str) -> Option<&str> {
+        self.0.annotations(namespace, name).map(|_| "macvlan")
+    }
+}
+
+/// A pod the rules would attach to a NAD that runs another network is not
+/// attached: the `--on-error` answer, whatever the missing-NAD policy.
+#[test]
+fn a_nad_that_is_another_network_gets_the_on_error_answer() {
+    let ns = enabled_namespace();
+    let taken = TakenNad(crate::network_resources::nad_table(&[(
+        "demo",
+        "linkerd-cni",
+        &[],
+    )]));
+    let message = "linkerd-multus: NetworkAttachmentDefinition demo/linkerd-cni runs macvlan, not linkerd-cni: it is another network with the name the rules need for Linkerd-CNI, and the pod would join it instead, so it is not attached. Rename that network, or run the webhook and the render with another NAD name (--nad-name, nadName); if it is meant to be Linkerd-CNI's, label it app.kubernetes.io/managed-by: linkerd-multus and render it from Git";
+    for policy in [MissingNad::Deny, MissingNad::Attach] {
+        for (on_error, outcome) in [
+            (OnError::Allow, Outcome::Warned),
+            (OnError::Deny, Outcome::Denied),
+        ] {
+            let request = parse(CREATE.as_bytes()).unwrap();
+            let check = NadCheck {
+                nads: &taken,
+                policy,
+                managed: true,
+            };
+            let answer = answer(
+                &request,
+                &ns,
+                &Settings::default(),
+                None,
+                Some(&check),
+                on_error,
+            );
+            assert_eq!(answer.outcome, outcome, "{policy:?} {on_error:?}");
+            let response = response(&answer);
+            assert!(response.get("patch").is_none(), "{response}");
+            match outcome {
+                Outcome::Denied => assert_eq!(response["status"]["message"], message),
+                _ => assert_eq!(response["warnings"], json!([message])),
+            }
+        }
+    }
+}

@@ -52,6 +52,9 @@ impl NadConfigs for Cluster {
         let key = (namespace.to_string(), name.to_string());
         self.hashes.get(&key).map(String::as_str)
     }
+    fn other_network(&self, _: &str, _: &str) -> Option<&str> {
+        None
+    }
 }
 
 /// The state of the pod's NAD.

@@ -12,9 +12,8 @@ use super::snapshot::{Meta, Nad};
 use super::wait::{Pass, Retry};
 use super::{NADS, capped};
 use crate::linkerd_cni::cluster;
-use crate::linkerd_cni::cni_config::PLUGIN_TYPE;
+use crate::linkerd_cni::cni_config::other_network;
 use crate::linkerd_cni::settings::Settings;
-use crate::multus::cni_config::plugin_types;
 use crate::multus::nad::Maker;
 
 /// The namespaces (by name, sorted) that need the NAD and have none. Those
@@ -51,12 +50,7 @@ pub fn taken(
             if nad.maker != Maker::Other {
                 return None;
             }
-            let runs = match plugin_types(nad.config.as_deref()?) {
-                Some(types) if types.iter().any(|t| t == PLUGIN_TYPE) => return None,
-                Some(types) if types.is_empty() => "no CNI plugin".to_string(),
-                Some(types) => types.join(", then "),
-                None => "no valid CNI configuration".to_string(),
-            };
+            let runs = other_network(nad.config.as_deref()?)?;
             Some((n.name.clone(), runs))
         })
         .collect()

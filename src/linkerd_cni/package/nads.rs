@@ -10,7 +10,6 @@ use crate::k8s::namespace::{MULTUS_ANNOTATION, Namespace, Source};
 use crate::k8s::resource::{self, FileRef, ResourceRef};
 use crate::krm::results::{FnResult, Severity};
 use crate::linkerd_cni::cni_config::{self, CONFIG_MAP_NAME, NETWORK_CONFIG_KEY, PLUGIN_TYPE};
-use crate::multus::cni_config::plugin_types;
 use crate::multus::nad;
 use crate::yaml::Node;
 
@@ -193,11 +192,8 @@ impl Renderer<'_> {
         let Some(config) = nad::config(item) else {
             return false;
         };
-        let runs = match plugin_types(config) {
-            Some(types) if types.iter().any(|t| t == PLUGIN_TYPE) => return false,
-            Some(types) if types.is_empty() => "no CNI plugin".to_string(),
-            Some(types) => types.join(", then "),
-            None => "no valid CNI configuration".to_string(),
+        let Some(runs) = cni_config::other_network(config) else {
+            return false;
         };
         let nad_name = self.settings.nad_name.as_str();
         let ns_label = ns.as_deref().unwrap_or("(none)");
