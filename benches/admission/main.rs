@@ -275,7 +275,7 @@ impl Servers {
         // The NAD the webhook checks for before it attaches a pod, as rendering gives it.
         plane.install_nad_crd();
         plane.apply(&format!(
-            "apiVersion: k8s.cni.cncf.io/v1\nkind: NetworkAttachmentDefinition\nmetadata:\n  name: linkerd-cni\n  namespace: {webhook_ns}\nspec:\n  config: '{{}}'\n"
+            "apiVersion: k8s.cni.cncf.io/v1\nkind: NetworkAttachmentDefinition\nmetadata:\n  name: linkerd-cni\n  namespace: {webhook_ns}\nspec:\n  config: '{{\"cniVersion\": \"0.3.1\", \"name\": \"linkerd-cni\", \"type\": \"linkerd-cni\"}}'\n"
         ));
         let extra: Vec<String> = std::env::var("BENCH_WEBHOOK_ARGS")
             .unwrap_or_default()

@@ -167,39 +167,69 @@ fn nad_edited(installed: &Installed) {
     check_harness::make_nad(plane, DEMO);
 }
 
-/// The NAD replaced by a user's macvlan network of the same name.
+/// The NAD replaced by a user's macvlan network of the same name: named in
+/// the NADs' category, and the webhook, which will not attach a pod to it,
+/// fails the probe.
 fn nad_taken_by_a_network(installed: &Installed) {
     let plane = installed.plane;
-    plane.kubectl(&[
-        "delete",
-        "network-attachment-definitions",
-        "linkerd-cni",
-        "-n",
-        DEMO,
-    ]);
+    let delete = || {
+        plane.kubectl(&[
+            "delete",
+            "network-attachment-definitions",
+            "linkerd-cni",
+            "-n",
+            DEMO,
+        ])
+    };
+    delete();
     plane.apply(&format!(
         "apiVersion: k8s.cni.cncf.io/v1\nkind: NetworkAttachmentDefinition\nmetadata:\n  name: linkerd-cni\n  namespace: {DEMO}\nspec:\n  config: '{{\"cniVersion\": \"0.3.1\", \"type\": \"macvlan\", \"master\": \"eth1\"}}'\n"
     ));
-    let want = (
-        "linkerd-multus-nads",
-        "no namespace's linkerd-cni NAD is another network",
-        "error",
-        "demo/linkerd-cni runs macvlan",
-    );
-    named_alone(installed, &[], want, 1);
-    let (_, failing, _) = failures(installed, &[]);
+    // Until the webhook's NAD watch has the new NAD, its probe still passes.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let (_, seen) = read_json(&check(installed, &["--wait=0s", "-o", "json"]).stdout);
+        let failing = seen.iter().filter(|s| s.result != "success").count();
+        if failing > 1 || std::time::Instant::now() > deadline {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let (code, failing, table) = failures(installed, &["--wait=0s"]);
+    // Put back first, so a failed assertion leaves the fixture as it was.
+    delete();
+    check_harness::make_nad(plane, DEMO);
+    assert_eq!(code, 1, "{table}");
+    let seen: Vec<(&str, &str, &str)> = failing
+        .iter()
+        .map(|s| {
+            (
+                s.category.as_str(),
+                s.description.as_str(),
+                s.result.as_str(),
+            )
+        })
+        .collect();
     assert_eq!(
-        failing[0].error,
+        seen,
+        [
+            (
+                "linkerd-multus",
+                "the webhook attaches linkerd-cni to a pod through the API server",
+                "error"
+            ),
+            (
+                "linkerd-multus-nads",
+                "no namespace's linkerd-cni NAD is another network",
+                "error"
+            ),
+        ],
+        "{table}"
+    );
+    assert_eq!(
+        failing[1].error,
         "NetworkAttachmentDefinitions of someone else's, not Linkerd-CNI: demo/linkerd-cni runs macvlan; the meshed pods of these namespaces join that network instead of Linkerd-CNI"
     );
-    plane.kubectl(&[
-        "delete",
-        "network-attachment-definitions",
-        "linkerd-cni",
-        "-n",
-        DEMO,
-    ]);
-    check_harness::make_nad(plane, DEMO);
 }
 
 /// A certificate near expiry (10 days left), as a renewal with a short-lived
