@@ -316,24 +316,27 @@ impl Nads for Recorded<'_> {
     }
 }
 
+impl Recorded<'_> {
+    /// The entry of a NAD as [`Recorded::annotations`] finds it, live read
+    /// first, without recording a miss.
+    fn entry(&self, namespace: &str, name: &str) -> Option<&Annotations> {
+        if !self.fetched.is_empty()
+            && let Some(live) = self.fetched.get(&nad_key(namespace, name))
+        {
+            return live.as_ref();
+        }
+        self.view?.get(&nad_key(namespace, name))
+    }
+}
+
 /// The config hash of a NAD, and what it runs, as [`Recorded::annotations`]
 /// finds it, which the rules ask first (and which records it as missed).
 impl NadConfigs for Recorded<'_> {
     fn config_hash(&self, namespace: &str, name: &str) -> Option<&str> {
-        if !self.fetched.is_empty()
-            && let Some(live) = self.fetched.get(&nad_key(namespace, name))
-        {
-            return live.as_ref()?.config_hash();
-        }
-        self.view?.config_hash(namespace, name)
+        self.entry(namespace, name)?.config_hash()
     }
     fn other_network(&self, namespace: &str, name: &str) -> Option<&str> {
-        if !self.fetched.is_empty()
-            && let Some(live) = self.fetched.get(&nad_key(namespace, name))
-        {
-            return live.as_ref()?.other_network();
-        }
-        self.view?.other_network(namespace, name)
+        self.entry(namespace, name)?.other_network()
     }
 }
 
