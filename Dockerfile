@@ -8,14 +8,16 @@
 #                     to pull the Rust image:
 #                       docker build -t localhost/linkerd-multus:dev .
 #   runtime-prebuilt  copies a static binary already built on the host; pulls nothing, so it
-#                     builds offline (scripts/container.sh does this with podman):
+#                     builds offline (scripts/container.sh does this with podman; the release
+#                     builds its binaries with scripts/dist.sh, `cargo auditable build`):
 #                       RUSTFLAGS='-C target-feature=+crt-static' cargo build --profile dist \
 #                         --locked --target x86_64-unknown-linux-gnu
 #                       podman build --target runtime-prebuilt -t localhost/linkerd-multus:dev .
 #
 # The shipped binary is built with the `dist` profile of Cargo.toml (release with thin LTO and
-# one codegen unit); scripts/container.sh builds the image the tests run with plain
-# `--release` (PROFILE=dist for the shipped settings) and passes BINARY.
+# one codegen unit) by `cargo auditable`, so it carries its dependency list; scripts/container.sh
+# builds the image the tests run the same way with plain `--release` (PROFILE=dist for the
+# shipped settings) and passes BINARY.
 #
 # Building `runtime-prebuilt` never touches the `build` stage: BuildKit and buildah (podman
 # build; `--skip-unused-stages` is on by default, checked with podman 4.3.1 / buildah 1.28)

@@ -2,8 +2,11 @@
 # Builds the function's container image from a binary built on this host, without pulling
 # anything (the `runtime-prebuilt` target of the Dockerfile, FROM scratch):
 #
-#   1. cargo builds a static binary (glibc, crt-static) for x86_64-unknown-linux-gnu, with the
-#      cargo profile $PROFILE (default release; `dist` is the shipped binary's, with thin LTO);
+#   1. `cargo auditable build` builds a static binary (glibc, crt-static) for this host's
+#      architecture (x86_64- or aarch64-unknown-linux-gnu), with the cargo profile $PROFILE
+#      (default release; `dist` is the shipped binary's, with thin LTO), its dependency list
+#      inside as in the released binaries (cargo-auditable: scripts/install-test-tools.sh
+#      --auditable installs it, pinned);
 #   2. podman builds $IMAGE (default localhost/linkerd-multus:dev) from it.
 #
 # Installs nothing (scripts/install-podman.sh does). Respects CARGO_TARGET_DIR. Idempotent:
@@ -13,8 +16,10 @@
 # Environment: IMAGE (image name), PROFILE (cargo profile), CARGO_TARGET_DIR, CARGO (cargo
 # command, default cargo).
 #
-#   scripts/container.sh --binary-only   step 1 alone, without podman (scripts/test.sh builds
-#                                        the binary while other tests run)
+#   scripts/container.sh --binary-only   step 1 alone, without podman, printing the binary's
+#                                        path (scripts/test.sh builds the binary while other
+#                                        tests run; scripts/dist.sh builds the released
+#                                        binaries with it)
 set -euo pipefail
 binary_only=false
 case "${1:-}" in
@@ -31,21 +36,26 @@ PROFILE=${PROFILE:-release}
 # cargo's output folder for a profile: dev builds go to debug/, the others to their name.
 profile_dir=$PROFILE
 [ "$PROFILE" = dev ] && profile_dir=debug
-TARGET=x86_64-unknown-linux-gnu
-
 die() { echo "error: $*" >&2; exit 1; }
 
+case $(uname -m) in
+  x86_64) TARGET=x86_64-unknown-linux-gnu ;;
+  aarch64) TARGET=aarch64-unknown-linux-gnu ;;
+  *) die "the binary is built for x86_64 or aarch64 Linux; this host is $(uname -m)" ;;
+esac
+
 command -v "$CARGO" >/dev/null 2>&1 || die "$CARGO not found: install Rust (https://rustup.rs)"
+"$CARGO" auditable --version >/dev/null 2>&1 \
+  || die "cargo-auditable not found: scripts/install-test-tools.sh --auditable installs it (then put target/cargo-tools/bin on PATH), or: cargo install --locked cargo-auditable@0.7.7"
 $binary_only || command -v podman >/dev/null 2>&1 \
   || die "podman not found: run scripts/install-podman.sh (as root) or install podman and runc"
-[ "$(uname -m)" = x86_64 ] || die "the image is built for $TARGET; this host is $(uname -m)"
 
 # 1. The static binary. `--target` keeps RUSTFLAGS off build scripts and proc macros, which
 # cannot be built with crt-static. A glibc static binary is fine here: it does no DNS/NSS.
 echo "building the static binary ($TARGET, profile $PROFILE)" >&2
 RUSTFLAGS="${RUSTFLAGS:+$RUSTFLAGS }-C target-feature=+crt-static" \
-  "$CARGO" build --profile "$PROFILE" --locked --target "$TARGET" --bin linkerd-multus >&2 \
-  || die "cargo build failed"
+  "$CARGO" auditable build --profile "$PROFILE" --locked --target "$TARGET" --bin linkerd-multus >&2 \
+  || die "cargo auditable build failed"
 target_dir=${CARGO_TARGET_DIR:-$ROOT/target}
 case $target_dir in /*) ;; *) target_dir=$ROOT/$target_dir ;; esac
 bin=$target_dir/$TARGET/$profile_dir/linkerd-multus
@@ -55,7 +65,10 @@ if command -v file >/dev/null 2>&1; then
     || die "$bin is not statically linked: $(file -L "$bin")"
 fi
 
-$binary_only && exit 0
+if $binary_only; then
+  echo "$bin"
+  exit 0
+fi
 
 # 2. The image. The build context is a small staging directory (the binary and the
 # container/ files), so CARGO_TARGET_DIR may be anywhere and nothing else is sent.

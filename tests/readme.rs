@@ -64,6 +64,29 @@ const SNIPPET_TIMEOUT_SECONDS: u32 = 900;
 /// The target and flags of scripts/container.sh's static build.
 const STATIC_TARGET: &str = "x86_64-unknown-linux-gnu";
 const STATIC_RUSTFLAGS: &str = "-C target-feature=+crt-static";
+/// What `cargo auditable install --locked` hands its rustc wrapper (cargo-auditable 0.7's
+/// `CargoArgs`, as JSON).
+const AUDITABLE_INSTALL_ARGS: &str =
+    r#"{"offline":false,"locked":true,"frozen":false,"config":[]}"#;
+
+/// cargo-auditable, which scripts/container.sh builds the static binary with: from
+/// target/cargo-tools (scripts/install-test-tools.sh --auditable) or PATH.
+fn cargo_auditable() -> std::path::PathBuf {
+    let local = common::repo_path("target/cargo-tools/bin/cargo-auditable");
+    if local.is_file() {
+        return local;
+    }
+    std::env::var_os("PATH")
+        .and_then(|paths| {
+            std::env::split_paths(&paths)
+                .map(|dir| dir.join("cargo-auditable"))
+                .find(|p| p.is_file())
+        })
+        .expect(
+            "cargo-auditable is not installed: run scripts/install-test-tools.sh --auditable \
+             (scripts/container.sh builds the static binary with it)",
+        )
+}
 
 /// Where a block runs.
 #[derive(Debug, Clone, PartialEq)]

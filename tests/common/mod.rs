@@ -407,6 +407,17 @@ pub fn dev_image() -> String {
     format!("{}-{:08x}", "localhost/linkerd-multus:dev", hash as u32)
 }
 
+/// PATH with target/cargo-tools/bin first: the release tools (cargo-auditable, which
+/// scripts/container.sh builds with, rust-audit-info, cargo-cyclonedx, cargo-deny) that
+/// scripts/install-test-tools.sh installs there.
+pub fn path_with_cargo_tools() -> std::ffi::OsString {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::join_paths(
+        std::iter::once(repo_path("target/cargo-tools/bin")).chain(std::env::split_paths(&path)),
+    )
+    .unwrap()
+}
+
 /// Removes from `cmd`'s environment what `cargo test` adds to a test's (`CARGO_PKG_*`,
 /// `CARGO_MANIFEST_*`, `CARGO_BIN_EXE_*`, ...), so a cargo run by a test sees a user's shell.
 /// Build scripts that watch those variables (ring's `rerun-if-env-changed=CARGO_PKG_NAME`)

@@ -38,6 +38,7 @@ fn build_image() {
     BUILT.get_or_init(|| {
         let out = without_cargo_test_env(&mut Command::new(repo_path("scripts/container.sh")))
             .env("IMAGE", dev_image())
+            .env("PATH", path_with_cargo_tools())
             .current_dir(repo_path("."))
             .output()
             .expect("cannot run scripts/container.sh");
@@ -75,9 +76,12 @@ impl Shared {
     }
 
     fn path(&self) -> std::ffi::OsString {
+        // target/cargo-tools: cargo-auditable, which README's ./scripts/container.sh needs
+        // (scripts/install-test-tools.sh installs it there).
         let dirs = [
             self.install_root.path().join("bin"),
             self.test_bin.path().to_path_buf(),
+            repo_path("target/cargo-tools/bin"),
         ];
         std::env::join_paths(dirs.into_iter().chain(std::env::split_paths(
             &std::env::var_os("PATH").unwrap_or_default(),
@@ -137,10 +141,14 @@ impl Session<'_> {
             cmd.env_remove("KUBECONFIG");
         }
         if cargo_install {
-            // scripts/container.sh's target and flags, so `cargo install` takes the static
-            // release build the image was made from instead of compiling the crate again.
+            // scripts/container.sh's target, flags and rustc wrapper (cargo-auditable, which
+            // `cargo auditable build` sets, with the arguments it passes its wrapper), so
+            // `cargo install` takes the static release build the image was made from instead
+            // of compiling the crate again.
             cmd.env("CARGO_BUILD_TARGET", STATIC_TARGET)
-                .env("RUSTFLAGS", STATIC_RUSTFLAGS);
+                .env("RUSTFLAGS", STATIC_RUSTFLAGS)
+                .env("RUSTC_WORKSPACE_WRAPPER", cargo_auditable())
+                .env("CARGO_AUDITABLE_ORIG_ARGS", AUDITABLE_INSTALL_ARGS);
         }
         let out = cmd
             .output()
