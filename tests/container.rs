@@ -38,6 +38,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::OnceLock;
 
+use common::output_text as text;
 use common::*;
 
 /// The kpt example package (no Kptfile of its own: the tests write one).
@@ -112,15 +113,6 @@ fn run_with_stdin(cmd: &mut Command, input: &[u8]) -> Output {
     let out = child.wait_with_output().unwrap();
     writer.join().unwrap();
     out
-}
-
-fn text(out: &Output) -> String {
-    format!(
-        "{}\n--- stdout\n{}--- stderr\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
 }
 
 /// Builds the image with scripts/container.sh, once for all tests of this binary (the other

@@ -10,6 +10,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use common::output_text as text;
 use common::*;
 
 mod additions;
@@ -215,15 +216,6 @@ fn which(tool: &str) -> Option<PathBuf> {
 fn run(cmd: &mut Command) -> Output {
     cmd.output()
         .unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"))
-}
-
-fn text(out: &Output) -> String {
-    format!(
-        "status {}\nstdout:\n{}\nstderr:\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
 }
 
 /// A YAML node as JSON, with plain scalars resolved the way Kubernetes reads them (YAML 1.2

@@ -23,6 +23,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
 
+use common::output_text as text;
 use common::*;
 
 /// The directory cargo-deny 0.20 opens for the default database URL
@@ -31,15 +32,6 @@ const ADVISORY_DB_DIR: &str = "advisory-db-3157b0e258782691";
 const HOST_TARGET: &str = "x86_64-unknown-linux-gnu";
 const INSTALL: &str = "run scripts/install-test-tools.sh (it installs the release tools, pinned, \
                        into target/cargo-tools, and the CycloneDX validator into target/tools)";
-
-fn text(out: &Output) -> String {
-    format!(
-        "{}\n--- stdout\n{}--- stderr\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
-}
 
 /// A command run in the checkout, with the release tools first on PATH and no variable of
 /// `cargo test`'s own.
@@ -195,16 +187,10 @@ fn a_planted_advisory_fails_the_check() {
          # Planted by tests/release.rs\n\nEvery version before 99 is affected.\n",
     )
     .unwrap();
-    let out = deny_check("Cargo.toml", dbs.path(), &["advisories"]);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        !out.status.success(),
-        "the planted advisory passed: {}",
-        text(&out)
-    );
-    assert!(
-        stderr.contains("RUSTSEC-2099-0001") && stderr.contains("saphyr-parser"),
-        "{stderr}"
+    assert_refused(
+        deny_check("Cargo.toml", dbs.path(), &["advisories"]),
+        "the planted advisory passed",
+        &["RUSTSEC-2099-0001", "saphyr-parser"],
     );
 }
 
@@ -265,24 +251,16 @@ fn planted_offenders_fail_bans_licenses_and_sources() {
             .env("ADVISORY_DBS", root.join("dbs")))
     };
 
-    let out = deny("bans", None);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        !out.status.success(),
-        "openssl passed the bans: {}",
-        text(&out)
-    );
-    assert!(
-        stderr.contains("openssl") && stderr.contains("TLS is rustls with ring"),
-        "the ban names the crate and deny.toml's reason: {stderr}"
+    assert_refused(
+        deny("bans", None),
+        "openssl passed the bans",
+        &["openssl", "TLS is rustls with ring"],
     );
 
-    let out = deny("licenses", None);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success(), "GPL-3.0-only passed: {}", text(&out));
-    assert!(
-        stderr.contains("copyleft") && stderr.contains("GPL-3.0-only"),
-        "{stderr}"
+    assert_refused(
+        deny("licenses", None),
+        "GPL-3.0-only passed",
+        &["copyleft", "GPL-3.0-only"],
     );
 
     // Sources: the same graph, `openssl` coming from a git repository instead of a path
@@ -303,13 +281,23 @@ fn planted_offenders_fail_bans_licenses_and_sources() {
     }
     let edited = root.join("metadata.json");
     std::fs::write(&edited, metadata.to_string()).unwrap();
-    let out = deny("sources", Some(&edited));
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success(), "a git source passed: {}", text(&out));
-    assert!(
-        stderr.contains("github.com/example/openssl"),
-        "the refusal names the source: {stderr}"
+    assert_refused(
+        deny("sources", Some(&edited)),
+        "a git source passed",
+        &["github.com/example/openssl"],
     );
+}
+
+/// That `out` is a failure that names each of `needles` on stderr; `what` says what passed.
+fn assert_refused(out: Output, what: &str, needles: &[&str]) {
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{what}: {}", text(&out));
+    for needle in needles {
+        assert!(
+            stderr.contains(needle),
+            "no {needle:?} in the refusal: {stderr}"
+        );
+    }
 }
 
 /// scripts/dist.sh's output for this host, made once (PROFILE=release: the static build

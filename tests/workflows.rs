@@ -137,17 +137,11 @@ fn unpinned(job_level: bool, uses: &str) -> Option<&'static str> {
 /// and steps' (actions).
 fn every_uses(workflow: &common::Yaml) -> Vec<(String, bool, String)> {
     let mut found = Vec::new();
-    for (job, body) in workflow.get("jobs").map_or(&[][..], |j| j.entries()) {
-        let job = job.as_str().unwrap_or_default();
+    for (job, body) in jobs(workflow) {
         if let Some(uses) = body.str_at(&["uses"]) {
             found.push((format!("jobs.{job}.uses"), true, uses.to_string()));
         }
-        for (i, step) in body
-            .get("steps")
-            .map_or(&[][..], |s| s.seq())
-            .iter()
-            .enumerate()
-        {
+        for (i, step) in steps(body) {
             if let Some(uses) = step.str_at(&["uses"]) {
                 found.push((
                     format!("jobs.{job}.steps[{i}].uses"),
@@ -160,15 +154,40 @@ fn every_uses(workflow: &common::Yaml) -> Vec<(String, bool, String)> {
     found
 }
 
+/// Each file of .github/workflows by name, parsed.
+fn workflows() -> Vec<(String, common::Yaml)> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(repo_path(".github/workflows")).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy().to_string();
+        let text = std::fs::read_to_string(&path).unwrap();
+        found.push((name, common::parse_yaml(&text).unwrap()));
+    }
+    found
+}
+
+/// A workflow's jobs, by id.
+fn jobs(workflow: &common::Yaml) -> impl Iterator<Item = (&str, &common::Yaml)> {
+    workflow
+        .get("jobs")
+        .map_or(&[][..], |j| j.entries())
+        .iter()
+        .map(|(id, body)| (id.as_str().unwrap_or_default(), body))
+}
+
+/// A job's steps, with their index.
+fn steps(job: &common::Yaml) -> impl Iterator<Item = (usize, &common::Yaml)> {
+    job.get("steps")
+        .map_or(&[][..], |s| s.seq())
+        .iter()
+        .enumerate()
+}
+
 #[test]
 fn every_uses_is_local_or_pinned() {
     let mut wrong = Vec::new();
     let mut seen = 0;
-    for entry in std::fs::read_dir(repo_path(".github/workflows")).unwrap() {
-        let path = entry.unwrap().path();
-        let text = std::fs::read_to_string(&path).unwrap();
-        let workflow = common::parse_yaml(&text).unwrap();
-        let name = path.file_name().unwrap().to_string_lossy().to_string();
+    for (name, workflow) in workflows() {
         for (at, job_level, uses) in every_uses(&workflow) {
             seen += 1;
             if let Some(why) = unpinned(job_level, &uses) {
@@ -402,23 +421,14 @@ fn the_install_script_pins_every_tool() {
 fn every_tool_the_workflows_install_is_pinned() {
     let mut wrong = Vec::new();
     let mut scripts = 0;
-    for entry in std::fs::read_dir(repo_path(".github/workflows")).unwrap() {
-        let path = entry.unwrap().path();
-        let name = path.file_name().unwrap().to_string_lossy().to_string();
-        let workflow = common::parse_yaml(&std::fs::read_to_string(&path).unwrap()).unwrap();
-        for (job, body) in workflow.get("jobs").map_or(&[][..], |j| j.entries()) {
-            let job = job.as_str().unwrap_or_default();
+    for (name, workflow) in workflows() {
+        for (job, body) in jobs(&workflow) {
             let env = |var: &str| {
                 body.str_at(&["env", var])
                     .or_else(|| workflow.str_at(&["env", var]))
                     .map(str::to_string)
             };
-            for (i, step) in body
-                .get("steps")
-                .map_or(&[][..], |s| s.seq())
-                .iter()
-                .enumerate()
-            {
+            for (i, step) in steps(body) {
                 if let Some(run) = step.str_at(&["run"]) {
                     scripts += 1;
                     for why in unpinned_installs(run, &env) {

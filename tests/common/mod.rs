@@ -407,6 +407,16 @@ pub fn dev_image() -> String {
     format!("{}-{:08x}", "localhost/linkerd-multus:dev", hash as u32)
 }
 
+/// A finished command's status, stdout and stderr, for a failure message.
+pub fn output_text(out: &std::process::Output) -> String {
+    format!(
+        "{}\n--- stdout\n{}--- stderr\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
 /// PATH with target/cargo-tools/bin first: the release tools (cargo-auditable, which
 /// scripts/container.sh builds with, rust-audit-info, cargo-cyclonedx, cargo-deny) that
 /// scripts/install-test-tools.sh installs there.
