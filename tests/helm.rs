@@ -120,13 +120,44 @@ fn assert_attached(input: &[Yaml], output: &[Yaml]) {
     }
 }
 
+/// `helm template web functions/linkerd-multus/examples/helm/web -n demo`, rendered now by
+/// Helm's own code (scripts/helm.py).
+fn web_template() -> String {
+    let out = common::helm::helm(
+        &[
+            "template",
+            WEB_CHART,
+            "--release",
+            "web",
+            "--namespace",
+            "demo",
+        ],
+        None,
+    );
+    assert!(
+        out.status.success(),
+        "helm template: {}",
+        common::output_text(&out)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+const WEB_CHART: &str = "functions/linkerd-multus/examples/helm/web";
+
+/// The recorded fixture (testdata/helm/web/template.yaml, whose README describes Helm's
+/// output) is what Helm renders today.
+#[test]
+fn the_recorded_helm_template_fixture_is_what_helm_renders() {
+    assert_eq!(web_template(), fixture("web/template.yaml"));
+}
+
 #[test]
 fn helm3_post_renderer_on_helm_template_output() {
     let dir = tempfile::tempdir().unwrap();
-    let manifests = fixture("web/template.yaml");
+    let manifests = web_template();
     assert!(
         manifests.contains("# Source: web/templates/"),
-        "the fixture is helm template output"
+        "helm template output"
     );
     // helm install --post-renderer linkerd-multus --post-renderer-args post-render ...
     let mut args = vec!["post-render".to_string()];
@@ -218,6 +249,56 @@ fn helm4_plugin_as_helm_runs_it() {
             "{kind}"
         );
     }
+}
+
+/// Helm 4 itself runs the plugin (functions/linkerd-multus/helm, installed in HELM_PLUGINS as
+/// `helm plugin install` does, a link in development mode) on a chart it renders:
+/// `helm template web CHART -n demo --post-renderer linkerd-multus --post-renderer-args ...`.
+#[test]
+fn helm4_runs_the_plugin_on_its_own_render() {
+    let dir = tempfile::tempdir().unwrap();
+    let plugins = dir.path().join("plugins");
+    std::fs::create_dir(&plugins).unwrap();
+    std::os::unix::fs::symlink(
+        repo_path("functions/linkerd-multus/helm"),
+        plugins.join("linkerd-multus"),
+    )
+    .unwrap();
+    let bin_dir = Path::new(bin()).parent().unwrap().display().to_string();
+    let path = format!("{bin_dir}:/usr/bin:/bin");
+    let mut args: Vec<String> = [
+        "template",
+        WEB_CHART,
+        "--release",
+        "web",
+        "--namespace",
+        "demo",
+    ]
+    .map(String::from)
+    .to_vec();
+    args.extend(["--post-renderer".into(), "linkerd-multus".into()]);
+    for arg in context_args(dir.path()) {
+        args.push(format!("--post-renderer-arg={arg}"));
+    }
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = common::helm::helm_with_env(
+        &args,
+        None,
+        &[
+            ("HELM_PLUGINS", plugins.as_os_str()),
+            ("PATH", std::ffi::OsStr::new(&path)),
+        ],
+    );
+    assert!(
+        out.status.success(),
+        "helm template --post-renderer: {}",
+        common::output_text(&out)
+    );
+    let rendered = String::from_utf8(out.stdout).unwrap();
+    assert_attached(
+        &parse_yaml_stream(&web_template()).unwrap(),
+        &parse_yaml_stream(&rendered).unwrap(),
+    );
 }
 
 /// The plugin.yaml's top-level fields are all ones Helm 4 knows.

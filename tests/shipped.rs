@@ -40,6 +40,19 @@ fn deploy_package_with_network_resources() {
 }
 
 #[test]
+fn helm_chart_defaults() {
+    runs_as_shipped(OptionSet::Helm("{}"), Runtime::Process);
+}
+
+#[test]
+fn helm_chart_with_the_nad_controller_and_network_resources() {
+    runs_as_shipped(
+        OptionSet::Helm(r#"{"manageNADs": true, "networkResources": true}"#),
+        Runtime::Process,
+    );
+}
+
+#[test]
 fn install_defaults() {
     runs_as_shipped(OptionSet::Install(&[]), Runtime::Process);
 }

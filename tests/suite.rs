@@ -24,6 +24,7 @@ mod fidelity;
 mod fuzz_regressions;
 mod golden;
 mod helm;
+mod helm_chart;
 mod kpt;
 mod kustomize;
 mod layering;

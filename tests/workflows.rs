@@ -334,7 +334,11 @@ fn unpinned_installs(script: &str, env: &dyn Fn(&str) -> Option<String>) -> Vec<
                 .split_whitespace()
                 .skip_while(|w| *w == "sudo" || (w.contains('=') && !w.starts_with('-')))
                 .collect();
-            let Some(&program) = words.first() else {
+            // A program by its path is judged by its name ("$VENV/bin/pip" is pip).
+            let Some(program) = words
+                .first()
+                .map(|w| w.trim_matches('"').rsplit('/').next().unwrap_or_default())
+            else {
                 continue;
             };
             let sub = words.get(1).copied().unwrap_or_default();
@@ -469,6 +473,14 @@ fn a_planted_unpinned_install_is_refused() {
         ("cargo install --locked cargo-deny@^0.20", false),
         ("sudo pip install zizmor==1.32.0", true),
         ("pip install zizmor", false),
+        (
+            "\"$RUNNER_TEMP/helm/bin/pip\" install --quiet helm-python-sdk==0.2.2",
+            true,
+        ),
+        (
+            "\"$RUNNER_TEMP/helm/bin/pip\" install helm-python-sdk",
+            false,
+        ),
         ("pip install 'zizmor>=1.0'", false),
         ("npm install -g pnpm@9.1.0", true),
         ("npm install -g pnpm", false),

@@ -9,6 +9,7 @@
 #![allow(dead_code)]
 
 pub mod golden;
+pub mod helm;
 pub mod https;
 pub mod kube_apiserver;
 pub mod kubelet;

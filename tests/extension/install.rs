@@ -10,19 +10,21 @@ use super::common::{Run, Yaml, parse_yaml_stream, repo_path, run_with_args, snap
 use crate::deploy::setters::apply_setters;
 use crate::deploy::to_json;
 
-/// One way to install: `install`'s flags, and the packages' setters and parts that match.
-struct Case {
-    name: &'static str,
-    flags: &'static [&'static str],
+/// One way to install: `install`'s flags, and the packages' setters and parts and the
+/// chart's values (JSON; the namespace is the release's) that match.
+pub(crate) struct Case {
+    pub(crate) name: &'static str,
+    pub(crate) flags: &'static [&'static str],
     setters: &'static [(&'static str, &'static str)],
     nad_controller: bool,
     network_resources: bool,
     cert_manager: bool,
+    pub(crate) values: &'static str,
 }
 
 const NR_FILE: &str = "/etc/linkerd-multus/network-resources/network-resources.yaml";
 
-const CASES: &[Case] = &[
+pub(crate) const CASES: &[Case] = &[
     Case {
         name: "defaults",
         flags: &[],
@@ -30,6 +32,7 @@ const CASES: &[Case] = &[
         nad_controller: false,
         network_resources: false,
         cert_manager: false,
+        values: "{}",
     },
     Case {
         name: "another namespace, 3 replicas, Ignore",
@@ -51,6 +54,7 @@ const CASES: &[Case] = &[
         nad_controller: false,
         network_resources: false,
         cert_manager: false,
+        values: r#"{"replicas": 3, "failurePolicy": "Ignore", "priorityClassName": "webhooks", "linkerdNamespace": "l5d"}"#,
     },
     Case {
         name: "the NAD controller",
@@ -59,6 +63,7 @@ const CASES: &[Case] = &[
         nad_controller: true,
         network_resources: false,
         cert_manager: false,
+        values: r#"{"manageNADs": true, "cniNamespace": "cni"}"#,
     },
     Case {
         name: "network resources",
@@ -67,6 +72,7 @@ const CASES: &[Case] = &[
         nad_controller: false,
         network_resources: true,
         cert_manager: false,
+        values: r#"{"networkResources": true}"#,
     },
     Case {
         name: "the API server's addresses, OpenShift's monitoring",
@@ -86,6 +92,7 @@ const CASES: &[Case] = &[
         nad_controller: false,
         network_resources: false,
         cert_manager: false,
+        values: r#"{"apiServerCIDRs": ["10.0.0.0/24", "fd00::/64"], "metricsNamespaces": ["openshift-monitoring", "openshift-user-workload-monitoring"]}"#,
     },
     Case {
         name: "OpenShift, a mirror's image, namespaces kept away from the webhook",
@@ -111,6 +118,7 @@ const CASES: &[Case] = &[
         nad_controller: false,
         network_resources: false,
         cert_manager: false,
+        values: r#"{"platform": "openshift", "image": {"registry": "mirror.example:5000/linkerd", "name": "linkerd-multus", "digest": "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"}, "webhookExcludedNamespaces": ["legacy-apps", "batch-*"]}"#,
     },
     Case {
         name: "cert-manager, everything",
@@ -128,6 +136,7 @@ const CASES: &[Case] = &[
         nad_controller: true,
         network_resources: true,
         cert_manager: true,
+        values: r#"{"certs": "cert-manager", "manageNADs": true, "networkResources": true}"#,
     },
 ];
 
@@ -148,7 +157,7 @@ const DEFAULTS: [(&str, &str); 13] = [
     ("metrics-namespaces", "[monitoring]"),
 ];
 
-type Objects = BTreeMap<(String, String, String), Value>;
+pub(crate) type Objects = BTreeMap<(String, String, String), Value>;
 
 /// The YAML files of `dir` with `setters` applied, as objects.
 fn package(dir: &str, setters: &[(&str, &str)], with_cert_manager: bool) -> Vec<Yaml> {
@@ -191,7 +200,7 @@ fn from_packages(case: &Case) -> Objects {
     out
 }
 
-fn by_id(objects: &[Yaml]) -> Objects {
+pub(crate) fn by_id(objects: &[Yaml]) -> Objects {
     let mut out = Objects::new();
     for object in objects {
         assert!(
@@ -204,8 +213,8 @@ fn by_id(objects: &[Yaml]) -> Objects {
 }
 
 /// `install --ignore-cluster` with `flags`: its objects, the generated certificate material
-/// taken out (and checked: the Secret's CA is the configuration's caBundle).
-fn from_install(flags: &[&str]) -> Objects {
+/// taken out ([`take_certificates`]).
+pub(crate) fn from_install(flags: &[&str]) -> Objects {
     let mut args = vec!["install", "--ignore-cluster"];
     args.extend(flags);
     let run = run_with_args(b"", &args);
@@ -217,14 +226,22 @@ fn from_install(flags: &[&str]) -> Objects {
         "{flags:?}: the Namespace first"
     );
     let mut out = by_id(&docs);
-    let secret = out
+    take_certificates(&mut out, &format!("install {flags:?}"));
+    out
+}
+
+/// Takes the webhook's Secret and the configuration's caBundle out of `objects`, after
+/// checking that they agree (the Secret's CA is the caBundle of every webhook) and that the
+/// Secret holds ca.crt, tls.crt and tls.key: certificate bytes differ from run to run.
+pub(crate) fn take_certificates(objects: &mut Objects, what: &str) {
+    let secret = objects
         .iter()
         .find(|(id, _)| id.0 == "Secret")
         .map(|(id, _)| id.clone());
     if let Some(id) = secret {
-        let secret = out.remove(&id).unwrap();
+        let secret = objects.remove(&id).unwrap();
         let ca = secret["data"]["ca.crt"].as_str().unwrap().to_string();
-        for hook in out
+        for hook in objects
             .iter_mut()
             .find(|(id, _)| id.0 == "MutatingWebhookConfiguration")
             .unwrap()
@@ -239,13 +256,12 @@ fn from_install(flags: &[&str]) -> Objects {
             assert_eq!(
                 bundle,
                 Some(Value::String(ca.clone())),
-                "{flags:?}: the caBundle"
+                "{what}: the caBundle"
             );
         }
         let keys: Vec<&String> = secret["data"].as_object().unwrap().keys().collect();
-        assert_eq!(keys, ["ca.crt", "tls.crt", "tls.key"], "{flags:?}");
+        assert_eq!(keys, ["ca.crt", "tls.crt", "tls.key"], "{what}");
     }
-    out
 }
 
 #[test]

@@ -39,6 +39,8 @@ pub enum OptionSet {
     },
     /// `linkerd multus install` with these flags.
     Install(&'static [&'static str]),
+    /// The Helm chart, `helm install --create-namespace` with these values (JSON).
+    Helm(&'static str),
 }
 
 impl OptionSet {
@@ -46,6 +48,7 @@ impl OptionSet {
         match self {
             OptionSet::Deploy { nad_controller, .. } => nad_controller,
             OptionSet::Install(flags) => flags.contains(&"--manage-nads"),
+            OptionSet::Helm(values) => helm_value(values, "manageNADs"),
         }
     }
 
@@ -55,12 +58,18 @@ impl OptionSet {
                 network_resources, ..
             } => network_resources,
             OptionSet::Install(flags) => flags.contains(&"--network-resources"),
+            OptionSet::Helm(values) => helm_value(values, "networkResources"),
         }
     }
 
     fn cert_manager(self) -> bool {
         matches!(self, OptionSet::Install(flags) if flags.contains(&"cert-manager"))
     }
+}
+
+/// Whether the boolean value `key` of the chart's `values` (JSON) is true.
+fn helm_value(values: &str, key: &str) -> bool {
+    serde_json::from_str::<serde_json::Value>(values).unwrap()[key] == serde_json::Value::Bool(true)
 }
 
 /// Installs `options` into `cluster`, working in `dir`.
@@ -70,6 +79,27 @@ pub fn install(cluster: &Cluster, options: OptionSet, dir: &Path) {
             nad_controller,
             network_resources,
         } => deploy(cluster, nad_controller, network_resources, dir),
+        OptionSet::Helm(values) => {
+            let out = common::helm::helm(
+                &[
+                    "install",
+                    common::helm::CHART,
+                    "--release",
+                    "linkerd-multus",
+                    "--namespace",
+                    NS,
+                    "--create-namespace",
+                    "--values",
+                    values,
+                ],
+                Some(&cluster.plane.admin_kubeconfig),
+            );
+            assert!(
+                out.status.success(),
+                "helm install {values}: {}",
+                common::output_text(&out)
+            );
+        }
         OptionSet::Install(flags) => {
             if options.cert_manager() {
                 CertManager::install_crds(cluster);

@@ -1,0 +1,602 @@
+//! The Helm chart (`charts/linkerd-multus`) under Helm's own code: Helm SDK v4.2.3 through
+//! helm-python-sdk (scripts/helm.py; scripts/install-test-tools.sh installs it, pinned, into
+//! target/tools; these tests fail, never skip, when it is missing).
+//!
+//! One source: the chart is written in Helm's idiom (conditionals, loops over the CIDRs,
+//! certificates read back with `lookup`), so it is not generated from the kpt packages;
+//! instead, for every option set `install`'s tests use (tests/extension/install.rs, which
+//! holds `install` to the packages), the chart rendered with the matching values gives the
+//! same objects as `install`, field for field, but the certificate bytes.
+
+use crate::common;
+use crate::extension::install::{CASES, Objects, by_id, from_install, take_certificates};
+
+use std::process::Command;
+
+use common::helm::{CHART, helm};
+use common::kube_apiserver::ControlPlane;
+use common::{Yaml, output_text, parse_yaml_stream};
+use serde_json::Value;
+
+/// The chart rendered (`helm template`) in `namespace` with `values` (JSON).
+fn template(namespace: &str, values: &Value) -> Result<Vec<Yaml>, String> {
+    let out = helm(
+        &[
+            "template",
+            CHART,
+            "--namespace",
+            namespace,
+            "--values",
+            &values.to_string(),
+        ],
+        None,
+    );
+    if !out.status.success() {
+        return Err(output_text(&out));
+    }
+    Ok(parse_yaml_stream(&String::from_utf8(out.stdout).unwrap()).unwrap())
+}
+
+/// The namespace `flags` give `install`.
+fn namespace_of(flags: &[&str]) -> &'static str {
+    match flags.iter().find_map(|f| f.strip_prefix("--namespace=")) {
+        Some("mesh-webhook") => "mesh-webhook",
+        Some("mesh") => "mesh",
+        Some(other) => panic!("a namespace the chart cases do not know: {other}"),
+        None => "linkerd-multus",
+    }
+}
+
+#[test]
+fn the_chart_passes_helm_lint_strict_with_every_case_s_values() {
+    for values in std::iter::once("{}").chain(CASES.iter().map(|c| c.values)) {
+        let out = helm(&["lint", CHART, "--values", values], None);
+        assert!(
+            out.status.success(),
+            "helm lint --strict {values}: {}",
+            output_text(&out)
+        );
+    }
+}
+
+#[test]
+fn the_chart_and_install_give_the_same_objects_for_the_same_options() {
+    for case in CASES {
+        let namespace = namespace_of(case.flags);
+        let mut values: Value = serde_json::from_str(case.values).unwrap();
+        // install prints the Namespace; the chart does when asked.
+        values["installNamespace"] = Value::Bool(true);
+        let docs = template(namespace, &values)
+            .unwrap_or_else(|e| panic!("{}: helm template: {e}", case.name));
+        let mut got: Objects = by_id(&docs);
+        take_certificates(&mut got, &format!("the chart, {}", case.name));
+        let want = from_install(case.flags);
+        let ids = |o: &Objects| o.keys().cloned().collect::<Vec<_>>();
+        assert_eq!(ids(&got), ids(&want), "{}: the objects", case.name);
+        for (id, object) in &want {
+            assert_eq!(&got[id], object, "{}: {id:?}", case.name);
+        }
+    }
+}
+
+/// The generated certificates: the serving certificate for the Service's names, signed by the
+/// CA of the caBundle (the webhook's own check, `linkerd multus check`, reads them so).
+#[test]
+fn the_chart_makes_a_ca_and_a_serving_certificate_for_the_service() {
+    let docs = template("mesh", &serde_json::json!({})).unwrap();
+    let secret = docs
+        .iter()
+        .find(|d| d.str_at(&["kind"]) == Some("Secret"))
+        .expect("a Secret");
+    assert_eq!(secret.str_at(&["type"]), Some("kubernetes.io/tls"));
+    let pem = |key: &str| {
+        use base64::Engine as _;
+        let b64 = secret.str_at(&["data", key]).unwrap();
+        String::from_utf8(
+            base64::engine::general_purpose::STANDARD
+                .decode(b64)
+                .unwrap(),
+        )
+        .unwrap()
+    };
+    let dir = tempfile::tempdir().unwrap();
+    for key in ["ca.crt", "tls.crt"] {
+        std::fs::write(dir.path().join(key), pem(key)).unwrap();
+    }
+    assert!(pem("tls.key").contains("PRIVATE KEY"));
+    let verify = Command::new("openssl")
+        .args(["verify", "-CAfile", "ca.crt", "tls.crt"])
+        .current_dir(dir.path())
+        .output()
+        .expect("openssl is not installed (Debian: openssl)");
+    assert!(verify.status.success(), "{}", output_text(&verify));
+    let text = Command::new("openssl")
+        .args(["x509", "-noout", "-ext", "subjectAltName", "-in", "tls.crt"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let sans = String::from_utf8_lossy(&text.stdout);
+    for name in [
+        "DNS:linkerd-multus-webhook,",
+        "DNS:linkerd-multus-webhook.mesh,",
+        "DNS:linkerd-multus-webhook.mesh.svc,",
+        "DNS:linkerd-multus-webhook.mesh.svc.cluster.local",
+    ] {
+        assert!(sans.contains(name), "{name} not in {sans}");
+    }
+}
+
+/// What the chart has beyond `install`'s options (Linkerd's extension charts' values) reaches
+/// the objects it is for.
+#[test]
+fn the_chart_s_own_values_reach_their_objects() {
+    let values = serde_json::json!({
+        "installNamespace": true,
+        "commonLabels": {"team": "mesh"},
+        "podLabels": {"tier": "control"},
+        "podAnnotations": {"example.com/owner": "mesh"},
+        "nodeSelector": {"kubernetes.io/os": "linux"},
+        "tolerations": [{"key": "node-role.kubernetes.io/infra", "operator": "Exists", "effect": "NoSchedule"}],
+        "imagePullSecrets": [{"name": "mirror-pull"}],
+        "image": {"registry": "mirror.example/l5d", "name": "multus", "tag": "v9", "digest": format!("sha256:{}", "ab".repeat(32)), "pullPolicy": "Always"},
+        "priorityClassName": "",
+    });
+    let docs = template("linkerd-multus", &values).unwrap();
+    for doc in &docs {
+        assert_eq!(
+            doc.str_at(&["metadata", "labels", "team"]),
+            Some("mesh"),
+            "commonLabels on {:?}",
+            doc.id()
+        );
+    }
+    let deployment = docs
+        .iter()
+        .find(|d| d.str_at(&["kind"]) == Some("Deployment"))
+        .unwrap();
+    let json = crate::deploy::to_json(deployment);
+    let pod = &json["spec"]["template"];
+    assert_eq!(pod["metadata"]["labels"]["tier"], "control");
+    assert_eq!(pod["metadata"]["annotations"]["example.com/owner"], "mesh");
+    assert_eq!(pod["spec"]["nodeSelector"]["kubernetes.io/os"], "linux");
+    assert_eq!(
+        pod["spec"]["tolerations"][0]["key"],
+        "node-role.kubernetes.io/infra"
+    );
+    assert_eq!(pod["spec"]["imagePullSecrets"][0]["name"], "mirror-pull");
+    assert_eq!(
+        pod["spec"]["containers"][0]["image"],
+        format!("mirror.example/l5d/multus:v9@sha256:{}", "ab".repeat(32))
+    );
+    assert_eq!(pod["spec"]["containers"][0]["imagePullPolicy"], "Always");
+    assert!(pod["spec"].get("priorityClassName").is_none());
+
+    // The image: the chart's appVersion by default, the digest alone when only it is given.
+    let image = |image: Value| {
+        let docs = template("linkerd-multus", &serde_json::json!({ "image": image })).unwrap();
+        let deployment = docs
+            .iter()
+            .find(|d| d.str_at(&["kind"]) == Some("Deployment"))
+            .unwrap()
+            .clone();
+        crate::deploy::to_json(&deployment)["spec"]["template"]["spec"]["containers"][0]["image"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    assert_eq!(
+        image(serde_json::json!({})),
+        "ghcr.io/linkerd-multus/linkerd-multus:v0.1.0"
+    );
+    assert_eq!(
+        image(serde_json::json!({"digest": format!("sha256:{}", "cd".repeat(32))})),
+        format!(
+            "ghcr.io/linkerd-multus/linkerd-multus@sha256:{}",
+            "cd".repeat(32)
+        )
+    );
+}
+
+/// With cert-manager, or a Secret of the user's, the chart renders no caBundle at all (Helm 4
+/// applies server-side: a field cainjector owns would make every upgrade conflict), and the
+/// annotation that asks cainjector for it.
+#[test]
+fn with_cert_manager_or_an_external_secret_no_ca_bundle_is_rendered() {
+    for (values, annotation) in [
+        (
+            serde_json::json!({"certs": "cert-manager"}),
+            (
+                "cert-manager.io/inject-ca-from",
+                "ns/linkerd-multus-webhook",
+            ),
+        ),
+        (
+            serde_json::json!({"webhook": {"externalSecret": true, "injectCaFrom": "ns/my-cert"}}),
+            ("cert-manager.io/inject-ca-from", "ns/my-cert"),
+        ),
+        (
+            serde_json::json!({"webhook": {"externalSecret": true, "injectCaFromSecret": "ns/my-ca"}}),
+            ("cert-manager.io/inject-ca-from-secret", "ns/my-ca"),
+        ),
+    ] {
+        let docs = template("ns", &values).unwrap();
+        assert!(
+            docs.iter().all(|d| d.str_at(&["kind"]) != Some("Secret")),
+            "{values}: a Secret"
+        );
+        let mwc = docs
+            .iter()
+            .find(|d| d.str_at(&["kind"]) == Some("MutatingWebhookConfiguration"))
+            .unwrap();
+        let json = crate::deploy::to_json(mwc);
+        assert_eq!(
+            json["metadata"]["annotations"][annotation.0], annotation.1,
+            "{values}"
+        );
+        assert!(
+            json["webhooks"][0]["clientConfig"]
+                .get("caBundle")
+                .is_none(),
+            "{values}: a caBundle"
+        );
+    }
+}
+
+/// Each kind of mistake in the values is refused by values.schema.json before anything is
+/// rendered, naming the value.
+#[test]
+fn a_bad_value_is_refused_by_the_schema_naming_it() {
+    for (values, expected) in [
+        (
+            r#"{"replica": 2}"#,
+            "additional properties 'replica' not allowed",
+        ),
+        (
+            r#"{"replicas": 0}"#,
+            "at '/replicas': minimum: got 0, want 1",
+        ),
+        (r#"{"replicas": "2"}"#, "at '/replicas'"),
+        (r#"{"failurePolicy": "fail"}"#, "at '/failurePolicy'"),
+        (r#"{"platform": "OpenShift"}"#, "at '/platform'"),
+        (r#"{"certs": "vault"}"#, "at '/certs'"),
+        (r#"{"manageNADs": "yes"}"#, "at '/manageNADs'"),
+        (
+            r#"{"linkerdNamespace": "Linkerd"}"#,
+            "at '/linkerdNamespace'",
+        ),
+        (
+            r#"{"apiServerCIDRs": ["10.0.0.0"]}"#,
+            "at '/apiServerCIDRs/0'",
+        ),
+        (
+            r#"{"metricsNamespaces": "monitoring"}"#,
+            "at '/metricsNamespaces'",
+        ),
+        (
+            r#"{"webhookExcludedNamespaces": ["open*shift"]}"#,
+            "at '/webhookExcludedNamespaces/0'",
+        ),
+        (
+            r#"{"image": {"digest": "sha256:12ab"}}"#,
+            "at '/image/digest'",
+        ),
+        (r#"{"image": {"tag": "v0.1.0 "}}"#, "at '/image/tag'"),
+        (
+            r#"{"image": {"pullPolicy": "always"}}"#,
+            "at '/image/pullPolicy'",
+        ),
+        (
+            r#"{"webhook": {"crtPEM": "-----BEGIN CERTIFICATE-----"}}"#,
+            "at '/webhook'",
+        ),
+        (
+            r#"{"webhook": {"injectCaFrom": "my-cert"}}"#,
+            "at '/webhook/injectCaFrom'",
+        ),
+        (
+            r#"{"commonLabels": {"team": 1}}"#,
+            "at '/commonLabels/team'",
+        ),
+        (
+            r#"{"imagePullSecrets": ["mirror-pull"]}"#,
+            "at '/imagePullSecrets/0'",
+        ),
+    ] {
+        let out = helm(&["template", CHART, "--values", values], None);
+        let text = output_text(&out);
+        assert!(!out.status.success(), "{values} was taken: {text}");
+        assert!(
+            text.contains("values don't meet the specifications of the schema"),
+            "{values}: {text}"
+        );
+        assert!(
+            text.contains(expected),
+            "{values}: no {expected:?} in {text}"
+        );
+    }
+}
+
+/// `helm install --create-namespace`, `upgrade` with other values, `rollback` and `uninstall`
+/// against a real kube-apiserver (one of its own: the release's cluster-scoped objects have
+/// fixed names). The serving Secret and the caBundle stay byte for byte through the upgrade
+/// and the rollback (read back with `lookup`: no new CA, no restart); the uninstall removes
+/// what the release made and no NetworkAttachmentDefinition, the user's or the NAD
+/// controller's. No kubelet runs the webhook here (`tests/shipped.rs` does, from the chart):
+/// no pod is created while its configuration is registered.
+#[test]
+fn install_upgrade_rollback_and_uninstall_keep_the_certificates_and_every_nad() {
+    let plane = ControlPlane::own();
+    plane.install_nad_crd();
+    // Linkerd-CNI's namespace (the NAD controller's rights are in it), and an app's NADs.
+    let nads = "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: linkerd-cni\n---\napiVersion: v1\nkind: Namespace\nmetadata:\n  name: app\n---\n\
+        apiVersion: k8s.cni.cncf.io/v1\nkind: NetworkAttachmentDefinition\nmetadata:\n  name: macvlan\n  namespace: app\nspec:\n  config: '{\"cniVersion\":\"0.3.1\",\"type\":\"macvlan\"}'\n---\n\
+        apiVersion: k8s.cni.cncf.io/v1\nkind: NetworkAttachmentDefinition\nmetadata:\n  name: linkerd-cni\n  namespace: app\n  labels:\n    app.kubernetes.io/managed-by: linkerd-multus\nspec:\n  config: '{\"cniVersion\":\"0.3.1\",\"type\":\"linkerd-cni\"}'\n";
+    plane.apply(nads);
+    let kubeconfig = plane.admin_kubeconfig.as_path();
+    let release = |args: &[&str]| -> Value {
+        let out = helm(args, Some(kubeconfig));
+        assert!(out.status.success(), "helm {args:?}: {}", output_text(&out));
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let ns = "linkerd-multus";
+    let common_args = ["--release", "linkerd-multus", "--namespace", ns];
+    let with = |command: &'static str, values: &str| -> Vec<String> {
+        let mut args = vec![command.to_string()];
+        if command != "rollback" {
+            args.push(CHART.to_string());
+        }
+        args.extend(common_args.iter().map(|s| s.to_string()));
+        if !values.is_empty() {
+            args.extend(["--values".to_string(), values.to_string()]);
+        }
+        args
+    };
+    let run = |args: Vec<String>| release(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    let state = || {
+        let secret = plane.kubectl(&[
+            "get", "secret", "linkerd-multus-webhook-tls", "-n", ns, "-o",
+            "jsonpath={.metadata.resourceVersion} {.data.ca\\.crt} {.data.tls\\.crt} {.data.tls\\.key}",
+        ]);
+        let bundle = plane.kubectl(&[
+            "get",
+            "mutatingwebhookconfiguration",
+            "linkerd-multus-webhook",
+            "-o",
+            "jsonpath={.webhooks[0].clientConfig.caBundle} {.webhooks[0].failurePolicy}",
+        ]);
+        let replicas = plane.kubectl(&[
+            "get",
+            "deployment",
+            "linkerd-multus-webhook",
+            "-n",
+            ns,
+            "-o",
+            "jsonpath={.spec.replicas}",
+        ]);
+        (secret, bundle, replicas)
+    };
+
+    let mut install = with("install", r#"{"manageNADs": true}"#);
+    install.push("--create-namespace".into());
+    let installed = run(install);
+    assert_eq!(installed["revision"], 1, "{installed}");
+    let (secret, bundle, replicas) = state();
+    assert_eq!(secret.split(' ').count(), 4, "the Secret: {secret}");
+    let ca = secret.split(' ').nth(1).unwrap().to_string();
+    assert_eq!(
+        bundle,
+        format!("{ca} Fail"),
+        "the caBundle is the Secret's CA"
+    );
+    assert_eq!(replicas, "2");
+    let labels = plane.kubectl(&["get", "namespace", ns, "-o", "jsonpath={.metadata.labels}"]);
+    assert!(
+        labels.contains(r#""linkerd.io/extension":"multus""#),
+        "the namespace Helm made carries the extension's label: {labels}"
+    );
+
+    // An upgrade with other values: the certificates, read back with lookup, stay.
+    let upgraded = run(with(
+        "upgrade",
+        r#"{"manageNADs": true, "replicas": 3, "failurePolicy": "Ignore"}"#,
+    ));
+    assert_eq!(upgraded["revision"], 2, "{upgraded}");
+    let (secret2, bundle2, replicas2) = state();
+    assert_eq!(
+        secret2, secret,
+        "the Secret changed on upgrade (resourceVersion, then data)"
+    );
+    assert_eq!(bundle2, format!("{ca} Ignore"));
+    assert_eq!(replicas2, "3");
+
+    // Back to the first revision: its values, the same certificates.
+    let mut rollback = with("rollback", "");
+    rollback.extend(["--revision".into(), "1".into()]);
+    let rolled = run(rollback);
+    assert_eq!(rolled["revision"], 3, "{rolled}");
+    let (secret3, bundle3, replicas3) = state();
+    assert_eq!(
+        secret3.split(' ').skip(1).collect::<Vec<_>>(),
+        secret.split(' ').skip(1).collect::<Vec<_>>()
+    );
+    assert_eq!(bundle3, format!("{ca} Fail"));
+    assert_eq!(replicas3, "2");
+
+    // Uninstall: every object of the release gone (the Namespace being deleted: a lone API
+    // server has no namespace controller to finish it), the NADs all there.
+    let manifest = rolled["manifest"].as_str().unwrap().to_string();
+    run(with("uninstall", ""));
+    for doc in parse_yaml_stream(&manifest).unwrap() {
+        let (kind, namespace, name) = doc.id();
+        let mut args = vec![
+            "get",
+            kind.as_str(),
+            name.as_str(),
+            "--ignore-not-found",
+            "-o",
+            "jsonpath={.metadata.deletionTimestamp}|{.metadata.name}",
+        ];
+        if !namespace.is_empty() {
+            args.extend(["-n", namespace.as_str()]);
+        }
+        let left = plane.kubectl(&args);
+        assert!(
+            left.is_empty() || (kind == "Namespace" && !left.starts_with('|')),
+            "{kind} {namespace}/{name} is left after helm uninstall: {left}"
+        );
+    }
+    let left = plane.kubectl(&[
+        "get",
+        "network-attachment-definitions.k8s.cni.cncf.io",
+        "-n",
+        "app",
+        "-o",
+        "jsonpath={.items[*].metadata.name}",
+    ]);
+    assert_eq!(left, "linkerd-cni macvlan", "helm uninstall took a NAD");
+}
+
+/// The chart's README documents every value, as values.yaml's comments say it
+/// (scripts/chart-readme.py).
+#[test]
+fn the_chart_readme_is_what_values_yaml_gives() {
+    let out = std::process::Command::new("python3")
+        .arg(common::repo_path("scripts/chart-readme.py"))
+        .arg("--check")
+        .output()
+        .expect("python3 is not installed");
+    assert!(out.status.success(), "{}", output_text(&out));
+}
+
+/// What the release pushes beside the image (scripts/helm.py package, as
+/// .github/workflows/release.yml runs it): the chart at the release's version, its image pinned
+/// by the tag and the pushed digest; it lints and renders as it is.
+#[test]
+fn the_released_chart_pins_the_image_by_tag_and_digest() {
+    let out_dir = tempfile::tempdir().unwrap();
+    let digest = format!("sha256:{}", "ab".repeat(32));
+    let out_path = out_dir.path().to_string_lossy().to_string();
+    let out = helm(
+        &[
+            "package",
+            CHART,
+            "--version",
+            "0.1.0",
+            "--image-digest",
+            &digest,
+            "--out",
+            &out_path,
+        ],
+        None,
+    );
+    assert!(
+        out.status.success(),
+        "helm.py package: {}",
+        output_text(&out)
+    );
+    let archive = String::from_utf8(out.stdout).unwrap().trim().to_string();
+    assert_eq!(
+        archive,
+        out_dir
+            .path()
+            .join("linkerd-multus-0.1.0.tgz")
+            .to_string_lossy()
+    );
+    let chart_yaml = Command::new("tar")
+        .args(["-xzOf", &archive, "linkerd-multus/Chart.yaml"])
+        .output()
+        .unwrap();
+    let chart_yaml = String::from_utf8_lossy(&chart_yaml.stdout);
+    assert!(chart_yaml.contains("\nversion: 0.1.0\n"), "{chart_yaml}");
+    assert!(
+        chart_yaml.contains("\nappVersion: v0.1.0\n"),
+        "{chart_yaml}"
+    );
+    let lint = helm(&["lint", &archive], None);
+    assert!(
+        lint.status.success(),
+        "helm lint {archive}: {}",
+        output_text(&lint)
+    );
+    let rendered = helm(&["template", &archive], None);
+    assert!(rendered.status.success(), "{}", output_text(&rendered));
+    let rendered = String::from_utf8_lossy(&rendered.stdout);
+    assert!(
+        rendered.contains(&format!(
+            "image: ghcr.io/linkerd-multus/linkerd-multus:v0.1.0@{digest}\n"
+        )),
+        "{rendered}"
+    );
+    // The repository's chart is untouched.
+    let values =
+        std::fs::read_to_string(common::repo_path("charts/linkerd-multus/values.yaml")).unwrap();
+    assert!(values.contains("  digest: \"\"\n") && values.contains("  tag: \"\"\n"));
+    for (version, digest) in [("v0.1.0", digest.as_str()), ("0.1.0", "sha256:12ab")] {
+        let out = helm(
+            &[
+                "package",
+                CHART,
+                "--version",
+                version,
+                "--image-digest",
+                digest,
+                "--out",
+                &out_path,
+            ],
+            None,
+        );
+        assert!(!out.status.success(), "{version} {digest} was taken");
+    }
+}
+
+/// README's Argo CD Application: the chart it names is the one the release pushes, its values
+/// pass the schema, and two renders give the same objects (Argo CD renders with `helm
+/// template`, which cannot read the cluster: no certificate is made at render time).
+#[test]
+fn the_readme_s_argo_cd_application_renders_the_same_every_time() {
+    let readme = std::fs::read_to_string(common::repo_path("README.md")).unwrap();
+    let start = readme
+        .find("```yaml\napiVersion: argoproj.io/v1alpha1\nkind: Application\n")
+        .expect("README.md's Argo CD Application");
+    let block = &readme[start + "```yaml\n".len()..];
+    let block = &block[..block.find("```").unwrap()];
+    let application = common::parse_yaml(block).unwrap();
+    let chart_yaml =
+        std::fs::read_to_string(common::repo_path("charts/linkerd-multus/Chart.yaml")).unwrap();
+    let version = chart_yaml
+        .lines()
+        .find_map(|l| l.strip_prefix("version: "))
+        .unwrap();
+    assert_eq!(
+        application.str_at(&["spec", "source", "repoURL"]),
+        Some("oci://ghcr.io/linkerd-multus/charts/linkerd-multus")
+    );
+    assert_eq!(
+        application.str_at(&["spec", "source", "targetRevision"]),
+        Some(version)
+    );
+    let values = crate::deploy::to_json(
+        application
+            .at(&["spec", "source", "helm", "valuesObject"])
+            .unwrap(),
+    );
+    let namespace = application
+        .str_at(&["spec", "destination", "namespace"])
+        .unwrap();
+    let render = || {
+        let out = helm(
+            &[
+                "template",
+                CHART,
+                "--namespace",
+                namespace,
+                "--values",
+                &values.to_string(),
+            ],
+            None,
+        );
+        assert!(out.status.success(), "{}", output_text(&out));
+        out.stdout
+    };
+    assert_eq!(render(), render(), "two renders differ");
+}
