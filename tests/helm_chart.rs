@@ -600,3 +600,33 @@ fn the_readme_s_argo_cd_application_renders_the_same_every_time() {
     };
     assert_eq!(render(), render(), "two renders differ");
 }
+
+/// webhook.crtPEM, keyPEM and caBundle are used as given: in the Secret, and the CA as the
+/// configuration's caBundle (over a Secret the cluster may hold: the user asked for these).
+#[test]
+fn given_certificates_are_used_as_given() {
+    use base64::Engine as _;
+    let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
+    let (crt, key, ca) = (
+        "-----BEGIN CERTIFICATE-----\nserving\n-----END CERTIFICATE-----\n",
+        "-----BEGIN PRIVATE KEY-----\nkey\n-----END PRIVATE KEY-----\n",
+        "-----BEGIN CERTIFICATE-----\nca\n-----END CERTIFICATE-----\n",
+    );
+    let values = serde_json::json!({"webhook": {"crtPEM": crt, "keyPEM": key, "caBundle": ca}});
+    let docs = template("linkerd-multus", &values).unwrap();
+    let secret = docs
+        .iter()
+        .find(|d| d.str_at(&["kind"]) == Some("Secret"))
+        .unwrap();
+    assert_eq!(secret.str_at(&["data", "tls.crt"]), Some(b64(crt).as_str()));
+    assert_eq!(secret.str_at(&["data", "tls.key"]), Some(b64(key).as_str()));
+    assert_eq!(secret.str_at(&["data", "ca.crt"]), Some(b64(ca).as_str()));
+    let mwc = docs
+        .iter()
+        .find(|d| d.str_at(&["kind"]) == Some("MutatingWebhookConfiguration"))
+        .unwrap();
+    assert_eq!(
+        crate::deploy::to_json(mwc)["webhooks"][0]["clientConfig"]["caBundle"],
+        b64(ca)
+    );
+}

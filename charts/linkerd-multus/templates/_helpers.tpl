@@ -47,19 +47,19 @@ openshift-user-workload-monitoring).
 
 {{/*
 The webhook's serving certificate, CA and key, made once per rendering and shared by the
-Secret and the MutatingWebhookConfiguration (stored in .Values as _certs): the Secret the
-cluster holds, when there is one (an upgrade keeps it: no new CA, no restart); else
-webhook.crtPEM, keyPEM and caBundle when given; else new ones, valid for the Service's
-names (a 10-year CA, a 1-year certificate; to renew, delete the Secret and upgrade).
+Secret and the MutatingWebhookConfiguration (stored in .Values as _certs): webhook.crtPEM,
+keyPEM and caBundle when given; else the Secret the cluster holds, when there is one (an
+upgrade keeps it: no new CA, no restart); else new ones, valid for the Service's names (a
+10-year CA, a 1-year certificate; to renew, delete the Secret and upgrade).
 */}}
 {{- define "linkerd-multus.certs" -}}
 {{- if not (hasKey .Values "_certs") -}}
 {{- $secret := lookup "v1" "Secret" .Release.Namespace "linkerd-multus-webhook-tls" -}}
 {{- $certs := dict -}}
-{{- if and $secret $secret.data (index $secret.data "tls.crt") (index $secret.data "tls.key") (index $secret.data "ca.crt") -}}
-{{- $certs = dict "crt" (index $secret.data "tls.crt" | b64dec) "key" (index $secret.data "tls.key" | b64dec) "ca" (index $secret.data "ca.crt" | b64dec) -}}
-{{- else if .Values.webhook.crtPEM -}}
+{{- if .Values.webhook.crtPEM -}}
 {{- $certs = dict "crt" .Values.webhook.crtPEM "key" .Values.webhook.keyPEM "ca" .Values.webhook.caBundle -}}
+{{- else if and $secret $secret.data (index $secret.data "tls.crt") (index $secret.data "tls.key") (index $secret.data "ca.crt") -}}
+{{- $certs = dict "crt" (index $secret.data "tls.crt" | b64dec) "key" (index $secret.data "tls.key" | b64dec) "ca" (index $secret.data "ca.crt" | b64dec) -}}
 {{- else -}}
 {{- $service := printf "linkerd-multus-webhook.%s.svc" .Release.Namespace -}}
 {{- $ca := genCA "linkerd-multus-webhook-ca" 3650 -}}
