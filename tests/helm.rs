@@ -123,17 +123,7 @@ fn assert_attached(input: &[Yaml], output: &[Yaml]) {
 /// `helm template web functions/linkerd-multus/examples/helm/web -n demo`, rendered now by
 /// Helm's own code (scripts/helm.py).
 fn web_template() -> String {
-    let out = common::helm::helm(
-        &[
-            "template",
-            WEB_CHART,
-            "--release",
-            "web",
-            "--namespace",
-            "demo",
-        ],
-        None,
-    );
+    let out = common::helm::helm(&WEB_TEMPLATE, None);
     assert!(
         out.status.success(),
         "helm template: {}",
@@ -143,6 +133,15 @@ fn web_template() -> String {
 }
 
 const WEB_CHART: &str = "functions/linkerd-multus/examples/helm/web";
+/// scripts/helm.py's arguments for `helm template web WEB_CHART -n demo`.
+const WEB_TEMPLATE: [&str; 6] = [
+    "template",
+    WEB_CHART,
+    "--release",
+    "web",
+    "--namespace",
+    "demo",
+];
 
 /// The recorded fixture (testdata/helm/web/template.yaml, whose README describes Helm's
 /// output) is what Helm renders today.
@@ -266,16 +265,7 @@ fn helm4_runs_the_plugin_on_its_own_render() {
     .unwrap();
     let bin_dir = Path::new(bin()).parent().unwrap().display().to_string();
     let path = format!("{bin_dir}:/usr/bin:/bin");
-    let mut args: Vec<String> = [
-        "template",
-        WEB_CHART,
-        "--release",
-        "web",
-        "--namespace",
-        "demo",
-    ]
-    .map(String::from)
-    .to_vec();
+    let mut args: Vec<String> = WEB_TEMPLATE.map(String::from).to_vec();
     args.extend(["--post-renderer".into(), "linkerd-multus".into()]);
     for arg in context_args(dir.path()) {
         args.push(format!("--post-renderer-arg={arg}"));
