@@ -16,6 +16,7 @@ use linkerd_multus::k8s::namespace::Lookup;
 use linkerd_multus::krm::resource_list::ResourceList;
 use linkerd_multus::linkerd_cni::cni_config::{nad_config, to_text};
 use linkerd_multus::linkerd_cni::settings::Settings;
+use linkerd_multus::multus::ipam::{self as ipam_reader, Ipam};
 use linkerd_multus::multus::networks::Networks;
 use linkerd_multus::network_resources::Nads;
 use linkerd_multus::pipeline::settings::{self, Given, Sources, Takes};
@@ -31,6 +32,7 @@ pub const TARGETS: &[Target] = &[
     ("manifests", manifests),
     ("networks", networks),
     ("cni-config", cni_config),
+    ("ipam", ipam),
     ("settings", settings),
     ("admission", admission_review),
 ];
@@ -213,6 +215,38 @@ pub fn cni_config(data: &[u8]) {
     assert_eq!(again, config, "reading the NAD config again changed it");
 }
 
+/// A NAD's CNI configuration, for its IPAM: the networks read are masked and each once, and
+/// written back as a host-local IPAM with those subnets and routes, they read the same.
+pub fn ipam(data: &[u8]) {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    let Ok(Ipam::Subnets { subnets, routes }) = ipam_reader::read(text) else {
+        return;
+    };
+    for list in [&subnets, &routes] {
+        for (i, net) in list.iter().enumerate() {
+            assert_eq!(*net, net.trunc(), "{net} is not masked to its network");
+            assert!(!list[..i].contains(net), "{net} twice in {list:?}");
+        }
+    }
+    assert!(!subnets.is_empty(), "subnets without a subnet");
+    let written = json!({
+        "type": "bridge",
+        "ipam": {
+            "type": "host-local",
+            "ranges": subnets.iter().map(|s| json!([{"subnet": s.to_string()}])).collect::<Vec<_>>(),
+            "routes": routes.iter().map(|r| json!({"dst": r.to_string()})).collect::<Vec<_>>(),
+        }
+    })
+    .to_string();
+    assert_eq!(
+        ipam_reader::read(&written),
+        Ok(Ipam::Subnets { subnets, routes }),
+        "the networks do not read back:\n{written}"
+    );
+}
+
 /// Whether a text holds an `__UPPER_CASE__` placeholder.
 fn has_placeholder(text: &str) -> bool {
     text.match_indices("__").any(|(at, _)| {
@@ -362,6 +396,9 @@ pub fn seeds(root: &Path) -> Vec<(&'static str, Vec<u8>)> {
                 .and_then(Node::as_str)
             {
                 seeds.push(("cni-config", config.as_bytes().to_vec()));
+            }
+            if let Some(config) = node.get_path(&["spec", "config"]).and_then(Node::as_str) {
+                seeds.push(("ipam", config.as_bytes().to_vec()));
             }
             if let Some(networks) = node
                 .get_path(&["metadata", "annotations", "k8s.v1.cni.cncf.io/networks"])

@@ -1,0 +1,438 @@
+//! The IPAM section of a NAD's CNI configuration, read for what it tells of the networks an
+//! interface joins: the subnets its addresses come from, and the destinations of its routes.
+//! Known before the pod's sandbox exists, so the rules can act on it (issue: secondary networks
+//! beside the mesh).
+//!
+//! The shapes read, as each IPAM plugin documents them:
+//!
+//! * `static` (CNI plugins): `addresses[].address`, an address with its prefix;
+//! * `host-local` (CNI plugins): `ranges`, a list of range sets, each a list of
+//!   `{subnet, rangeStart, rangeEnd, gateway}`; or the older single `subnet`;
+//! * `whereabouts`: `range` (a CIDR, or `FIRST-LAST/PREFIX`), with `range_start`,
+//!   `range_end` and `exclude` narrowing which addresses pods get, and `ipRanges`, a list of
+//!   the same; and the static plugin's `addresses` beside them;
+//! * every type: `routes[].dst`.
+//!
+//! The subnet is the whole network of a range (its CIDR masked): peers on it may have any of
+//! its addresses, not only those given to pods, so `range_start`, `range_end` and `exclude`
+//! do not narrow it. `dhcp` gives addresses only at run time; a configuration without IPAM gives
+//! none. In a configuration list, the IPAM is the first plugin's that has one (the main plugin;
+//! chained plugins such as tuning have none).
+
+use ipnet::IpNet;
+use serde_json::{Map as JsonMap, Value};
+
+/// What a network's IPAM tells of the networks its interface joins.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Ipam {
+    /// Addresses from these subnets, and routes to these destinations: each masked to its
+    /// network, each once, in the configuration's order.
+    Subnets {
+        /// The networks the interface's addresses are in.
+        subnets: Vec<IpNet>,
+        /// The destinations of its routes.
+        routes: Vec<IpNet>,
+    },
+    /// `dhcp`: the address comes from a DHCP server when the pod starts.
+    Dhcp,
+    /// No IPAM: the interface gets no address from CNI.
+    None,
+}
+
+/// Why a NAD's IPAM cannot be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum IpamError {
+    /// The configuration is not a JSON object.
+    #[error("is not a JSON object")]
+    NotObject,
+    /// An `ipam` that is not an object, or without a string `type`.
+    #[error("\"{field}\" {why}")]
+    Shape {
+        /// The field, as a path in the configuration.
+        field: String,
+        /// What is wrong with it.
+        why: &'static str,
+    },
+    /// An IPAM type whose addresses this project cannot know.
+    #[error(
+        "\"{field}\" is {kind:?}, an IPAM whose addresses cannot be known before the pod starts (static, host-local, whereabouts and dhcp can)"
+    )]
+    UnknownType {
+        /// Where the type is.
+        field: String,
+        /// The type.
+        kind: String,
+    },
+    /// A CIDR or address that does not parse.
+    #[error("\"{field}\" {value:?} is not {expected}")]
+    Cidr {
+        /// The field, as a path in the configuration.
+        field: String,
+        /// Its value.
+        value: String,
+        /// What it should be.
+        expected: &'static str,
+    },
+    /// An IPAM that names no range where its type needs one.
+    #[error("\"{field}\" has no {what}: its type {kind} needs one")]
+    NoRange {
+        /// The IPAM, as a path.
+        field: String,
+        /// The type.
+        kind: &'static str,
+        /// What is missing.
+        what: &'static str,
+    },
+}
+
+/// The IPAM of the CNI configuration `config` (a single configuration or a configuration list).
+pub fn read(config: &str) -> Result<Ipam, IpamError> {
+    let Ok(Value::Object(object)) = serde_json::from_str::<Value>(config) else {
+        return Err(IpamError::NotObject);
+    };
+    let (path, ipam) = match object.get("plugins") {
+        Some(Value::Array(plugins)) => {
+            match plugins.iter().enumerate().find_map(|(i, p)| {
+                p.get("ipam")
+                    .filter(|ipam| !is_empty(ipam))
+                    .map(|ipam| (format!("plugins[{i}].ipam"), ipam))
+            }) {
+                Some(found) => found,
+                None => return Ok(Ipam::None),
+            }
+        }
+        _ => match object.get("ipam") {
+            Some(ipam) if !is_empty(ipam) => ("ipam".to_string(), ipam),
+            _ => return Ok(Ipam::None),
+        },
+    };
+    let Value::Object(ipam) = ipam else {
+        return Err(IpamError::Shape {
+            field: path,
+            why: "is not an object",
+        });
+    };
+    let kind = match ipam.get("type") {
+        Some(Value::String(kind)) => kind.as_str(),
+        _ => {
+            return Err(IpamError::Shape {
+                field: format!("{path}.type"),
+                why: "is not a string: an IPAM names its plugin",
+            });
+        }
+    };
+    let mut subnets = Vec::new();
+    match kind {
+        "dhcp" => return Ok(Ipam::Dhcp),
+        "static" => static_addresses(ipam, &path, &mut subnets)?,
+        "host-local" => {
+            host_local(ipam, &path, &mut subnets)?;
+            if subnets.is_empty() {
+                return Err(IpamError::NoRange {
+                    field: path,
+                    kind: "host-local",
+                    what: "\"ranges\" or \"subnet\"",
+                });
+            }
+        }
+        "whereabouts" => {
+            whereabouts(ipam, &path, &mut subnets)?;
+            static_addresses(ipam, &path, &mut subnets)?;
+            if subnets.is_empty() {
+                return Err(IpamError::NoRange {
+                    field: path,
+                    kind: "whereabouts",
+                    what: "\"range\", \"ipRanges\" or \"addresses\"",
+                });
+            }
+        }
+        other => {
+            return Err(IpamError::UnknownType {
+                field: format!("{path}.type"),
+                kind: other.to_string(),
+            });
+        }
+    }
+    let mut routes = Vec::new();
+    for (i, route) in array(ipam, "routes").iter().enumerate() {
+        let field = format!("{path}.routes[{i}].dst");
+        let dst = route
+            .get("dst")
+            .and_then(Value::as_str)
+            .ok_or(IpamError::Shape {
+                field: field.clone(),
+                why: "is not a string: a route names its destination",
+            })?;
+        push(&mut routes, cidr(dst, &field)?);
+    }
+    Ok(Ipam::Subnets { subnets, routes })
+}
+
+fn is_empty(ipam: &Value) -> bool {
+    matches!(ipam, Value::Null) || ipam.as_object().is_some_and(JsonMap::is_empty)
+}
+
+/// The array at `key`, or none (a missing or non-array field is left to the plugin).
+fn array<'a>(object: &'a JsonMap<String, Value>, key: &str) -> &'a [Value] {
+    object
+        .get(key)
+        .and_then(Value::as_array)
+        .map_or(&[], Vec::as_slice)
+}
+
+/// `net` masked to its network, once.
+fn push(list: &mut Vec<IpNet>, net: IpNet) {
+    let net = net.trunc();
+    if !list.contains(&net) {
+        list.push(net);
+    }
+}
+
+/// An address or network with its prefix (`10.1.2.3/24`, `fd00::/64`).
+fn cidr(text: &str, field: &str) -> Result<IpNet, IpamError> {
+    text.trim().parse::<IpNet>().map_err(|_| IpamError::Cidr {
+        field: field.to_string(),
+        value: text.to_string(),
+        expected: "an address with its prefix length (ADDRESS/PREFIX)",
+    })
+}
+
+fn static_addresses(
+    ipam: &JsonMap<String, Value>,
+    path: &str,
+    subnets: &mut Vec<IpNet>,
+) -> Result<(), IpamError> {
+    for (i, entry) in array(ipam, "addresses").iter().enumerate() {
+        let field = format!("{path}.addresses[{i}].address");
+        let address = entry
+            .get("address")
+            .and_then(Value::as_str)
+            .ok_or(IpamError::Shape {
+                field: field.clone(),
+                why: "is not a string: a static address is ADDRESS/PREFIX",
+            })?;
+        push(subnets, cidr(address, &field)?);
+    }
+    Ok(())
+}
+
+fn host_local(
+    ipam: &JsonMap<String, Value>,
+    path: &str,
+    subnets: &mut Vec<IpNet>,
+) -> Result<(), IpamError> {
+    for (i, set) in array(ipam, "ranges").iter().enumerate() {
+        let Value::Array(set) = set else {
+            return Err(IpamError::Shape {
+                field: format!("{path}.ranges[{i}]"),
+                why: "is not a list: host-local's ranges are lists of range sets",
+            });
+        };
+        for (j, range) in set.iter().enumerate() {
+            let field = format!("{path}.ranges[{i}][{j}].subnet");
+            let subnet = range
+                .get("subnet")
+                .and_then(Value::as_str)
+                .ok_or(IpamError::Shape {
+                    field: field.clone(),
+                    why: "is not a string: a range names its subnet",
+                })?;
+            push(subnets, cidr(subnet, &field)?);
+        }
+    }
+    if let Some(subnet) = ipam.get("subnet") {
+        let field = format!("{path}.subnet");
+        let subnet = subnet.as_str().ok_or(IpamError::Shape {
+            field: field.clone(),
+            why: "is not a string",
+        })?;
+        push(subnets, cidr(subnet, &field)?);
+    }
+    Ok(())
+}
+
+fn whereabouts(
+    ipam: &JsonMap<String, Value>,
+    path: &str,
+    subnets: &mut Vec<IpNet>,
+) -> Result<(), IpamError> {
+    let mut one = |range: &Value, field: String| -> Result<(), IpamError> {
+        let text = range.as_str().ok_or(IpamError::Shape {
+            field: field.clone(),
+            why: "is not a string",
+        })?;
+        push(subnets, whereabouts_range(text, &field)?);
+        Ok(())
+    };
+    for (i, entry) in array(ipam, "ipRanges").iter().enumerate() {
+        let field = format!("{path}.ipRanges[{i}].range");
+        one(entry.get("range").unwrap_or(&Value::Null), field)?;
+    }
+    if let Some(range) = ipam.get("range") {
+        one(range, format!("{path}.range"))?;
+    }
+    Ok(())
+}
+
+/// A whereabouts `range`: a CIDR, or `FIRST-LAST/PREFIX` (the range-end syntax).
+fn whereabouts_range(text: &str, field: &str) -> Result<IpNet, IpamError> {
+    let Some((first, last)) = text.split_once('-') else {
+        return cidr(text, field);
+    };
+    let bad = || IpamError::Cidr {
+        field: field.to_string(),
+        value: text.to_string(),
+        expected: "a CIDR or FIRST-LAST/PREFIX",
+    };
+    let (_, prefix) = last.split_once('/').ok_or_else(bad)?;
+    cidr(&format!("{first}/{prefix}"), field).map_err(|_| bad())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn nets(list: &[&str]) -> Vec<IpNet> {
+        list.iter().map(|n| n.parse().unwrap()).collect()
+    }
+
+    /// (what, the CNI configuration, the subnets, the routes) for each shape read.
+    const SHAPES: &[(&str, &str, &[&str], &[&str])] = &[
+        (
+            "static, its address masked",
+            r#"{"type": "macvlan", "ipam": {"type": "static", "addresses": [{"address": "10.10.0.5/24", "gateway": "10.10.0.1"}]}}"#,
+            &["10.10.0.0/24"],
+            &[],
+        ),
+        (
+            "host-local ranges, two sets (dual stack)",
+            r#"{"type": "bridge", "ipam": {"type": "host-local", "ranges": [[{"subnet": "10.1.0.0/16", "rangeStart": "10.1.2.10", "rangeEnd": "10.1.2.50"}], [{"subnet": "fd10::/64"}]]}}"#,
+            &["10.1.0.0/16", "fd10::/64"],
+            &[],
+        ),
+        (
+            "host-local, the older subnet",
+            r#"{"type": "bridge", "ipam": {"type": "host-local", "subnet": "192.168.50.0/24"}}"#,
+            &["192.168.50.0/24"],
+            &[],
+        ),
+        (
+            "whereabouts range, host bits set",
+            r#"{"type": "macvlan", "ipam": {"type": "whereabouts", "range": "192.168.2.225/28"}}"#,
+            &["192.168.2.224/28"],
+            &[],
+        ),
+        (
+            "whereabouts range_start, range_end and exclude do not narrow the network",
+            r#"{"type": "macvlan", "ipam": {"type": "whereabouts", "range": "192.168.2.0/24", "range_start": "192.168.2.10", "range_end": "192.168.2.20", "exclude": ["192.168.2.12/32"]}}"#,
+            &["192.168.2.0/24"],
+            &[],
+        ),
+        (
+            "whereabouts FIRST-LAST/PREFIX",
+            r#"{"type": "macvlan", "ipam": {"type": "whereabouts", "range": "192.168.2.225-192.168.2.230/28"}}"#,
+            &["192.168.2.224/28"],
+            &[],
+        ),
+        (
+            "whereabouts ipRanges then range",
+            r#"{"type": "macvlan", "ipam": {"type": "whereabouts", "ipRanges": [{"range": "192.168.10.1/24"}, {"range": "176.168.10.1/16"}], "range": "abcd::1/64"}}"#,
+            &["192.168.10.0/24", "176.168.0.0/16", "abcd::/64"],
+            &[],
+        ),
+        (
+            "routes, each destination once",
+            r#"{"type": "macvlan", "ipam": {"type": "static", "addresses": [{"address": "10.10.0.5/24"}], "routes": [{"dst": "172.16.0.0/12", "gw": "10.10.0.1"}, {"dst": "172.16.5.0/12"}]}}"#,
+            &["10.10.0.0/24"],
+            &["172.16.0.0/12"],
+        ),
+        (
+            "a configuration list: the main plugin's IPAM",
+            r#"{"cniVersion": "0.4.0", "plugins": [{"type": "tuning"}, {"type": "macvlan", "ipam": {"type": "host-local", "subnet": "10.9.0.0/16"}}, {"type": "sbr"}]}"#,
+            &["10.9.0.0/16"],
+            &[],
+        ),
+    ];
+
+    #[test]
+    fn each_ipam_shape_gives_its_networks() {
+        for (what, config, subnets, routes) in SHAPES {
+            assert_eq!(
+                read(config),
+                Ok(Ipam::Subnets {
+                    subnets: nets(subnets),
+                    routes: nets(routes),
+                }),
+                "{what}"
+            );
+        }
+    }
+
+    #[test]
+    fn dhcp_and_no_ipam_give_no_subnet() {
+        for (config, expected) in [
+            (
+                r#"{"type": "macvlan", "ipam": {"type": "dhcp"}}"#,
+                Ipam::Dhcp,
+            ),
+            (r#"{"type": "macvlan"}"#, Ipam::None),
+            (r#"{"type": "macvlan", "ipam": {}}"#, Ipam::None),
+            (r#"{"plugins": [{"type": "macvlan"}]}"#, Ipam::None),
+        ] {
+            assert_eq!(read(config), Ok(expected), "{config}");
+        }
+    }
+
+    /// Configurations that cannot be read, and the message each gives.
+    const REFUSED: &[(&str, &str)] = &[
+        ("[]", "is not a JSON object"),
+        (r#"{"ipam": "static"}"#, "\"ipam\" is not an object"),
+        (
+            r#"{"ipam": {"subnet": "10.0.0.0/8"}}"#,
+            "\"ipam.type\" is not a string",
+        ),
+        (
+            r#"{"ipam": {"type": "calico-ipam"}}"#,
+            "\"ipam.type\" is \"calico-ipam\", an IPAM whose addresses cannot be known",
+        ),
+        (
+            r#"{"ipam": {"type": "static", "addresses": [{"address": "10.0.0.5"}]}}"#,
+            "\"ipam.addresses[0].address\" \"10.0.0.5\" is not an address with its prefix length",
+        ),
+        (
+            r#"{"ipam": {"type": "host-local", "ranges": [{"subnet": "10.0.0.0/8"}]}}"#,
+            "\"ipam.ranges[0]\" is not a list",
+        ),
+        (
+            r#"{"ipam": {"type": "host-local"}}"#,
+            "\"ipam\" has no \"ranges\" or \"subnet\": its type host-local needs one",
+        ),
+        (
+            r#"{"ipam": {"type": "whereabouts", "range": "192.168.2.225-192.168.2.230"}}"#,
+            "\"ipam.range\" \"192.168.2.225-192.168.2.230\" is not a CIDR or FIRST-LAST/PREFIX",
+        ),
+        (
+            r#"{"ipam": {"type": "whereabouts", "ipRanges": [{"range_start": "10.0.0.1"}]}}"#,
+            "\"ipam.ipRanges[0].range\" is not a string",
+        ),
+        (
+            r#"{"ipam": {"type": "static", "addresses": [{"address": "10.0.0.5/24"}], "routes": [{"gw": "10.0.0.1"}]}}"#,
+            "\"ipam.routes[0].dst\" is not a string",
+        ),
+        (
+            r#"{"plugins": [{"type": "macvlan", "ipam": {"type": "whereabouts"}}]}"#,
+            "\"plugins[0].ipam\" has no \"range\", \"ipRanges\" or \"addresses\"",
+        ),
+    ];
+
+    #[test]
+    fn what_cannot_be_read_is_named() {
+        for (config, expected) in REFUSED {
+            let error = read(config).expect_err(config).to_string();
+            assert!(
+                error.starts_with(expected),
+                "{config}: {error:?} does not start with {expected:?}"
+            );
+        }
+    }
+}
