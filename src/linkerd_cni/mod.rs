@@ -2,7 +2,8 @@
 //! templates change ([`attach`]), the NAD config made from the Linkerd-CNI
 //! ConfigMap ([`cni_config`]), config rollouts ([`rollout`]), and which
 //! namespaces of a package get, keep or lose the NAD ([`package`]), and of a
-//! live cluster, for the NAD controller ([`cluster`]). Settings: the
+//! live cluster, for the NAD controller ([`cluster`]); the skip-subnets a pod
+//! with secondary networks needs ([`skip_subnets`]). Settings: the
 //! `LinkerdMultus` kind ([`settings`]).
 
 pub mod attach;
@@ -11,3 +12,4 @@ pub mod cni_config;
 pub mod package;
 pub mod rollout;
 pub mod settings;
+pub mod skip_subnets;
