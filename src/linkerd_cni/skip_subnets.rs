@@ -16,6 +16,7 @@
 
 use ipnet::IpNet;
 
+use super::cni_config::PLUGIN_TYPE;
 use crate::multus::ipam::{Ipam, IpamError};
 
 /// The annotation Linkerd-CNI reads.
@@ -149,6 +150,77 @@ pub fn secondary_subnets(
 /// Whether two networks share an address.
 fn overlap(a: &IpNet, b: &IpNet) -> bool {
     a.contains(&b.network()) || b.contains(&a.network())
+}
+
+/// What Linkerd-CNI's own settings say (the `linkerd` section of its plugin in the NAD config):
+/// its `subnets-to-ignore`, which a pod or namespace [`ANNOTATION`] replaces, and `ipv6`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PluginSettings {
+    /// `subnets-to-ignore`, as written.
+    pub subnets_to_ignore: Vec<String>,
+    /// `ipv6`.
+    pub ipv6: bool,
+}
+
+/// The [`PluginSettings`] of the Linkerd-CNI NAD config `config` (a configuration list or a
+/// single configuration whose type is [`PLUGIN_TYPE`]); the defaults when it has none.
+pub fn plugin_settings(config: &str) -> PluginSettings {
+    let Ok(value) = serde_json::from_str::<serde_json::Value>(config) else {
+        return PluginSettings::default();
+    };
+    let plugins = match value.get("plugins").and_then(|p| p.as_array()) {
+        Some(plugins) => plugins.iter().collect::<Vec<_>>(),
+        None => vec![&value],
+    };
+    let Some(linkerd) = plugins
+        .iter()
+        .find(|p| p.get("type").and_then(|t| t.as_str()) == Some(PLUGIN_TYPE))
+        .and_then(|p| p.get("linkerd"))
+    else {
+        return PluginSettings::default();
+    };
+    PluginSettings {
+        subnets_to_ignore: linkerd
+            .get("subnets-to-ignore")
+            .and_then(|s| s.as_array())
+            .map(|list| {
+                list.iter()
+                    .filter_map(|e| e.as_str().map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default(),
+        ipv6: linkerd
+            .get("ipv6")
+            .and_then(|v| v.as_bool())
+            .unwrap_or(false),
+    }
+}
+
+/// The skip-subnets Linkerd-CNI uses for a pod: its [`ANNOTATION`] when set, else its
+/// namespace's, else the plugin's list; each entry as written.
+pub fn effective<'a>(
+    pod: Option<&'a str>,
+    namespace: Option<&'a str>,
+    plugin: &'a [String],
+) -> Vec<&'a str> {
+    match pod
+        .filter(|v| !v.is_empty())
+        .or(namespace.filter(|v| !v.is_empty()))
+    {
+        Some(value) => value.split(',').filter(|e| !e.is_empty()).collect(),
+        None => plugin.iter().map(String::as_str).collect(),
+    }
+}
+
+/// Of `subnets`, those no entry of `skipped` covers (an entry that is not a CIDR covers
+/// nothing: iptables would refuse it).
+pub fn uncovered(subnets: &[IpNet], skipped: &[&str]) -> Vec<IpNet> {
+    let skipped: Vec<IpNet> = skipped.iter().filter_map(|e| e.parse().ok()).collect();
+    subnets
+        .iter()
+        .filter(|s| !skipped.iter().any(|k| k.contains(*s)))
+        .copied()
+        .collect()
 }
 
 /// A pod's skip-subnets annotations after the rule: [`ANNOTATION`] and [`ADDED_ANNOTATION`],
@@ -344,6 +416,49 @@ mod tests {
         )
         .unwrap();
         assert!(got.subnets.is_empty());
+    }
+
+    #[test]
+    fn the_plugin_s_own_list_and_ipv6_are_read_from_its_nad_config() {
+        let config = r#"{"cniVersion": "0.3.1", "plugins": [{"type": "linkerd-cni", "linkerd": {"subnets-to-ignore": ["192.0.2.0/24"], "ipv6": true}}]}"#;
+        assert_eq!(
+            plugin_settings(config),
+            PluginSettings {
+                subnets_to_ignore: vec!["192.0.2.0/24".into()],
+                ipv6: true,
+            }
+        );
+        for config in [
+            r#"{"type": "linkerd-cni", "linkerd": {}}"#,
+            r#"{"type": "macvlan"}"#,
+            "not json",
+        ] {
+            assert_eq!(
+                plugin_settings(config),
+                PluginSettings::default(),
+                "{config}"
+            );
+        }
+    }
+
+    #[test]
+    fn what_linkerd_cni_skips_and_what_it_does_not() {
+        let plugin = vec!["192.0.2.0/24".to_string()];
+        assert_eq!(
+            effective(Some("10.0.0.0/8"), Some("198.51.100.0/24"), &plugin),
+            ["10.0.0.0/8"]
+        );
+        assert_eq!(
+            effective(Some(""), Some("198.51.100.0/24"), &plugin),
+            ["198.51.100.0/24"]
+        );
+        assert_eq!(effective(None, None, &plugin), ["192.0.2.0/24"]);
+        let subnets = nets(&["10.10.0.0/24", "172.20.0.0/16", "192.0.2.0/25"]);
+        assert_eq!(
+            uncovered(&subnets, &["10.0.0.0/8", " 172.20.0.0/16", "192.0.2.0/24"]),
+            nets(&["172.20.0.0/16"]),
+            "an entry with a space is not a CIDR to iptables"
+        );
     }
 
     /// (what, the pod's value, its record, the namespace's, the plugin's, the subnets, the

@@ -742,3 +742,65 @@ fn a_pod_created_under_an_older_config_is_named() {
     plane.kubectl(&["delete", "pod", "before", "-n", DEMO]);
     set_log_level("info");
 }
+
+/// A meshed pod with a secondary network (a NAD with a static address and a route): inbound
+/// TCP on it is refused by the proxy until its skip-subnets covers the network's subnets,
+/// and `check --proxy` says so, naming the pod, the subnets and the NAD.
+#[test]
+fn a_secondary_network_no_skip_subnets_covers_is_named() {
+    let installed = installed();
+    let plane = installed.plane;
+    installed.kubectl_ok(
+        &["apply", "-f", "-"],
+        &json!({
+            "apiVersion": "k8s.cni.cncf.io/v1", "kind": "NetworkAttachmentDefinition",
+            "metadata": {"name": "storage", "namespace": DEMO},
+            "spec": {"config": r#"{"cniVersion": "0.3.1", "type": "macvlan", "ipam": {"type": "static", "addresses": [{"address": "10.10.0.5/24"}], "routes": [{"dst": "172.20.0.0/16"}]}}"#},
+        })
+        .to_string(),
+    );
+    let container = |name: &str| json!({"name": name, "image": "registry.k8s.io/pause:3.10"});
+    let pod = json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "storage-client", "namespace": DEMO, "annotations": {
+            "linkerd.io/inject": "enabled",
+            "k8s.v1.cni.cncf.io/networks": "storage",
+        }},
+        "spec": {"containers": [container("app"), container("linkerd-proxy")]},
+    });
+    let created: Value = serde_json::from_str(
+        &installed.kubectl_ok(&["create", "-o", "json", "-f", "-"], &pod.to_string()),
+    )
+    .unwrap();
+    assert_eq!(
+        created["metadata"]["annotations"]["k8s.v1.cni.cncf.io/networks"],
+        "storage,linkerd-cni"
+    );
+    let want = (
+        "linkerd-multus-data-plane",
+        "skip the subnets of their secondary networks",
+        "warning",
+        "demo/storage-client (10.10.0.0/24 of demo/storage, 172.20.0.0/16 of demo/storage)",
+    );
+    named_alone(&installed, &["--proxy"], want, 0);
+
+    // Skipped on the pod: nothing to say.
+    plane.kubectl(&[
+        "annotate",
+        "pod",
+        "storage-client",
+        "-n",
+        DEMO,
+        "config.linkerd.io/skip-subnets=10.10.0.0/24,172.20.0.0/16",
+    ]);
+    let (code, failing, table) = failures(&installed, &["--proxy"]);
+    assert!(failing.is_empty() && code == 0, "{table}");
+    plane.kubectl(&["delete", "pod", "storage-client", "-n", DEMO]);
+    plane.kubectl(&[
+        "delete",
+        "network-attachment-definitions.k8s.cni.cncf.io",
+        "storage",
+        "-n",
+        DEMO,
+    ]);
+}

@@ -3,8 +3,10 @@
 //! ([`attach::decide`], as the webhook decides) whose networks lack the
 //! NAD; those created under an older NAD config (the hash the webhook and
 //! renders record, [`rollout::HASH_ANNOTATION`]); those whose
-//! `linkerd-network-validator` exited with 95; and on OpenShift those whose
-//! proxy UID is outside their namespace's UID range.
+//! `linkerd-network-validator` exited with 95; on OpenShift those whose
+//! proxy UID is outside their namespace's UID range; and those with secondary
+//! networks whose subnets no skip-subnets covers (inbound TCP on them goes to
+//! the proxy, which refuses it: [`skip_subnets`]).
 
 use std::collections::BTreeMap;
 
@@ -17,7 +19,12 @@ use super::{DATA_PLANE, Options, capped, cni, extension};
 use crate::linkerd_cni::attach::{self, PROXY_UID_ANNOTATION};
 use crate::linkerd_cni::rollout::{HASH_ANNOTATION, config_hash};
 use crate::linkerd_cni::settings::Settings;
+use crate::linkerd_cni::skip_subnets::{self, Network};
+use crate::multus::ipam::{Ipam, IpamError};
 use crate::multus::networks::{NETWORKS_ANNOTATION, Networks};
+
+/// The IPAM of each NAD, by `(namespace, name)`.
+pub type Ipams = BTreeMap<(String, String), Result<Ipam, IpamError>>;
 
 /// What the data-plane checks found, each list `namespace/pod`, sorted.
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -30,6 +37,9 @@ pub struct Findings {
     pub validator_failed: Vec<String>,
     /// Their proxy UID is outside their namespace's UID range.
     pub uid_outside: Vec<String>,
+    /// Secondary networks whose subnets no skip-subnets covers: `namespace/pod (SUBNET of
+    /// NAMESPACE/NAD, ...)`.
+    pub secondary_refused: Vec<String>,
 }
 
 /// Judges the meshed pods, sorted.
@@ -37,11 +47,12 @@ pub fn judge(
     pods: &[Pod],
     namespaces: &BTreeMap<&str, &Meta>,
     nads: &BTreeMap<String, Nad>,
+    ipams: &Ipams,
     settings: &Settings,
 ) -> Findings {
     let mut found = Findings::default();
     for pod in pods {
-        found.add(pod, namespaces, nads, settings);
+        found.add(pod, namespaces, nads, ipams, settings);
     }
     found.sort();
     found
@@ -54,6 +65,7 @@ impl Findings {
         pod: &Pod,
         namespaces: &BTreeMap<&str, &Meta>,
         nads: &BTreeMap<String, Nad>,
+        ipams: &Ipams,
         settings: &Settings,
     ) {
         let empty = BTreeMap::new();
@@ -90,6 +102,16 @@ impl Findings {
         {
             self.uid_outside.push(named());
         }
+        let plugin = nads
+            .get(ns)
+            .and_then(|n| n.config.as_deref())
+            .map(skip_subnets::plugin_settings)
+            .unwrap_or_default();
+        let missing = secondary_uncovered(pod, ns, ns_annotations, &plugin, ipams, settings);
+        if !missing.is_empty() {
+            self.secondary_refused
+                .push(format!("{} ({})", named(), missing.join(", ")));
+        }
     }
 
     /// Sorts every list, for the output.
@@ -99,10 +121,64 @@ impl Findings {
             &mut self.old_config,
             &mut self.validator_failed,
             &mut self.uid_outside,
+            &mut self.secondary_refused,
         ] {
             list.sort();
         }
     }
+}
+
+/// The subnets of `pod`'s secondary networks (every NAD it selects but the Linkerd-CNI one)
+/// that the skip-subnets Linkerd-CNI uses for it do not cover, each as `SUBNET of NS/NAD`.
+/// A network whose IPAM cannot be read, or gives no subnet (DHCP, none), is left out: no
+/// skip-subnets can cover it.
+fn secondary_uncovered(
+    pod: &Pod,
+    ns: &str,
+    ns_annotations: &BTreeMap<String, String>,
+    plugin: &skip_subnets::PluginSettings,
+    ipams: &Ipams,
+    settings: &Settings,
+) -> Vec<String> {
+    let annotations = &pod.meta.annotations;
+    let Some(networks) = annotations
+        .get(NETWORKS_ANNOTATION)
+        .and_then(|t| Networks::parse(t).ok())
+    else {
+        return Vec::new();
+    };
+    let skipped = skip_subnets::effective(
+        annotations
+            .get(skip_subnets::ANNOTATION)
+            .map(String::as_str),
+        ns_annotations
+            .get(skip_subnets::ANNOTATION)
+            .map(String::as_str),
+        &plugin.subnets_to_ignore,
+    );
+    let mut missing = Vec::new();
+    for selection in networks.selections() {
+        if selection.refers_to(&settings.nad_name, ns) {
+            continue;
+        }
+        let key = (
+            selection.namespace_or(ns).to_string(),
+            selection.name.clone(),
+        );
+        let Some(ipam @ Ok(_)) = ipams.get(&key) else {
+            continue;
+        };
+        let nad = format!("{}/{}", key.0, key.1);
+        let network = Network { nad: &nad, ipam };
+        // IPv4 as Linkerd-CNI with IPv6 off reads it; the cluster's ranges do not matter here.
+        let Ok(found) = skip_subnets::secondary_subnets(&[network], &[], false) else {
+            continue;
+        };
+        for subnet in skip_subnets::uncovered(&found.subnets, &skipped) {
+            missing.push(format!("{subnet} of {nad}"));
+        }
+    }
+    missing
 }
 
 /// An OpenShift UID range `first/size`.
@@ -135,10 +211,22 @@ pub async fn check(client: &Client, options: &Options, pass: &mut Pass) {
             return pass.add(DATA_PLANE, check, Retry::Yes);
         }
     };
+    let ipams = match cni::crd_served(client).await {
+        Ok(true) => snapshot::nad_ipams(client).await,
+        Ok(false) => Ok(Ipams::new()),
+        Err(e) => Err(e),
+    };
+    let ipams = match ipams {
+        Ok(ipams) => ipams,
+        Err(e) => {
+            let check = extension::read_error(read, "NetworkAttachmentDefinitions", &e);
+            return pass.add(DATA_PLANE, check, Retry::Yes);
+        }
+    };
     let by_name: BTreeMap<&str, &Meta> = namespaces.iter().map(|n| (n.name.as_str(), n)).collect();
     let mut found = Findings::default();
     let judged = snapshot::meshed_pods(client, options.namespace.as_deref(), |pod| {
-        found.add(&pod, &by_name, &nads, settings)
+        found.add(&pod, &by_name, &nads, &ipams, settings)
     })
     .await;
     if let Err(e) = judged {
@@ -189,6 +277,16 @@ fn report(found: &Findings, settings: &Settings, pass: &mut Pass) {
                 "remove their {PROXY_UID_ANNOTATION} (the webhook sets one in the range) and restart them"
             ),
             false,
+        ),
+        (
+            "meshed pods skip the subnets of their secondary networks".to_string(),
+            &found.secondary_refused,
+            "inbound TCP on these networks goes to the proxy, which refuses it (the address is not the pod's own):".to_string(),
+            format!(
+                "add the subnets to the pod template's {} (comma-separated; a pod's value replaces its namespace's and Linkerd-CNI's own list, so carry those over) and restart the pods; skipped traffic gets no mTLS and no Linkerd policy",
+                skip_subnets::ANNOTATION
+            ),
+            true,
         ),
     ];
     for (description, pods, what, hint, warn) in checks {
@@ -282,7 +380,13 @@ mod tests {
             uid_in,
             pod("off", "ocp", &[]),
         ];
-        let found = judge(&pods, &namespaces, &nads, &Settings::default());
+        let found = judge(
+            &pods,
+            &namespaces,
+            &nads,
+            &Ipams::new(),
+            &Settings::default(),
+        );
         assert_eq!(
             found,
             Findings {
@@ -290,7 +394,82 @@ mod tests {
                 old_config: vec!["demo/old".into()],
                 validator_failed: vec!["demo/failed".into()],
                 uid_outside: vec!["ocp/out".into()],
+                secondary_refused: Vec::new(),
             }
+        );
+    }
+
+    /// Meshed pods with secondary networks: listed with each subnet no skip-subnets covers,
+    /// whichever of the pod's, the namespace's or Linkerd-CNI's own list applies.
+    #[test]
+    fn secondary_networks_no_skip_subnets_covers_are_named() {
+        use crate::multus::ipam;
+        let storage = r#"{"type": "macvlan", "ipam": {"type": "static", "addresses": [{"address": "10.10.0.5/24"}], "routes": [{"dst": "172.20.0.0/16"}]}}"#;
+        let ipams: Ipams = [
+            ("demo", "storage", storage),
+            ("shared", "data", r#"{"type": "bridge", "ipam": {"type": "host-local", "subnet": "192.168.50.0/24"}}"#),
+            ("demo", "lease", r#"{"type": "macvlan", "ipam": {"type": "dhcp"}}"#),
+            ("demo", "broken", r#"{"type": "macvlan", "ipam": {"type": "calico-ipam"}}"#),
+        ]
+        .into_iter()
+        .map(|(ns, name, config)| ((ns.to_string(), name.to_string()), ipam::read(config)))
+        .collect();
+        let meta = |name: &str, annotations: &[(&str, &str)]| Meta {
+            name: name.into(),
+            annotations: annotations
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            ..Meta::default()
+        };
+        let demo = meta("demo", &[]);
+        let skipping = meta(
+            "skipping",
+            &[(skip_subnets::ANNOTATION, "10.10.0.0/16,172.20.0.0/16")],
+        );
+        let namespaces: BTreeMap<&str, &Meta> = [("demo", &demo), ("skipping", &skipping)].into();
+        let plugin = r#"{"cniVersion": "0.3.1", "plugins": [{"type": "linkerd-cni", "linkerd": {"subnets-to-ignore": ["192.168.0.0/16"]}}]}"#;
+        let nads: BTreeMap<String, Nad> = [(
+            "demo".to_string(),
+            Nad {
+                maker: Maker::Controller,
+                config: Some(plugin.into()),
+            },
+        )]
+        .into();
+        let networks = (
+            NETWORKS_ANNOTATION,
+            "storage, shared/data@net2, lease, broken, linkerd-cni",
+        );
+        let pods = [
+            // Linkerd-CNI's own list covers shared/data; storage's subnet and route are not.
+            pod("plain", "demo", &[networks]),
+            // The pod's own value replaces the plugin's: shared/data is not covered any more.
+            pod(
+                "own",
+                "demo",
+                &[
+                    networks,
+                    (skip_subnets::ANNOTATION, "10.10.0.0/24,172.20.0.0/16"),
+                ],
+            ),
+            // The namespace's value: storage covered, not shared/data (no plugin list there).
+            pod(
+                "by-namespace",
+                "skipping",
+                &[(NETWORKS_ANNOTATION, "demo/storage, shared/data")],
+            ),
+            // No secondary network.
+            pod("mesh-only", "demo", &[(NETWORKS_ANNOTATION, "linkerd-cni")]),
+        ];
+        let found = judge(&pods, &namespaces, &nads, &ipams, &Settings::default());
+        assert_eq!(
+            found.secondary_refused,
+            [
+                "demo/own (192.168.50.0/24 of shared/data)",
+                "demo/plain (10.10.0.0/24 of demo/storage, 172.20.0.0/16 of demo/storage)",
+                "skipping/by-namespace (192.168.50.0/24 of shared/data)",
+            ]
         );
     }
 }

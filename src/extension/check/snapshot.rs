@@ -19,6 +19,8 @@ use crate::extension::client::error_text;
 use crate::k8s::namespace::{INJECT_ANNOTATION, MULTUS_ANNOTATION};
 use crate::linkerd_cni::attach::{CONTROL_PLANE_LABEL, PROXY_UID_ANNOTATION};
 use crate::linkerd_cni::rollout::HASH_ANNOTATION;
+use crate::linkerd_cni::skip_subnets;
+use crate::multus::ipam::{self, Ipam, IpamError};
 use crate::multus::nad::{self, Maker};
 use crate::multus::networks::NETWORKS_ANNOTATION;
 
@@ -195,6 +197,28 @@ pub async fn nads(client: &Client, name: &str) -> Result<BTreeMap<String, Nad>, 
     Ok(all)
 }
 
+/// The IPAM of every NAD, by `(namespace, name)`: what the secondary-networks check reads
+/// (the IPAM only is kept, not the configuration).
+pub async fn nad_ipams(
+    client: &Client,
+) -> Result<BTreeMap<(String, String), Result<Ipam, IpamError>>, ReadError> {
+    let mut all = BTreeMap::new();
+    let resource = nad::api_resource();
+    let path = format!(
+        "/apis/{}/{}/{}",
+        resource.group, resource.version, resource.plural
+    );
+    list_pages(client, &path, ListParams::default(), false, |n: NadDoc| {
+        let read = ipam::read(n.spec.config.as_deref().unwrap_or("{}"));
+        all.insert(
+            (n.metadata.namespace.unwrap_or_default(), n.metadata.name),
+            read,
+        );
+    })
+    .await?;
+    Ok(all)
+}
+
 /// The proxy container Linkerd injects.
 pub const PROXY_CONTAINER: &str = "linkerd-proxy";
 /// Linkerd's network validator (CNI mode): an init container that checks
@@ -276,6 +300,7 @@ struct Terminated {
 const POD_ANNOTATIONS: &[&str] = &[
     NETWORKS_ANNOTATION,
     HASH_ANNOTATION,
+    skip_subnets::ANNOTATION,
     INJECT_ANNOTATION,
     MULTUS_ANNOTATION,
     PROXY_UID_ANNOTATION,
