@@ -12,7 +12,9 @@
 //! [`crate::multus::ipam`]), the subnets to skip ([`secondary_subnets`]), refused when they
 //! would open the mesh; and the pod's new annotations ([`merge`]), which carry over the value
 //! Linkerd-CNI would otherwise use and record what they added, so that a later render takes
-//! exactly that back.
+//! exactly that back. `check --proxy` reads a live pod with the same vocabulary: the list
+//! Linkerd-CNI uses for it ([`effective`], with [`plugin_settings`]) and the subnets it leaves
+//! out ([`uncovered`]).
 
 use ipnet::IpNet;
 
