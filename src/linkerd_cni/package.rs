@@ -1,6 +1,6 @@
 //! The transformation of a whole package: which namespaces get a NAD, which
 //! workloads get attached. Pure code: resources in, resources and results out.
-//! The workloads are in [`workloads`], the NADs in [`nads`].
+//! The workloads are in `package/workloads.rs`, the NADs in `package/nads.rs`.
 
 mod nads;
 mod workloads;

@@ -47,7 +47,7 @@ pub const LEGACY_PATH: &str = "/annotate-multus-v1-pod";
 /// The webhook's own flags; the core settings come with them.
 #[derive(Debug, Clone, clap::Args)]
 pub struct Args {
-    /// HTTPS address the API server calls; [::] takes IPv4 and IPv6 (0.0.0.0 on a kernel without IPv6).
+    /// HTTPS address the API server calls; `[::]` takes IPv4 and IPv6 (0.0.0.0 on a kernel without IPv6).
     #[arg(long, value_name = "ADDR", default_value = "[::]:8443")]
     pub listen: SocketAddr,
     /// Admission path; the original operator's /annotate-multus-v1-pod is always answered too.
@@ -65,7 +65,7 @@ pub struct Args {
     /// How often the TLS files are checked for changes.
     #[arg(long, value_name = "DURATION", default_value = "10s", value_parser = humantime::parse_duration)]
     pub tls_reload_interval: Duration,
-    /// Plain-HTTP address of /healthz, /readyz and /metrics; [::] takes IPv4 and IPv6.
+    /// Plain-HTTP address of /healthz, /readyz and /metrics; `[::]` takes IPv4 and IPv6.
     #[arg(long, value_name = "ADDR", default_value = "[::]:9090")]
     pub ops_listen: SocketAddr,
     /// Largest request body accepted: two pods at etcd's 1.5 MiB limit, plus the review.

@@ -2,7 +2,7 @@
 //! container), in every namespace or `-n`: those the rules attach
 //! ([`attach::decide`], as the webhook decides) whose networks lack the
 //! NAD; those created under an older NAD config (the hash the webhook and
-//! renders record, [`rollout::HASH_ANNOTATION`]); those whose
+//! renders record, [`HASH_ANNOTATION`]); those whose
 //! `linkerd-network-validator` exited with 95; on OpenShift those whose
 //! proxy UID is outside their namespace's UID range; and those with secondary
 //! networks whose subnets no skip-subnets covers (inbound TCP on them goes to

@@ -117,36 +117,36 @@ pub struct Settings {
 /// The checked configuration.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Options {
-    /// The extension's namespace [`linkerd-multus`].
+    /// The extension's namespace (default `linkerd-multus`).
     pub namespace: String,
-    /// The Linkerd control plane's namespace [`linkerd`].
+    /// The Linkerd control plane's namespace (default `linkerd`).
     pub linkerd_namespace: String,
-    /// The image of every container [`DEFAULT_IMAGE`].
+    /// The image of every container (default [`DEFAULT_IMAGE`]).
     pub image: String,
-    /// [`Platform::Kubernetes`].
+    /// The platform (default [`Platform::Kubernetes`]).
     pub platform: Platform,
-    /// The webhook's replicas [2].
+    /// The webhook's replicas (default 2).
     pub replicas: u32,
-    /// [`FailurePolicy::Fail`].
+    /// What the API server does while no replica answers (default [`FailurePolicy::Fail`]).
     pub failure_policy: FailurePolicy,
-    /// [`system-cluster-critical`].
+    /// The webhook pods' PriorityClass (default `system-cluster-critical`).
     pub priority_class_name: String,
-    /// The NAD controller [off].
+    /// The NAD controller (default off).
     pub manage_nads: bool,
-    /// [`linkerd-cni`].
+    /// The Linkerd-CNI ConfigMap's namespace (default `linkerd-cni`).
     pub cni_namespace: String,
-    /// The network-resources rules [off].
+    /// The network-resources rules (default off).
     pub network_resources: bool,
-    /// [`Certs::Generate`].
+    /// Where the certificates come from (default [`Certs::Generate`]).
     pub certs: Certs,
-    /// Read nothing from the cluster [off].
+    /// Read nothing from the cluster (default off).
     pub ignore_cluster: bool,
-    /// The CIDRs allowed to call the webhook's port, canonical [none: every address].
+    /// The CIDRs allowed to call the webhook's port, canonical (default none: every address).
     pub api_server_cidrs: Vec<String>,
-    /// The namespaces allowed to scrape the ops port [the platform's: `monitoring`].
+    /// The namespaces allowed to scrape the ops port (default the platform's: `monitoring`).
     pub metrics_namespaces: Vec<String>,
     /// The namespaces kept away from the webhook beside the package's own
-    /// exclusions: the platform's, then those given [none].
+    /// exclusions: the platform's, then those given (default none).
     pub webhook_excluded_namespaces: Vec<String>,
 }
 
