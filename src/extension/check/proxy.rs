@@ -199,25 +199,16 @@ pub async fn check(client: &Client, options: &Options, pass: &mut Pass) {
     };
     let installed = extension::resolve(client, options, &namespaces).await;
     let settings = &installed.settings;
-    let nads = match cni::crd_served(client).await {
-        Ok(true) => snapshot::nads(client, &settings.nad_name).await,
-        Ok(false) => Ok(BTreeMap::new()),
-        Err(e) => Err(e),
-    };
-    let nads = match nads {
-        Ok(nads) => nads,
-        Err(e) => {
-            let check = extension::read_error(read, "NetworkAttachmentDefinitions", &e);
-            return pass.add(DATA_PLANE, check, Retry::Yes);
+    // The Linkerd-CNI NADs, and the IPAM of every NAD (none without the CRD).
+    let read_nads = async {
+        if !cni::crd_served(client).await? {
+            return Ok((BTreeMap::new(), Ipams::new()));
         }
+        let nads = snapshot::nads(client, &settings.nad_name).await?;
+        Ok((nads, snapshot::nad_ipams(client).await?))
     };
-    let ipams = match cni::crd_served(client).await {
-        Ok(true) => snapshot::nad_ipams(client).await,
-        Ok(false) => Ok(Ipams::new()),
-        Err(e) => Err(e),
-    };
-    let ipams = match ipams {
-        Ok(ipams) => ipams,
+    let (nads, ipams) = match read_nads.await {
+        Ok(read) => read,
         Err(e) => {
             let check = extension::read_error(read, "NetworkAttachmentDefinitions", &e);
             return pass.add(DATA_PLANE, check, Retry::Yes);
