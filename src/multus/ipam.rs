@@ -156,14 +156,8 @@ pub fn read(config: &str) -> Result<Ipam, IpamError> {
     let mut routes = Vec::new();
     for (i, route) in array(ipam, "routes").iter().enumerate() {
         let field = format!("{path}.routes[{i}].dst");
-        let dst = route
-            .get("dst")
-            .and_then(Value::as_str)
-            .ok_or(IpamError::Shape {
-                field: field.clone(),
-                why: "is not a string: a route names its destination",
-            })?;
-        push(&mut routes, cidr(dst, &field)?);
+        let why = "is not a string: a route names its destination";
+        push(&mut routes, cidr_at(route.get("dst"), &field, why, cidr)?);
     }
     Ok(Ipam::Subnets { subnets, routes })
 }
@@ -188,6 +182,23 @@ fn push(list: &mut Vec<IpNet>, net: IpNet) {
     }
 }
 
+/// The string at `field` (`value`), read by `parse`; `why` says what is wrong when it is
+/// missing or not a string.
+fn cidr_at(
+    value: Option<&Value>,
+    field: &str,
+    why: &'static str,
+    parse: fn(&str, &str) -> Result<IpNet, IpamError>,
+) -> Result<IpNet, IpamError> {
+    let text = value
+        .and_then(Value::as_str)
+        .ok_or_else(|| IpamError::Shape {
+            field: field.to_string(),
+            why,
+        })?;
+    parse(text, field)
+}
+
 /// An address or network with its prefix (`10.1.2.3/24`, `fd00::/64`).
 fn cidr(text: &str, field: &str) -> Result<IpNet, IpamError> {
     text.trim().parse::<IpNet>().map_err(|_| IpamError::Cidr {
@@ -204,14 +215,8 @@ fn static_addresses(
 ) -> Result<(), IpamError> {
     for (i, entry) in array(ipam, "addresses").iter().enumerate() {
         let field = format!("{path}.addresses[{i}].address");
-        let address = entry
-            .get("address")
-            .and_then(Value::as_str)
-            .ok_or(IpamError::Shape {
-                field: field.clone(),
-                why: "is not a string: a static address is ADDRESS/PREFIX",
-            })?;
-        push(subnets, cidr(address, &field)?);
+        let why = "is not a string: a static address is ADDRESS/PREFIX";
+        push(subnets, cidr_at(entry.get("address"), &field, why, cidr)?);
     }
     Ok(())
 }
@@ -230,23 +235,16 @@ fn host_local(
         };
         for (j, range) in set.iter().enumerate() {
             let field = format!("{path}.ranges[{i}][{j}].subnet");
-            let subnet = range
-                .get("subnet")
-                .and_then(Value::as_str)
-                .ok_or(IpamError::Shape {
-                    field: field.clone(),
-                    why: "is not a string: a range names its subnet",
-                })?;
-            push(subnets, cidr(subnet, &field)?);
+            let why = "is not a string: a range names its subnet";
+            push(subnets, cidr_at(range.get("subnet"), &field, why, cidr)?);
         }
     }
     if let Some(subnet) = ipam.get("subnet") {
         let field = format!("{path}.subnet");
-        let subnet = subnet.as_str().ok_or(IpamError::Shape {
-            field: field.clone(),
-            why: "is not a string",
-        })?;
-        push(subnets, cidr(subnet, &field)?);
+        push(
+            subnets,
+            cidr_at(Some(subnet), &field, "is not a string", cidr)?,
+        );
     }
     Ok(())
 }
@@ -256,20 +254,22 @@ fn whereabouts(
     path: &str,
     subnets: &mut Vec<IpNet>,
 ) -> Result<(), IpamError> {
-    let mut one = |range: &Value, field: String| -> Result<(), IpamError> {
-        let text = range.as_str().ok_or(IpamError::Shape {
-            field: field.clone(),
-            why: "is not a string",
-        })?;
-        push(subnets, whereabouts_range(text, &field)?);
-        Ok(())
-    };
     for (i, entry) in array(ipam, "ipRanges").iter().enumerate() {
         let field = format!("{path}.ipRanges[{i}].range");
-        one(entry.get("range").unwrap_or(&Value::Null), field)?;
+        let range = cidr_at(
+            entry.get("range"),
+            &field,
+            "is not a string",
+            whereabouts_range,
+        )?;
+        push(subnets, range);
     }
     if let Some(range) = ipam.get("range") {
-        one(range, format!("{path}.range"))?;
+        let field = format!("{path}.range");
+        push(
+            subnets,
+            cidr_at(Some(range), &field, "is not a string", whereabouts_range)?,
+        );
     }
     Ok(())
 }

@@ -219,10 +219,7 @@ mod tests {
     }
 
     fn nad(maker: Maker, config: &str) -> Nad {
-        Nad {
-            maker,
-            config: Some(config.into()),
-        }
+        Nad::new(maker, Some(config.into()))
     }
 
     #[test]
@@ -267,13 +264,7 @@ mod tests {
             ("unneeded".to_string(), nad(Maker::Other, macvlan)),
             ("leaving".to_string(), nad(Maker::Other, macvlan)),
             ("broken".to_string(), nad(Maker::Other, "{")),
-            (
-                "file".to_string(),
-                Nad {
-                    maker: Maker::Other,
-                    config: None,
-                },
-            ),
+            ("file".to_string(), Nad::new(Maker::Other, None)),
         ]
         .into();
         assert_eq!(
@@ -300,13 +291,7 @@ mod tests {
             ("old".to_string(), nad(Maker::Controller, r#"{"a":2}"#)),
             ("old-render".to_string(), nad(Maker::Rendered, r#"{"a":2}"#)),
             ("users".to_string(), nad(Maker::Other, r#"{"a":2}"#)),
-            (
-                "none".to_string(),
-                Nad {
-                    maker: Maker::Controller,
-                    config: None,
-                },
-            ),
+            ("none".to_string(), Nad::new(Maker::Controller, None)),
         ]
         .into();
         assert_eq!(

@@ -171,10 +171,7 @@ mod tests {
             deletion_timestamp: deleting.then(|| "2025-01-01T00:00:00Z".into()),
             ..Meta::default()
         };
-        let nad = Nad {
-            maker: Maker::Controller,
-            config: None,
-        };
+        let nad = Nad::new(Maker::Controller, None);
         let nads: BTreeMap<String, Nad> = ["a", "b", "c", "d"]
             .map(|n| (n.to_string(), nad.clone()))
             .into();

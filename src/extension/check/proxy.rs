@@ -13,18 +13,14 @@ use std::collections::BTreeMap;
 use kube::Client;
 
 use super::report::Check;
-use super::snapshot::{self, Meta, Nad, Pod, VALIDATOR_CONTAINER, VALIDATOR_FAILED};
+use super::snapshot::{self, Ipams, Meta, Nad, Pod, VALIDATOR_CONTAINER, VALIDATOR_FAILED};
 use super::wait::{Pass, Retry};
 use super::{DATA_PLANE, Options, capped, cni, extension};
 use crate::linkerd_cni::attach::{self, PROXY_UID_ANNOTATION};
 use crate::linkerd_cni::rollout::{HASH_ANNOTATION, config_hash};
 use crate::linkerd_cni::settings::Settings;
-use crate::linkerd_cni::skip_subnets::{self, Network};
-use crate::multus::ipam::{Ipam, IpamError};
+use crate::linkerd_cni::skip_subnets::{self, Network, PluginSettings};
 use crate::multus::networks::{NETWORKS_ANNOTATION, Networks};
-
-/// The IPAM of each NAD, by `(namespace, name)`.
-pub type Ipams = BTreeMap<(String, String), Result<Ipam, IpamError>>;
 
 /// What the data-plane checks found, each list `namespace/pod`, sorted.
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -102,12 +98,9 @@ impl Findings {
         {
             self.uid_outside.push(named());
         }
-        let plugin = nads
-            .get(ns)
-            .and_then(|n| n.config.as_deref())
-            .map(skip_subnets::plugin_settings)
-            .unwrap_or_default();
-        let missing = secondary_uncovered(pod, ns, ns_annotations, &plugin, ipams, settings);
+        let no_plugin = PluginSettings::default();
+        let plugin = nads.get(ns).map_or(&no_plugin, |n| &n.plugin);
+        let missing = secondary_uncovered(pod, ns, ns_annotations, plugin, ipams, settings);
         if !missing.is_empty() {
             self.secondary_refused
                 .push(format!("{} ({})", named(), missing.join(", ")));
@@ -136,7 +129,7 @@ fn secondary_uncovered(
     pod: &Pod,
     ns: &str,
     ns_annotations: &BTreeMap<String, String>,
-    plugin: &skip_subnets::PluginSettings,
+    plugin: &PluginSettings,
     ipams: &Ipams,
     settings: &Settings,
 ) -> Vec<String> {
@@ -204,8 +197,7 @@ pub async fn check(client: &Client, options: &Options, pass: &mut Pass) {
         if !cni::crd_served(client).await? {
             return Ok((BTreeMap::new(), Ipams::new()));
         }
-        let nads = snapshot::nads(client, &settings.nad_name).await?;
-        Ok((nads, snapshot::nad_ipams(client).await?))
+        snapshot::nads_and_ipams(client, &settings.nad_name).await
     };
     let (nads, ipams) = match read_nads.await {
         Ok(read) => read,
@@ -337,10 +329,7 @@ mod tests {
         let namespaces: BTreeMap<&str, &Meta> = [("demo", &demo), ("ocp", &ocp)].into();
         let nads: BTreeMap<String, Nad> = [(
             "demo".to_string(),
-            Nad {
-                maker: Maker::Controller,
-                config: Some("{}".into()),
-            },
+            Nad::new(Maker::Controller, Some("{}".into())),
         )]
         .into();
         let current = config_hash("{}");
@@ -422,10 +411,7 @@ mod tests {
         let plugin = r#"{"cniVersion": "0.3.1", "plugins": [{"type": "linkerd-cni", "linkerd": {"subnets-to-ignore": ["192.168.0.0/16"]}}]}"#;
         let nads: BTreeMap<String, Nad> = [(
             "demo".to_string(),
-            Nad {
-                maker: Maker::Controller,
-                config: Some(plugin.into()),
-            },
+            Nad::new(Maker::Controller, Some(plugin.into())),
         )]
         .into();
         let networks = (

@@ -19,7 +19,7 @@ use crate::extension::client::error_text;
 use crate::k8s::namespace::{INJECT_ANNOTATION, MULTUS_ANNOTATION};
 use crate::linkerd_cni::attach::{CONTROL_PLANE_LABEL, PROXY_UID_ANNOTATION};
 use crate::linkerd_cni::rollout::HASH_ANNOTATION;
-use crate::linkerd_cni::skip_subnets;
+use crate::linkerd_cni::skip_subnets::{self, PluginSettings};
 use crate::multus::ipam::{self, Ipam, IpamError};
 use crate::multus::nad::{self, Maker};
 use crate::multus::networks::NETWORKS_ANNOTATION;
@@ -156,7 +156,28 @@ pub struct Nad {
     pub maker: Maker,
     /// Its `spec.config`.
     pub config: Option<String>,
+    /// Linkerd-CNI's own settings in that config, read once (the data-plane checks ask for
+    /// them for every pod of the namespace).
+    pub plugin: PluginSettings,
 }
+
+impl Nad {
+    /// A NAD made by `maker` with `config`.
+    pub fn new(maker: Maker, config: Option<String>) -> Self {
+        let plugin = config
+            .as_deref()
+            .map(skip_subnets::plugin_settings)
+            .unwrap_or_default();
+        Nad {
+            maker,
+            config,
+            plugin,
+        }
+    }
+}
+
+/// The IPAM of each NAD, by `(namespace, name)`.
+pub type Ipams = BTreeMap<(String, String), Result<Ipam, IpamError>>;
 
 #[derive(Deserialize)]
 struct NadDoc {
@@ -171,52 +192,69 @@ struct NadSpec {
     config: Option<String>,
 }
 
-/// The NADs named `name` in every namespace, by namespace.
-pub async fn nads(client: &Client, name: &str) -> Result<BTreeMap<String, Nad>, ReadError> {
-    let mut all = BTreeMap::new();
-    let resource = nad::api_resource();
-    let path = format!(
-        "/apis/{}/{}/{}",
-        resource.group, resource.version, resource.plural
-    );
-    let params = ListParams::default().fields(&format!("metadata.name={name}"));
-    list_pages(client, &path, params, false, |n: NadDoc| {
+impl NadDoc {
+    /// Its namespace, name and what the checks see of it.
+    fn read(self) -> (String, String, Nad) {
         let maker = Maker::of(
-            n.metadata
+            self.metadata
                 .labels
                 .get(nad::MANAGED_BY_LABEL)
                 .map(String::as_str),
         );
-        let config = n.spec.config;
-        all.insert(
-            n.metadata.namespace.unwrap_or_default(),
-            Nad { maker, config },
-        );
+        let namespace = self.metadata.namespace.unwrap_or_default();
+        (
+            namespace,
+            self.metadata.name,
+            Nad::new(maker, self.spec.config),
+        )
+    }
+}
+
+/// The API path of every NAD.
+fn nads_path() -> String {
+    let resource = nad::api_resource();
+    format!(
+        "/apis/{}/{}/{}",
+        resource.group, resource.version, resource.plural
+    )
+}
+
+/// The NADs named `name` in every namespace, by namespace.
+pub async fn nads(client: &Client, name: &str) -> Result<BTreeMap<String, Nad>, ReadError> {
+    let mut all = BTreeMap::new();
+    let params = ListParams::default().fields(&format!("metadata.name={name}"));
+    list_pages(client, &nads_path(), params, false, |n: NadDoc| {
+        let (namespace, _, nad) = n.read();
+        all.insert(namespace, nad);
     })
     .await?;
     Ok(all)
 }
 
-/// The IPAM of every NAD, by `(namespace, name)`: what the secondary-networks check reads
-/// (the IPAM only is kept, not the configuration).
-pub async fn nad_ipams(
+/// In one list of every NAD: those named `name`, by namespace (as [`nads`] gives them), and
+/// the IPAM of each (the secondary-networks check; the IPAM only is kept, not the config).
+pub async fn nads_and_ipams(
     client: &Client,
-) -> Result<BTreeMap<(String, String), Result<Ipam, IpamError>>, ReadError> {
-    let mut all = BTreeMap::new();
-    let resource = nad::api_resource();
-    let path = format!(
-        "/apis/{}/{}/{}",
-        resource.group, resource.version, resource.plural
-    );
-    list_pages(client, &path, ListParams::default(), false, |n: NadDoc| {
-        let read = ipam::read(n.spec.config.as_deref().unwrap_or("{}"));
-        all.insert(
-            (n.metadata.namespace.unwrap_or_default(), n.metadata.name),
-            read,
-        );
-    })
+    name: &str,
+) -> Result<(BTreeMap<String, Nad>, Ipams), ReadError> {
+    let mut named = BTreeMap::new();
+    let mut ipams = Ipams::new();
+    list_pages(
+        client,
+        &nads_path(),
+        ListParams::default(),
+        false,
+        |n: NadDoc| {
+            let (namespace, nad_name, nad) = n.read();
+            let ipam = ipam::read(nad.config.as_deref().unwrap_or("{}"));
+            ipams.insert((namespace.clone(), nad_name.clone()), ipam);
+            if nad_name == name {
+                named.insert(namespace, nad);
+            }
+        },
+    )
     .await?;
-    Ok(all)
+    Ok((named, ipams))
 }
 
 /// The proxy container Linkerd injects.
