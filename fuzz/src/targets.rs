@@ -296,6 +296,21 @@ impl NadConfigs for EveryNad {
     fn other_network(&self, _: &str, _: &str) -> Option<&str> {
         None
     }
+    fn ipam(
+        &self,
+        _: &str,
+        _: &str,
+    ) -> Option<&Result<linkerd_multus::multus::ipam::Ipam, linkerd_multus::multus::ipam::IpamError>>
+    {
+        None
+    }
+    fn plugin_settings(
+        &self,
+        _: &str,
+        _: &str,
+    ) -> Option<&linkerd_multus::linkerd_cni::skip_subnets::PluginSettings> {
+        None
+    }
 }
 
 /// The AdmissionReview reader and the webhook's answer: a review that reads gets a

@@ -5,6 +5,7 @@
 mod patch;
 mod response;
 mod review;
+mod skip_subnets;
 mod stamp;
 
 use std::fmt;
@@ -14,7 +15,7 @@ use serde_json::Value;
 
 use crate::k8s::json_patch::{self, Writer};
 use crate::k8s::namespace::Lookup;
-use crate::k8s::workload::WorkloadKind;
+use crate::k8s::workload::{WorkloadKind, remove_annotation, set_annotation, template_annotations};
 use crate::linkerd_cni::attach::{self, Change, Edit, WorkloadOutcome};
 use crate::linkerd_cni::cni_config::PLUGIN_TYPE;
 use crate::linkerd_cni::rollout;
@@ -127,6 +128,8 @@ pub struct Answer {
     pub changes: Vec<Change>,
     /// How the patch changes the config-hash stamp, if it does.
     pub stamp: Option<rollout::Change>,
+    /// How the patch changes the secondary networks' skip-subnets, if it does.
+    pub skip_subnets: Option<crate::linkerd_cni::skip_subnets::Change>,
     /// What the network-resources rules change, one line each.
     pub network_resources: Vec<String>,
     /// The warnings (and, when denied, the reason) returned to the client.
@@ -141,6 +144,7 @@ struct Verdict {
     patch: Writer,
     changes: Vec<Change>,
     stamp: Option<rollout::Change>,
+    skip_subnets: Option<crate::linkerd_cni::skip_subnets::Change>,
     network_resources: Vec<String>,
     warnings: Vec<String>,
 }
@@ -185,6 +189,7 @@ fn refusal(request: &Request, outcome: Outcome, message: String) -> Answer {
             patch: Writer::default(),
             changes: Vec::new(),
             stamp: None,
+            skip_subnets: None,
             network_resources: Vec::new(),
             warnings: vec![message],
         },
@@ -333,6 +338,18 @@ fn pod_verdict(
     .map_err(|e| Refusal::Problem(e.to_string()))?;
     let mut edits = change.edits;
     let attached = change.decision.attach;
+    let networks_after = match edits.iter().find(|(key, _)| *key == NETWORKS_ANNOTATION) {
+        Some((_, value)) => value.as_deref(),
+        None => networks.ok().flatten(),
+    };
+    let skipped = skip_subnets::plan(
+        request,
+        &annotations,
+        networks_after,
+        attached,
+        (namespace, settings, nad_check),
+    )?;
+    edits.extend(skipped.edits);
     let stamp = stamp::wanted(request, settings, nad_check, attached)
         .and_then(|wanted| stamp::edit(annotations, wanted))
         .map(|(edit, stamp)| {
@@ -342,10 +359,12 @@ fn pod_verdict(
     let patch = annotation_patch(metadata, &edits).map_err(Refusal::Problem)?;
     warnings.extend(change.decision.range_problem);
     warnings.extend(change.applied.warnings);
+    warnings.extend(skipped.warnings);
     Ok(Verdict {
         patch,
         changes: change.applied.changes,
         stamp,
+        skip_subnets: skipped.change,
         network_resources: Vec::new(),
         warnings,
     })
@@ -376,13 +395,26 @@ fn tree_verdict(
     let applied = applied.map_err(|e| problem(&e))?;
     warnings.extend(decision.range_problem);
     warnings.extend(applied.warnings);
-    let stamp = match stamp::wanted(request, settings, nad_check, decision.attach) {
-        Some(wanted) => {
-            let map = pod
-                .as_map_mut()
-                .expect("a pod the rules decided on is a mapping");
-            rollout::stamp(map, wanted).map_err(|e| problem(&e))?
+    let map = pod
+        .as_map_mut()
+        .expect("a pod the rules decided on is a mapping");
+    let annotations = template_annotations(map);
+    let skipped = skip_subnets::plan(
+        request,
+        &annotations,
+        annotations.and_then(|a| a.get_text(NETWORKS_ANNOTATION)),
+        decision.attach,
+        (namespace, settings, nad_check),
+    )?;
+    for (key, value) in skipped.edits {
+        match value {
+            Some(value) => set_annotation(map, key, value).map_err(|e| problem(&e))?,
+            None => remove_annotation(map, key),
         }
+    }
+    warnings.extend(skipped.warnings);
+    let stamp = match stamp::wanted(request, settings, nad_check, decision.attach) {
+        Some(wanted) => rollout::stamp(map, wanted).map_err(|e| problem(&e))?,
         None => None,
     };
     use network_resources::Error;
@@ -406,6 +438,7 @@ fn tree_verdict(
         patch: Writer::from(&json_patch::diff(object, &pod.to_json())[..]),
         changes: applied.changes,
         stamp,
+        skip_subnets: skipped.change,
         network_resources: network_resources_changes,
         warnings,
     })

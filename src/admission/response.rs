@@ -88,6 +88,7 @@ pub(super) fn respond(
         body,
         changes: verdict.changes,
         stamp: verdict.stamp,
+        skip_subnets: verdict.skip_subnets,
         network_resources: verdict.network_resources,
         warnings,
     }

@@ -12,6 +12,8 @@ use std::collections::BTreeMap;
 use super::{Edit, MissingNad, NadCheck, Request, Strings};
 use crate::linkerd_cni::rollout::{self, Change, ConfigRollout, HASH_ANNOTATION, Unstamped};
 use crate::linkerd_cni::settings::Settings;
+use crate::linkerd_cni::skip_subnets::PluginSettings;
+use crate::multus::ipam::{Ipam, IpamError};
 use crate::network_resources::{NadTable, Nads};
 
 /// NADs with the hashes of their configs: what the missing-NAD check and the
@@ -24,6 +26,12 @@ pub trait NadConfigs: Nads {
     /// Linkerd-CNI plugin ([`other_network`](crate::linkerd_cni::cni_config::other_network));
     /// `None` when it does, has no config, or does not exist.
     fn other_network(&self, namespace: &str, name: &str) -> Option<&str>;
+    /// The IPAM of NAD `name` in `namespace` when it is not Linkerd-CNI's; `None` when it
+    /// is, has no config, or does not exist.
+    fn ipam(&self, namespace: &str, name: &str) -> Option<&Result<Ipam, IpamError>>;
+    /// Linkerd-CNI's settings in NAD `name` of `namespace`; `None` when it runs no
+    /// Linkerd-CNI, has no config, or does not exist.
+    fn plugin_settings(&self, namespace: &str, name: &str) -> Option<&PluginSettings>;
 }
 
 /// A table of annotations holds no config: its NADs have no hash.
@@ -32,6 +40,12 @@ impl NadConfigs for NadTable {
         None
     }
     fn other_network(&self, _: &str, _: &str) -> Option<&str> {
+        None
+    }
+    fn ipam(&self, _: &str, _: &str) -> Option<&Result<Ipam, IpamError>> {
+        None
+    }
+    fn plugin_settings(&self, _: &str, _: &str) -> Option<&PluginSettings> {
         None
     }
 }

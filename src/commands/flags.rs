@@ -20,6 +20,16 @@ pub struct PodSettings {
     /// Offset of the proxy UID in that range [default: 2102].
     #[arg(long, value_name = "N")]
     proxy_uid_offset: Option<String>,
+    /// Meshed pods skip the subnets of their secondary networks
+    /// (config.linkerd.io/skip-subnets) unless they or their namespace say
+    /// otherwise (multus.linkerd.io/skip-secondary-subnets): enabled or
+    /// disabled [default: disabled]
+    #[arg(long, value_name = "enabled|disabled")]
+    skip_secondary_subnets: Option<String>,
+    /// The cluster's pod and service CIDRs, comma-separated: no skipped
+    /// subnet may overlap them (10.244.0.0/16,10.96.0.0/12)
+    #[arg(long, value_name = "CIDRS")]
+    cluster_cidrs: Option<String>,
 }
 
 impl PodSettings {
@@ -30,6 +40,8 @@ impl PodSettings {
             ("nadName", self.nad_name),
             ("uidRangeAnnotation", self.uid_range_annotation),
             ("proxyUIDOffset", self.proxy_uid_offset),
+            ("skipSecondarySubnets", self.skip_secondary_subnets),
+            ("clusterCIDRs", self.cluster_cidrs),
         ])
     }
 }

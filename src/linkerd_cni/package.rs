@@ -3,6 +3,7 @@
 //! The workloads are in `package/workloads.rs`, the NADs in `package/nads.rs`.
 
 mod nads;
+mod skip_subnets;
 mod workloads;
 
 use std::collections::BTreeMap;
@@ -26,6 +27,8 @@ struct Summary {
     released: usize,
     stamped: usize,
     unstamped: usize,
+    skipped: usize,
+    unskipped: usize,
     generated: usize,
     updated: usize,
     removed: usize,
@@ -49,8 +52,9 @@ pub fn render(items: &mut Vec<Node>, refs: &[ResourceRef], settings: &Settings) 
     // the output never references a NAD that will not exist.
     let config_ready = config.peek(&mut r, items).is_some();
     let can_attach = |ns: &Option<String>| config_ready || existing.current.contains_key(ns);
-    let (needs, decided) = r.workloads(items, &namespaces, &can_attach);
+    let (needs, mut decided) = r.workloads(items, &namespaces, &can_attach);
     let plan = r.nads(items, &namespaces, needs, existing, config);
+    r.skip_subnets(items, &mut decided, &namespaces, &plan.configs);
     r.stamp(items, &decided, &plan.configs);
     plan.place(items);
     let mut results = Vec::with_capacity(r.results.len() + 1);
@@ -205,6 +209,8 @@ impl Renderer<'_> {
             (s.released, "hand-edited proxy UID", "released"),
             (s.stamped, "config hash", "stamped"),
             (s.unstamped, "config hash", "removed"),
+            (s.skipped, "secondary-network skip-subnets", "written"),
+            (s.unskipped, "secondary-network skip-subnets", "taken back"),
             (s.generated, "NAD", "generated"),
             (s.updated, "NAD", "updated"),
             (s.removed, "NAD", "removed"),

@@ -4,6 +4,8 @@
 
 use std::collections::BTreeMap;
 
+use ipnet::IpNet;
+
 use crate::k8s::names::{is_dns1123_label, is_qualified_name};
 use crate::k8s::workload::WorkloadKind;
 use crate::krm::function_config::{
@@ -30,6 +32,8 @@ pub const KEYS: &[&str] = &[
     "defaultNamespace",
     "configRollout",
     "nadSyncWave",
+    "skipSecondarySubnets",
+    "clusterCIDRs",
 ];
 
 /// What the function works with.
@@ -61,6 +65,12 @@ pub struct Settings {
     /// Argo CD's sync wave for generated NADs (`argocd.argoproj.io/sync-wave`),
     /// so that Argo CD applies them before the workloads that select them.
     pub nad_sync_wave: Option<String>,
+    /// Whether meshed pods skip the subnets of their secondary networks
+    /// (`config.linkerd.io/skip-subnets`) where neither the pod nor its
+    /// namespace says otherwise.
+    pub skip_secondary_subnets: bool,
+    /// The cluster's pod and service networks, which no skipped subnet may overlap.
+    pub cluster_cidrs: Vec<IpNet>,
 }
 
 impl Default for Settings {
@@ -78,6 +88,8 @@ impl Default for Settings {
             default_namespace: None,
             config_rollout: ConfigRollout::Off,
             nad_sync_wave: None,
+            skip_secondary_subnets: false,
+            cluster_cidrs: Vec::new(),
         }
     }
 }
@@ -108,6 +120,11 @@ impl SettingsKind for Settings {
                 "defaultNamespace" => self.default_namespace = Some(label(key, value)?),
                 "configRollout" => self.config_rollout = config_rollout(key, value)?,
                 "nadSyncWave" => self.nad_sync_wave = Some(sync_wave(key, value)?),
+                "skipSecondarySubnets" => self.skip_secondary_subnets = switch(key, value)?,
+                "clusterCIDRs" => {
+                    let parsed = structured(key, value, from_config_map)?;
+                    self.cluster_cidrs = cidrs(key, &parsed)?;
+                }
                 _ => {
                     return Err(SettingsError::UnknownKeys {
                         keys: vec![key.to_string()],
@@ -185,6 +202,54 @@ fn sync_wave(key: &str, value: &Node) -> Result<String, SettingsError> {
         ));
     }
     Ok(v)
+}
+
+/// `enabled` or `disabled`, as the opt-in annotations read.
+fn switch(key: &str, value: &Node) -> Result<bool, SettingsError> {
+    match text(key, value)?.as_str() {
+        "enabled" => Ok(true),
+        "disabled" => Ok(false),
+        v => Err(bad(key, format!("{v:?} is neither enabled nor disabled"))),
+    }
+}
+
+/// A list of CIDRs: a YAML list, or one string of them split at commas (a ConfigMap's,
+/// a flag's or a variable's).
+fn cidrs(key: &str, value: &Node) -> Result<Vec<IpNet>, SettingsError> {
+    let what = "must be a list of CIDRs such as 10.244.0.0/16";
+    let texts: Vec<&str> = match (value.as_seq(), value.as_text()) {
+        (Some(list), _) => list
+            .items
+            .iter()
+            .map(|item| item.as_text().ok_or_else(|| bad(key, what)))
+            .collect::<Result<_, _>>()?,
+        (None, Some(text)) => text
+            .split(',')
+            .map(str::trim)
+            .filter(|t| !t.is_empty())
+            .collect(),
+        _ => return Err(bad(key, what)),
+    };
+    let mut out: Vec<IpNet> = Vec::new();
+    for text in texts {
+        let net = text
+            .trim()
+            .parse::<IpNet>()
+            .map_err(|_| bad(key, format!("{text:?} is not a CIDR such as 10.244.0.0/16")))?;
+        if !out.contains(&net.trunc()) {
+            out.push(net.trunc());
+        }
+    }
+    Ok(out)
+}
+
+impl Settings {
+    /// Settings that contradict each other, as one line naming both.
+    pub fn conflict(&self) -> Option<String> {
+        (self.skip_secondary_subnets && self.cluster_cidrs.is_empty()).then(|| {
+            "skipSecondarySubnets is enabled but clusterCIDRs is not set: without the cluster's pod and service networks, a secondary network's subnet that overlaps them would take meshed traffic away from the proxy; set clusterCIDRs (for example 10.244.0.0/16,10.96.0.0/12)".to_string()
+        })
+    }
 }
 
 fn namespaces(

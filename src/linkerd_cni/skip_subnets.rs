@@ -16,26 +16,39 @@
 //! Linkerd-CNI uses for it ([`effective`], with [`plugin_settings`]) and the subnets it leaves
 //! out ([`uncovered`]).
 
+use std::fmt;
+
 use ipnet::IpNet;
 
+use super::attach::Edit;
 use super::cni_config::PLUGIN_TYPE;
+use super::settings::Settings;
+use crate::k8s::namespace::Lookup;
 use crate::multus::ipam::{Ipam, IpamError};
+use crate::multus::networks::{NETWORKS_ANNOTATION, Networks, NetworksError};
 
 /// The annotation Linkerd-CNI reads.
 pub const ANNOTATION: &str = "config.linkerd.io/skip-subnets";
 /// What the rules added to [`ANNOTATION`], so that they can take it back (reversible): the
 /// entries of the value the pod's own value did not hold.
 pub const ADDED_ANNOTATION: &str = "multus.linkerd.io/skip-subnets";
+/// The opt-in, on a pod (template) or its namespace: `enabled` or `disabled`; the pod's wins,
+/// then the namespace's, then the `skipSecondarySubnets` setting.
+pub const OPT_IN_ANNOTATION: &str = "multus.linkerd.io/skip-secondary-subnets";
 /// The upstream issue behind the IPv6 refusal.
 pub const IPV6_ISSUE: &str = "https://github.com/linkerd/linkerd2-proxy-init/issues/696";
 
-/// One network a pod selects: its NAD (`namespace/name`) and what its IPAM says.
+/// One network a pod selects: its NAD (`namespace/name`), what its IPAM says, and the
+/// addresses the pod's selection asks for.
 #[derive(Debug, Clone)]
 pub struct Network<'a> {
     /// The NAD, as `namespace/name`.
     pub nad: &'a str,
     /// Its IPAM, or why it cannot be read.
     pub ipam: &'a Result<Ipam, IpamError>,
+    /// The selection's `ips` (a static IPAM with the `ips` capability takes its addresses
+    /// from there).
+    pub ips: &'a [IpNet],
 }
 
 /// Why the subnets of a pod's networks are not written: each would open the mesh, or fail
@@ -127,7 +140,14 @@ pub fn secondary_subnets(
             }
             Ok(Ipam::Subnets { subnets, routes }) => (subnets, routes),
         };
-        for range in subnets.iter().chain(routes) {
+        let ips = network.ips.iter().map(IpNet::trunc);
+        for range in subnets
+            .iter()
+            .copied()
+            .chain(ips)
+            .chain(routes.iter().copied())
+        {
+            let range = &range;
             if range.prefix_len() == 0 {
                 return Err(Refusal::Everything { nad, range: *range });
             }
@@ -167,21 +187,26 @@ pub struct PluginSettings {
 /// The [`PluginSettings`] of the Linkerd-CNI NAD config `config` (a configuration list or a
 /// single configuration whose type is [`PLUGIN_TYPE`]); the defaults when it has none.
 pub fn plugin_settings(config: &str) -> PluginSettings {
-    let Ok(value) = serde_json::from_str::<serde_json::Value>(config) else {
-        return PluginSettings::default();
-    };
-    let plugins = match value.get("plugins").and_then(|p| p.as_array()) {
+    serde_json::from_str::<serde_json::Value>(config)
+        .ok()
+        .and_then(|value| linkerd_cni_settings(&value))
+        .unwrap_or_default()
+}
+
+/// The [`PluginSettings`] of a parsed NAD config; `None` when no plugin of it is
+/// [`PLUGIN_TYPE`].
+pub fn linkerd_cni_settings(config: &serde_json::Value) -> Option<PluginSettings> {
+    let plugins = match config.get("plugins").and_then(|p| p.as_array()) {
         Some(plugins) => plugins.iter().collect::<Vec<_>>(),
-        None => vec![&value],
+        None => vec![config],
     };
-    let Some(linkerd) = plugins
+    let plugin = plugins
         .iter()
-        .find(|p| p.get("type").and_then(|t| t.as_str()) == Some(PLUGIN_TYPE))
-        .and_then(|p| p.get("linkerd"))
-    else {
-        return PluginSettings::default();
+        .find(|p| p.get("type").and_then(|t| t.as_str()) == Some(PLUGIN_TYPE))?;
+    let Some(linkerd) = plugin.get("linkerd") else {
+        return Some(PluginSettings::default());
     };
-    PluginSettings {
+    Some(PluginSettings {
         subnets_to_ignore: linkerd
             .get("subnets-to-ignore")
             .and_then(|s| s.as_array())
@@ -195,7 +220,7 @@ pub fn plugin_settings(config: &str) -> PluginSettings {
             .get("ipv6")
             .and_then(|v| v.as_bool())
             .unwrap_or(false),
-    }
+    })
 }
 
 /// The skip-subnets Linkerd-CNI uses for a pod: its [`ANNOTATION`] when set, else its
@@ -294,312 +319,226 @@ pub fn merge(
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::multus::ipam;
+/// The IPAM of the NADs a front knows: those of a package, or the webhook's cache.
+pub trait NadIpams {
+    /// The IPAM of NAD `name` in `namespace`, or why it cannot be read; `None` when the NAD
+    /// is not known.
+    fn ipam(&self, namespace: &str, name: &str) -> Option<&Result<Ipam, IpamError>>;
+}
 
-    fn nets(list: &[&str]) -> Vec<IpNet> {
-        list.iter().map(|n| n.parse().unwrap()).collect()
-    }
+/// What the rule reads besides the pod.
+pub struct Context<'a> {
+    /// The Linkerd-CNI settings: the default opt-in, the cluster networks, the NAD's name.
+    pub settings: &'a Settings,
+    /// The pod's namespace.
+    pub pod_namespace: &'a str,
+    /// Its namespace's annotations.
+    pub namespace: &'a dyn Lookup,
+    /// The NADs the front knows; `None` when it reads none.
+    pub nads: Option<&'a dyn NadIpams>,
+    /// The settings of the Linkerd-CNI NAD in the pod's namespace; `None` when there is none.
+    pub plugin: Option<&'a PluginSettings>,
+}
 
-    fn subnets(configs: &[(&str, &str)], cluster: &[&str], ipv6: bool) -> Result<Subnets, Refusal> {
-        let read: Vec<(String, Result<Ipam, IpamError>)> = configs
-            .iter()
-            .map(|(nad, config)| (nad.to_string(), ipam::read(config)))
-            .collect();
-        let networks: Vec<Network<'_>> = read
-            .iter()
-            .map(|(nad, ipam)| Network { nad, ipam })
-            .collect();
-        secondary_subnets(&networks, &nets(cluster), ipv6)
-    }
+/// Why the rule cannot act on a pod.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Problem {
+    /// An opt-in annotation that is neither `enabled` nor `disabled`.
+    #[error(
+        "annotation {OPT_IN_ANNOTATION} on {whose} is {value:?}, neither enabled nor disabled; write enabled to skip the subnets of the pod's secondary networks, or disabled"
+    )]
+    OptIn {
+        /// `the pod` or `its namespace`.
+        whose: &'static str,
+        /// The value.
+        value: String,
+    },
+    /// The subnets would open the mesh or fail the sandbox.
+    #[error(transparent)]
+    Refused(#[from] Refusal),
+    /// Subnets to skip, and no cluster networks to check them against.
+    #[error(
+        "the pod's secondary networks bring {subnets}, but the clusterCIDRs setting is not set: without the cluster's pod and service networks a subnet that overlaps them cannot be refused, so none is written; set clusterCIDRs (for example 10.244.0.0/16,10.96.0.0/12)"
+    )]
+    NoClusterCidrs {
+        /// The subnets, as a list.
+        subnets: String,
+    },
+    /// The networks annotation does not read.
+    #[error("annotation {NETWORKS_ANNOTATION}: {0}")]
+    Networks(#[from] NetworksError),
+    /// The front reads no NAD.
+    #[error(
+        "{OPT_IN_ANNOTATION} is enabled, but this webhook reads no NetworkAttachmentDefinition (--missing-nad ignore, without the network-resources rules), so the subnets of the pod's secondary networks are unknown; run it with --missing-nad attach or deny"
+    )]
+    NoNads,
+    /// No Linkerd-CNI NAD in the pod's namespace: its IPv6 and own list are unknown.
+    #[error(
+        "namespace {namespace} has no NetworkAttachmentDefinition {nad} yet, and its Linkerd-CNI config says which subnets it already skips and whether it runs with IPv6: the subnets of the pod's secondary networks cannot be written before it exists"
+    )]
+    NoPlugin {
+        /// The pod's namespace.
+        namespace: String,
+        /// The Linkerd-CNI NAD's name.
+        nad: String,
+    },
+}
 
-    const STATIC: &str = r#"{"type": "macvlan", "ipam": {"type": "static", "addresses": [{"address": "10.10.0.5/24"}], "routes": [{"dst": "172.20.0.0/16"}]}}"#;
-    const DUAL: &str = r#"{"type": "bridge", "ipam": {"type": "host-local", "ranges": [[{"subnet": "192.168.50.0/24"}], [{"subnet": "fd10::/64"}]]}}"#;
-    const CLUSTER: &[&str] = &["10.244.0.0/16", "10.96.0.0/12"];
+/// What the rule changed on a pod.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Change {
+    /// [`ANNOTATION`] set to this value.
+    Set(String),
+    /// [`ANNOTATION`] brought back to the pod's own value, or removed.
+    TakenBack,
+}
 
-    #[test]
-    fn the_networks_give_their_subnets_then_their_routes_ipv4_only_with_ipv6_off() {
-        let got = subnets(
-            &[("app/storage", STATIC), ("app/data", DUAL)],
-            CLUSTER,
-            false,
-        )
-        .unwrap();
-        assert_eq!(
-            got.subnets,
-            nets(&["10.10.0.0/24", "172.20.0.0/16", "192.168.50.0/24"])
-        );
-        assert!(got.warnings.is_empty());
-    }
-
-    #[test]
-    fn dhcp_and_no_ipam_are_warned_about_not_written() {
-        let got = subnets(
-            &[
-                (
-                    "app/lease",
-                    r#"{"type": "macvlan", "ipam": {"type": "dhcp"}}"#,
-                ),
-                ("app/bare", r#"{"type": "macvlan"}"#),
-                ("app/storage", STATIC),
-            ],
-            CLUSTER,
-            false,
-        )
-        .unwrap();
-        assert_eq!(got.subnets, nets(&["10.10.0.0/24", "172.20.0.0/16"]));
-        assert_eq!(got.warnings.len(), 2);
-        assert!(
-            got.warnings[0]
-                .starts_with("NetworkAttachmentDefinition app/lease gets its addresses by DHCP")
-        );
-        assert!(got.warnings[1].starts_with("NetworkAttachmentDefinition app/bare has no IPAM"));
-    }
-
-    /// What opens the mesh, or fails the sandbox, and the start of the refusal each gets.
-    #[test]
-    fn what_would_open_the_mesh_is_refused_naming_the_nad_and_the_range() {
-        for (config, cluster, ipv6, expected) in [
-            (
-                r#"{"type": "macvlan", "ipam": {"type": "static", "addresses": [{"address": "10.10.0.5/24"}], "routes": [{"dst": "0.0.0.0/0"}]}}"#,
-                CLUSTER,
-                false,
-                "NetworkAttachmentDefinition app/net brings 0.0.0.0/0, every address",
+impl fmt::Display for Change {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Change::Set(value) => write!(
+                f,
+                "set {ANNOTATION} to {value} for the subnets of the secondary networks"
             ),
-            (
-                r#"{"type": "macvlan", "ipam": {"type": "whereabouts", "range": "10.244.128.0/17"}}"#,
-                CLUSTER,
-                false,
-                "NetworkAttachmentDefinition app/net brings 10.244.128.0/17, which overlaps the cluster network 10.244.0.0/16",
+            Change::TakenBack => write!(
+                f,
+                "took the secondary networks' subnets back out of {ANNOTATION}"
             ),
-            (
-                r#"{"type": "macvlan", "ipam": {"type": "host-local", "subnet": "10.0.0.0/8"}}"#,
-                CLUSTER,
-                false,
-                "NetworkAttachmentDefinition app/net brings 10.0.0.0/8, which overlaps the cluster network 10.244.0.0/16",
-            ),
-            (
-                STATIC,
-                CLUSTER,
-                true,
-                "NetworkAttachmentDefinition app/net brings 10.10.0.0/24, and Linkerd-CNI runs with ipv6 on",
-            ),
-            (
-                r#"{"type": "macvlan", "ipam": {"type": "calico-ipam"}}"#,
-                CLUSTER,
-                false,
-                "NetworkAttachmentDefinition app/net: its spec.config \"ipam.type\" is \"calico-ipam\"",
-            ),
-        ] {
-            let error = subnets(&[("app/net", config)], cluster, ipv6)
-                .expect_err(config)
-                .to_string();
-            assert!(error.starts_with(expected), "{config}: {error}");
-        }
-        assert!(
-            subnets(&[("app/net", STATIC)], CLUSTER, true)
-                .unwrap_err()
-                .to_string()
-                .contains(IPV6_ISSUE)
-        );
-    }
-
-    #[test]
-    fn with_ipv6_on_and_nothing_to_write_nothing_is_refused() {
-        let got = subnets(
-            &[(
-                "app/lease",
-                r#"{"type": "macvlan", "ipam": {"type": "dhcp"}}"#,
-            )],
-            CLUSTER,
-            true,
-        )
-        .unwrap();
-        assert!(got.subnets.is_empty());
-    }
-
-    #[test]
-    fn the_plugin_s_own_list_and_ipv6_are_read_from_its_nad_config() {
-        let config = r#"{"cniVersion": "0.3.1", "plugins": [{"type": "linkerd-cni", "linkerd": {"subnets-to-ignore": ["192.0.2.0/24"], "ipv6": true}}]}"#;
-        assert_eq!(
-            plugin_settings(config),
-            PluginSettings {
-                subnets_to_ignore: vec!["192.0.2.0/24".into()],
-                ipv6: true,
-            }
-        );
-        for config in [
-            r#"{"type": "linkerd-cni", "linkerd": {}}"#,
-            r#"{"type": "macvlan"}"#,
-            "not json",
-        ] {
-            assert_eq!(
-                plugin_settings(config),
-                PluginSettings::default(),
-                "{config}"
-            );
-        }
-    }
-
-    #[test]
-    fn what_linkerd_cni_skips_and_what_it_does_not() {
-        let plugin = vec!["192.0.2.0/24".to_string()];
-        assert_eq!(
-            effective(Some("10.0.0.0/8"), Some("198.51.100.0/24"), &plugin),
-            ["10.0.0.0/8"]
-        );
-        assert_eq!(
-            effective(Some(""), Some("198.51.100.0/24"), &plugin),
-            ["198.51.100.0/24"]
-        );
-        assert_eq!(effective(None, None, &plugin), ["192.0.2.0/24"]);
-        let subnets = nets(&["10.10.0.0/24", "172.20.0.0/16", "192.0.2.0/25"]);
-        assert_eq!(
-            uncovered(&subnets, &["10.0.0.0/8", " 172.20.0.0/16", "192.0.2.0/24"]),
-            nets(&["172.20.0.0/16"]),
-            "an entry with a space is not a CIDR to iptables"
-        );
-    }
-
-    /// (what, the pod's value, its record, the namespace's, the plugin's, the subnets, the
-    /// new value, the new record).
-    #[allow(clippy::type_complexity)]
-    const MERGES: &[(
-        &str,
-        Option<&str>,
-        Option<&str>,
-        Option<&str>,
-        &[&str],
-        &[&str],
-        Option<&str>,
-        Option<&str>,
-    )] = &[
-        (
-            "nothing before",
-            None,
-            None,
-            None,
-            &[],
-            &["10.10.0.0/24"],
-            Some("10.10.0.0/24"),
-            Some("10.10.0.0/24"),
-        ),
-        (
-            "the pod's own value kept first",
-            Some("203.0.113.0/24"),
-            None,
-            Some("198.51.100.0/24"),
-            &["192.0.2.0/24"],
-            &["10.10.0.0/24"],
-            Some("203.0.113.0/24,10.10.0.0/24"),
-            Some("10.10.0.0/24"),
-        ),
-        (
-            "the namespace's value carried over",
-            None,
-            None,
-            Some("198.51.100.0/24"),
-            &["192.0.2.0/24"],
-            &["10.10.0.0/24"],
-            Some("198.51.100.0/24,10.10.0.0/24"),
-            Some("198.51.100.0/24,10.10.0.0/24"),
-        ),
-        (
-            "the plugin's list carried over",
-            None,
-            None,
-            Some(""),
-            &["192.0.2.0/24"],
-            &["10.10.0.0/24"],
-            Some("192.0.2.0/24,10.10.0.0/24"),
-            Some("192.0.2.0/24,10.10.0.0/24"),
-        ),
-        (
-            "a subnet the pod already skips is not added twice, nor recorded",
-            Some("10.10.0.0/24"),
-            None,
-            None,
-            &[],
-            &["10.10.0.0/24", "172.20.0.0/16"],
-            Some("10.10.0.0/24,172.20.0.0/16"),
-            Some("172.20.0.0/16"),
-        ),
-        (
-            "rendered again: the same",
-            Some("203.0.113.0/24,10.10.0.0/24"),
-            Some("10.10.0.0/24"),
-            None,
-            &[],
-            &["10.10.0.0/24"],
-            Some("203.0.113.0/24,10.10.0.0/24"),
-            Some("10.10.0.0/24"),
-        ),
-        (
-            "a NAD's range changed: the old one goes, the new one comes",
-            Some("203.0.113.0/24,10.10.0.0/24"),
-            Some("10.10.0.0/24"),
-            None,
-            &[],
-            &["10.11.0.0/24"],
-            Some("203.0.113.0/24,10.11.0.0/24"),
-            Some("10.11.0.0/24"),
-        ),
-        (
-            "the rule gone: the pod's own value back",
-            Some("203.0.113.0/24,10.10.0.0/24"),
-            Some("10.10.0.0/24"),
-            None,
-            &[],
-            &[],
-            Some("203.0.113.0/24"),
-            None,
-        ),
-        (
-            "the rule gone, nothing of the pod's: no annotation",
-            Some("198.51.100.0/24,10.10.0.0/24"),
-            Some("198.51.100.0/24,10.10.0.0/24"),
-            Some("198.51.100.0/24"),
-            &[],
-            &[],
-            None,
-            None,
-        ),
-        (
-            "no rule, a pod value of the user's: untouched",
-            Some("203.0.113.0/24"),
-            None,
-            None,
-            &[],
-            &[],
-            Some("203.0.113.0/24"),
-            None,
-        ),
-    ];
-
-    #[test]
-    fn merge_carries_over_what_linkerd_cni_would_read_and_takes_back_what_it_added() {
-        for (what, pod, added, namespace, plugin, subnets, value, record) in MERGES {
-            let plugin: Vec<String> = plugin.iter().map(|s| s.to_string()).collect();
-            let got = merge(*pod, *added, *namespace, &plugin, &nets(subnets));
-            assert_eq!(
-                got,
-                Annotations {
-                    value: value.map(str::to_string),
-                    added: record.map(str::to_string),
-                },
-                "{what}"
-            );
-            // Idempotent: the output as input gives itself.
-            let again = merge(
-                got.value.as_deref(),
-                got.added.as_deref(),
-                *namespace,
-                &plugin,
-                &nets(subnets),
-            );
-            assert_eq!(again, got, "{what}: rendered again");
         }
     }
 }
+
+/// What the rule does to one pod.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Planned {
+    /// The annotation edits: [`ANNOTATION`], then [`ADDED_ANNOTATION`].
+    pub edits: Vec<Edit>,
+    /// What changed, if anything did.
+    pub change: Option<Change>,
+    /// What the user should know.
+    pub warnings: Vec<String>,
+}
+
+/// Whether the rule is on for a pod: its [`OPT_IN_ANNOTATION`], else its namespace's, else
+/// the setting. An empty value counts as unset.
+fn opted_in(
+    annotations: &dyn Lookup,
+    namespace: &dyn Lookup,
+    settings: &Settings,
+) -> Result<bool, Problem> {
+    for (lookup, whose) in [(annotations, "the pod"), (namespace, "its namespace")] {
+        match lookup.lookup(OPT_IN_ANNOTATION).filter(|v| !v.is_empty()) {
+            Some("enabled") => return Ok(true),
+            Some("disabled") => return Ok(false),
+            Some(value) => {
+                return Err(Problem::OptIn {
+                    whose,
+                    value: value.to_string(),
+                });
+            }
+            None => {}
+        }
+    }
+    Ok(settings.skip_secondary_subnets)
+}
+
+/// The rule on one pod (template), whose annotations are `annotations` and whose networks
+/// annotation, once the Linkerd-CNI rules are applied, is `networks`; `attached` says whether
+/// they attach it. For an attached pod that opted in, [`ANNOTATION`] skips the subnets of
+/// every network it selects but Linkerd-CNI's ([`secondary_subnets`], [`merge`]); for any
+/// other, what the rule added before is taken back. The KRM function, the renderer and the
+/// webhook all call this.
+pub fn plan(
+    annotations: &dyn Lookup,
+    networks: Option<&str>,
+    attached: bool,
+    cx: &Context<'_>,
+) -> Result<Planned, Problem> {
+    let on = opted_in(annotations, cx.namespace, cx.settings)? && attached;
+    let added = annotations.lookup(ADDED_ANNOTATION);
+    if !on && added.is_none() {
+        return Ok(Planned::default());
+    }
+    let mut planned = Planned::default();
+    let mut subnets = Vec::new();
+    if on {
+        let found = secondary(networks, cx)?;
+        if !found.subnets.is_empty() && cx.settings.cluster_cidrs.is_empty() {
+            let subnets = found
+                .subnets
+                .iter()
+                .map(IpNet::to_string)
+                .collect::<Vec<_>>()
+                .join(", ");
+            return Err(Problem::NoClusterCidrs { subnets });
+        }
+        subnets = found.subnets;
+        planned.warnings = found.warnings;
+    }
+    let no_list = Vec::new();
+    let plugin_list = cx.plugin.map_or(&no_list, |p| &p.subnets_to_ignore);
+    let current = annotations.lookup(ANNOTATION);
+    let merged = merge(
+        current,
+        added,
+        cx.namespace.lookup(ANNOTATION),
+        plugin_list,
+        &subnets,
+    );
+    if merged.value.as_deref() != current {
+        planned.change = Some(match &merged.value {
+            Some(value) if !subnets.is_empty() => Change::Set(value.clone()),
+            _ => Change::TakenBack,
+        });
+        planned.edits.push((ANNOTATION, merged.value));
+    }
+    if merged.added.as_deref() != added {
+        planned.edits.push((ADDED_ANNOTATION, merged.added));
+    }
+    Ok(planned)
+}
+
+/// The subnets of the networks `networks` selects but Linkerd-CNI's, and the warnings.
+fn secondary(networks: Option<&str>, cx: &Context<'_>) -> Result<Subnets, Problem> {
+    let networks = networks.map(Networks::parse).transpose()?;
+    let selections = networks.as_ref().map_or(&[][..], Networks::selections);
+    let nad_name = &cx.settings.nad_name;
+    let mut read = Vec::new();
+    let mut warnings = Vec::new();
+    for selection in selections {
+        if selection.refers_to(nad_name, cx.pod_namespace) {
+            continue;
+        }
+        let namespace = selection.namespace_or(cx.pod_namespace);
+        let nads = cx.nads.ok_or(Problem::NoNads)?;
+        let nad = format!("{namespace}/{}", selection.name);
+        match nads.ipam(namespace, &selection.name) {
+            Some(ipam) => read.push((nad, ipam, &selection.ips[..])),
+            None => warnings.push(format!(
+                "NetworkAttachmentDefinition {nad} is not known here, so its subnets are not skipped and inbound TCP on that network is still sent to the proxy, which refuses it; put the NAD beside the workload"
+            )),
+        }
+    }
+    if read.is_empty() {
+        return Ok(Subnets {
+            subnets: Vec::new(),
+            warnings,
+        });
+    }
+    let plugin = cx.plugin.ok_or_else(|| Problem::NoPlugin {
+        namespace: cx.pod_namespace.to_string(),
+        nad: nad_name.clone(),
+    })?;
+    let networks: Vec<Network<'_>> = read
+        .iter()
+        .map(|(nad, ipam, ips)| Network { nad, ipam, ips })
+        .collect();
+    let mut found = secondary_subnets(&networks, &cx.settings.cluster_cidrs, plugin.ipv6)?;
+    warnings.append(&mut found.warnings);
+    found.warnings = warnings;
+    Ok(found)
+}
+
+#[cfg(test)]
+#[path = "skip_subnets_tests.rs"]
+mod tests;

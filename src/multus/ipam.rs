@@ -87,7 +87,15 @@ pub enum IpamError {
 
 /// The IPAM of the CNI configuration `config` (a single configuration or a configuration list).
 pub fn read(config: &str) -> Result<Ipam, IpamError> {
-    let Ok(Value::Object(object)) = serde_json::from_str::<Value>(config) else {
+    match serde_json::from_str::<Value>(config) {
+        Ok(value) => read_value(&value),
+        Err(_) => Err(IpamError::NotObject),
+    }
+}
+
+/// [`read`] on a configuration already parsed.
+pub fn read_value(config: &Value) -> Result<Ipam, IpamError> {
+    let Value::Object(object) = config else {
         return Err(IpamError::NotObject);
     };
     let (path, ipam) = match object.get("plugins") {

@@ -90,10 +90,12 @@ pub fn variable(key: &str) -> String {
     let chars: Vec<char> = key.chars().collect();
     let mut out = String::with_capacity(key.len() + 4);
     for (i, &c) in chars.iter().enumerate() {
+        // An acronym's plural `s` (`clusterCIDRs`) belongs to it: CLUSTER_CIDRS.
+        let plural = chars.get(i + 1) == Some(&'s') && chars.get(i + 2).is_none();
         let boundary = i > 0
             && c.is_ascii_uppercase()
             && (chars[i - 1].is_ascii_lowercase()
-                || chars.get(i + 1).is_some_and(char::is_ascii_lowercase));
+                || !plural && chars.get(i + 1).is_some_and(char::is_ascii_lowercase));
         if boundary {
             out.push('_');
         }
@@ -357,6 +359,8 @@ pub(super) mod tests {
             ("namespaces", "NAMESPACES"),
             ("defaultNamespace", "DEFAULT_NAMESPACE"),
             ("configRollout", "CONFIG_ROLLOUT"),
+            ("clusterCIDRs", "CLUSTER_CIDRS"),
+            ("skipSecondarySubnets", "SKIP_SECONDARY_SUBNETS"),
         ] {
             assert_eq!(variable(key), want);
         }
@@ -407,7 +411,7 @@ pub(super) mod tests {
                 "environment variable LINKERD_MULTUS_PROXY_UID_OFSET is not one linkerd-multus reads; did you mean LINKERD_MULTUS_PROXY_UID_OFFSET?",
                 "environment variable linkerd_multus_nad_name is not one linkerd-multus reads; did you mean LINKERD_MULTUS_NAD_NAME?",
                 "environment variable ARGOCD_ENV_LINKERD_MULTUS_CNINAMESPACE (LINKERD_MULTUS_CNINAMESPACE in the Application's plugin env) is not one linkerd-multus reads; did you mean LINKERD_MULTUS_CNI_NAMESPACE?",
-                "environment variable LINKERD_MULTUS_COLOUR is not one linkerd-multus reads; it reads LINKERD_MULTUS_<NAME> for NAME in CNI_NAMESPACE, LINKERD_NAMESPACE, NAD_NAME, CNI_KUBECONFIG, CNI_VERSION, UID_RANGE_ANNOTATION, PROXY_UID_OFFSET, NAMESPACES, WORKLOAD_KINDS, DEFAULT_NAMESPACE, CONFIG_ROLLOUT, NAD_SYNC_WAVE, NETWORK_RESOURCES",
+                "environment variable LINKERD_MULTUS_COLOUR is not one linkerd-multus reads; it reads LINKERD_MULTUS_<NAME> for NAME in CNI_NAMESPACE, LINKERD_NAMESPACE, NAD_NAME, CNI_KUBECONFIG, CNI_VERSION, UID_RANGE_ANNOTATION, PROXY_UID_OFFSET, NAMESPACES, WORKLOAD_KINDS, DEFAULT_NAMESPACE, CONFIG_ROLLOUT, NAD_SYNC_WAVE, SKIP_SECONDARY_SUBNETS, CLUSTER_CIDRS, NETWORK_RESOURCES",
             ]
         );
     }

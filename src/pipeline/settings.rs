@@ -234,6 +234,14 @@ pub enum Error {
     /// An environment variable does not make sense.
     #[error(transparent)]
     Environment(#[from] EnvError),
+    /// Two settings contradict each other, wherever each was given.
+    #[error("{at}settings: {problem}")]
+    Conflict {
+        /// Where the settings object is, with a colon, if there is one.
+        at: String,
+        /// Which settings, and what to do.
+        problem: String,
+    },
     /// A value given as text is wrong.
     #[error("{at}: {error}")]
     Value {
@@ -359,6 +367,10 @@ fn layer(
                     source: format!("environment variable {variable}"),
                 };
                 apply(settings, &[value])?;
+            }
+            if let Some(problem) = settings.conflict() {
+                let at = if at.is_empty() { at } else { format!("{at}: ") };
+                return Err(Error::Conflict { at, problem });
             }
         }
         FunctionConfig::Validation(_) if takes == Takes::Rendering => {

@@ -30,6 +30,8 @@ use crate::admission::NadConfigs;
 use crate::k8s::namespace::{INJECT_ANNOTATION, Lookup, MULTUS_ANNOTATION};
 use crate::linkerd_cni::cni_config::other_network;
 use crate::linkerd_cni::rollout;
+use crate::linkerd_cni::skip_subnets::{self, PluginSettings, linkerd_cni_settings};
+use crate::multus::ipam::{self, Ipam, IpamError};
 use crate::multus::nad::{self, Maker};
 use crate::network_resources::{Nads, nad_annotation_keys};
 
@@ -42,6 +44,15 @@ pub struct Annotations {
     pairs: Vec<(CompactString, CompactString)>,
     config_hash: Option<CompactString>,
     other_network: Option<Box<str>>,
+    network: Option<Box<Network>>,
+}
+
+/// What a NAD's config says for the secondary-network rule: Linkerd-CNI's own settings, or
+/// the IPAM of another network.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Network {
+    LinkerdCni(PluginSettings),
+    Other(Result<Ipam, IpamError>),
 }
 
 impl Lookup for Annotations {
@@ -59,13 +70,24 @@ impl Annotations {
         pairs: Vec::new(),
         config_hash: None,
         other_network: None,
+        network: None,
     };
 
     /// The annotations of `meta` among `keys`, with the hash of the NAD
     /// config `config` when given, and what it runs when it is not
     /// Linkerd-CNI and the NAD is not this project's.
     pub fn of(meta: &ObjectMeta, keys: &[String], config: Option<&str>) -> Self {
+        let network = config.map(|config| {
+            let parsed = serde_json::from_str::<serde_json::Value>(config);
+            Box::new(match parsed.as_ref().ok().and_then(linkerd_cni_settings) {
+                Some(plugin) => Network::LinkerdCni(plugin),
+                None => Network::Other(
+                    parsed.map_or(Err(IpamError::NotObject), |v| ipam::read_value(&v)),
+                ),
+            })
+        });
         Annotations {
+            network,
             pairs: meta
                 .annotations
                 .iter()
@@ -85,6 +107,24 @@ impl Annotations {
     /// when the NAD was stored; `None` when it has none.
     pub fn config_hash(&self) -> Option<&str> {
         self.config_hash.as_deref()
+    }
+
+    /// The IPAM of the NAD's `spec.config` when it is not Linkerd-CNI's, read once when the
+    /// NAD was stored.
+    pub fn ipam(&self) -> Option<&Result<Ipam, IpamError>> {
+        match self.network.as_deref()? {
+            Network::Other(ipam) => Some(ipam),
+            Network::LinkerdCni(_) => None,
+        }
+    }
+
+    /// Linkerd-CNI's settings in the NAD's `spec.config` when it runs it, read once when the
+    /// NAD was stored.
+    pub fn plugin_settings(&self) -> Option<&PluginSettings> {
+        match self.network.as_deref()? {
+            Network::LinkerdCni(plugin) => Some(plugin),
+            Network::Other(_) => None,
+        }
     }
 
     /// What the NAD's `spec.config` runs when no plugin of it is Linkerd-CNI
@@ -210,6 +250,8 @@ impl WatchCache {
                 MULTUS_ANNOTATION.to_string(),
                 INJECT_ANNOTATION.to_string(),
                 uid_range_annotation.to_string(),
+                skip_subnets::OPT_IN_ANNOTATION.to_string(),
+                skip_subnets::ANNOTATION.to_string(),
             ],
         )
     }
@@ -586,6 +628,12 @@ impl NadConfigs for View<'_> {
     }
     fn other_network(&self, namespace: &str, name: &str) -> Option<&str> {
         self.0.get(&nad_key(namespace, name))?.other_network()
+    }
+    fn ipam(&self, namespace: &str, name: &str) -> Option<&Result<Ipam, IpamError>> {
+        self.0.get(&nad_key(namespace, name))?.ipam()
+    }
+    fn plugin_settings(&self, namespace: &str, name: &str) -> Option<&PluginSettings> {
+        self.0.get(&nad_key(namespace, name))?.plugin_settings()
     }
 }
 

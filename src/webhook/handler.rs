@@ -22,6 +22,8 @@ use crate::admission::{
 };
 use crate::k8s::namespace::Lookup;
 use crate::linkerd_cni::settings::Settings;
+use crate::linkerd_cni::skip_subnets::PluginSettings;
+use crate::multus::ipam::{Ipam, IpamError};
 use crate::network_resources::{self, Nads};
 use crate::webhook::cache::{Annotations, NadCache, NamespaceCache, View, nad_key};
 use crate::webhook::live::{Live, LiveReader, Tenant};
@@ -338,6 +340,12 @@ impl NadConfigs for Recorded<'_> {
     fn other_network(&self, namespace: &str, name: &str) -> Option<&str> {
         self.entry(namespace, name)?.other_network()
     }
+    fn ipam(&self, namespace: &str, name: &str) -> Option<&Result<Ipam, IpamError>> {
+        self.entry(namespace, name)?.ipam()
+    }
+    fn plugin_settings(&self, namespace: &str, name: &str) -> Option<&PluginSettings> {
+        self.entry(namespace, name)?.plugin_settings()
+    }
 }
 
 /// Logs an answered review: problems at warn, the rest at debug. A patch is
@@ -379,13 +387,23 @@ struct Changes<'a>(&'a Answer);
 impl std::fmt::Display for Changes<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let stamp = self.0.stamp.iter().map(|c| c as &dyn std::fmt::Display);
+        let skipped = self
+            .0
+            .skip_subnets
+            .iter()
+            .map(|c| c as &dyn std::fmt::Display);
         let rules = self.0.changes.iter().map(|c| c as &dyn std::fmt::Display);
         let network_resources = self
             .0
             .network_resources
             .iter()
             .map(|c| c as &dyn std::fmt::Display);
-        for (i, change) in rules.chain(stamp).chain(network_resources).enumerate() {
+        for (i, change) in rules
+            .chain(stamp)
+            .chain(skipped)
+            .chain(network_resources)
+            .enumerate()
+        {
             if i > 0 {
                 f.write_str("; ")?;
             }

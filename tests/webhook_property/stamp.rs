@@ -13,6 +13,8 @@ use linkerd_multus::admission::NadConfigs;
 use linkerd_multus::k8s::namespace::Lookup;
 use linkerd_multus::linkerd_cni::cni_config;
 use linkerd_multus::linkerd_cni::rollout::{self, HASH_ANNOTATION};
+use linkerd_multus::linkerd_cni::skip_subnets::{self, PluginSettings};
+use linkerd_multus::multus::ipam::{self, Ipam, IpamError};
 use linkerd_multus::network_resources::{NadTable, Nads};
 use linkerd_multus::yaml;
 use proptest::prelude::*;
@@ -82,6 +84,8 @@ pub(super) struct ClusterNads {
     table: NadTable,
     hashes: BTreeMap<(String, String), String>,
     others: BTreeMap<(String, String), String>,
+    ipams: BTreeMap<(String, String), Result<Ipam, IpamError>>,
+    plugins: BTreeMap<(String, String), PluginSettings>,
 }
 
 impl ClusterNads {
@@ -110,6 +114,15 @@ impl ClusterNads {
                 if let Some(runs) = cni_config::other_network(config).filter(|_| !ours) {
                     nads.others.insert(key.clone(), runs);
                 }
+                let parsed: Value = serde_json::from_str(config).unwrap_or(Value::Null);
+                match skip_subnets::linkerd_cni_settings(&parsed) {
+                    Some(plugin) => {
+                        nads.plugins.insert(key.clone(), plugin);
+                    }
+                    None => {
+                        nads.ipams.insert(key.clone(), ipam::read(config));
+                    }
+                }
                 nads.hashes.insert(key, rollout::config_hash(config));
             }
         }
@@ -131,6 +144,12 @@ impl NadConfigs for ClusterNads {
     fn other_network(&self, namespace: &str, name: &str) -> Option<&str> {
         let key = (namespace.to_string(), name.to_string());
         self.others.get(&key).map(String::as_str)
+    }
+    fn ipam(&self, namespace: &str, name: &str) -> Option<&Result<Ipam, IpamError>> {
+        self.ipams.get(&(namespace.to_string(), name.to_string()))
+    }
+    fn plugin_settings(&self, namespace: &str, name: &str) -> Option<&PluginSettings> {
+        self.plugins.get(&(namespace.to_string(), name.to_string()))
     }
 }
 

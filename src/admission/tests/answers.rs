@@ -329,6 +329,20 @@ impl NadConfigs for TakenNad {
     fn other_network(&self, namespace: &str, name: &str) -> Option<&str> {
         self.0.annotations(namespace, name).map(|_| "macvlan")
     }
+    fn ipam(
+        &self,
+        _: &str,
+        _: &str,
+    ) -> Option<&Result<crate::multus::ipam::Ipam, crate::multus::ipam::IpamError>> {
+        None
+    }
+    fn plugin_settings(
+        &self,
+        _: &str,
+        _: &str,
+    ) -> Option<&crate::linkerd_cni::skip_subnets::PluginSettings> {
+        None
+    }
 }
 
 /// A pod the rules would attach to a NAD that runs another network is not

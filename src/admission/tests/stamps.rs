@@ -55,6 +55,20 @@ impl NadConfigs for Cluster {
     fn other_network(&self, _: &str, _: &str) -> Option<&str> {
         None
     }
+    fn ipam(
+        &self,
+        _: &str,
+        _: &str,
+    ) -> Option<&Result<crate::multus::ipam::Ipam, crate::multus::ipam::IpamError>> {
+        None
+    }
+    fn plugin_settings(
+        &self,
+        _: &str,
+        _: &str,
+    ) -> Option<&crate::linkerd_cni::skip_subnets::PluginSettings> {
+        None
+    }
 }
 
 /// The state of the pod's NAD.

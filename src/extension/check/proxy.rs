@@ -162,7 +162,11 @@ fn secondary_uncovered(
             continue;
         };
         let nad = format!("{}/{}", key.0, key.1);
-        let network = Network { nad: &nad, ipam };
+        let network = Network {
+            nad: &nad,
+            ipam,
+            ips: &selection.ips,
+        };
         // IPv4 as Linkerd-CNI with IPv6 off reads it; the cluster's ranges do not matter here.
         let Ok(found) = skip_subnets::secondary_subnets(&[network], &[], false) else {
             continue;

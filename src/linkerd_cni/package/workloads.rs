@@ -27,11 +27,11 @@ pub(super) struct Need {
 /// A workload the rules were applied to, for the config-rollout stamp.
 pub(super) struct Decided {
     /// Its item index.
-    index: usize,
+    pub(super) index: usize,
     /// Whether the rules attach it.
-    attached: bool,
+    pub(super) attached: bool,
     /// The info result reporting its changes, if any.
-    result: Option<usize>,
+    pub(super) result: Option<usize>,
 }
 
 /// What the workloads tell of the namespaces, gathered item by item.

@@ -123,6 +123,7 @@ pub(super) fn parse_comma(text: &str) -> Result<Vec<Selection>, NetworksError> {
             name: name.to_owned(),
             namespace: namespace.map(str::to_owned),
             interface: interface.map(str::to_owned),
+            ips: Vec::new(),
             span: start..start + item.len(),
             plain: exact && interface.is_none(),
             bare: exact,
@@ -206,13 +207,22 @@ fn json_selection(text: &str, index: usize, element: &str) -> Result<Selection, 
             hardware_address(key, &address).map_err(fail)?;
         }
     }
-    if let [Some(ips), ..] = &fields.typed {
-        ip_list("ips", ips, true).map_err(fail)?;
+    let mut ips = Vec::new();
+    if let [Some(list), ..] = &fields.typed {
+        ip_list("ips", list, true).map_err(fail)?;
+        // Checked above as Multus reads them; ipnet reads the same forms.
+        ips = list
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|ip| ip.as_str()?.parse().ok())
+            .collect();
     }
     Ok(Selection {
         name,
         namespace,
         interface,
+        ips,
         span,
         plain: members.iter().all(|(k, _)| k == "name"),
         bare: members.iter().all(|(k, _)| k == "name" || k == "interface"),

@@ -41,6 +41,9 @@ pub struct Selection {
     pub namespace: Option<String>,
     /// Requested interface name; `None` lets Multus pick one.
     pub interface: Option<String>,
+    /// The addresses it asks for (JSON form's `ips`, for IPAMs with the `ips` capability),
+    /// each with its prefix.
+    pub ips: Vec<ipnet::IpNet>,
     /// Byte span of the item (comma form) or element (JSON form) in the annotation text.
     span: Range<usize>,
     /// Whether the item is exactly the name (JSON: an object whose only key is `name`).

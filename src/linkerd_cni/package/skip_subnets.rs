@@ -1,0 +1,137 @@
+//! The secondary-network rule on a package's workloads: each attached pod template that opted
+//! in skips the subnets of the networks it selects, read from the package's NADs.
+
+use std::collections::BTreeMap;
+
+use super::workloads::Decided;
+use super::{Renderer, namespace_of};
+use crate::k8s::namespace::Namespace;
+use crate::k8s::workload::{self, WorkloadKinds, remove_annotation, set_annotation};
+use crate::krm::results::Severity;
+use crate::linkerd_cni::skip_subnets::{self, Change, Context, NadIpams, PluginSettings};
+use crate::multus::ipam::{self, Ipam, IpamError};
+use crate::multus::nad;
+use crate::multus::networks::NETWORKS_ANNOTATION;
+use crate::yaml::Node;
+
+/// The IPAM of every NAD of the package, by namespace and name.
+#[derive(Default)]
+struct PackageIpams(BTreeMap<String, BTreeMap<String, Result<Ipam, IpamError>>>);
+
+impl NadIpams for PackageIpams {
+    fn ipam(&self, namespace: &str, name: &str) -> Option<&Result<Ipam, IpamError>> {
+        self.0.get(namespace)?.get(name)
+    }
+}
+
+impl Renderer<'_> {
+    /// Applies the secondary-network rule to every decided workload: `namespaces` gives their
+    /// namespaces' annotations, `configs` the Linkerd-CNI NAD config of each namespace.
+    pub(super) fn skip_subnets(
+        &mut self,
+        items: &mut [Node],
+        decided: &mut [Decided],
+        namespaces: &BTreeMap<String, Namespace>,
+        configs: &BTreeMap<Option<String>, String>,
+    ) {
+        let settings = self.settings;
+        let refs = self.refs;
+        let ipams = self.package_ipams(items);
+        let configs: BTreeMap<Option<&str>, &str> = configs
+            .iter()
+            .map(|(ns, config)| (ns.as_deref(), config.as_str()))
+            .collect();
+        let mut plugins: BTreeMap<Option<&str>, PluginSettings> = BTreeMap::new();
+        let kinds = WorkloadKinds::new(&settings.workload_kinds);
+        for d in decided.iter_mut() {
+            let r = &refs[d.index];
+            let Some(kind) = kinds.find(r.group(), &r.kind) else {
+                continue;
+            };
+            let Ok(Some(template)) = kind.pod_template_mut(&mut items[d.index]) else {
+                continue;
+            };
+            let ns_name = namespace_of(r, settings);
+            let plugin = configs.get(&ns_name).map(|config| {
+                &*plugins
+                    .entry(ns_name)
+                    .or_insert_with(|| skip_subnets::plugin_settings(config))
+            });
+            let namespace = ns_name
+                .and_then(|n| namespaces.get(n))
+                .map(|n| &n.annotations);
+            let cx = Context {
+                settings,
+                pod_namespace: ns_name.unwrap_or(""),
+                namespace: &namespace,
+                nads: Some(&ipams),
+                plugin,
+            };
+            let annotations = workload::template_annotations(template);
+            let networks = annotations.and_then(|a| a.get_text(NETWORKS_ANNOTATION));
+            let field = || kind.field("metadata.annotations");
+            let planned = match skip_subnets::plan(&annotations, networks, d.attached, &cx) {
+                Ok(planned) => planned,
+                Err(e) => {
+                    self.report(d.index, Severity::Error, e.to_string()).field = Some(field());
+                    continue;
+                }
+            };
+            for (key, value) in &planned.edits {
+                match value {
+                    Some(value) => {
+                        if let Err(e) = set_annotation(template, key, value.clone()) {
+                            self.report(d.index, Severity::Error, e).field = Some(field());
+                        }
+                    }
+                    None => remove_annotation(template, key),
+                }
+            }
+            for warning in planned.warnings {
+                self.report(d.index, Severity::Warning, warning).field = Some(field());
+            }
+            let Some(change) = planned.change else {
+                continue;
+            };
+            match change {
+                Change::Set(_) => self.summary.skipped += 1,
+                Change::TakenBack => self.summary.unskipped += 1,
+            }
+            match d.result {
+                Some(at) => {
+                    let message = &mut self.results[at].message;
+                    message.push_str("; ");
+                    message.push_str(&change.to_string());
+                }
+                None => {
+                    self.report(d.index, Severity::Info, change.to_string())
+                        .field = Some(field());
+                    d.result = Some(self.results.len() - 1);
+                }
+            }
+        }
+    }
+
+    /// The IPAM of every NAD of the package that is not Linkerd-CNI's.
+    fn package_ipams(&self, items: &[Node]) -> PackageIpams {
+        let mut ipams = PackageIpams::default();
+        for (r, item) in self.refs.iter().zip(items) {
+            if !nad::is_nad(r) || nad::is_generated(item) {
+                continue;
+            }
+            let Some(namespace) = namespace_of(r, self.settings) else {
+                continue;
+            };
+            let read = match nad::config(item) {
+                Some(config) => ipam::read(config),
+                None => Ok(Ipam::None),
+            };
+            ipams
+                .0
+                .entry(namespace.to_string())
+                .or_default()
+                .insert(r.name.to_string(), read);
+        }
+        ipams
+    }
+}
