@@ -138,6 +138,10 @@ fn rendered_examples() -> Vec<Source> {
             documents: documents(&render("kpt", &[])),
         },
         Source {
+            name: "examples/secondary-networks (linkerd-multus render)".into(),
+            documents: documents(&render("secondary-networks", &[])),
+        },
+        Source {
             name: "examples/argocd/app (the plugin's generate)".into(),
             documents: documents(&render("argocd/app", &["--default-namespace=demo"])),
         },

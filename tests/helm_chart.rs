@@ -269,6 +269,14 @@ fn a_bad_value_is_refused_by_the_schema_naming_it() {
             "at '/apiServerCIDRs/0'",
         ),
         (
+            r#"{"skipSecondarySubnets": "true"}"#,
+            "at '/skipSecondarySubnets'",
+        ),
+        (
+            r#"{"clusterCIDRs": ["10.244.0.0"]}"#,
+            "at '/clusterCIDRs/0'",
+        ),
+        (
             r#"{"metricsNamespaces": "monitoring"}"#,
             "at '/metricsNamespaces'",
         ),
@@ -313,6 +321,53 @@ fn a_bad_value_is_refused_by_the_schema_naming_it() {
             text.contains(expected),
             "{values}: no {expected:?} in {text}"
         );
+    }
+}
+
+/// skipSecondarySubnets enabled without clusterCIDRs is refused with the webhook's reason (it
+/// would not start), as `install` refuses it; the cluster's networks alone are fine.
+#[test]
+fn skipping_secondary_subnets_needs_the_cluster_networks() {
+    let out = helm(
+        &[
+            "template",
+            CHART,
+            "--values",
+            r#"{"skipSecondarySubnets": "enabled"}"#,
+        ],
+        None,
+    );
+    let text = output_text(&out);
+    assert!(!out.status.success(), "taken: {text}");
+    assert!(
+        text.contains("skipSecondarySubnets is enabled but clusterCIDRs is empty: without the cluster's pod and service networks, a secondary network's subnet that overlaps them would take meshed traffic away from the proxy, so the webhook refuses to start;"),
+        "{text}"
+    );
+    let docs = template(
+        "linkerd-multus",
+        &serde_json::json!({"clusterCIDRs": ["10.244.0.0/16"]}),
+    )
+    .unwrap();
+    let deployment = docs
+        .iter()
+        .find(|d| d.str_at(&["kind"]) == Some("Deployment"))
+        .unwrap();
+    let container = &deployment
+        .at(&["spec", "template", "spec", "containers"])
+        .unwrap()
+        .seq()[0];
+    let args: Vec<&str> = container
+        .get("args")
+        .unwrap()
+        .seq()
+        .iter()
+        .filter_map(Yaml::as_str)
+        .collect();
+    for want in [
+        "--skip-secondary-subnets=disabled",
+        "--cluster-cidrs=[10.244.0.0/16]",
+    ] {
+        assert!(args.contains(&want), "{want} not in {args:?}");
     }
 }
 

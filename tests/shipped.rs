@@ -57,9 +57,15 @@ fn install_defaults() {
     runs_as_shipped(OptionSet::Install(&[]), Runtime::Process);
 }
 
+/// With the secondary-networks rule on by default and the cluster's networks.
 #[test]
-fn install_manage_nads() {
-    runs_as_shipped(OptionSet::Install(&["--manage-nads"]), Runtime::Process);
+fn install_manage_nads_and_skip_secondary_subnets() {
+    let flags = &[
+        "--manage-nads",
+        "--skip-secondary-subnets=enabled",
+        "--cluster-cidr=10.244.0.0/16,10.96.0.0/12",
+    ];
+    runs_as_shipped(OptionSet::Install(flags), Runtime::Process);
 }
 
 #[test]

@@ -27,6 +27,7 @@ mod caches;
 mod config_hash;
 mod network_resources;
 mod serving;
+mod skip_subnets;
 mod startup;
 
 const CREATE: &str = include_str!("../../shared/fixtures/admission/pod-create.json");

@@ -13,6 +13,7 @@
 //! default (`off`) and the webhook without NADs (`--missing-nad ignore`),
 //! where neither touches a pod without a hash, as it did before the stamp.
 
+mod skip_subnets;
 mod stamp;
 
 use linkerd_multus::admission::{self, MissingNad, NadCheck, NetworkResources, OnError, Outcome};
@@ -149,6 +150,16 @@ fn webhook_answer(
     network_resources: Option<(&Value, &ClusterNads)>,
     checked: Option<&ClusterNads>,
 ) -> Option<Value> {
+    webhook_answer_with(case, network_resources, checked, &Settings::default())
+}
+
+/// [`webhook_answer`] with the LinkerdMultus settings `settings`.
+fn webhook_answer_with(
+    case: &Case,
+    network_resources: Option<(&Value, &ClusterNads)>,
+    checked: Option<&ClusterNads>,
+    settings: &Settings,
+) -> Option<Value> {
     let review = json!({
         "apiVersion": "admission.k8s.io/v1",
         "kind": "AdmissionReview",
@@ -186,7 +197,7 @@ fn webhook_answer(
     let answer = admission::answer(
         &request,
         known.as_ref().unwrap_or(&none),
-        &Settings::default(),
+        settings,
         nr.as_ref(),
         check.as_ref(),
         OnError::Allow,

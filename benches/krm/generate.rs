@@ -19,6 +19,10 @@ pub enum Rules {
     /// A NetworkResources functionConfig; each namespace has two NADs with a
     /// resource name (in place of the two Services) and every workload selects both.
     NetworkResources,
+    /// The Linkerd-CNI rules with the secondary-network rule on for every namespace
+    /// (`skipSecondarySubnets: enabled`): each namespace has two NADs with an IPAM (in place
+    /// of the two Services) and every workload selects both.
+    SkipSubnets,
 }
 
 impl Rules {
@@ -26,6 +30,7 @@ impl Rules {
         match self {
             Rules::Linkerd => "linkerd",
             Rules::NetworkResources => "net-res",
+            Rules::SkipSubnets => "skip",
         }
     }
 }
@@ -110,6 +115,13 @@ pub fn resource_list(size: usize, exec: &Path, rules: Rules) -> String {
         out.push_str(
             "functionConfig:\n  apiVersion: multus.linkerd.io/v1alpha1\n  kind: NetworkResources\n  \
              metadata:\n    name: network-resources\n  spec:\n    downwardAPI: false\n",
+        );
+    }
+    if rules == Rules::SkipSubnets {
+        out.push_str(
+            "functionConfig:\n  apiVersion: multus.linkerd.io/v1alpha1\n  kind: LinkerdMultus\n  \
+             metadata:\n    name: linkerd-multus\n  spec:\n    skipSecondarySubnets: enabled\n    \
+             clusterCIDRs: [10.128.0.0/14, 172.30.0.0/16]\n",
         );
     }
     out
@@ -211,6 +223,7 @@ fn resource(out: &mut String, g: usize, slot: usize, kpt: Option<&Kpt>, rules: R
             workload(out, g, slot, kind, &ns, kpt, rules);
         }
         7 | 8 if rules == Rules::NetworkResources => nad(out, slot, &ns, kpt),
+        7 | 8 if rules == Rules::SkipSubnets => ipam_nad(out, g, slot, &ns, kpt),
         7 | 8 => service(out, g, slot, &ns, kpt),
         _ if g == 0 => cni_config_map(out, kpt),
         _ => config_map(out, g, &ns, kpt),
@@ -387,6 +400,11 @@ fn pod_metadata(out: &mut String, p: &str, k: usize, name: &str, rules: Rules) {
             out,
             "{p}    k8s.v1.cni.cncf.io/networks: sriov-a, sriov-b@net2"
         );
+    } else if rules == Rules::SkipSubnets {
+        let _ = writeln!(
+            out,
+            "{p}    k8s.v1.cni.cncf.io/networks: storage, backup@net2"
+        );
     } else if k.is_multiple_of(9) {
         let _ = writeln!(out, "{p}    k8s.v1.cni.cncf.io/networks: macvlan-conf@net1");
     }
@@ -416,6 +434,31 @@ fn nad(out: &mut String, slot: usize, ns: &str, kpt: Option<&Kpt>) {
         out,
         "spec:\n  config: '{{\"cniVersion\": \"0.3.1\", \"name\": \"{name}\", \"type\": \"sriov\", \
          \"ipam\": {{\"type\": \"whereabouts\", \"range\": \"10.56.0.0/16\"}}}}'\n"
+    );
+}
+
+/// A secondary network with an IPAM: `storage` (whereabouts, a route) or `backup` (static).
+fn ipam_nad(out: &mut String, g: usize, slot: usize, ns: &str, kpt: Option<&Kpt>) {
+    let name = if slot == 7 { "storage" } else { "backup" };
+    let _ = write!(
+        out,
+        "apiVersion: k8s.cni.cncf.io/v1\nkind: NetworkAttachmentDefinition\nmetadata:\n  \
+         name: {name}\n  namespace: {ns}\n"
+    );
+    annotations(out, 2, &[], kpt);
+    let (a, b) = (g / 256 % 256, g % 256);
+    let ipam = if slot == 7 {
+        format!(
+            "{{\"type\": \"whereabouts\", \"range\": \"192.168.{b}.0/24\", \
+             \"routes\": [{{\"dst\": \"10.{a}.{b}.0/24\"}}]}}"
+        )
+    } else {
+        format!("{{\"type\": \"static\", \"addresses\": [{{\"address\": \"192.169.{b}.5/24\"}}]}}")
+    };
+    let _ = write!(
+        out,
+        "spec:\n  config: '{{\"cniVersion\": \"0.3.1\", \"name\": \"{name}\", \"type\": \"macvlan\", \
+         \"master\": \"eth1\", \"ipam\": {ipam}}}'\n"
     );
 }
 

@@ -14,7 +14,11 @@
 //!
 //! `cargo bench --bench krm -- --quick` (or `BENCH_QUICK=1`) runs only the
 //! 1,000 size once for each rule set, as a smoke test. `BENCH_KEEP=1` keeps the temp directory.
-//! `BENCH_ONLY=linkerd` or `BENCH_ONLY=net-res` runs only that rule set's
+//! The Linkerd-CNI rules are measured again with the secondary-network rule on
+//! (`skipSecondarySubnets: enabled`, two IPAM NADs per namespace selected by every
+//! workload), at 10,000 resources against the same target.
+//!
+//! `BENCH_ONLY=linkerd`, `BENCH_ONLY=net-res` or `BENCH_ONLY=skip` runs only that rule set's
 //! rows and skips the render and kpt rows, for profiling one of them.
 //!
 //! Peak RSS is exact: each measurement re-executes this binary, which spawns
@@ -46,6 +50,8 @@ const TARGET: f64 = 1.2;
 
 /// The annotation NetworkResources records on each workload it changes.
 const RECORD: &str = "multus.linkerd.io/network-resources";
+/// The annotation the secondary-network rule records on each workload it changes.
+const SKIP_RECORD: &str = "multus.linkerd.io/skip-subnets:";
 
 fn main() -> ExitCode {
     let args: Vec<OsString> = std::env::args_os().skip(1).collect();
@@ -265,15 +271,20 @@ fn run(quick: bool) -> Result<usize> {
 }
 
 fn run_in(dir: &Path, progs: &Programs, quick: bool) -> Result<usize> {
-    use Rules::{Linkerd, NetworkResources};
+    use Rules::{Linkerd, NetworkResources, SkipSubnets};
     let plan: &[(Rules, usize, usize)] = if quick {
-        &[(Linkerd, 1_000, 1), (NetworkResources, 1_000, 1)]
+        &[
+            (Linkerd, 1_000, 1),
+            (NetworkResources, 1_000, 1),
+            (SkipSubnets, 1_000, 1),
+        ]
     } else {
         &[
             (Linkerd, 1_000, 5),
             (Linkerd, 10_000, 5),
             (Linkerd, 50_000, 3),
             (NetworkResources, 10_000, 5),
+            (SkipSubnets, 10_000, 5),
         ]
     };
     let only = std::env::var("BENCH_ONLY").ok();
@@ -481,6 +492,21 @@ fn check_function(run: &Run, size: usize, rules: Rules) -> Result<usize> {
             return Ok(1);
         }
         eprintln!("  linkerd-multus: network resources on all {workloads} workloads");
+    }
+    if rules == Rules::SkipSubnets {
+        // Every attached workload skips its networks' subnets, and records them.
+        let written = out.matches("config.linkerd.io/skip-subnets:").count();
+        let recorded = out.matches(SKIP_RECORD).count();
+        let attached = out
+            .matches("networks: storage, backup@net2, linkerd-cni")
+            .count();
+        if written != attached || recorded != attached || attached == 0 {
+            eprintln!(
+                "  FAIL linkerd-multus wrote skip-subnets on {written} and recorded them on {recorded} of {attached} attached workloads"
+            );
+            return Ok(1);
+        }
+        eprintln!("  linkerd-multus: skip-subnets on all {attached} attached workloads");
     }
     match items {
         // +1: the Kptfile.

@@ -230,7 +230,11 @@ pub fn ipam(data: &[u8]) {
             assert!(!list[..i].contains(net), "{net} twice in {list:?}");
         }
     }
-    assert!(!subnets.is_empty(), "subnets without a subnet");
+    // A static IPAM without addresses gives none: its addresses come from the pod's `ips`.
+    // Written back as host-local, which needs a range, it would not read.
+    if subnets.is_empty() {
+        return;
+    }
     let written = json!({
         "type": "bridge",
         "ipam": {

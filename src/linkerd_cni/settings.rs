@@ -122,8 +122,12 @@ impl SettingsKind for Settings {
                 "nadSyncWave" => self.nad_sync_wave = Some(sync_wave(key, value)?),
                 "skipSecondarySubnets" => self.skip_secondary_subnets = switch(key, value)?,
                 "clusterCIDRs" => {
-                    let parsed = structured(key, value, from_config_map)?;
-                    self.cluster_cidrs = cidrs(key, &parsed)?;
+                    // An empty flag or variable is no networks, not a YAML error.
+                    let blank = value.as_text().is_some_and(|t| t.trim().is_empty());
+                    self.cluster_cidrs = match blank {
+                        true => Vec::new(),
+                        false => cidrs(key, &structured(key, value, from_config_map)?)?,
+                    };
                 }
                 _ => {
                     return Err(SettingsError::UnknownKeys {
@@ -287,6 +291,45 @@ mod tests {
         assert_eq!(typed.config_rollout, ConfigRollout::Labelled);
     }
 
+    /// A list in the typed object, a list or a comma-separated string in a ConfigMap (and so
+    /// in a flag or variable): the same networks, masked, each once.
+    #[test]
+    fn cluster_cidrs_forms_agree() {
+        let typed = read(
+            "apiVersion: multus.linkerd.io/v1alpha1\nkind: LinkerdMultus\nspec:\n  skipSecondarySubnets: enabled\n  clusterCIDRs: [10.244.0.0/16, 10.96.0.1/12, fd00:10::/56]\n",
+        )
+        .unwrap();
+        let want: Vec<IpNet> = ["10.244.0.0/16", "10.96.0.0/12", "fd00:10::/56"]
+            .iter()
+            .map(|n| n.parse().unwrap())
+            .collect();
+        assert_eq!(typed.cluster_cidrs, want);
+        assert!(typed.skip_secondary_subnets);
+        for data in [
+            "clusterCIDRs: 10.244.0.0/16, 10.96.0.1/12,fd00:10::/56,10.244.0.0/16",
+            "clusterCIDRs: '[10.244.0.0/16, 10.96.0.0/12, fd00:10::/56]'",
+        ] {
+            let cm = read(&format!(
+                "apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: c}}\ndata:\n  {data}\n"
+            ))
+            .unwrap();
+            assert_eq!(cm.cluster_cidrs, want, "{data}");
+        }
+        let empty = read("apiVersion: v1\nkind: ConfigMap\ndata:\n  clusterCIDRs: ''\n").unwrap();
+        assert_eq!(empty.cluster_cidrs, []);
+        assert_eq!(typed.conflict(), None);
+        let alone = Settings {
+            skip_secondary_subnets: true,
+            ..Settings::default()
+        };
+        assert!(
+            alone
+                .conflict()
+                .unwrap()
+                .starts_with("skipSecondarySubnets is enabled but clusterCIDRs is not set")
+        );
+    }
+
     #[test]
     fn config_rollout_values() {
         // A plain `off` is a YAML 1.1 boolean to some readers: the text is what counts.
@@ -376,6 +419,18 @@ mod tests {
                 "setting nadSyncWave: \"first\" is not a whole number, as Argo CD's sync waves are",
             ),
             ("namespaces: '[a'", "setting namespaces: is not valid YAML"),
+            (
+                "skipSecondarySubnets: \"true\"",
+                "setting skipSecondarySubnets: \"true\" is neither enabled nor disabled",
+            ),
+            (
+                "clusterCIDRs: 10.244.0.0/16,10.96.0.0",
+                "setting clusterCIDRs: \"10.96.0.0\" is not a CIDR such as 10.244.0.0/16",
+            ),
+            (
+                "clusterCIDRs: '{a: b}'",
+                "setting clusterCIDRs: must be a list of CIDRs such as 10.244.0.0/16",
+            ),
             (
                 "namespaces: '{Demo: {}}'",
                 "setting namespaces: \"Demo\" is not a namespace name",

@@ -148,6 +148,10 @@ pub fn secondary_subnets(
             .chain(routes.iter().copied())
         {
             let range = &range;
+            // With IPv6 off, Linkerd-CNI redirects no IPv6 traffic: nothing of it to skip.
+            if !ipv6 && matches!(range, IpNet::V6(_)) {
+                continue;
+            }
             if range.prefix_len() == 0 {
                 return Err(Refusal::Everything { nad, range: *range });
             }
@@ -161,7 +165,7 @@ pub fn secondary_subnets(
             if ipv6 {
                 return Err(Refusal::Ipv6 { nad, range: *range });
             }
-            if matches!(range, IpNet::V4(_)) && !out.subnets.contains(range) {
+            if !out.subnets.contains(range) {
                 out.subnets.push(*range);
             }
         }

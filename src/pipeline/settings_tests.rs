@@ -230,6 +230,47 @@ fn the_environment_then_flags_then_the_namespace_variable() {
     );
 }
 
+/// Settings that contradict each other are refused once every source is layered, whichever
+/// gave each: the object, a variable, a flag; the error names where the object is.
+#[test]
+fn contradicting_settings_are_refused_after_layering() {
+    let object = parse_document(
+        "apiVersion: multus.linkerd.io/v1alpha1\nkind: LinkerdMultus\nspec:\n  skipSecondarySubnets: enabled\n",
+    )
+    .unwrap();
+    let resolved = |variables: &[(&'static str, &'static str)], flags: Vec<Value>| {
+        let read = env(variables);
+        let mut sources = Sources::new(Takes::Rendering);
+        sources.environment = Some(Environment {
+            read: &read,
+            argocd: false,
+            namespace_variables: &[],
+        });
+        sources.flags = flags;
+        sources.found = vec![(&object, "settings.yaml".to_string())];
+        resolve(sources).map(|_| ()).map_err(|e| e.to_string())
+    };
+    assert_eq!(
+        resolved(&[], Vec::new()).unwrap_err(),
+        "settings.yaml: settings: skipSecondarySubnets is enabled but clusterCIDRs is not set: without the cluster's pod and service networks, a secondary network's subnet that overlaps them would take meshed traffic away from the proxy; set clusterCIDRs (for example 10.244.0.0/16,10.96.0.0/12)"
+    );
+    assert_eq!(
+        resolved(
+            &[("LINKERD_MULTUS_CLUSTER_CIDRS", "10.244.0.0/16")],
+            Vec::new()
+        ),
+        Ok(())
+    );
+    let flag = Value::flag("cluster-cidrs", "clusterCIDRs", "10.244.0.0/16".into());
+    assert_eq!(resolved(&[], vec![flag]), Ok(()));
+    let off = Value::flag(
+        "skip-secondary-subnets",
+        "skipSecondarySubnets",
+        "disabled".into(),
+    );
+    assert_eq!(resolved(&[], vec![off]), Ok(()));
+}
+
 /// A settings object of a near-miss apiVersion or kind is refused wherever it
 /// is given, naming the object, what is written and what to write; among the
 /// renderer's inputs it is a settings object (never printed), and the error

@@ -228,15 +228,20 @@ async fn serve(
     companion: Option<Companion>,
     tls: Arc<Tls>,
 ) -> anyhow::Result<()> {
-    let (listener, listen) = listen::bind_as(args.listen, "--listen")?;
-    let (ops_listener, ops_listen) = listen::bind_as(args.ops_listen, "--ops-listen")?;
-    let client = api_client(args.api_timeout).await?;
     let managed = companion.is_some();
     let missing_nad = args.missing_nad.unwrap_or(if managed {
         MissingNad::Attach
     } else {
         MissingNad::Deny
     });
+    if missing_nad == MissingNad::Ignore && settings.skip_secondary_subnets {
+        anyhow::bail!(
+            "--skip-secondary-subnets=enabled reads the IPAM of the NADs pods select, but --missing-nad ignore reads no NAD: run with --missing-nad attach or deny, or leave skipSecondarySubnets disabled"
+        );
+    }
+    let (listener, listen) = listen::bind_as(args.listen, "--listen")?;
+    let (ops_listener, ops_listen) = listen::bind_as(args.ops_listen, "--ops-listen")?;
+    let client = api_client(args.api_timeout).await?;
     // The NAD cache only when something reads it: with --missing-nad ignore
     // and no network-resources rules, the webhook neither watches NADs nor
     // needs the RBAC to.

@@ -5,7 +5,7 @@ use super::*;
 pub(crate) use crate::common::setters::apply_setters;
 
 const NEW: &str = "mesh-webhook";
-const SETTERS: [(&str, &str); 13] = [
+const SETTERS: [(&str, &str); 15] = [
     (
         "image",
         "mirror.example:5000/linkerd/multus@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
@@ -22,6 +22,8 @@ const SETTERS: [(&str, &str); 13] = [
     ("manage-nads", "true"),
     ("cni-namespace", "cni"),
     ("network-resources", "/etc/nr.yaml"),
+    ("skip-secondary-subnets", "enabled"),
+    ("cluster-cidrs", "[10.244.0.0/16, 10.96.0.0/12]"),
 ];
 
 /// `text` with every `# kpt-set:` line set to [`SETTERS`]' values.
@@ -169,6 +171,8 @@ fn other_setters_take_effect(pkg: &Package) {
         ("--manage-nads", "true"),
         ("--cni-namespace", "cni"),
         ("--network-resources", "/etc/nr.yaml"),
+        ("--skip-secondary-subnets", "enabled"),
+        ("--cluster-cidrs", "[10.244.0.0/16, 10.96.0.0/12]"),
     ] {
         assert_eq!(pkg.arg(flag).as_deref(), Some(value), "{flag}");
     }

@@ -745,20 +745,25 @@ fn a_pod_created_under_an_older_config_is_named() {
 
 /// A meshed pod with a secondary network (a NAD with a static address and a route): inbound
 /// TCP on it is refused by the proxy until its skip-subnets covers the network's subnets,
-/// and `check --proxy` says so, naming the pod, the subnets and the NAD.
+/// and `check --proxy` says so, naming the pod, the subnets and the NAD. Once the skip-subnets
+/// linkerd-multus wrote for it no longer match the NAD (its range changed), `check` names the
+/// pod with what was written and what is wanted.
 #[test]
 fn a_secondary_network_no_skip_subnets_covers_is_named() {
     let installed = installed();
     let plane = installed.plane;
-    installed.kubectl_ok(
-        &["apply", "-f", "-"],
-        &json!({
+    let storage_nad = |address: &str| {
+        let config = format!(
+            r#"{{"cniVersion": "0.3.1", "type": "macvlan", "ipam": {{"type": "static", "addresses": [{{"address": "{address}"}}], "routes": [{{"dst": "172.20.0.0/16"}}]}}}}"#
+        );
+        let nad = json!({
             "apiVersion": "k8s.cni.cncf.io/v1", "kind": "NetworkAttachmentDefinition",
             "metadata": {"name": "storage", "namespace": DEMO},
-            "spec": {"config": r#"{"cniVersion": "0.3.1", "type": "macvlan", "ipam": {"type": "static", "addresses": [{"address": "10.10.0.5/24"}], "routes": [{"dst": "172.20.0.0/16"}]}}"#},
-        })
-        .to_string(),
-    );
+            "spec": {"config": config},
+        });
+        installed.kubectl_ok(&["apply", "-f", "-"], &nad.to_string());
+    };
+    storage_nad("10.10.0.5/24");
     let container = |name: &str| json!({"name": name, "image": "registry.k8s.io/pause:3.10"});
     let pod = json!({
         "apiVersion": "v1", "kind": "Pod",
@@ -795,6 +800,36 @@ fn a_secondary_network_no_skip_subnets_covers_is_named() {
     ]);
     let (code, failing, table) = failures(&installed, &["--proxy"]);
     assert!(failing.is_empty() && code == 0, "{table}");
+
+    // Written by linkerd-multus (its record, as the rule leaves it with no list to carry
+    // over; the webhook leaves both annotations alone on UPDATE), then the NAD's range moves.
+    plane.kubectl(&[
+        "annotate",
+        "pod",
+        "storage-client",
+        "-n",
+        DEMO,
+        "multus.linkerd.io/skip-subnets=10.10.0.0/24,172.20.0.0/16",
+    ]);
+    let (code, failing, table) = failures(&installed, &["--proxy"]);
+    assert!(failing.is_empty() && code == 0, "{table}");
+    storage_nad("10.11.0.5/24");
+    let entry = "demo/storage-client (written for 10.10.0.0/24, which demo/storage no longer gives; without 10.11.0.0/24 of demo/storage)";
+    let want = (
+        "linkerd-multus-data-plane",
+        "skip-subnets written by linkerd-multus match their secondary networks",
+        "warning",
+        entry,
+    );
+    named_alone(&installed, &["--proxy"], want, 0);
+    let table = String::from_utf8(check(&installed, &["--proxy"]).stdout).unwrap();
+    let lines = format!(
+        "‼ meshed pods' skip-subnets written by linkerd-multus match their secondary networks\n    \
+         their NADs changed since their skip-subnets were written: {entry}\n    \
+         hint: render and sync their workloads (or recreate the pods, which the webhook rewrites); \
+         Linkerd-CNI reads skip-subnets only when a pod starts\n"
+    );
+    assert!(table.contains(&lines), "{table}");
     plane.kubectl(&["delete", "pod", "storage-client", "-n", DEMO]);
     plane.kubectl(&[
         "delete",

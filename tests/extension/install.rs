@@ -95,6 +95,26 @@ pub(crate) const CASES: &[Case] = &[
         values: r#"{"apiServerCIDRs": ["10.0.0.0/24", "fd00::/64"], "metricsNamespaces": ["openshift-monitoring", "openshift-user-workload-monitoring"]}"#,
     },
     Case {
+        name: "secondary networks' subnets skipped, the cluster's networks",
+        flags: &[
+            "--skip-secondary-subnets=enabled",
+            "--cluster-cidr=10.244.0.0/16,fd00:10::/56",
+            "--cluster-cidr",
+            "10.96.0.0/12",
+        ],
+        setters: &[
+            ("skip-secondary-subnets", "enabled"),
+            (
+                "cluster-cidrs",
+                "[10.244.0.0/16, fd00:10::/56, 10.96.0.0/12]",
+            ),
+        ],
+        nad_controller: false,
+        network_resources: false,
+        cert_manager: false,
+        values: r#"{"skipSecondarySubnets": "enabled", "clusterCIDRs": ["10.244.0.0/16", "fd00:10::/56", "10.96.0.0/12"]}"#,
+    },
+    Case {
         name: "OpenShift, a mirror's image, namespaces kept away from the webhook",
         flags: &[
             "--platform=openshift",
@@ -141,7 +161,7 @@ pub(crate) const CASES: &[Case] = &[
 ];
 
 /// The packages' defaults of every setter, as their READMEs document them.
-const DEFAULTS: [(&str, &str); 13] = [
+const DEFAULTS: [(&str, &str); 15] = [
     ("image", "ghcr.io/linkerd-multus/linkerd-multus:v0.1.0"),
     ("webhook-excluded-namespaces", "[]"),
     ("namespace", "linkerd-multus"),
@@ -152,6 +172,8 @@ const DEFAULTS: [(&str, &str); 13] = [
     ("manage-nads", "false"),
     ("cni-namespace", "linkerd-cni"),
     ("network-resources", ""),
+    ("skip-secondary-subnets", "disabled"),
+    ("cluster-cidrs", "[]"),
     ("api-server-cidr", "0.0.0.0/0"),
     ("api-server-cidr-ipv6", "::/0"),
     ("metrics-namespaces", "[monitoring]"),
@@ -341,6 +363,10 @@ fn bad_input_is_refused_with_what_to_do() {
         "excluded.yaml",
         &format!("{head}spec:\n  webhookExcludedNamespaces: openshift-*\n"),
     );
+    let skip = file(
+        "skip.yaml",
+        &format!("{head}spec:\n  skipSecondarySubnets: enabled\n"),
+    );
     let cases: Vec<(Vec<&str>, Vec<&str>)> = vec![
         (
             vec![&unknown],
@@ -390,6 +416,32 @@ fn bad_input_is_refused_with_what_to_do() {
             vec![
                 "--api-server-cidr (apiServerCIDRs) \"10.0.0.1/8\" has host bits set: the network is 10.0.0.0/8; write that, or 10.0.0.1/32 for the one address",
             ],
+        ),
+        (
+            vec![
+                "--cluster-cidr=10.244.0.0/16,10.96.0.1/12",
+                "--ignore-cluster",
+            ],
+            vec![
+                "error: --cluster-cidr (clusterCIDRs) \"10.96.0.1/12\" has host bits set: the network is 10.96.0.0/12; write that, or 10.96.0.1/32 for the one address\n",
+            ],
+        ),
+        (
+            vec!["--cluster-cidr=10.244.0.0", "--ignore-cluster"],
+            vec![
+                "--cluster-cidr (clusterCIDRs) \"10.244.0.0\" is not a CIDR: write ADDRESS/PREFIX",
+            ],
+        ),
+        // Skipping by default without the cluster's networks: the webhook would not start.
+        (
+            vec!["--skip-secondary-subnets=enabled", "--ignore-cluster"],
+            vec![
+                "error: --skip-secondary-subnets (skipSecondarySubnets) enabled needs --cluster-cidr (clusterCIDRs): without the cluster's pod and service networks, a secondary network's subnet that overlaps them would take meshed traffic away from the proxy, so the webhook refuses to start;",
+            ],
+        ),
+        (
+            vec![&skip, "--ignore-cluster"],
+            vec!["--skip-secondary-subnets (skipSecondarySubnets) enabled needs --cluster-cidr"],
         ),
         (
             vec!["--metrics-namespace=Prometheus", "--ignore-cluster"],
@@ -534,6 +586,10 @@ fn bad_flag_values_are_refused_by_the_command_line() {
             &["--platform=OpenShift"][..],
             "[possible values: kubernetes, openshift]",
         ),
+        (
+            &["--skip-secondary-subnets=true"][..],
+            "[possible values: enabled, disabled]",
+        ),
     ] {
         let run = install(args);
         assert_eq!(run.code, 2, "{args:?}: {run:?}");
@@ -558,6 +614,8 @@ fn help_shows_an_example_and_warns_of_the_private_key() {
             "--platform <PLATFORM>",
             "--webhook-excluded-namespace <NAME|PREFIX*>",
             "--metrics-namespace <NAMESPACE>",
+            "--skip-secondary-subnets <enabled|disabled>",
+            "--cluster-cidr <CIDR>",
         ] {
             assert!(
                 run.stdout.contains(want),

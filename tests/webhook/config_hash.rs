@@ -18,13 +18,13 @@ const HASH: &str = "multus.linkerd.io/config-hash";
 
 /// A MutatingWebhookConfiguration sending the pod creations and updates of
 /// one namespace to a webhook; deleted when dropped.
-struct Registration {
+pub(super) struct Registration {
     plane: &'static ControlPlane,
     name: String,
 }
 
 impl Registration {
-    fn new(plane: &'static ControlPlane, namespace: &str, addr: &str, ca: &str) -> Self {
+    pub(super) fn new(plane: &'static ControlPlane, namespace: &str, addr: &str, ca: &str) -> Self {
         let name = plane.unique_name("stamp");
         let ca = base64::engine::general_purpose::STANDARD.encode(ca);
         plane.apply(&format!(
@@ -42,7 +42,7 @@ impl Drop for Registration {
 }
 
 /// A pod named `name` in `namespace` with `annotations`.
-fn pod(namespace: &str, name: &str, annotations: Value) -> String {
+pub(super) fn pod(namespace: &str, name: &str, annotations: Value) -> String {
     json!({
         "apiVersion": "v1",
         "kind": "Pod",
@@ -54,7 +54,7 @@ fn pod(namespace: &str, name: &str, annotations: Value) -> String {
 
 /// The annotations of the pod the API server stores (or, with `dry_run`,
 /// would store) for `manifest`.
-fn created(c: &Cluster, manifest: &str, dry_run: bool) -> Value {
+pub(super) fn created(c: &Cluster, manifest: &str, dry_run: bool) -> Value {
     let mut args = vec!["create", "-o", "json", "-f", "-"];
     if dry_run {
         args.push("--dry-run=server");

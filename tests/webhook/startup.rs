@@ -66,6 +66,22 @@ fn bad_start_up_settings_are_named() {
             with_tls(&["--max-connections", "0"]),
             "--max-connections 0: must be more than 0",
         ),
+        (
+            with_tls(&["--skip-secondary-subnets=enabled"]),
+            "settings: skipSecondarySubnets is enabled but clusterCIDRs is not set",
+        ),
+        (
+            with_tls(&["--cluster-cidrs=10.244.0.0/16,10.96.0.0"]),
+            "--cluster-cidrs: setting clusterCIDRs: \"10.96.0.0\" is not a CIDR such as 10.244.0.0/16",
+        ),
+        (
+            with_tls(&[
+                "--skip-secondary-subnets=enabled",
+                "--cluster-cidrs=10.244.0.0/16",
+                "--missing-nad=ignore",
+            ]),
+            "--skip-secondary-subnets=enabled reads the IPAM of the NADs pods select, but --missing-nad ignore reads no NAD",
+        ),
     ];
     for (args, want) in cases {
         refused_naming(dir.path(), &args, want);
@@ -158,6 +174,8 @@ fn help_lists_only_the_flags_the_webhook_uses() {
             "nad-name",
             "uid-range-annotation",
             "proxy-uid-offset",
+            "skip-secondary-subnets",
+            "cluster-cidrs",
             "cni-namespace",
             "cni-kubeconfig",
             "cni-version",

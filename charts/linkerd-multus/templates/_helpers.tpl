@@ -16,6 +16,17 @@ when only a digest is given), then @DIGEST when set.
 {{- end }}
 
 {{/*
+The Deployment's --cluster-cidrs, a list the webhook reads as YAML ([] for none); refused when
+skipSecondarySubnets is enabled without them, as the webhook would refuse to start.
+*/}}
+{{- define "linkerd-multus.clusterCIDRs" -}}
+{{- if and (eq .Values.skipSecondarySubnets "enabled") (not .Values.clusterCIDRs) -}}
+{{- fail "skipSecondarySubnets is enabled but clusterCIDRs is empty: without the cluster's pod and service networks, a secondary network's subnet that overlaps them would take meshed traffic away from the proxy, so the webhook refuses to start; set clusterCIDRs (for example [10.244.0.0/16, 10.96.0.0/12]), or leave skipSecondarySubnets disabled" -}}
+{{- end -}}
+{{- printf "[%s]" (join ", " .Values.clusterCIDRs) -}}
+{{- end }}
+
+{{/*
 The namespaces whose pods never reach the webhook, as JSON: the platform's (OpenShift:
 openshift, openshift-*), then webhookExcludedNamespaces, each once.
 */}}

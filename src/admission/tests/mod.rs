@@ -6,6 +6,7 @@ mod answers;
 mod patches;
 mod reading;
 mod resource_rules;
+mod skip_subnets;
 mod stamps;
 
 use std::collections::BTreeMap;

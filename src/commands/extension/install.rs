@@ -3,6 +3,7 @@
 
 use std::path::PathBuf;
 
+use clap::builder::{PossibleValuesParser, TypedValueParser as _};
 use clap::parser::ValueSource;
 use clap::{ArgMatches, Args, FromArgMatches};
 
@@ -133,6 +134,19 @@ pub struct InstallFlags {
     /// these only [default: every address, with a warning].
     #[arg(long = "api-server-cidr", value_name = "CIDR")]
     api_server_cidrs: Vec<String>,
+    /// Meshed pods skip the subnets of their Multus secondary networks
+    /// (config.linkerd.io/skip-subnets) unless they or their namespace say
+    /// otherwise (multus.linkerd.io/skip-secondary-subnets); enabled needs
+    /// --cluster-cidr [default: disabled].
+    #[arg(long, value_name = "enabled|disabled",
+          value_parser = PossibleValuesParser::new(["enabled", "disabled"]).map(|v| v == "enabled"))]
+    skip_secondary_subnets: Option<bool>,
+    /// The cluster's pod and service networks (ADDRESS/PREFIX), repeated or
+    /// comma-separated: the webhook never skips a secondary subnet that
+    /// overlaps them. Without them, a pod that opts in and has subnets to skip
+    /// gets the webhook's --on-error answer [default: none].
+    #[arg(long = "cluster-cidr", value_name = "CIDR")]
+    cluster_cidrs: Vec<String>,
     /// A namespace allowed to scrape the ops port 9090, repeated or
     /// comma-separated (on OpenShift, openshift-monitoring and
     /// openshift-user-workload-monitoring) [default: monitoring; with
@@ -199,6 +213,8 @@ impl InstallArgs {
             priority_class_name: f.priority_class_name.clone(),
             ignore_cluster: f.ignore_cluster,
             api_server_cidrs: list(&f.api_server_cidrs),
+            skip_secondary_subnets: f.skip_secondary_subnets,
+            cluster_cidrs: list(&f.cluster_cidrs),
             metrics_namespaces: list(&f.metrics_namespaces),
             ..Settings::default()
         }
@@ -296,6 +312,8 @@ mod tests {
             "--api-server-cidr=10.0.0.0/24,fd00::/64",
             "--api-server-cidr",
             "192.0.2.0/24",
+            "--skip-secondary-subnets=enabled",
+            "--cluster-cidr=10.244.0.0/16,10.96.0.0/12",
             "--metrics-namespace=openshift-monitoring",
             "--metrics-namespace=openshift-user-workload-monitoring",
             "--image=mirror.example:5000/linkerd/multus:0.1.0",
@@ -320,6 +338,8 @@ mod tests {
                     "fd00::/64".into(),
                     "192.0.2.0/24".into()
                 ]),
+                skip_secondary_subnets: Some(true),
+                cluster_cidrs: Some(vec!["10.244.0.0/16".into(), "10.96.0.0/12".into()]),
                 metrics_namespaces: Some(vec![
                     "openshift-monitoring".into(),
                     "openshift-user-workload-monitoring".into()
@@ -344,6 +364,7 @@ mod tests {
             (&["--certs", "vault"][..], "generate, cert-manager"),
             (&["--manage-nads=maybe"][..], "--manage-nads"),
             (&["--platform=OpenShift"][..], "kubernetes, openshift"),
+            (&["--skip-secondary-subnets=true"][..], "enabled, disabled"),
         ] {
             let mut all = vec!["install"];
             all.extend(args);

@@ -6,10 +6,12 @@
 //! `linkerd-network-validator` exited with 95; on OpenShift those whose
 //! proxy UID is outside their namespace's UID range; and those with secondary
 //! networks whose subnets no skip-subnets covers (inbound TCP on them goes to
-//! the proxy, which refuses it: [`skip_subnets`]).
+//! the proxy, which refuses it: [`skip_subnets`]); and those whose skip-subnets
+//! linkerd-multus wrote ([`ADDED_ANNOTATION`]) for subnets their NADs no longer give.
 
 use std::collections::BTreeMap;
 
+use ipnet::IpNet;
 use kube::Client;
 
 use super::report::Check;
@@ -19,7 +21,7 @@ use super::{DATA_PLANE, Options, capped, cni, extension};
 use crate::linkerd_cni::attach::{self, PROXY_UID_ANNOTATION};
 use crate::linkerd_cni::rollout::{HASH_ANNOTATION, config_hash};
 use crate::linkerd_cni::settings::Settings;
-use crate::linkerd_cni::skip_subnets::{self, Network, PluginSettings};
+use crate::linkerd_cni::skip_subnets::{self, ADDED_ANNOTATION, Network, PluginSettings};
 use crate::multus::networks::{NETWORKS_ANNOTATION, Networks};
 
 /// What the data-plane checks found, each list `namespace/pod`, sorted.
@@ -34,8 +36,11 @@ pub struct Findings {
     /// Their proxy UID is outside their namespace's UID range.
     pub uid_outside: Vec<String>,
     /// Secondary networks whose subnets no skip-subnets covers: `namespace/pod (SUBNET of
-    /// NAMESPACE/NAD, ...)`.
+    /// NAMESPACE/NAD, ...)`; a pod in [`Findings::secondary_stale`] is not listed again.
     pub secondary_refused: Vec<String>,
+    /// Skip-subnets linkerd-multus wrote for other subnets than their NADs give now:
+    /// `namespace/pod (what was written and what is wanted)`.
+    pub secondary_stale: Vec<String>,
 }
 
 /// Judges the meshed pods, sorted.
@@ -70,9 +75,11 @@ impl Findings {
         let ns_annotations = namespaces.get(ns).map(|n| &n.annotations).unwrap_or(&empty);
         let annotations = &pod.meta.annotations;
         let decision = attach::decide(settings, ns, annotations, &pod.meta.labels, ns_annotations);
-        let selects = annotations
+        let networks = annotations
             .get(NETWORKS_ANNOTATION)
-            .and_then(|t| Networks::parse(t).ok())
+            .and_then(|t| Networks::parse(t).ok());
+        let selects = networks
+            .as_ref()
             .is_some_and(|n| n.references(&settings.nad_name, ns));
         if decision.attach && !selects {
             self.unattached.push(named());
@@ -98,12 +105,49 @@ impl Findings {
         {
             self.uid_outside.push(named());
         }
+        let Some(networks) = networks else {
+            return;
+        };
         let no_plugin = PluginSettings::default();
         let plugin = nads.get(ns).map_or(&no_plugin, |n| &n.plugin);
-        let missing = secondary_uncovered(pod, ns, ns_annotations, plugin, ipams, settings);
-        if !missing.is_empty() {
-            self.secondary_refused
-                .push(format!("{} ({})", named(), missing.join(", ")));
+        let given = secondary_given(&networks, ns, ipams, &settings.nad_name);
+        let ns_skipped = ns_annotations
+            .get(skip_subnets::ANNOTATION)
+            .map(String::as_str);
+        let skipped = skip_subnets::effective(
+            annotations
+                .get(skip_subnets::ANNOTATION)
+                .map(String::as_str),
+            ns_skipped,
+            &plugin.subnets_to_ignore,
+        );
+        let missing: Vec<String> = given
+            .iter()
+            .flat_map(|(nad, subnets)| {
+                let subnets = subnets.as_deref().unwrap_or_default();
+                skip_subnets::uncovered(subnets, &skipped)
+                    .into_iter()
+                    .map(move |subnet| format!("{subnet} of {nad}"))
+            })
+            .collect();
+        // A pod whose skip-subnets linkerd-multus wrote is named once, with the rule's fix;
+        // what it wrote is judged only when every network the pod selects reads.
+        let written = annotations
+            .get(ADDED_ANNOTATION)
+            .filter(|_| given.iter().all(|(_, subnets)| subnets.is_some()));
+        let stale = written.and_then(|written| {
+            let carried = ns_skipped.into_iter().flat_map(|v| v.split(','));
+            let plugin_list = plugin.subnets_to_ignore.iter().map(String::as_str);
+            let carried: Vec<&str> = carried.chain(plugin_list).collect();
+            stale(written, &given, &missing, &carried, plugin.ipv6)
+        });
+        match stale {
+            Some(entry) => self.secondary_stale.push(format!("{} ({entry})", named())),
+            None if !missing.is_empty() => {
+                self.secondary_refused
+                    .push(format!("{} ({})", named(), missing.join(", ")))
+            }
+            None => {}
         }
     }
 
@@ -115,67 +159,89 @@ impl Findings {
             &mut self.validator_failed,
             &mut self.uid_outside,
             &mut self.secondary_refused,
+            &mut self.secondary_stale,
         ] {
             list.sort();
         }
     }
 }
 
-/// The subnets of `pod`'s secondary networks (every NAD it selects but the Linkerd-CNI one)
-/// that the skip-subnets Linkerd-CNI uses for it do not cover, each as `SUBNET of NS/NAD`.
-/// A network whose IPAM cannot be read, or gives no subnet (DHCP, none), is left out: no
-/// skip-subnets can cover it.
-fn secondary_uncovered(
-    pod: &Pod,
+/// Each secondary network `networks` selects (every NAD but the Linkerd-CNI one), as
+/// `namespace/name`, with the IPv4 subnets it gives now ([`skip_subnets::secondary_subnets`]
+/// with IPv6 off; the cluster's ranges do not matter here): none when the NAD no longer
+/// exists, `None` when its IPAM cannot be read or is refused.
+fn secondary_given(
+    networks: &Networks,
     ns: &str,
-    ns_annotations: &BTreeMap<String, String>,
-    plugin: &PluginSettings,
     ipams: &Ipams,
-    settings: &Settings,
-) -> Vec<String> {
-    let annotations = &pod.meta.annotations;
-    let Some(networks) = annotations
-        .get(NETWORKS_ANNOTATION)
-        .and_then(|t| Networks::parse(t).ok())
-    else {
-        return Vec::new();
-    };
-    let skipped = skip_subnets::effective(
-        annotations
-            .get(skip_subnets::ANNOTATION)
-            .map(String::as_str),
-        ns_annotations
-            .get(skip_subnets::ANNOTATION)
-            .map(String::as_str),
-        &plugin.subnets_to_ignore,
-    );
-    let mut missing = Vec::new();
-    for selection in networks.selections() {
-        if selection.refers_to(&settings.nad_name, ns) {
-            continue;
-        }
-        let key = (
-            selection.namespace_or(ns).to_string(),
-            selection.name.clone(),
-        );
-        let Some(ipam @ Ok(_)) = ipams.get(&key) else {
-            continue;
+    nad_name: &str,
+) -> Vec<(String, Option<Vec<IpNet>>)> {
+    let secondary = networks.selections().iter();
+    secondary
+        .filter(|selection| !selection.refers_to(nad_name, ns))
+        .map(|selection| {
+            let key = (
+                selection.namespace_or(ns).to_string(),
+                selection.name.clone(),
+            );
+            let nad = format!("{}/{}", key.0, key.1);
+            let subnets = match ipams.get(&key) {
+                None => Some(Vec::new()),
+                Some(ipam) => {
+                    let network = Network {
+                        nad: &nad,
+                        ipam,
+                        ips: &selection.ips,
+                    };
+                    skip_subnets::secondary_subnets(&[network], &[], false)
+                        .ok()
+                        .map(|found| found.subnets)
+                }
+            };
+            (nad, subnets)
+        })
+        .collect()
+}
+
+/// How the skip-subnets linkerd-multus wrote for a pod (`written`, its [`ADDED_ANNOTATION`])
+/// differ from what its networks `given` give now, `None` when they do not: the subnets
+/// written that no network gives any more, then those `missing` from its skip-subnets. The
+/// entries `carried` over (the namespace's value, the plugin's `subnets-to-ignore`) are not a
+/// network's. With Linkerd-CNI's `ipv6` on, every subnet written fails the pod's next start.
+fn stale(
+    written: &str,
+    given: &[(String, Option<Vec<IpNet>>)],
+    missing: &[String],
+    carried: &[&str],
+    ipv6: bool,
+) -> Option<String> {
+    let gone: Vec<String> = written
+        .split(',')
+        .filter(|entry| !carried.contains(entry))
+        .filter_map(|entry| entry.parse::<IpNet>().ok())
+        .filter(|subnet| {
+            ipv6 || !given
+                .iter()
+                .any(|(_, subnets)| subnets.iter().flatten().any(|s| s == subnet))
+        })
+        .map(|subnet| subnet.to_string())
+        .collect();
+    let mut parts = Vec::new();
+    if !gone.is_empty() {
+        let nads: Vec<&str> = given.iter().map(|(nad, _)| nad.as_str()).collect();
+        let why = match nads[..] {
+            _ if ipv6 => "which fail its next start now that Linkerd-CNI runs with ipv6 on".into(),
+            [] => "which no network of it gives".to_string(),
+            [nad] => format!("which {nad} no longer gives"),
+            _ => format!("which none of {} gives any more", nads.join(", ")),
         };
-        let nad = format!("{}/{}", key.0, key.1);
-        let network = Network {
-            nad: &nad,
-            ipam,
-            ips: &selection.ips,
-        };
-        // IPv4 as Linkerd-CNI with IPv6 off reads it; the cluster's ranges do not matter here.
-        let Ok(found) = skip_subnets::secondary_subnets(&[network], &[], false) else {
-            continue;
-        };
-        for subnet in skip_subnets::uncovered(&found.subnets, &skipped) {
-            missing.push(format!("{subnet} of {nad}"));
-        }
+        parts.push(format!("written for {}, {why}", gone.join(", ")));
     }
-    missing
+    if !missing.is_empty() && !ipv6 {
+        let written = if parts.is_empty() { "written " } else { "" };
+        parts.push(format!("{written}without {}", missing.join(", ")));
+    }
+    (!parts.is_empty()).then(|| parts.join("; "))
 }
 
 /// An OpenShift UID range `first/size`.
@@ -270,9 +336,16 @@ fn report(found: &Findings, settings: &Settings, pass: &mut Pass) {
             &found.secondary_refused,
             "inbound TCP on these networks goes to the proxy, which refuses it (the address is not the pod's own):".to_string(),
             format!(
-                "add the subnets to the pod template's {} (comma-separated; a pod's value replaces its namespace's and Linkerd-CNI's own list, so carry those over) and restart the pods; skipped traffic gets no mTLS and no Linkerd policy",
-                skip_subnets::ANNOTATION
+                "annotate their namespaces (or pod templates) {}=enabled and render them, or recreate the pods through the webhook (docs/secondary-networks.md); skipped traffic gets no mTLS and no Linkerd policy",
+                skip_subnets::OPT_IN_ANNOTATION
             ),
+            true,
+        ),
+        (
+            "meshed pods' skip-subnets written by linkerd-multus match their secondary networks".to_string(),
+            &found.secondary_stale,
+            "their NADs changed since their skip-subnets were written:".to_string(),
+            "render and sync their workloads (or recreate the pods, which the webhook rewrites); Linkerd-CNI reads skip-subnets only when a pod starts".to_string(),
             true,
         ),
     ];
@@ -379,6 +452,7 @@ mod tests {
                 validator_failed: vec!["demo/failed".into()],
                 uid_outside: vec!["ocp/out".into()],
                 secondary_refused: Vec::new(),
+                secondary_stale: Vec::new(),
             }
         );
     }
@@ -452,5 +526,164 @@ mod tests {
                 "skipping/by-namespace (192.168.50.0/24 of shared/data)",
             ]
         );
+    }
+
+    /// The findings for one pod `demo/web` that selects `networks` (and Linkerd-CNI) with
+    /// skip-subnets `value`, of which linkerd-multus wrote `written`; `demo/storage` has
+    /// `config`, the namespace's skip-subnets are `ns_value`, and Linkerd-CNI's own list is
+    /// 192.168.0.0/16 with `ipv6`.
+    fn judge_web(
+        config: &str,
+        networks: &str,
+        ns_value: Option<&str>,
+        ipv6: bool,
+        (value, written): (&str, &str),
+    ) -> Findings {
+        let ipams: Ipams = [(
+            ("demo".into(), "storage".into()),
+            crate::multus::ipam::read(config),
+        )]
+        .into();
+        let linkerd = format!(
+            r#"{{"type": "linkerd-cni", "linkerd": {{"subnets-to-ignore": ["192.168.0.0/16"], "ipv6": {ipv6}}}}}"#
+        );
+        let nads: BTreeMap<String, Nad> =
+            [("demo".into(), Nad::new(Maker::Controller, Some(linkerd)))].into();
+        let demo = Meta {
+            name: "demo".into(),
+            annotations: ns_value
+                .map(|v| (skip_subnets::ANNOTATION.to_string(), v.to_string()))
+                .into_iter()
+                .collect(),
+            ..Meta::default()
+        };
+        let namespaces: BTreeMap<&str, &Meta> = [("demo", &demo)].into();
+        let networks = format!("{networks}, linkerd-cni");
+        let mut annotations = vec![
+            (NETWORKS_ANNOTATION, networks.as_str()),
+            (skip_subnets::ANNOTATION, value),
+        ];
+        if !written.is_empty() {
+            annotations.push((ADDED_ANNOTATION, written));
+        }
+        let pods = [pod("web", "demo", &annotations)];
+        judge(&pods, &namespaces, &nads, &ipams, &Settings::default())
+    }
+
+    /// A static IPAM with `address` and `routes` (JSON objects).
+    fn static_ipam(address: &str, routes: &str) -> String {
+        format!(
+            r#"{{"type": "macvlan", "ipam": {{"type": "static", "addresses": [{{"address": "{address}"}}], "routes": [{routes}]}}}}"#
+        )
+    }
+
+    const ROUTE: &str = r#"{"dst": "172.20.0.0/16"}"#;
+
+    fn listed(text: &str) -> Vec<String> {
+        (!text.is_empty())
+            .then(|| text.to_string())
+            .into_iter()
+            .collect()
+    }
+
+    /// A pod whose skip-subnets linkerd-multus wrote for 10.10.0.0/24 and 172.20.0.0/16 of
+    /// demo/storage (carrying Linkerd-CNI's own list over): named when they no longer match
+    /// what its NADs give, with what was written and what is wanted.
+    #[test]
+    fn skip_subnets_written_for_other_subnets_are_named() {
+        let written = "192.168.0.0/16,10.10.0.0/24,172.20.0.0/16";
+        let two_routes = format!("{ROUTE}, {{\"dst\": \"172.21.0.0/16\"}}");
+        let v6 = r#"{"type": "macvlan", "ipam": {"type": "static", "addresses": [{"address": "fd00:10::5/64"}]}}"#;
+        let unreadable = r#"{"type": "macvlan", "ipam": {"type": "calico-ipam"}}"#;
+        // (the NAD's config now, the networks, Linkerd-CNI's ipv6, the finding)
+        let cases: &[(&str, &str, bool, &str)] = &[
+            (&static_ipam("10.10.0.5/24", ROUTE), "storage", false, ""),
+            (
+                &static_ipam("10.11.0.5/24", ROUTE),
+                "storage",
+                false,
+                "demo/web (written for 10.10.0.0/24, which demo/storage no longer gives; without 10.11.0.0/24 of demo/storage)",
+            ),
+            (
+                &static_ipam("10.10.0.5/24", ""),
+                "storage",
+                false,
+                "demo/web (written for 172.20.0.0/16, which demo/storage no longer gives)",
+            ),
+            (
+                &static_ipam("10.10.0.5/24", &two_routes),
+                "storage",
+                false,
+                "demo/web (written without 172.21.0.0/16 of demo/storage)",
+            ),
+            (
+                &static_ipam("10.10.0.5/24", ""),
+                "storage, gone",
+                false,
+                "demo/web (written for 172.20.0.0/16, which none of demo/storage, demo/gone gives any more)",
+            ),
+            (
+                v6,
+                "storage",
+                false,
+                "demo/web (written for 10.10.0.0/24, 172.20.0.0/16, which demo/storage no longer gives)",
+            ),
+            (
+                &static_ipam("10.10.0.5/24", ROUTE),
+                "storage",
+                true,
+                "demo/web (written for 10.10.0.0/24, 172.20.0.0/16, which fail its next start now that Linkerd-CNI runs with ipv6 on)",
+            ),
+            // Nothing to compare with: the NAD's IPAM is another check's.
+            (unreadable, "storage", false, ""),
+        ];
+        for (config, networks, ipv6, want) in cases {
+            let found = judge_web(config, networks, None, *ipv6, (written, written));
+            assert_eq!(found.secondary_stale, listed(want), "{config} {networks}");
+            assert!(found.secondary_refused.is_empty(), "{config}");
+        }
+    }
+
+    /// What linkerd-multus wrote is told from what the pod or its namespace had: the entries
+    /// carried over are not a network's, the pod's own are kept, and a pod it did not write
+    /// for is the other check's.
+    #[test]
+    fn skip_subnets_carried_over_are_not_a_networks() {
+        let config = static_ipam("10.10.0.5/24", ROUTE);
+        let both = "10.10.0.0/24,172.20.0.0/16";
+        let ns_too = "10.96.0.0/12,10.10.0.0/24,172.20.0.0/16";
+        // (the namespace's value, the pod's value, what was written, stale, refused)
+        let cases: &[(Option<&str>, &str, &str, &str, &str)] = &[
+            (Some("10.96.0.0/12"), ns_too, ns_too, "", ""),
+            (
+                None,
+                "10.10.0.0/16,10.10.0.0/24,172.20.0.0/16",
+                both,
+                "",
+                "",
+            ),
+            (
+                None,
+                "10.10.0.0/24",
+                "",
+                "",
+                "demo/web (172.20.0.0/16 of demo/storage)",
+            ),
+            (
+                Some("10.96.0.0/12"),
+                "10.96.0.0/12,10.10.0.0/24",
+                "10.96.0.0/12,10.10.0.0/24",
+                "demo/web (written without 172.20.0.0/16 of demo/storage)",
+                "",
+            ),
+        ];
+        for (ns_value, value, written, stale, refused) in cases {
+            let found = judge_web(&config, "storage", *ns_value, false, (value, written));
+            assert_eq!(
+                (found.secondary_stale, found.secondary_refused),
+                (listed(stale), listed(refused)),
+                "{value} {written}"
+            );
+        }
     }
 }

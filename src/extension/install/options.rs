@@ -30,6 +30,8 @@ pub const KEYS: &[&str] = &[
     "manageNADs",
     "cniNamespace",
     "networkResources",
+    "skipSecondarySubnets",
+    "clusterCIDRs",
     "certs",
     "ignoreCluster",
     "apiServerCIDRs",
@@ -102,6 +104,10 @@ pub struct Settings {
     pub cni_namespace: Option<String>,
     /// Whether the network-resources rules run.
     pub network_resources: Option<bool>,
+    /// Whether meshed pods skip their secondary networks' subnets by default.
+    pub skip_secondary_subnets: Option<bool>,
+    /// The cluster's pod and service networks, which no skipped subnet may overlap.
+    pub cluster_cidrs: Option<Vec<String>>,
     /// Where the certificates come from.
     pub certs: Option<Certs>,
     /// Whether to read nothing from the cluster.
@@ -137,6 +143,11 @@ pub struct Options {
     pub cni_namespace: String,
     /// The network-resources rules (default off).
     pub network_resources: bool,
+    /// Meshed pods skip their secondary networks' subnets unless they or their
+    /// namespace say otherwise (default off: only those that opt in).
+    pub skip_secondary_subnets: bool,
+    /// The cluster's pod and service networks, canonical (default none).
+    pub cluster_cidrs: Vec<String>,
     /// Where the certificates come from (default [`Certs::Generate`]).
     pub certs: Certs,
     /// Read nothing from the cluster (default off).
@@ -163,6 +174,8 @@ impl Default for Options {
             manage_nads: false,
             cni_namespace: "linkerd-cni".into(),
             network_resources: false,
+            skip_secondary_subnets: false,
+            cluster_cidrs: Vec::new(),
             certs: Certs::Generate,
             ignore_cluster: false,
             api_server_cidrs: Vec::new(),
@@ -221,6 +234,8 @@ impl Settings {
             manage_nads: flags.manage_nads.or(self.manage_nads),
             cni_namespace: flags.cni_namespace.or(self.cni_namespace),
             network_resources: flags.network_resources.or(self.network_resources),
+            skip_secondary_subnets: flags.skip_secondary_subnets.or(self.skip_secondary_subnets),
+            cluster_cidrs: flags.cluster_cidrs.or(self.cluster_cidrs),
             certs: flags.certs.or(self.certs),
             ignore_cluster: flags.ignore_cluster.or(self.ignore_cluster),
             api_server_cidrs: flags.api_server_cidrs.or(self.api_server_cidrs),
@@ -316,6 +331,10 @@ impl Settings {
                 "manageNADs" => settings.manage_nads = Some(boolean()?),
                 "cniNamespace" => settings.cni_namespace = Some(text()?),
                 "networkResources" => settings.network_resources = Some(boolean()?),
+                "skipSecondarySubnets" => {
+                    settings.skip_secondary_subnets = Some(switch(&text()?)?);
+                }
+                "clusterCIDRs" => settings.cluster_cidrs = Some(list()?),
                 "certs" => settings.certs = Some(certs(&text()?)?),
                 "ignoreCluster" => settings.ignore_cluster = Some(boolean()?),
                 "apiServerCIDRs" => settings.api_server_cidrs = Some(list()?),
@@ -336,13 +355,14 @@ impl Settings {
     pub fn resolve(self) -> Result<Options, OptionsError> {
         let defaults = Options::default();
         let cni_given = self.cni_namespace.is_some();
-        let api_server_cidrs = self
-            .api_server_cidrs
-            .unwrap_or_default()
-            .iter()
-            .map(|text| cidr(text))
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(OptionsError::Invalid)?;
+        let cidrs = |texts: Option<Vec<String>>, option: &str| {
+            (texts.unwrap_or_default().iter())
+                .map(|text| cidr(text, option))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(OptionsError::Invalid)
+        };
+        let api_server_cidrs = cidrs(self.api_server_cidrs, API_SERVER_CIDR)?;
+        let cluster_cidrs = cidrs(self.cluster_cidrs, CLUSTER_CIDR)?;
         let platform = self.platform.unwrap_or(defaults.platform);
         let mut webhook_excluded_namespaces = strings(platform.excluded_namespaces());
         for pattern in self.webhook_excluded_namespaces.unwrap_or_default() {
@@ -363,6 +383,10 @@ impl Settings {
             manage_nads: self.manage_nads.unwrap_or(defaults.manage_nads),
             cni_namespace: self.cni_namespace.unwrap_or(defaults.cni_namespace),
             network_resources: self.network_resources.unwrap_or(defaults.network_resources),
+            skip_secondary_subnets: self
+                .skip_secondary_subnets
+                .unwrap_or(defaults.skip_secondary_subnets),
+            cluster_cidrs,
             certs: self.certs.unwrap_or(defaults.certs),
             ignore_cluster: self.ignore_cluster.unwrap_or(defaults.ignore_cluster),
             api_server_cidrs,
@@ -456,6 +480,11 @@ impl Options {
                 "--replicas (replicas) 0: with no replica the webhook answers nothing; give at least 1 (2 keeps it up through a node drain)".into(),
             );
         }
+        if self.skip_secondary_subnets && self.cluster_cidrs.is_empty() {
+            return invalid(format!(
+                "--skip-secondary-subnets (skipSecondarySubnets) enabled needs {CLUSTER_CIDR}: without the cluster's pod and service networks, a secondary network's subnet that overlaps them would take meshed traffic away from the proxy, so the webhook refuses to start; give them, e.g. --cluster-cidr=10.244.0.0/16,10.96.0.0/12, or leave it disabled (pods then opt in by the annotation multus.linkerd.io/skip-secondary-subnets)"
+            ));
+        }
         if cni_given && !self.manage_nads {
             return invalid(format!(
                 "--cni-namespace (cniNamespace) {:?} is for the NAD controller: add --manage-nads (manageNADs: true), or leave it out",
@@ -475,7 +504,7 @@ impl Options {
     pub fn to_file(&self) -> String {
         let list = |items: &[String]| format!("[{}]", items.join(", "));
         format!(
-            "apiVersion: {API_VERSION}\nkind: {KIND}\nspec:\n  namespace: {}\n  linkerdNamespace: {}\n  image: {}\n  platform: {}\n  replicas: {}\n  failurePolicy: {}\n  priorityClassName: {}\n  manageNADs: {}\n  cniNamespace: {}\n  networkResources: {}\n  certs: {}\n  ignoreCluster: {}\n  apiServerCIDRs: {}\n  metricsNamespaces: {}\n  webhookExcludedNamespaces: {}\n",
+            "apiVersion: {API_VERSION}\nkind: {KIND}\nspec:\n  namespace: {}\n  linkerdNamespace: {}\n  image: {}\n  platform: {}\n  replicas: {}\n  failurePolicy: {}\n  priorityClassName: {}\n  manageNADs: {}\n  cniNamespace: {}\n  networkResources: {}\n  skipSecondarySubnets: {}\n  clusterCIDRs: {}\n  certs: {}\n  ignoreCluster: {}\n  apiServerCIDRs: {}\n  metricsNamespaces: {}\n  webhookExcludedNamespaces: {}\n",
             self.namespace,
             self.linkerd_namespace,
             self.image,
@@ -486,6 +515,8 @@ impl Options {
             self.manage_nads,
             self.cni_namespace,
             self.network_resources,
+            switch_text(self.skip_secondary_subnets),
+            list(&self.cluster_cidrs),
             self.certs.as_str(),
             self.ignore_cluster,
             list(&self.api_server_cidrs),
@@ -495,11 +526,31 @@ impl Options {
     }
 }
 
-/// `text` as a CIDR in canonical form (`ADDRESS/PREFIX`, no host bits set,
-/// IPv6 lower-case and shortened), as a NetworkPolicy's `ipBlock` takes it;
-/// the error names the option and what to write instead.
-fn cidr(text: &str) -> Result<String, String> {
-    let bad = |why: String| format!("--api-server-cidr (apiServerCIDRs) {text:?} {why}");
+/// The option of the API server's CIDRs, as errors name it.
+const API_SERVER_CIDR: &str = "--api-server-cidr (apiServerCIDRs)";
+/// The option of the cluster's CIDRs, as errors name it.
+const CLUSTER_CIDR: &str = "--cluster-cidr (clusterCIDRs)";
+
+/// `enabled` or `disabled`, as the webhook's switches are written.
+pub fn switch_text(on: bool) -> &'static str {
+    if on { "enabled" } else { "disabled" }
+}
+
+fn switch(text: &str) -> Result<bool, String> {
+    match text {
+        "enabled" => Ok(true),
+        "disabled" => Ok(false),
+        other => Err(format!(
+            "spec.skipSecondarySubnets: must be enabled or disabled, not {other:?}"
+        )),
+    }
+}
+
+/// `text`, a value of `option`, as a CIDR in canonical form (`ADDRESS/PREFIX`,
+/// no host bits set, IPv6 lower-case and shortened), as a NetworkPolicy's
+/// `ipBlock` takes it; the error names the option and what to write instead.
+fn cidr(text: &str, option: &str) -> Result<String, String> {
+    let bad = |why: String| format!("{option} {text:?} {why}");
     let Some((address, prefix)) = text.split_once('/') else {
         return Err(bad(
             "is not a CIDR: write ADDRESS/PREFIX, e.g. 10.0.0.0/24, or 10.0.0.5/32 for one address"
@@ -591,6 +642,8 @@ mod tests {
             manage_nads: true,
             cni_namespace: "cni".into(),
             network_resources: true,
+            skip_secondary_subnets: true,
+            cluster_cidrs: vec!["10.128.0.0/14".into(), "172.30.0.0/16".into()],
             certs: Certs::CertManager,
             ignore_cluster: true,
             api_server_cidrs: vec!["10.0.0.0/24".into(), "fd00::/64".into()],
@@ -682,6 +735,14 @@ mod tests {
             (
                 "spec:\n  manageNADs: yes\n",
                 "spec.manageNADs: must be true or false",
+            ),
+            (
+                "spec:\n  skipSecondarySubnets: true\n",
+                "spec.skipSecondarySubnets: must be enabled or disabled, not \"true\"",
+            ),
+            (
+                "spec:\n  clusterCIDRs: 10.244.0.0/16\n",
+                "spec.clusterCIDRs: must be a list of strings, not a scalar",
             ),
             (
                 "spec:\n  certs: vault\n",
@@ -793,6 +854,20 @@ mod tests {
             ),
             (
                 Settings {
+                    cluster_cidrs: Some(vec!["10.244.0.0/16".into(), "10.96.0.0".into()]),
+                    ..Settings::default()
+                },
+                "--cluster-cidr (clusterCIDRs) \"10.96.0.0\" is not a CIDR: write ADDRESS/PREFIX",
+            ),
+            (
+                Settings {
+                    skip_secondary_subnets: Some(true),
+                    ..Settings::default()
+                },
+                "--skip-secondary-subnets (skipSecondarySubnets) enabled needs --cluster-cidr (clusterCIDRs): without the cluster's pod and service networks, a secondary network's subnet that overlaps them would take meshed traffic away from the proxy",
+            ),
+            (
+                Settings {
                     metrics_namespaces: Some(vec![]),
                     ..Settings::default()
                 },
@@ -865,6 +940,12 @@ mod tests {
             ..Settings::default()
         };
         assert_eq!(fine.resolve().unwrap().cni_namespace, "cni");
+        // The cluster's networks alone are fine: pods opt in by their annotation.
+        let cidrs = Settings {
+            cluster_cidrs: Some(vec!["FD00:10::/56".into()]),
+            ..Settings::default()
+        };
+        assert_eq!(cidrs.resolve().unwrap().cluster_cidrs, ["fd00:10::/56"]);
     }
 
     #[test]
@@ -891,7 +972,7 @@ mod tests {
             ("10.0.0/8", Err("\"10.0.0\" is not an IP address")),
             ("10.0.0.0/x", Err("the prefix must be 0 to 32")),
         ] {
-            match (cidr(text), want) {
+            match (cidr(text, API_SERVER_CIDR), want) {
                 (Ok(got), Ok(want)) => assert_eq!(got, want, "{text}"),
                 (Err(got), Err(want)) => {
                     assert!(

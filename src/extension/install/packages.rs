@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use anyhow::Context as _;
 
-use super::options::{Certs, Options};
+use super::options::{Certs, Options, switch_text};
 use super::setters;
 use crate::yaml::{Node, parse_stream};
 
@@ -74,6 +74,14 @@ pub fn setter_values(options: &Options) -> BTreeMap<&'static str, String> {
         ("image", options.image.clone()),
         ("manage-nads", options.manage_nads.to_string()),
         ("cni-namespace", options.cni_namespace.clone()),
+        (
+            "skip-secondary-subnets",
+            switch_text(options.skip_secondary_subnets).to_string(),
+        ),
+        (
+            "cluster-cidrs",
+            format!("[{}]", options.cluster_cidrs.join(", ")),
+        ),
         (
             "metrics-namespaces",
             format!("[{}]", options.metrics_namespaces.join(", ")),

@@ -164,6 +164,8 @@ fn options_reach_the_objects() {
         manage_nads: true,
         cni_namespace: "cni".into(),
         network_resources: true,
+        skip_secondary_subnets: true,
+        cluster_cidrs: vec!["10.244.0.0/16".into(), "fd00:10::/56".into()],
         certs: Certs::CertManager,
         ignore_cluster: false,
         api_server_cidrs: vec![
@@ -223,6 +225,8 @@ fn options_reach_the_objects() {
         "- --manage-nads=true\n",
         "- --cni-namespace=cni\n",
         "- --network-resources=/etc/linkerd-multus/network-resources/network-resources.yaml\n",
+        "- --skip-secondary-subnets=enabled\n",
+        "- --cluster-cidrs=[10.244.0.0/16, fd00:10::/56]\n",
         "cert-manager.io/inject-ca-from: mesh/linkerd-multus-webhook\n",
         "image: mirror.example:5000/linkerd/multus:v0.1.0\n",
         "expression: \"!'[openshift, openshift-*]'.replace(",

@@ -8,7 +8,7 @@ use super::*;
 use common::kubelet::CertManager;
 
 /// The setters of `deploy/` at their values in the package.
-const DEFAULT_SETTERS: [(&str, &str); 13] = [
+const DEFAULT_SETTERS: [(&str, &str); 15] = [
     ("image", "ghcr.io/linkerd-multus/linkerd-multus:v0.1.0"),
     ("webhook-excluded-namespaces", "[]"),
     ("namespace", "linkerd-multus"),
@@ -22,6 +22,8 @@ const DEFAULT_SETTERS: [(&str, &str); 13] = [
     ("manage-nads", "false"),
     ("cni-namespace", "linkerd-cni"),
     ("network-resources", ""),
+    ("skip-secondary-subnets", "disabled"),
+    ("cluster-cidrs", "[]"),
 ];
 
 /// The settings file `deploy-network-resources/` mounts, as its README sets it.
