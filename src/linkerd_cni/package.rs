@@ -55,7 +55,7 @@ pub fn render(items: &mut Vec<Node>, refs: &[ResourceRef], settings: &Settings) 
     let (needs, mut decided) = r.workloads(items, &namespaces, &can_attach);
     let plan = r.nads(items, &namespaces, needs, existing, config);
     r.skip_subnets(items, &mut decided, &namespaces, &plan.configs);
-    r.stamp(items, &decided, &plan.configs);
+    r.stamp(items, &mut decided, &plan.configs);
     plan.place(items);
     let mut results = Vec::with_capacity(r.results.len() + 1);
     results.push(FnResult::new(Severity::Info, r.summary_line()));

@@ -74,16 +74,20 @@ fn stored(c: &Cluster, namespace: &str, name: &str) -> Value {
 /// Waits until a pod created now (dry run) would carry `hash`: the API server
 /// has loaded the registration and the webhook knows the NAD's config.
 fn wait_for_hash(c: &Cluster, namespace: &str, hash: &str) {
-    let probe = pod(namespace, "probe", json!({}));
+    wait_for_annotation(c, &pod(namespace, "probe", json!({})), HASH, hash);
+}
+
+/// Waits until `probe` created now (dry run) would carry annotation `key` with `value`.
+pub(super) fn wait_for_annotation(c: &Cluster, probe: &str, key: &str, value: &str) {
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
-        let annotations = created(c, &probe, true);
-        if annotations[HASH] == hash {
+        let annotations = created(c, probe, true);
+        if annotations[key] == value {
             return;
         }
         assert!(
             Instant::now() < deadline,
-            "a pod never got {hash}: {annotations}"
+            "a pod never got {key}: {value}: {annotations}"
         );
         std::thread::sleep(Duration::from_millis(100));
     }

@@ -4,7 +4,7 @@
 //! the new range; a network that overlaps the cluster's is not written (the `--on-error`
 //! answer: admitted unchanged, as the packages ship it).
 
-use super::config_hash::{Registration, created, pod};
+use super::config_hash::{Registration, created, pod, wait_for_annotation};
 use super::*;
 
 const NETWORKS: &str = "k8s.v1.cni.cncf.io/networks";
@@ -24,18 +24,7 @@ fn whereabouts(range: &str) -> String {
 /// server has loaded the registration and the webhook's cache holds the NAD as it is now.
 fn wait_for_skip(c: &Cluster, namespace: &str, value: &str) {
     let probe = pod(namespace, "probe", json!({NETWORKS: "storage"}));
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let annotations = created(c, &probe, true);
-        if annotations[SKIP] == value {
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "a pod never skipped {value}: {annotations}"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    wait_for_annotation(c, &probe, SKIP, value);
 }
 
 #[test]

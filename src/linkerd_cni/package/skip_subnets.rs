@@ -97,18 +97,7 @@ impl Renderer<'_> {
                 Change::Set(_) => self.summary.skipped += 1,
                 Change::TakenBack => self.summary.unskipped += 1,
             }
-            match d.result {
-                Some(at) => {
-                    let message = &mut self.results[at].message;
-                    message.push_str("; ");
-                    message.push_str(&change.to_string());
-                }
-                None => {
-                    self.report(d.index, Severity::Info, change.to_string())
-                        .field = Some(field());
-                    d.result = Some(self.results.len() - 1);
-                }
-            }
+            self.note(d, &change.to_string(), field);
         }
     }
 

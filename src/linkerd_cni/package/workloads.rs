@@ -302,7 +302,7 @@ impl Renderer<'_> {
     pub(super) fn stamp(
         &mut self,
         items: &mut [Node],
-        decided: &[Decided],
+        decided: &mut [Decided],
         configs: &BTreeMap<Option<String>, String>,
     ) {
         let settings = self.settings;
@@ -316,7 +316,7 @@ impl Renderer<'_> {
         };
         let kinds = WorkloadKinds::new(&settings.workload_kinds);
         let refs = self.refs;
-        for d in decided {
+        for d in decided.iter_mut() {
             let r = &refs[d.index];
             let Some(kind) = kinds.find(r.group(), &r.kind) else {
                 continue;
@@ -340,16 +340,22 @@ impl Renderer<'_> {
                 rollout::Change::Removed(_) => self.summary.unstamped += 1,
                 _ => self.summary.stamped += 1,
             }
-            match d.result {
-                Some(at) => {
-                    let message = &mut self.results[at].message;
-                    message.push_str("; ");
-                    message.push_str(&change.to_string());
-                }
-                None => {
-                    self.report(d.index, Severity::Info, change.to_string())
-                        .field = Some(field());
-                }
+            self.note(d, &change.to_string(), field);
+        }
+    }
+
+    /// Adds `change` to the info result of decided workload `d`, or reports it as one
+    /// (on `field`), so that each workload's changes read as one line.
+    pub(super) fn note(&mut self, d: &mut Decided, change: &str, field: impl FnOnce() -> String) {
+        match d.result {
+            Some(at) => {
+                let message = &mut self.results[at].message;
+                message.push_str("; ");
+                message.push_str(change);
+            }
+            None => {
+                self.report(d.index, Severity::Info, change).field = Some(field());
+                d.result = Some(self.results.len() - 1);
             }
         }
     }
