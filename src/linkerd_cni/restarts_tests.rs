@@ -1,0 +1,449 @@
+use super::*;
+
+const OLD: &str = "0123456789abcdef";
+const NEW: &str = "fedcba9876543210";
+const MINUTE: Duration = Duration::from_secs(60);
+
+fn key(kind: Kind, namespace: &str, name: &str) -> Key {
+    Key {
+        kind,
+        namespace: namespace.into(),
+        name: name.into(),
+    }
+}
+
+fn deployment(namespace: &str, name: &str) -> Key {
+    key(Kind::Deployment, namespace, name)
+}
+
+/// A workload at rest: its rollout of `template_hash` complete.
+fn workload(key: &Key, opted_in: Option<bool>, template_hash: Option<&str>) -> Workload {
+    Workload {
+        key: key.clone(),
+        opted_in,
+        template_hash: template_hash.map(str::to_string),
+        git: None,
+        progress: Progress {
+            generation: 1,
+            observed_generation: 1,
+            desired: 2,
+            updated: 2,
+            available: 2,
+        },
+    }
+}
+
+fn pod(namespace: &str, name: &str, owner: Owner, hash: &str) -> Pod {
+    Pod {
+        namespace: namespace.into(),
+        name: name.into(),
+        owner,
+        hash: Some(hash.into()),
+        evict: None,
+    }
+}
+
+/// The cluster of a case: its workloads and pods, every namespace's NAD at [`NEW`], and the
+/// namespaces' annotations.
+struct World {
+    workloads: BTreeMap<Key, Workload>,
+    pods: Vec<Pod>,
+    nad_hashes: BTreeMap<String, String>,
+    namespaces: BTreeMap<(String, String), String>,
+}
+
+impl World {
+    fn new(workloads: Vec<Workload>, pods: Vec<Pod>) -> Self {
+        let mut nad_hashes = BTreeMap::new();
+        for ns in ["a", "b", "c"] {
+            nad_hashes.insert(ns.to_string(), NEW.to_string());
+        }
+        World {
+            workloads: workloads.into_iter().map(|w| (w.key.clone(), w)).collect(),
+            pods,
+            nad_hashes,
+            namespaces: BTreeMap::new(),
+        }
+    }
+
+    fn annotate(mut self, namespace: &str, key: &str, value: &str) -> Self {
+        self.namespaces
+            .insert((namespace.into(), key.into()), value.into());
+        self
+    }
+
+    fn plan(&self, pacer: &mut Pacer, now: Instant) -> Vec<Action> {
+        let lookup = |ns: &str, key: &str| self.namespaces.get(&(ns.into(), key.into())).cloned();
+        let cluster = Cluster {
+            workloads: &self.workloads,
+            pods: &self.pods,
+            nad_hashes: &self.nad_hashes,
+            namespace_annotation: &lookup,
+        };
+        pacer.plan(&cluster, now)
+    }
+
+    /// What a patch of `key`'s template does, as the API server and the workload's
+    /// controller see it: the template carries `hash`, a new generation not yet observed.
+    fn patched(&mut self, key: &Key, hash: &str) {
+        let w = self.workloads.get_mut(key).unwrap();
+        w.template_hash = Some(hash.into());
+        w.progress.generation += 1;
+        w.progress.updated = 0;
+    }
+
+    /// The rollout of `key` completes: its pods are replaced by pods of `hash`.
+    fn rolled(&mut self, key: &Key, hash: &str) {
+        let w = self.workloads.get_mut(key).unwrap();
+        w.progress.observed_generation = w.progress.generation;
+        w.progress.updated = w.progress.desired;
+        for pod in &mut self.pods {
+            if pod.owner == Owner::Workload(key.clone()) {
+                pod.hash = Some(hash.into());
+            }
+        }
+    }
+}
+
+fn restarts(actions: &[Action]) -> Vec<String> {
+    actions
+        .iter()
+        .filter_map(|a| match a {
+            Action::Restart { key, hash } => Some(format!("{key} -> {hash}")),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn exactly_the_opted_in_stale_workloads_are_restarted() {
+    let (web, api, cron_pod) = (deployment("a", "web"), deployment("a", "api"), "job-1");
+    let db = key(Kind::StatefulSet, "b", "db");
+    let current = deployment("a", "current");
+    let out = deployment("b", "out");
+    let world = World::new(
+        vec![
+            workload(&web, Some(true), None),
+            workload(&api, None, None),
+            workload(&db, None, Some(OLD)),
+            workload(&current, Some(true), Some(NEW)),
+            workload(&out, Some(false), None),
+        ],
+        vec![
+            pod("a", "web-1", Owner::Workload(web.clone()), OLD),
+            pod("a", "api-1", Owner::Workload(api.clone()), OLD),
+            pod("b", "db-0", Owner::Workload(db.clone()), OLD),
+            pod("a", "current-1", Owner::Workload(current.clone()), NEW),
+            pod("b", "out-1", Owner::Workload(out.clone()), OLD),
+            pod("a", cron_pod, Owner::Job("nightly-1".into()), OLD),
+        ],
+    )
+    .annotate("b", OPT_IN_ANNOTATION, "enabled");
+    let mut pacer = Pacer::new(10, MINUTE);
+    let actions = world.plan(&mut pacer, Instant::now());
+    assert_eq!(
+        restarts(&actions),
+        [
+            format!("Deployment a/web -> {NEW}"),
+            format!("StatefulSet b/db -> {NEW}"),
+        ],
+        "api is not opted in, current runs the config, out opted out in an opted-in namespace"
+    );
+    assert!(actions.contains(&Action::Reported {
+        what: "Pod a/job-1".into(),
+        why: "runs an older Linkerd-CNI config; its owner Job nightly-1 is never restarted by linkerd-multus: its next run (a Job) or its own controller starts pods with the new config".into(),
+    }));
+}
+
+#[test]
+fn paced_one_at_a_time_the_next_when_the_previous_completes() {
+    let keys: Vec<Key> = (0..3).map(|i| deployment("a", &format!("w{i}"))).collect();
+    let mut world = World::new(
+        keys.iter().map(|k| workload(k, Some(true), None)).collect(),
+        keys.iter()
+            .map(|k| {
+                pod(
+                    "a",
+                    &format!("{}-1", k.name),
+                    Owner::Workload(k.clone()),
+                    OLD,
+                )
+            })
+            .collect(),
+    );
+    let mut pacer = Pacer::new(1, MINUTE);
+    let start = Instant::now();
+    let mut patched = Vec::new();
+    for step in 0..12 {
+        let now = start + Duration::from_secs(step);
+        for action in world.plan(&mut pacer, now) {
+            if let Action::Restart { key, hash } = action {
+                assert!(
+                    pacer.rolling().count() <= 1,
+                    "more than one rolling at step {step}"
+                );
+                patched.push(key.clone());
+                world.patched(&key, &hash);
+            }
+        }
+        // Each rollout takes three steps to complete.
+        if step % 3 == 2
+            && let Some(key) = patched.last().cloned()
+        {
+            world.rolled(&key, NEW);
+        }
+    }
+    assert_eq!(patched, keys, "each once, in order");
+    // At rest: nothing more, ever.
+    assert_eq!(
+        restarts(&world.plan(&mut pacer, start + MINUTE)),
+        Vec::<String>::new()
+    );
+}
+
+#[test]
+fn a_watch_that_lags_the_patch_does_not_patch_twice() {
+    let web = deployment("a", "web");
+    let world = World::new(
+        vec![workload(&web, Some(true), None)],
+        vec![pod("a", "web-1", Owner::Workload(web.clone()), OLD)],
+    );
+    let mut pacer = Pacer::new(1, MINUTE);
+    let now = Instant::now();
+    assert_eq!(restarts(&world.plan(&mut pacer, now)).len(), 1);
+    // The watch still shows the old template: the restart is in flight, not repeated.
+    for s in 1..30 {
+        let actions = world.plan(&mut pacer, now + Duration::from_secs(s));
+        assert_eq!(restarts(&actions), Vec::<String>::new(), "second {s}");
+    }
+}
+
+/// A controller restart, a leader change or a re-list: a fresh pacer over the same cluster
+/// restarts nothing current and counts what is rolling already.
+#[test]
+fn a_fresh_pacer_restarts_nothing_current_and_counts_what_is_rolling() {
+    let (rolling, next) = (deployment("a", "rolling"), deployment("a", "next"));
+    let mut world = World::new(
+        vec![
+            workload(&rolling, Some(true), None),
+            workload(&next, Some(true), None),
+        ],
+        vec![
+            pod("a", "rolling-1", Owner::Workload(rolling.clone()), OLD),
+            pod("a", "next-1", Owner::Workload(next.clone()), OLD),
+        ],
+    );
+    world.patched(&rolling, NEW);
+    let mut fresh = Pacer::new(1, MINUTE);
+    let now = Instant::now();
+    assert_eq!(restarts(&world.plan(&mut fresh, now)), Vec::<String>::new());
+    assert_eq!(fresh.rolling().collect::<Vec<_>>(), [&rolling]);
+    world.rolled(&rolling, NEW);
+    assert_eq!(
+        restarts(&world.plan(&mut fresh, now + Duration::from_secs(1))),
+        [format!("Deployment a/next -> {NEW}")]
+    );
+    // Everything current: a fresh pacer does nothing.
+    world.patched(&next, NEW);
+    world.rolled(&next, NEW);
+    let actions = World::plan(&world, &mut Pacer::new(1, MINUTE), now);
+    assert!(actions.is_empty(), "{actions:?}");
+}
+
+#[test]
+fn a_rollout_that_does_not_progress_halts_its_namespace_only() {
+    let (slow, waiting, other_ns) = (
+        deployment("a", "slow"),
+        deployment("a", "waiting"),
+        deployment("b", "other"),
+    );
+    let mut world = World::new(
+        vec![
+            workload(&slow, Some(true), None),
+            workload(&waiting, Some(true), None),
+            workload(&other_ns, Some(true), None),
+        ],
+        vec![
+            pod("a", "slow-1", Owner::Workload(slow.clone()), OLD),
+            pod("a", "waiting-1", Owner::Workload(waiting.clone()), OLD),
+            pod("b", "other-1", Owner::Workload(other_ns.clone()), OLD),
+        ],
+    );
+    let mut pacer = Pacer::new(1, MINUTE);
+    let start = Instant::now();
+    let first = world.plan(&mut pacer, start);
+    assert_eq!(restarts(&first), [format!("Deployment a/slow -> {NEW}")]);
+    world.patched(&slow, NEW);
+    // Its rollout never completes: past the deadline, namespace a is halted, b goes on.
+    let later = start + MINUTE + Duration::from_secs(1);
+    let actions = world.plan(&mut pacer, later);
+    assert!(
+        actions.contains(&Action::Halted {
+            key: slow.clone(),
+            after: MINUTE + Duration::from_secs(1),
+        }),
+        "{actions:?}"
+    );
+    assert_eq!(restarts(&actions), [format!("Deployment b/other -> {NEW}")]);
+    assert_eq!(pacer.halted().get("a"), Some(&slow));
+    world.patched(&other_ns, NEW);
+    world.rolled(&other_ns, NEW);
+    let actions = world.plan(&mut pacer, later + Duration::from_secs(1));
+    assert_eq!(restarts(&actions), Vec::<String>::new(), "a stays halted");
+    // The slow rollout completes after all: namespace a resumes.
+    world.rolled(&slow, NEW);
+    let actions = world.plan(&mut pacer, later + Duration::from_secs(2));
+    assert_eq!(
+        restarts(&actions),
+        [format!("Deployment a/waiting -> {NEW}")]
+    );
+    assert!(pacer.halted().is_empty());
+}
+
+#[test]
+fn git_managed_workloads_and_naked_pods_are_reported_not_patched() {
+    let argo = deployment("a", "argo");
+    let mut managed = workload(&argo, Some(true), None);
+    managed.git = Some("Argo CD");
+    let world = World::new(
+        vec![managed],
+        vec![
+            pod("a", "argo-1", Owner::Workload(argo.clone()), OLD),
+            pod("a", "bare", Owner::Naked, OLD),
+            Pod {
+                evict: Some(true),
+                ..pod("a", "evictable", Owner::Naked, OLD)
+            },
+            pod("c", "in-evicting-ns", Owner::Naked, OLD),
+        ],
+    )
+    .annotate("c", EVICT_ANNOTATION, "enabled");
+    let actions = world.plan(&mut Pacer::new(5, MINUTE), Instant::now());
+    assert_eq!(restarts(&actions), Vec::<String>::new());
+    let evicted: Vec<&str> = actions
+        .iter()
+        .filter_map(|a| match a {
+            Action::Evict { name, .. } => Some(name.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(evicted, ["evictable", "in-evicting-ns"]);
+    let reported: Vec<&str> = actions
+        .iter()
+        .filter_map(|a| match a {
+            Action::Reported { what, .. } => Some(what.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(reported, ["Deployment a/argo", "Pod a/bare"]);
+    assert!(matches!(&actions[2], Action::Reported { why, .. } if why.contains("render and sync")));
+}
+
+#[test]
+fn before_the_nad_holds_the_new_config_nothing_is_restarted() {
+    let web = deployment("a", "web");
+    let mut world = World::new(
+        vec![workload(&web, Some(true), None)],
+        vec![pod("a", "web-1", Owner::Workload(web.clone()), OLD)],
+    );
+    // The ConfigMap changed, the NAD not yet: its hash is still the pods'.
+    world.nad_hashes.insert("a".into(), OLD.into());
+    assert!(
+        world
+            .plan(&mut Pacer::new(1, MINUTE), Instant::now())
+            .is_empty()
+    );
+    // No NAD at all: nothing either.
+    world.nad_hashes.remove("a");
+    assert!(
+        world
+            .plan(&mut Pacer::new(1, MINUTE), Instant::now())
+            .is_empty()
+    );
+}
+
+#[test]
+fn progress_is_complete_as_rollout_status_says() {
+    let done = Progress {
+        generation: 3,
+        observed_generation: 3,
+        desired: 2,
+        updated: 2,
+        available: 2,
+    };
+    for (what, progress, complete) in [
+        ("done", done, true),
+        (
+            "not observed",
+            Progress {
+                observed_generation: 2,
+                ..done
+            },
+            false,
+        ),
+        ("not updated", Progress { updated: 1, ..done }, false),
+        (
+            "not available",
+            Progress {
+                available: 1,
+                ..done
+            },
+            false,
+        ),
+        (
+            "scaled to zero",
+            Progress {
+                desired: 0,
+                updated: 0,
+                available: 0,
+                ..done
+            },
+            true,
+        ),
+    ] {
+        assert_eq!(progress.complete(), complete, "{what}");
+    }
+}
+
+#[test]
+fn git_marks_name_their_tool() {
+    let map = |pairs: &[(&str, &str)]| -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    };
+    let none = map(&[]);
+    for (annotations, labels, want) in [
+        (
+            map(&[(
+                "argocd.argoproj.io/tracking-id",
+                "app:apps/Deployment:a/web",
+            )]),
+            none.clone(),
+            Some("Argo CD"),
+        ),
+        (
+            none.clone(),
+            map(&[("kustomize.toolkit.fluxcd.io/name", "apps")]),
+            Some("Flux"),
+        ),
+        (
+            map(&[("config.kubernetes.io/origin", "path: web.yaml")]),
+            none.clone(),
+            Some("kpt"),
+        ),
+        (
+            map(&[("deployment.kubernetes.io/revision", "3")]),
+            map(&[("app", "web")]),
+            None,
+        ),
+    ] {
+        let keys: Vec<&str> = annotations.keys().map(String::as_str).collect();
+        assert_eq!(
+            git_manager(&annotations, &labels, &keys),
+            want,
+            "{annotations:?} {labels:?}"
+        );
+    }
+}
