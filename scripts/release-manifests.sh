@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The kpt packages a release attaches, with the image pinned by digest as well as tag:
-# deploy/ (the webhook), deploy-nad-controller/ and deploy-network-resources/, copied into
+# deploy/ (the webhook), deploy-nad-controller/, deploy-network-resources/ and deploy-restarts/, copied into
 # OUTDIR/linkerd-multus-$TAG-packages.tar.gz, where each line that runs the project's image
 # (`image: ghcr.io/linkerd-multus/linkerd-multus:v0.1.0` for 0.1.0: the setter `image`'s
 # line) names IMAGE_REF instead, `REPOSITORY:TAG@sha256:DIGEST`: the kubelet pulls by the
@@ -30,7 +30,7 @@ stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 name=linkerd-multus-$tag-packages
 mkdir "$stage/$name"
-for package in deploy deploy-nad-controller deploy-network-resources; do
+for package in deploy deploy-nad-controller deploy-network-resources deploy-restarts; do
   cp -R "$root/$package" "$stage/$name/$package"
 done
 

@@ -237,6 +237,7 @@ fn shipped_manifests_apply_server_side_and_again_without_change() {
     let mut sources = vec![
         package("deploy"),
         package("deploy-network-resources"),
+        package("deploy-restarts"),
         package("deploy-nad-controller"),
     ];
     sources.push(installed());

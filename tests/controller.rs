@@ -17,6 +17,8 @@ mod harness;
 mod ownership;
 #[path = "controller/proxy.rs"]
 mod proxy;
+#[path = "controller/restarts.rs"]
+mod restarts;
 #[path = "controller/retries.rs"]
 mod retries;
 

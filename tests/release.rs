@@ -584,6 +584,7 @@ fn the_released_packages_pin_the_image_by_tag_and_digest_and_change_nothing_else
         "deploy",
         "deploy-nad-controller",
         "deploy-network-resources",
+        "deploy-restarts",
     ] {
         for file in walk(&repo_path(package)) {
             let rel = file.strip_prefix(repo_path(".")).unwrap();

@@ -117,6 +117,11 @@ pub enum Error {
         "--manage-nads needs the Lease's namespace: set --lease-namespace, or POD_NAMESPACE from the downward API (metadata.namespace)"
     )]
     NoLeaseNamespace,
+    /// `--restart-stale-workloads` without the NAD controller that runs it.
+    #[error(
+        "--restart-stale-workloads is the NAD controller's: add --manage-nads (with the rights of ../deploy-nad-controller and ../deploy-restarts), or leave it out"
+    )]
+    RestartsWithoutNadController,
     /// A `--lease-duration` too short to renew in.
     #[error(
         "--lease-duration {0}: must be at least 3s (the leader must renew within two thirds of it, trying every 2/15)"

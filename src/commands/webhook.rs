@@ -91,6 +91,21 @@ pub struct ControllerArgs {
     /// This replica's name in the Lease [default: $POD_NAME, else the host name].
     #[arg(long, value_name = "NAME")]
     identity: Option<String>,
+    /// With --manage-nads: restart the workloads whose pods run an older
+    /// Linkerd-CNI config than their namespace's NAD holds, where the pod
+    /// template or the namespace says multus.linkerd.io/restart-on-config-change:
+    /// enabled (docs/config-rollouts.md). Needs the rights of ../deploy-restarts.
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true,
+          default_missing_value = "true", default_value = "false",
+          action = clap::ArgAction::Set)]
+    restart_stale_workloads: bool,
+    /// How many workloads roll to a new config at once.
+    #[arg(long, value_name = "N", default_value = "1",
+          value_parser = clap::value_parser!(u16).range(1..))]
+    restart_concurrency: u16,
+    /// How long one workload may roll before its namespace's restarts halt.
+    #[arg(long, value_name = "DURATION", default_value = "10m", value_parser = humantime::parse_duration)]
+    restart_deadline: Duration,
 }
 
 impl ControllerArgs {
@@ -102,6 +117,9 @@ impl ControllerArgs {
         api_timeout: Duration,
     ) -> Result<Option<controller::Options>, Error> {
         if !self.manage_nads {
+            if self.restart_stale_workloads {
+                return Err(Error::RestartsWithoutNadController);
+            }
             return Ok(None);
         }
         let lease_namespace = self
@@ -126,6 +144,12 @@ impl ControllerArgs {
             lease_seconds,
             identity,
             api_timeout,
+            restarts: self
+                .restart_stale_workloads
+                .then_some(controller::restarts::Options {
+                    concurrency: self.restart_concurrency.into(),
+                    deadline: self.restart_deadline,
+                }),
         }))
     }
 }

@@ -32,6 +32,17 @@ pub struct Metrics {
     pub leader: Gauge,
     config_map_seen: Gauge,
     config_map_valid: Gauge,
+    /// Workloads restarted for a new Linkerd-CNI config (`--restart-stale-workloads`).
+    pub restarts: Counter,
+    /// Naked pods evicted for a new Linkerd-CNI config.
+    pub evictions: Counter,
+    /// Workloads rolling to a new config now.
+    pub rolling: Gauge,
+    /// Namespaces whose restarts are halted by a rollout that did not complete.
+    pub halted: Gauge,
+    /// Workloads and pods that run an older config and are not restarted (Git's, Jobs',
+    /// naked pods, OnDelete).
+    pub stale_reported: Gauge,
 }
 
 impl Metrics {
@@ -44,6 +55,11 @@ impl Metrics {
             leader: Gauge::default(),
             config_map_seen: Gauge::default(),
             config_map_valid: Gauge::default(),
+            restarts: Counter::default(),
+            evictions: Counter::default(),
+            rolling: Gauge::default(),
+            halted: Gauge::default(),
+            stale_reported: Gauge::default(),
         };
         for outcome in OUTCOMES {
             let _ = metrics.reconciles.get_or_create(&OutcomeLabel { outcome });
@@ -77,6 +93,31 @@ impl Metrics {
             "linkerd_multus_cni_config_map_valid",
             "1 while the Linkerd-CNI ConfigMap gives a valid NAD config",
             metrics.config_map_valid.clone(),
+        );
+        registry.register(
+            "linkerd_multus_config_restarts",
+            "Workloads whose pod template the NAD controller stamped with their namespace's new Linkerd-CNI config hash, rolling them (--restart-stale-workloads)",
+            metrics.restarts.clone(),
+        );
+        registry.register(
+            "linkerd_multus_config_evictions",
+            "Naked pods evicted for running an older Linkerd-CNI config (opted in with multus.linkerd.io/evict-on-config-change)",
+            metrics.evictions.clone(),
+        );
+        registry.register(
+            "linkerd_multus_config_rollouts_in_progress",
+            "Workloads rolling to their namespace's new Linkerd-CNI config now",
+            metrics.rolling.clone(),
+        );
+        registry.register(
+            "linkerd_multus_config_rollouts_halted_namespaces",
+            "Namespaces where a rollout to a new Linkerd-CNI config did not complete by its deadline: no other workload there is restarted until it does",
+            metrics.halted.clone(),
+        );
+        registry.register(
+            "linkerd_multus_config_stale_reported",
+            "Workloads and pods that run an older Linkerd-CNI config and that the controller does not restart (managed from Git, Jobs, naked pods not opted in to eviction, OnDelete)",
+            metrics.stale_reported.clone(),
         );
         metrics
     }

@@ -21,6 +21,7 @@ pub mod events;
 pub mod lease;
 pub mod metrics;
 pub mod reconcile;
+pub mod restarts;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -38,6 +39,7 @@ use tokio::sync::{mpsc, watch};
 use crate::k8s::namespace::MULTUS_ANNOTATION;
 use crate::linkerd_cni::cluster;
 use crate::linkerd_cni::cni_config::CONFIG_MAP_NAME;
+use crate::linkerd_cni::restarts as linkerd_restarts;
 use crate::linkerd_cni::settings::Settings;
 use crate::multus::nad::{self, Maker};
 use backoff::Backoff;
@@ -70,6 +72,8 @@ pub struct Options {
     pub identity: String,
     /// Deadline of each API call other than a watch (`--api-timeout`).
     pub api_timeout: Duration,
+    /// The restarts of stale workloads (`--restart-stale-workloads`); `None` when off.
+    pub restarts: Option<restarts::Options>,
 }
 
 /// Runs the controller until `stop` turns true: waits for the Lease, writes
@@ -94,6 +98,7 @@ pub async fn run(
         backoff: Arc::new(Backoff::default()),
         metrics: metrics.clone(),
         api_timeout: options.api_timeout,
+        restarts: options.restarts,
     };
     while leadership.acquired().await {
         metrics.leader.set(1);
@@ -123,6 +128,7 @@ struct Shared {
     backoff: Arc<Backoff>,
     metrics: Arc<Metrics>,
     api_timeout: Duration,
+    restarts: Option<restarts::Options>,
 }
 
 /// The NADs of the controller's name, and of each only what the rules read
@@ -177,7 +183,11 @@ fn namespace_cache(
         ns.metadata.managed_fields = None;
         ns.metadata.labels = None;
         if let Some(annotations) = &mut ns.metadata.annotations {
-            annotations.retain(|k, _| k == MULTUS_ANNOTATION);
+            annotations.retain(|k, _| {
+                k == MULTUS_ANNOTATION
+                    || k == linkerd_restarts::OPT_IN_ANNOTATION
+                    || k == linkerd_restarts::EVICT_ANNOTATION
+            });
         }
     })
     .reflect(writer)
@@ -235,6 +245,25 @@ async fn reconcile_all(client: Client, shared: &Shared, fence: Fence) {
         future::ready(())
     });
     let housekeeping = housekeeping(nad_store.clone(), ns_store.clone(), shared);
+    let restarts = {
+        let context = shared.restarts.map(|options| restarts::Context {
+            client: context.client.clone(),
+            nads: nad_store.clone(),
+            namespaces: ns_store.clone(),
+            nad_name: shared.settings.nad_name.clone(),
+            fence: context.fence.clone(),
+            events: shared.events.clone(),
+            metrics: shared.metrics.clone(),
+            api_timeout: shared.api_timeout,
+            options,
+        });
+        async move {
+            match context {
+                Some(context) => restarts::run(context).await,
+                None => future::pending().await,
+            }
+        }
+    };
     let controller = async move {
         // Nothing is decided before the NADs and the ConfigMap are known.
         let mut config = config_rx;
@@ -267,6 +296,7 @@ async fn reconcile_all(client: Client, shared: &Shared, fence: Fence) {
         _ = nad_watch => {}
         _ = config_watch => {}
         _ = housekeeping => {}
+        _ = restarts => {}
     }
 }
 

@@ -139,6 +139,9 @@ pub struct Workload {
     pub template_hash: Option<String>,
     /// The tool that manages it from Git ([`git_manager`]).
     pub git: Option<&'static str>,
+    /// Whether its update strategy is `OnDelete`: a new template waits for its pods to be
+    /// deleted, so a restart would not roll it.
+    pub on_delete: bool,
     /// Its rollout.
     pub progress: Progress,
 }
@@ -288,6 +291,13 @@ impl Pacer {
                     why: format!(
                         "runs an older Linkerd-CNI config, and is managed from Git by {tool}: it is not patched here; render and sync it, and its pods roll with the new config"
                     ),
+                });
+                continue;
+            }
+            if workload.on_delete {
+                reports.push(Action::Reported {
+                    what: key.to_string(),
+                    why: "runs an older Linkerd-CNI config, and its update strategy is OnDelete: a new template would not roll it; delete its pods one at a time".to_string(),
                 });
                 continue;
             }

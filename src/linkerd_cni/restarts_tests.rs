@@ -23,6 +23,7 @@ fn workload(key: &Key, opted_in: Option<bool>, template_hash: Option<&str>) -> W
         opted_in,
         template_hash: template_hash.map(str::to_string),
         git: None,
+        on_delete: false,
         progress: Progress {
             generation: 1,
             observed_generation: 1,
@@ -305,10 +306,18 @@ fn git_managed_workloads_and_naked_pods_are_reported_not_patched() {
     let argo = deployment("a", "argo");
     let mut managed = workload(&argo, Some(true), None);
     managed.git = Some("Argo CD");
+    let on_delete = key(Kind::StatefulSet, "a", "on-delete");
     let world = World::new(
-        vec![managed],
+        vec![
+            managed,
+            Workload {
+                on_delete: true,
+                ..workload(&on_delete, Some(true), None)
+            },
+        ],
         vec![
             pod("a", "argo-1", Owner::Workload(argo.clone()), OLD),
+            pod("a", "on-delete-0", Owner::Workload(on_delete.clone()), OLD),
             pod("a", "bare", Owner::Naked, OLD),
             Pod {
                 evict: Some(true),
@@ -335,8 +344,12 @@ fn git_managed_workloads_and_naked_pods_are_reported_not_patched() {
             _ => None,
         })
         .collect();
-    assert_eq!(reported, ["Deployment a/argo", "Pod a/bare"]);
+    assert_eq!(
+        reported,
+        ["Deployment a/argo", "StatefulSet a/on-delete", "Pod a/bare"]
+    );
     assert!(matches!(&actions[2], Action::Reported { why, .. } if why.contains("render and sync")));
+    assert!(matches!(&actions[3], Action::Reported { why, .. } if why.contains("OnDelete")));
 }
 
 #[test]

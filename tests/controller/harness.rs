@@ -277,6 +277,17 @@ impl Controller {
     /// Starts one with a Lease of `lease` (`--lease-duration`); its log is
     /// [`Controller::log`].
     pub fn start_with(s: &Setup, identity: &str, kubeconfig: &Path, lease: &str) -> Controller {
+        Controller::start_args(s, identity, kubeconfig, lease, &[])
+    }
+
+    /// Starts one with a Lease of `lease` and the flags `extra`.
+    pub fn start_args(
+        s: &Setup,
+        identity: &str,
+        kubeconfig: &Path,
+        lease: &str,
+        extra: &[&str],
+    ) -> Controller {
         let dir = tempfile::tempdir().unwrap();
         let ca = Ca::new("CA");
         let (cert, key) = ca.leaf(&["127.0.0.1"]).write(dir.path());
@@ -294,6 +305,7 @@ impl Controller {
             .args(["--linkerd-namespace", &s.control_plane])
             .args(["--lease-duration", lease, "--identity", identity])
             .args(["--shutdown-delay", "0s"])
+            .args(extra)
             .env("KUBECONFIG", kubeconfig)
             .env("POD_NAMESPACE", &s.home)
             .env_remove("RUST_LOG")

@@ -67,6 +67,14 @@ fn bad_start_up_settings_are_named() {
             "--max-connections 0: must be more than 0",
         ),
         (
+            with_tls(&["--restart-stale-workloads"]),
+            "--restart-stale-workloads is the NAD controller's: add --manage-nads",
+        ),
+        (
+            with_tls(&["--restart-concurrency=0"]),
+            "invalid value '0' for '--restart-concurrency <N>'",
+        ),
+        (
             with_tls(&["--skip-secondary-subnets=enabled"]),
             "settings: skipSecondarySubnets is enabled but clusterCIDRs is not set",
         ),
@@ -169,6 +177,9 @@ fn help_lists_only_the_flags_the_webhook_uses() {
             "lease-namespace",
             "lease-duration",
             "identity",
+            "restart-stale-workloads",
+            "restart-concurrency",
+            "restart-deadline",
             "config",
             "linkerd-namespace",
             "nad-name",

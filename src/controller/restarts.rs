@@ -1,0 +1,563 @@
+//! `--restart-stale-workloads`: the NAD controller's leader restarts the opted-in workloads
+//! whose pods run an older Linkerd-CNI config than their namespace's NAD holds, paced
+//! ([`crate::linkerd_cni::restarts`] decides; this module watches and writes).
+//!
+//! It watches what the decision reads, each reduced on arrival to what it keeps: pods as
+//! metadata (only those carrying a config hash, and of them the owner, the hash and the
+//! eviction opt-in), ReplicaSets as metadata (their Deployment), and Deployments,
+//! StatefulSets and DaemonSets (their pod template's two annotations, their Git marks, their
+//! update strategy and rollout status). Every few seconds, once each watch has listed, it
+//! plans and carries out the restarts (a merge patch of the pod template's hash, under the
+//! leadership's fence) and evictions (the Eviction API, so PodDisruptionBudgets hold), and
+//! reports the rest as Events and metrics.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures_util::StreamExt;
+use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet, StatefulSet};
+use k8s_openapi::api::core::v1::{Namespace, ObjectReference, Pod};
+use kube::api::{Api, ApiResource, DynamicObject, EvictParams, Patch, PatchParams};
+use kube::core::PartialObjectMeta;
+use kube::runtime::reflector::{ObjectRef, Store};
+use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Client, Resource, ResourceExt};
+use serde::de::DeserializeOwned;
+use tokio::time::Instant;
+
+use crate::controller::FIELD_MANAGER;
+use crate::controller::api::call_until;
+use crate::controller::events::{Events, Kind as EventKind};
+use crate::controller::lease::Fence;
+use crate::controller::metrics::Metrics;
+use crate::controller::reconcile::CONFIG_DIGEST;
+use crate::linkerd_cni::restarts::{
+    Action, Cluster, EVICT_ANNOTATION, HASH_ANNOTATION, Key, Kind, OPT_IN_ANNOTATION, Owner, Pacer,
+    Pod as StalePod, Progress, Workload, git_manager,
+};
+use crate::linkerd_cni::rollout::HASH_LEN;
+
+/// How often the restarts are planned.
+const EVERY: Duration = Duration::from_secs(2);
+
+/// The settings of `--restart-stale-workloads`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Options {
+    /// At most this many workloads rolling at once (`--restart-concurrency`).
+    pub concurrency: usize,
+    /// How long one may roll before its namespace is halted (`--restart-deadline`).
+    pub deadline: Duration,
+}
+
+/// A namespaced object's namespace and name.
+type Name = (String, String);
+
+/// A pod that carries a config hash, as kept.
+#[derive(Debug, Clone)]
+struct PodEntry {
+    /// Its controller: kind and name.
+    owner: Option<(String, String)>,
+    hash: String,
+    evict: Option<bool>,
+}
+
+/// The objects of one watch, reduced to what the decision reads; rebuilt whole on each list.
+struct Mirror<V> {
+    objects: HashMap<Name, V>,
+    next: Option<HashMap<Name, V>>,
+    listed: bool,
+}
+
+impl<V> Default for Mirror<V> {
+    fn default() -> Self {
+        Mirror {
+            objects: HashMap::new(),
+            next: None,
+            listed: false,
+        }
+    }
+}
+
+impl<V> Mirror<V> {
+    /// Applies a watch event, `read` reducing an object (`None`: not kept).
+    fn apply<K: Resource>(&mut self, event: watcher::Event<K>, read: impl Fn(&K) -> Option<V>) {
+        let name = |k: &K| (k.namespace().unwrap_or_default(), k.name_any());
+        match event {
+            watcher::Event::Init => self.next = Some(HashMap::new()),
+            watcher::Event::InitApply(k) => {
+                if let (Some(next), Some(v)) = (&mut self.next, read(&k)) {
+                    next.insert(name(&k), v);
+                }
+            }
+            watcher::Event::InitDone => {
+                if let Some(next) = self.next.take() {
+                    self.objects = next;
+                }
+                self.listed = true;
+            }
+            watcher::Event::Apply(k) => match read(&k) {
+                Some(v) => {
+                    self.objects.insert(name(&k), v);
+                }
+                None => {
+                    self.objects.remove(&name(&k));
+                }
+            },
+            watcher::Event::Delete(k) => {
+                self.objects.remove(&name(&k));
+            }
+        }
+    }
+}
+
+/// What the watches hold, one mirror per watch.
+#[derive(Default)]
+struct Watched {
+    deployments: Mirror<Workload>,
+    stateful_sets: Mirror<Workload>,
+    daemon_sets: Mirror<Workload>,
+    replica_sets: Mirror<Option<String>>,
+    pods: Mirror<PodEntry>,
+}
+
+impl Watched {
+    /// Whether every watch has listed once.
+    fn listed(&self) -> bool {
+        self.deployments.listed
+            && self.stateful_sets.listed
+            && self.daemon_sets.listed
+            && self.replica_sets.listed
+            && self.pods.listed
+    }
+
+    fn workloads(&self) -> impl Iterator<Item = &Workload> {
+        (self.deployments.objects.values())
+            .chain(self.stateful_sets.objects.values())
+            .chain(self.daemon_sets.objects.values())
+    }
+}
+
+/// The controller of an object: its kind and name.
+fn controller_of(meta: &kube::core::ObjectMeta) -> Option<(String, String)> {
+    meta.owner_references
+        .iter()
+        .flatten()
+        .find(|r| r.controller == Some(true))
+        .map(|r| (r.kind.clone(), r.name.clone()))
+}
+
+/// An `enabled`/`disabled` annotation.
+fn switch(annotations: Option<&BTreeMap<String, String>>, key: &str) -> Option<bool> {
+    match annotations?.get(key).map(String::as_str) {
+        Some("enabled") => Some(true),
+        Some("disabled") => Some(false),
+        _ => None,
+    }
+}
+
+fn read_pod(pod: &PartialObjectMeta<Pod>) -> Option<PodEntry> {
+    let annotations = pod.metadata.annotations.as_ref();
+    Some(PodEntry {
+        hash: annotations?.get(HASH_ANNOTATION)?.clone(),
+        owner: controller_of(&pod.metadata),
+        evict: switch(annotations, EVICT_ANNOTATION),
+    })
+}
+
+fn read_replica_set(rs: &PartialObjectMeta<ReplicaSet>) -> Option<Option<String>> {
+    Some(
+        controller_of(&rs.metadata)
+            .filter(|(kind, _)| kind == "Deployment")
+            .map(|(_, name)| name),
+    )
+}
+
+/// The parts of a workload the decision reads: its kind, template annotations, strategy,
+/// replicas and status.
+struct Parts<'a> {
+    kind: Kind,
+    meta: &'a kube::core::ObjectMeta,
+    template: Option<&'a BTreeMap<String, String>>,
+    on_delete: bool,
+    progress: Progress,
+}
+
+fn workload(parts: Parts<'_>) -> Workload {
+    let meta = parts.meta;
+    let none = BTreeMap::new();
+    let annotations = meta.annotations.as_ref().unwrap_or(&none);
+    let labels = meta.labels.as_ref().unwrap_or(&none);
+    let keys: Vec<&str> = annotations.keys().map(String::as_str).collect();
+    Workload {
+        key: Key {
+            kind: parts.kind,
+            namespace: meta.namespace.clone().unwrap_or_default(),
+            name: meta.name.clone().unwrap_or_default(),
+        },
+        opted_in: switch(parts.template, OPT_IN_ANNOTATION),
+        template_hash: parts.template.and_then(|a| a.get(HASH_ANNOTATION)).cloned(),
+        git: git_manager(annotations, labels, &keys),
+        on_delete: parts.on_delete,
+        progress: parts.progress,
+    }
+}
+
+fn read_deployment(d: &Deployment) -> Option<Workload> {
+    let spec = &d.spec;
+    let status = d.status.clone().unwrap_or_default();
+    Some(workload(Parts {
+        kind: Kind::Deployment,
+        meta: &d.metadata,
+        template: spec.template.metadata.as_ref()?.annotations.as_ref(),
+        on_delete: false,
+        progress: Progress {
+            generation: d.metadata.generation.unwrap_or_default(),
+            observed_generation: status.observed_generation.unwrap_or_default(),
+            desired: spec.replicas.unwrap_or(1).into(),
+            updated: status.updated_replicas.unwrap_or_default().into(),
+            available: status.available_replicas.unwrap_or_default().into(),
+        },
+    }))
+}
+
+fn read_stateful_set(s: &StatefulSet) -> Option<Workload> {
+    let spec = &s.spec;
+    let status = s.status.clone().unwrap_or_default();
+    let strategy = spec
+        .update_strategy
+        .as_ref()
+        .and_then(|u| u.type_.as_deref());
+    Some(workload(Parts {
+        kind: Kind::StatefulSet,
+        meta: &s.metadata,
+        template: spec.template.metadata.as_ref()?.annotations.as_ref(),
+        on_delete: strategy == Some("OnDelete"),
+        progress: Progress {
+            generation: s.metadata.generation.unwrap_or_default(),
+            observed_generation: status.observed_generation.unwrap_or_default(),
+            desired: spec.replicas.unwrap_or(1).into(),
+            updated: status.updated_replicas.unwrap_or_default().into(),
+            available: status.available_replicas.unwrap_or_default().into(),
+        },
+    }))
+}
+
+fn read_daemon_set(d: &DaemonSet) -> Option<Workload> {
+    let spec = &d.spec;
+    let status = d.status.clone().unwrap_or_default();
+    let strategy = spec
+        .update_strategy
+        .as_ref()
+        .and_then(|u| u.type_.as_deref());
+    Some(workload(Parts {
+        kind: Kind::DaemonSet,
+        meta: &d.metadata,
+        template: spec.template.metadata.as_ref()?.annotations.as_ref(),
+        on_delete: strategy == Some("OnDelete"),
+        progress: Progress {
+            generation: d.metadata.generation.unwrap_or_default(),
+            observed_generation: status.observed_generation.unwrap_or_default(),
+            desired: status.desired_number_scheduled.into(),
+            updated: status.updated_number_scheduled.unwrap_or_default().into(),
+            available: status.number_available.unwrap_or_default().into(),
+        },
+    }))
+}
+
+/// Feeds one watch of `api` into the mirror `pick` chooses, reduced by `read`.
+async fn feed<K, V>(
+    api: Api<K>,
+    watched: Arc<Mutex<Watched>>,
+    pick: fn(&mut Watched) -> &mut Mirror<V>,
+    read: fn(&K) -> Option<V>,
+) where
+    K: Resource + Clone + DeserializeOwned + std::fmt::Debug + Send + 'static,
+{
+    let mut events = watcher(api, watcher::Config::default())
+        .default_backoff()
+        .boxed();
+    while let Some(event) = events.next().await {
+        match event {
+            Ok(event) => pick(&mut watched.lock().expect("watched lock")).apply(event, read),
+            Err(e) => tracing::warn!(error = %e, "config restarts: a watch failed; it retries"),
+        }
+    }
+}
+
+/// Everything the restart loop needs from the controller.
+pub struct Context {
+    /// The API client.
+    pub client: Client,
+    /// The NADs of the controller's name, with the digest of their config.
+    pub nads: Store<DynamicObject>,
+    /// The namespaces, with their opt-in annotations.
+    pub namespaces: Store<PartialObjectMeta<Namespace>>,
+    /// The NAD's name.
+    pub nad_name: String,
+    /// The leadership's fence: no write after its end.
+    pub fence: Fence,
+    /// Where Events go.
+    pub events: Arc<Events>,
+    /// The metrics.
+    pub metrics: Arc<Metrics>,
+    /// The deadline of each call.
+    pub api_timeout: Duration,
+    /// The pacing.
+    pub options: Options,
+}
+
+/// Watches and restarts, for as long as it is polled (one term of leadership).
+pub async fn run(context: Context) {
+    let watched = Arc::new(Mutex::new(Watched::default()));
+    let client = &context.client;
+    let meta_pods = Api::<PartialObjectMeta<Pod>>::all(client.clone());
+    let meta_replica_sets = Api::<PartialObjectMeta<ReplicaSet>>::all(client.clone());
+    let workloads = futures_util::future::join3(
+        feed(
+            Api::<Deployment>::all(client.clone()),
+            watched.clone(),
+            |w| &mut w.deployments,
+            read_deployment,
+        ),
+        feed(
+            Api::<StatefulSet>::all(client.clone()),
+            watched.clone(),
+            |w| &mut w.stateful_sets,
+            read_stateful_set,
+        ),
+        feed(
+            Api::<DaemonSet>::all(client.clone()),
+            watched.clone(),
+            |w| &mut w.daemon_sets,
+            read_daemon_set,
+        ),
+    );
+    let others = futures_util::future::join(
+        feed(
+            meta_replica_sets,
+            watched.clone(),
+            |w| &mut w.replica_sets,
+            read_replica_set,
+        ),
+        feed(meta_pods, watched.clone(), |w| &mut w.pods, read_pod),
+    );
+    tokio::select! {
+        _ = workloads => {}
+        _ = others => {}
+        _ = restart_loop(&context, &watched) => {}
+    }
+}
+
+/// Plans every [`EVERY`] once the watches have listed, and carries out the plan.
+async fn restart_loop(context: &Context, watched: &Mutex<Watched>) {
+    let mut pacer = Pacer::new(context.options.concurrency, context.options.deadline);
+    let mut reported: HashSet<String> = HashSet::new();
+    loop {
+        tokio::time::sleep(EVERY).await;
+        let actions = {
+            let watched = watched.lock().expect("watched lock");
+            if !watched.listed() {
+                continue;
+            }
+            plan(context, &watched, &mut pacer)
+        };
+        let mut now_reported = HashSet::new();
+        for action in actions {
+            carry_out(context, action, &mut reported, &mut now_reported).await;
+        }
+        reported = now_reported;
+        context.metrics.rolling.set(pacer.rolling().count() as i64);
+        context.metrics.halted.set(pacer.halted().len() as i64);
+    }
+}
+
+/// One plan over what the watches hold now.
+fn plan(context: &Context, watched: &Watched, pacer: &mut Pacer) -> Vec<Action> {
+    let workloads: BTreeMap<Key, Workload> = watched
+        .workloads()
+        .map(|w| (w.key.clone(), w.clone()))
+        .collect();
+    let pods: Vec<StalePod> = watched
+        .pods
+        .objects
+        .iter()
+        .map(|((namespace, name), entry)| StalePod {
+            namespace: namespace.clone(),
+            name: name.clone(),
+            owner: owner(namespace, entry, watched),
+            hash: Some(entry.hash.clone()),
+            evict: entry.evict,
+        })
+        .collect();
+    let nad_hashes: BTreeMap<String, String> = context
+        .nads
+        .state()
+        .iter()
+        .filter(|nad| nad.name_any() == context.nad_name)
+        .filter_map(|nad| {
+            let digest = nad.data.get(CONFIG_DIGEST)?.as_str()?;
+            Some((nad.namespace()?, digest.get(..HASH_LEN)?.to_string()))
+        })
+        .collect();
+    let namespaces = &context.namespaces;
+    let lookup = |namespace: &str, key: &str| {
+        namespaces
+            .get(&ObjectRef::new(namespace))
+            .and_then(|ns| ns.metadata.annotations.as_ref()?.get(key).cloned())
+    };
+    let cluster = Cluster {
+        workloads: &workloads,
+        pods: &pods,
+        nad_hashes: &nad_hashes,
+        namespace_annotation: &lookup,
+    };
+    pacer.plan(&cluster, std::time::Instant::now())
+}
+
+/// The owner of a pod, its ReplicaSet resolved to its Deployment.
+fn owner(namespace: &str, pod: &PodEntry, watched: &Watched) -> Owner {
+    let key = |kind, name: &str| {
+        Owner::Workload(Key {
+            kind,
+            namespace: namespace.to_string(),
+            name: name.to_string(),
+        })
+    };
+    match &pod.owner {
+        None => Owner::Naked,
+        Some((kind, name)) => match kind.as_str() {
+            "StatefulSet" => key(Kind::StatefulSet, name),
+            "DaemonSet" => key(Kind::DaemonSet, name),
+            "Job" => Owner::Job(name.clone()),
+            "ReplicaSet" => {
+                let rs = (namespace.to_string(), name.clone());
+                match watched.replica_sets.objects.get(&rs) {
+                    Some(Some(deployment)) => key(Kind::Deployment, deployment),
+                    _ => Owner::Other(format!("ReplicaSet {name}")),
+                }
+            }
+            other => Owner::Other(format!("{other} {name}")),
+        },
+    }
+}
+
+/// The object reference of a workload, for its Events.
+fn reference(key: &Key) -> ObjectReference {
+    ObjectReference {
+        api_version: Some("apps/v1".into()),
+        kind: Some(key.kind.to_string()),
+        namespace: Some(key.namespace.clone()),
+        name: Some(key.name.clone()),
+        ..ObjectReference::default()
+    }
+}
+
+/// The API resource of a workload's kind.
+fn resource(kind: Kind) -> ApiResource {
+    match kind {
+        Kind::Deployment => ApiResource::erase::<Deployment>(&()),
+        Kind::StatefulSet => ApiResource::erase::<StatefulSet>(&()),
+        Kind::DaemonSet => ApiResource::erase::<DaemonSet>(&()),
+    }
+}
+
+/// Carries out one action: a write under the fence, an Event, a log line and a metric. A
+/// report is published when it first appears (and again after it went away).
+async fn carry_out(
+    context: &Context,
+    action: Action,
+    reported: &mut HashSet<String>,
+    now_reported: &mut HashSet<String>,
+) {
+    let Some(until) = context.fence.until() else {
+        return;
+    };
+    let deadline = until.min(Instant::now() + context.api_timeout);
+    match action {
+        Action::Restart { key, hash } => {
+            let api: Api<DynamicObject> =
+                Api::namespaced_with(context.client.clone(), &key.namespace, &resource(key.kind));
+            let patch = serde_json::json!({
+                "spec": {"template": {"metadata": {"annotations": {HASH_ANNOTATION: hash}}}}
+            });
+            let params = PatchParams {
+                field_manager: Some(FIELD_MANAGER.into()),
+                ..PatchParams::default()
+            };
+            match call_until(
+                deadline,
+                api.patch(&key.name, &params, &Patch::Merge(&patch)),
+            )
+            .await
+            {
+                Ok(_) => {
+                    context.metrics.restarts.inc();
+                    tracing::info!(workload = %key, hash, "restarted: its pods run an older Linkerd-CNI config");
+                    let note = format!(
+                        "its pods run an older Linkerd-CNI config than NetworkAttachmentDefinition {}/{} holds: {HASH_ANNOTATION} set to {hash} in its pod template, which rolls it",
+                        key.namespace, context.nad_name
+                    );
+                    context
+                        .events
+                        .publish(
+                            &reference(&key),
+                            EventKind::Normal,
+                            "Restarted",
+                            "Restart",
+                            note,
+                        )
+                        .await;
+                }
+                Err(e) => {
+                    tracing::warn!(workload = %key, error = %e, "restarting a workload; the next pass tries again")
+                }
+            }
+        }
+        Action::Evict { namespace, name } => {
+            let api: Api<Pod> = Api::namespaced(context.client.clone(), &namespace);
+            match call_until(deadline, api.evict(&name, &EvictParams::default())).await {
+                Ok(_) => {
+                    context.metrics.evictions.inc();
+                    tracing::info!(pod = %format!("{namespace}/{name}"), "evicted: it ran an older Linkerd-CNI config");
+                }
+                // 429: a PodDisruptionBudget holds it; a later pass asks again.
+                Err(e) => {
+                    tracing::info!(pod = %format!("{namespace}/{name}"), error = %e, "evicting a pod; a later pass asks again")
+                }
+            }
+        }
+        Action::Completed(key) => {
+            tracing::info!(workload = %key, "rolled out with the new Linkerd-CNI config");
+        }
+        Action::Halted { key, after } => {
+            let note = format!(
+                "its rollout to the new Linkerd-CNI config did not complete in {}: no other workload of namespace {} is restarted until it does; see kubectl rollout status",
+                humantime::format_duration(Duration::from_secs(after.as_secs())),
+                key.namespace
+            );
+            tracing::warn!(workload = %key, "{note}");
+            context
+                .events
+                .publish(
+                    &reference(&key),
+                    EventKind::Warning,
+                    "RolloutStalled",
+                    "Restart",
+                    note,
+                )
+                .await;
+        }
+        Action::Reported { what, why } => {
+            let first = !reported.contains(&what);
+            now_reported.insert(what.clone());
+            if first {
+                tracing::warn!(object = %what, "{why}");
+            }
+        }
+    }
+    context
+        .metrics
+        .stale_reported
+        .set(now_reported.len() as i64);
+}
