@@ -108,7 +108,7 @@ fn complete(s: &Setup, namespace: &str, name: &str) -> Timestamp {
         "-p",
         &status.to_string(),
     ]);
-    Timestamp::now()
+    started
 }
 
 /// The hash Deployment `name`'s pod template carries.
