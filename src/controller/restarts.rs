@@ -366,6 +366,10 @@ async fn restart_loop(context: &Context, watched: &Mutex<Watched>) {
         for action in actions {
             carry_out(context, action, &mut reported, &mut now_reported).await;
         }
+        context
+            .metrics
+            .stale_reported
+            .set(now_reported.len() as i64);
         reported = now_reported;
         context.metrics.rolling.set(pacer.rolling().count() as i64);
         context.metrics.halted.set(pacer.halted().len() as i64);
@@ -556,8 +560,4 @@ async fn carry_out(
             }
         }
     }
-    context
-        .metrics
-        .stale_reported
-        .set(now_reported.len() as i64);
 }
