@@ -1,6 +1,7 @@
 //! The secondary-network rule on a package's workloads: each attached pod template that opted
 //! in skips the subnets of the networks it selects, read from the package's NADs.
 
+use std::cell::OnceCell;
 use std::collections::BTreeMap;
 
 use super::workloads::Decided;
@@ -14,13 +15,23 @@ use crate::multus::nad;
 use crate::multus::networks::NETWORKS_ANNOTATION;
 use crate::yaml::Node;
 
-/// The IPAM of every NAD of the package, by namespace and name.
+/// The NADs of the package, by namespace and name: the config of each, its IPAM read the
+/// first time a pod asks (a render with the rule off reads none).
 #[derive(Default)]
-struct PackageIpams(BTreeMap<String, BTreeMap<String, Result<Ipam, IpamError>>>);
+struct PackageIpams(BTreeMap<String, BTreeMap<String, PackageNad>>);
+
+/// A NAD of the package: its `spec.config`, and its IPAM once read.
+type PackageNad = (Option<String>, OnceCell<IpamRead>);
+
+type IpamRead = Result<Ipam, IpamError>;
 
 impl NadIpams for PackageIpams {
-    fn ipam(&self, namespace: &str, name: &str) -> Option<&Result<Ipam, IpamError>> {
-        self.0.get(namespace)?.get(name)
+    fn ipam(&self, namespace: &str, name: &str) -> Option<&IpamRead> {
+        let (config, read) = self.0.get(namespace)?.get(name)?;
+        Some(read.get_or_init(|| match config {
+            Some(config) => ipam::read(config),
+            None => Ok(Ipam::None),
+        }))
     }
 }
 
@@ -111,15 +122,12 @@ impl Renderer<'_> {
             let Some(namespace) = namespace_of(r, self.settings) else {
                 continue;
             };
-            let read = match nad::config(item) {
-                Some(config) => ipam::read(config),
-                None => Ok(Ipam::None),
-            };
+            let config = nad::config(item).map(str::to_string);
             ipams
                 .0
                 .entry(namespace.to_string())
                 .or_default()
-                .insert(r.name.to_string(), read);
+                .insert(r.name.to_string(), (config, OnceCell::new()));
         }
         ipams
     }
