@@ -34,7 +34,7 @@ use crate::controller::metrics::Metrics;
 use crate::controller::reconcile::CONFIG_DIGEST;
 use crate::linkerd_cni::restarts::{
     Action, Cluster, EVICT_ANNOTATION, HASH_ANNOTATION, Key, Kind, OPT_IN_ANNOTATION, Owner, Pacer,
-    Pod as StalePod, Progress, Workload, git_manager,
+    Pod as StalePod, Progress, Subject, Workload, git_manager,
 };
 use crate::linkerd_cni::rollout::HASH_LEN;
 
@@ -352,7 +352,7 @@ pub async fn run(context: Context) {
 /// Plans every [`EVERY`] once the watches have listed, and carries out the plan.
 async fn restart_loop(context: &Context, watched: &Mutex<Watched>) {
     let mut pacer = Pacer::new(context.options.concurrency, context.options.deadline);
-    let mut reported: HashSet<String> = HashSet::new();
+    let mut reported: HashSet<Subject> = HashSet::new();
     loop {
         tokio::time::sleep(EVERY).await;
         let actions = {
@@ -471,8 +471,8 @@ fn resource(kind: Kind) -> ApiResource {
 async fn carry_out(
     context: &Context,
     action: Action,
-    reported: &mut HashSet<String>,
-    now_reported: &mut HashSet<String>,
+    reported: &mut HashSet<Subject>,
+    now_reported: &mut HashSet<Subject>,
 ) {
     let Some(until) = context.fence.until() else {
         return;
@@ -552,11 +552,25 @@ async fn carry_out(
                 )
                 .await;
         }
-        Action::Reported { what, why } => {
-            let first = !reported.contains(&what);
-            now_reported.insert(what.clone());
+        Action::Reported { subject, why } => {
+            let first = !reported.contains(&subject);
+            now_reported.insert(subject.clone());
             if first {
-                tracing::warn!(object = %what, "{why}");
+                tracing::warn!(object = %subject, "{why}");
+                let regarding = match &subject {
+                    Subject::Workload(key) => reference(key),
+                    Subject::Pod { namespace, name } => ObjectReference {
+                        api_version: Some("v1".into()),
+                        kind: Some("Pod".into()),
+                        namespace: Some(namespace.clone()),
+                        name: Some(name.clone()),
+                        ..ObjectReference::default()
+                    },
+                };
+                context
+                    .events
+                    .publish(&regarding, EventKind::Warning, "StaleConfig", "Report", why)
+                    .await;
             }
         }
     }

@@ -223,11 +223,34 @@ pub enum Action {
     },
     /// Runs the old config and is not restarted: why.
     Reported {
-        /// `namespace/name` of the pod or workload, with its kind.
-        what: String,
+        /// The workload or pod.
+        subject: Subject,
         /// Why, and the fix.
         why: String,
     },
+}
+
+/// What a report is about.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Subject {
+    /// A workload.
+    Workload(Key),
+    /// A pod.
+    Pod {
+        /// Its namespace.
+        namespace: String,
+        /// Its name.
+        name: String,
+    },
+}
+
+impl fmt::Display for Subject {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Subject::Workload(key) => key.fmt(f),
+            Subject::Pod { namespace, name } => write!(f, "Pod {namespace}/{name}"),
+        }
+    }
 }
 
 /// The pacing of restarts, kept from one pass to the next.
@@ -287,7 +310,7 @@ impl Pacer {
             }
             if let Some(tool) = workload.git {
                 reports.push(Action::Reported {
-                    what: key.to_string(),
+                    subject: Subject::Workload(key.clone()),
                     why: format!(
                         "runs an older Linkerd-CNI config, and is managed from Git by {tool}: it is not patched here; render and sync it, and its pods roll with the new config"
                     ),
@@ -296,7 +319,7 @@ impl Pacer {
             }
             if workload.on_delete {
                 reports.push(Action::Reported {
-                    what: key.to_string(),
+                    subject: Subject::Workload(key.clone()),
                     why: "runs an older Linkerd-CNI config, and its update strategy is OnDelete: a new template would not roll it; delete its pods one at a time".to_string(),
                 });
                 continue;
@@ -338,16 +361,19 @@ impl Pacer {
                 });
             } else {
                 reports.push(Action::Reported {
-                    what: format!("Pod {}/{}", pod.namespace, pod.name),
+                    subject: Subject::Pod {
+                        namespace: pod.namespace.clone(),
+                        name: pod.name.clone(),
+                    },
                     why: format!(
                         "runs an older Linkerd-CNI config and has no controller to restart it: delete it and create it again, or annotate it (or its namespace) {EVICT_ANNOTATION}=enabled for the controller to evict it"
                     ),
                 });
             }
         }
-        for (what, owner) in &stale.others {
+        for (subject, owner) in &stale.others {
             reports.push(Action::Reported {
-                what: what.clone(),
+                subject: subject.clone(),
                 why: format!(
                     "runs an older Linkerd-CNI config; its owner {owner} is never restarted by linkerd-multus: its next run (a Job) or its own controller starts pods with the new config"
                 ),
@@ -415,8 +441,15 @@ fn namespace_switch(cluster: &Cluster<'_>, namespace: &str, key: &str) -> Option
 struct Stale<'a> {
     workloads: BTreeSet<Key>,
     naked: Vec<&'a Pod>,
-    /// `Pod namespace/name` and its owner, for those never restarted.
-    others: Vec<(String, String)>,
+    /// Pods and their owners, for those never restarted.
+    others: Vec<(Subject, String)>,
+}
+
+fn subject(pod: &Pod) -> Subject {
+    Subject::Pod {
+        namespace: pod.namespace.clone(),
+        name: pod.name.clone(),
+    }
 }
 
 fn stale_owners<'a>(cluster: &Cluster<'a>) -> Stale<'a> {
@@ -434,13 +467,8 @@ fn stale_owners<'a>(cluster: &Cluster<'a>) -> Stale<'a> {
                 stale.workloads.insert(key.clone());
             }
             Owner::Naked => stale.naked.push(pod),
-            Owner::Job(name) => stale.others.push((
-                format!("Pod {}/{}", pod.namespace, pod.name),
-                format!("Job {name}"),
-            )),
-            Owner::Other(owner) => stale
-                .others
-                .push((format!("Pod {}/{}", pod.namespace, pod.name), owner.clone())),
+            Owner::Job(name) => stale.others.push((subject(pod), format!("Job {name}"))),
+            Owner::Other(owner) => stale.others.push((subject(pod), owner.clone())),
         }
     }
     stale

@@ -151,7 +151,10 @@ fn exactly_the_opted_in_stale_workloads_are_restarted() {
         "api is not opted in, current runs the config, out opted out in an opted-in namespace"
     );
     assert!(actions.contains(&Action::Reported {
-        what: "Pod a/job-1".into(),
+        subject: Subject::Pod {
+            namespace: "a".into(),
+            name: "job-1".into(),
+        },
         why: "runs an older Linkerd-CNI config; its owner Job nightly-1 is never restarted by linkerd-multus: its next run (a Job) or its own controller starts pods with the new config".into(),
     }));
 }
@@ -337,10 +340,10 @@ fn git_managed_workloads_and_naked_pods_are_reported_not_patched() {
         })
         .collect();
     assert_eq!(evicted, ["evictable", "in-evicting-ns"]);
-    let reported: Vec<&str> = actions
+    let reported: Vec<String> = actions
         .iter()
         .filter_map(|a| match a {
-            Action::Reported { what, .. } => Some(what.as_str()),
+            Action::Reported { subject, .. } => Some(subject.to_string()),
             _ => None,
         })
         .collect();

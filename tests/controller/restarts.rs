@@ -167,7 +167,17 @@ fn stale_opted_in_workloads_are_restarted_once_each_paced_and_not_after_a_restar
     eventually("api restarted", BOUND, || {
         template_hash(&s, &app, "api") == current
     });
+    // The naked pod is reported by an Event on it, not evicted (no second opt-in).
+    eventually("the StaleConfig Event on the naked pod", BOUND, || {
+        s.events_about(&app, "naked")
+            .iter()
+            .any(|e| e["reason"] == "StaleConfig" && e["type"] == "Warning")
+    });
     std::thread::sleep(Duration::from_secs(5));
+    let naked = s
+        .plane
+        .kubectl(&["get", "pod", "-n", &app, "naked", "-o", "name"]);
+    assert_eq!(naked.trim(), "pod/naked", "not evicted");
     assert_eq!(
         template_hash(&s, &app, "web"),
         "",
