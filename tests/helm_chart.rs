@@ -324,6 +324,40 @@ fn a_bad_value_is_refused_by_the_schema_naming_it() {
     }
 }
 
+/// restartStaleWorkloads without manageNADs is refused, naming both, as `install` refuses it.
+#[test]
+fn restarting_stale_workloads_needs_the_nad_controller() {
+    let out = helm(
+        &[
+            "template",
+            CHART,
+            "--values",
+            r#"{"restartStaleWorkloads": true}"#,
+        ],
+        None,
+    );
+    let text = output_text(&out);
+    assert!(!out.status.success(), "taken: {text}");
+    assert!(
+        text.contains("restartStaleWorkloads is true but manageNADs is false: the restarts are the NAD controller's"),
+        "{text}"
+    );
+    let out = helm(
+        &[
+            "template",
+            CHART,
+            "--values",
+            r#"{"restartStaleWorkloads": "yes"}"#,
+        ],
+        None,
+    );
+    let text = output_text(&out);
+    assert!(
+        !out.status.success() && text.contains("at '/restartStaleWorkloads'"),
+        "{text}"
+    );
+}
+
 /// skipSecondarySubnets enabled without clusterCIDRs is refused with the webhook's reason (it
 /// would not start), as `install` refuses it; the cluster's networks alone are fine.
 #[test]

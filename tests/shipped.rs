@@ -44,10 +44,14 @@ fn helm_chart_defaults() {
     runs_as_shipped(OptionSet::Helm("{}"), Runtime::Process);
 }
 
+/// The NAD controller restarting stale workloads too: it starts, with the rights the chart
+/// gives it, and warns of nothing.
 #[test]
-fn helm_chart_with_the_nad_controller_and_network_resources() {
+fn helm_chart_with_the_nad_controller_its_restarts_and_network_resources() {
     runs_as_shipped(
-        OptionSet::Helm(r#"{"manageNADs": true, "networkResources": true}"#),
+        OptionSet::Helm(
+            r#"{"manageNADs": true, "restartStaleWorkloads": true, "networkResources": true}"#,
+        ),
         Runtime::Process,
     );
 }
@@ -76,9 +80,14 @@ fn install_network_resources() {
     );
 }
 
+/// With the NAD controller's restarts of stale workloads, and the rights install gives them.
 #[test]
-fn install_manage_nads_and_network_resources() {
-    let flags = &["--manage-nads", "--network-resources"];
+fn install_manage_nads_restarts_and_network_resources() {
+    let flags = &[
+        "--manage-nads",
+        "--restart-stale-workloads",
+        "--network-resources",
+    ];
     runs_as_shipped(OptionSet::Install(flags), Runtime::Process);
 }
 

@@ -17,6 +17,9 @@ pub(crate) struct Case {
     pub(crate) flags: &'static [&'static str],
     setters: &'static [(&'static str, &'static str)],
     nad_controller: bool,
+    /// `deploy-restarts/` too, and `--restart-stale-workloads=true` added by hand at the end of
+    /// the webhook's args, as its README says (it is no setter of `deploy/`).
+    restarts: bool,
     network_resources: bool,
     cert_manager: bool,
     pub(crate) values: &'static str,
@@ -30,6 +33,7 @@ pub(crate) const CASES: &[Case] = &[
         flags: &[],
         setters: &[],
         nad_controller: false,
+        restarts: false,
         network_resources: false,
         cert_manager: false,
         values: "{}",
@@ -52,6 +56,7 @@ pub(crate) const CASES: &[Case] = &[
             ("linkerd-namespace", "l5d"),
         ],
         nad_controller: false,
+        restarts: false,
         network_resources: false,
         cert_manager: false,
         values: r#"{"replicas": 3, "failurePolicy": "Ignore", "priorityClassName": "webhooks", "linkerdNamespace": "l5d"}"#,
@@ -61,15 +66,31 @@ pub(crate) const CASES: &[Case] = &[
         flags: &["--manage-nads", "--cni-namespace=cni"],
         setters: &[("manage-nads", "true"), ("cni-namespace", "cni")],
         nad_controller: true,
+        restarts: false,
         network_resources: false,
         cert_manager: false,
         values: r#"{"manageNADs": true, "cniNamespace": "cni"}"#,
+    },
+    Case {
+        name: "the NAD controller, restarting stale workloads",
+        flags: &[
+            "--manage-nads",
+            "--restart-stale-workloads",
+            "--namespace=mesh",
+        ],
+        setters: &[("manage-nads", "true"), ("namespace", "mesh")],
+        nad_controller: true,
+        restarts: true,
+        network_resources: false,
+        cert_manager: false,
+        values: r#"{"manageNADs": true, "restartStaleWorkloads": true}"#,
     },
     Case {
         name: "network resources",
         flags: &["--network-resources"],
         setters: &[("network-resources", NR_FILE)],
         nad_controller: false,
+        restarts: false,
         network_resources: true,
         cert_manager: false,
         values: r#"{"networkResources": true}"#,
@@ -90,6 +111,7 @@ pub(crate) const CASES: &[Case] = &[
             ),
         ],
         nad_controller: false,
+        restarts: false,
         network_resources: false,
         cert_manager: false,
         values: r#"{"apiServerCIDRs": ["10.0.0.0/24", "fd00::/64"], "metricsNamespaces": ["openshift-monitoring", "openshift-user-workload-monitoring"]}"#,
@@ -110,6 +132,7 @@ pub(crate) const CASES: &[Case] = &[
             ),
         ],
         nad_controller: false,
+        restarts: false,
         network_resources: false,
         cert_manager: false,
         values: r#"{"skipSecondarySubnets": "enabled", "clusterCIDRs": ["10.244.0.0/16", "fd00:10::/56", "10.96.0.0/12"]}"#,
@@ -136,6 +159,7 @@ pub(crate) const CASES: &[Case] = &[
             ),
         ],
         nad_controller: false,
+        restarts: false,
         network_resources: false,
         cert_manager: false,
         values: r#"{"platform": "openshift", "image": {"registry": "mirror.example:5000/linkerd", "name": "linkerd-multus", "digest": "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"}, "webhookExcludedNamespaces": ["legacy-apps", "batch-*"]}"#,
@@ -154,6 +178,7 @@ pub(crate) const CASES: &[Case] = &[
             ("network-resources", NR_FILE),
         ],
         nad_controller: true,
+        restarts: false,
         network_resources: true,
         cert_manager: true,
         values: r#"{"certs": "cert-manager", "manageNADs": true, "networkResources": true}"#,
@@ -204,10 +229,24 @@ fn from_packages(case: &Case) -> Objects {
     if case.nad_controller {
         objects.extend(package("deploy-nad-controller", &setters, false));
     }
+    if case.restarts {
+        objects.extend(package("deploy-restarts", &setters, false));
+    }
     if case.network_resources {
         objects.extend(package("deploy-network-resources", &setters, false));
     }
     let mut out = by_id(&objects);
+    if case.restarts {
+        let deployment = out
+            .iter_mut()
+            .find(|(id, _)| id.0 == "Deployment")
+            .unwrap()
+            .1;
+        deployment["spec"]["template"]["spec"]["containers"][0]["args"]
+            .as_array_mut()
+            .unwrap()
+            .push(Value::from("--restart-stale-workloads=true"));
+    }
     if !case.cert_manager {
         let mwc = out
             .iter_mut()
@@ -450,6 +489,13 @@ fn bad_input_is_refused_with_what_to_do() {
         (
             vec!["--cni-namespace=cni", "--ignore-cluster"],
             vec!["add --manage-nads"],
+        ),
+        (
+            vec!["--restart-stale-workloads", "--ignore-cluster"],
+            vec![
+                "--restart-stale-workloads (restartStaleWorkloads) is for the NAD controller",
+                "add --manage-nads (manageNADs: true), or leave it out",
+            ],
         ),
         // A mirror's image written as a user might get it wrong.
         (

@@ -27,6 +27,19 @@ skipSecondarySubnets is enabled without them, as the webhook would refuse to sta
 {{- end }}
 
 {{/*
+"true" when the NAD controller restarts stale workloads, "" otherwise; refused without
+manageNADs, as the restarts are the NAD controller's.
+*/}}
+{{- define "linkerd-multus.restartStaleWorkloads" -}}
+{{- if .Values.restartStaleWorkloads -}}
+{{- if not .Values.manageNADs -}}
+{{- fail "restartStaleWorkloads is true but manageNADs is false: the restarts are the NAD controller's, which restarts the workloads after it updates their namespace's NAD; set manageNADs to true too, or leave restartStaleWorkloads false" -}}
+{{- end -}}
+true
+{{- end -}}
+{{- end }}
+
+{{/*
 The namespaces whose pods never reach the webhook, as JSON: the platform's (OpenShift:
 openshift, openshift-*), then webhookExcludedNamespaces, each once.
 */}}

@@ -54,6 +54,13 @@ pub struct PartsFlags {
     /// (with --manage-nads) [default: linkerd-cni].
     #[arg(long, value_name = "NAMESPACE")]
     cni_namespace: Option<String>,
+    /// The NAD controller also restarts the workloads that opted in
+    /// (multus.linkerd.io/restart-on-config-change) whose pods run an older
+    /// Linkerd-CNI config, paced, with the rights to read and patch them;
+    /// only with --manage-nads [default: false].
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true,
+          default_missing_value = "true", value_parser = go::parse_bool)]
+    restart_stale_workloads: Option<bool>,
     /// Also run the network-resources rules (device-plugin resources and node
     /// selectors from the NADs a pod selects), with their settings and rights [default: false].
     #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true,
@@ -75,6 +82,7 @@ impl PartsFlags {
         let flags = Settings {
             manage_nads: self.manage_nads,
             cni_namespace: self.cni_namespace.clone(),
+            restart_stale_workloads: self.restart_stale_workloads,
             network_resources: self.network_resources,
             certs: self.certs,
             ..more
@@ -288,6 +296,7 @@ mod tests {
         Settings {
             manage_nads: parts.manage_nads,
             cni_namespace: parts.cni_namespace.clone(),
+            restart_stale_workloads: parts.restart_stale_workloads,
             network_resources: parts.network_resources,
             certs: parts.certs,
             ..install.settings()
@@ -306,6 +315,7 @@ mod tests {
             "--failure-policy",
             "Ignore",
             "--manage-nads",
+            "--restart-stale-workloads",
             "--network-resources=false",
             "--certs=cert-manager",
             "--ignore-cluster=true",
@@ -330,6 +340,7 @@ mod tests {
                 replicas: Some(3),
                 failure_policy: Some(FailurePolicy::Ignore),
                 manage_nads: Some(true),
+                restart_stale_workloads: Some(true),
                 network_resources: Some(false),
                 certs: Some(Certs::CertManager),
                 ignore_cluster: Some(true),
@@ -363,6 +374,10 @@ mod tests {
             (&["--failure-policy", "fail"][..], "Fail, Ignore"),
             (&["--certs", "vault"][..], "generate, cert-manager"),
             (&["--manage-nads=maybe"][..], "--manage-nads"),
+            (
+                &["--restart-stale-workloads=maybe"][..],
+                "--restart-stale-workloads",
+            ),
             (&["--platform=OpenShift"][..], "kubernetes, openshift"),
             (&["--skip-secondary-subnets=true"][..], "enabled, disabled"),
         ] {

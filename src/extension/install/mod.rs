@@ -156,12 +156,45 @@ pub fn objects(
             Some("NetworkPolicy") if !options.api_server_cidrs.is_empty() => {
                 admit_only(object, &options.api_server_cidrs);
             }
+            Some("Deployment") if options.restart_stale_workloads => {
+                append_arg(object, RESTART_STALE_WORKLOADS);
+            }
             _ => {}
         }
     }
     objects.extend(rest);
     Ok(objects)
 }
+
+/// The webhook's flag for [`Options::restart_stale_workloads`]: not a setter
+/// of `deploy/`, whose users add it by hand with `deploy-restarts/`.
+pub const RESTART_STALE_WORKLOADS: &str = "--restart-stale-workloads=true";
+
+/// The Deployment's `webhook` container gets `arg` after its other args.
+fn append_arg(deployment: &mut Node, arg: &str) {
+    let Some(Node::Seq(containers)) = deployment
+        .as_map_mut()
+        .and_then(|d| d.map_entry("spec"))
+        .and_then(|spec| spec.map_entry("template"))
+        .and_then(|template| template.map_entry("spec"))
+        .and_then(|spec| spec.get_mut("containers"))
+    else {
+        return;
+    };
+    for container in &mut containers.items {
+        if container.get_path(&["name"]).and_then(Node::as_str) != Some(WEBHOOK_CONTAINER) {
+            continue;
+        }
+        if let Some(Node::Seq(args)) = container.as_map_mut().and_then(|c| c.get_mut("args")) {
+            // Plain, as the package writes its flags: `--…=true` reads back
+            // as that string (`Node::string` would quote it, being cautious).
+            args.items.push(Node::plain(arg));
+        }
+    }
+}
+
+/// The name of the Deployment's container that runs the webhook.
+const WEBHOOK_CONTAINER: &str = "webhook";
 
 /// The labels of every object of the extension.
 fn labels() -> Node {

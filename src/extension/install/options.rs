@@ -29,6 +29,7 @@ pub const KEYS: &[&str] = &[
     "priorityClassName",
     "manageNADs",
     "cniNamespace",
+    "restartStaleWorkloads",
     "networkResources",
     "skipSecondarySubnets",
     "clusterCIDRs",
@@ -102,6 +103,8 @@ pub struct Settings {
     pub manage_nads: Option<bool>,
     /// The namespace of the Linkerd-CNI ConfigMap.
     pub cni_namespace: Option<String>,
+    /// Whether the NAD controller restarts the opted-in workloads that run an older config.
+    pub restart_stale_workloads: Option<bool>,
     /// Whether the network-resources rules run.
     pub network_resources: Option<bool>,
     /// Whether meshed pods skip their secondary networks' subnets by default.
@@ -141,6 +144,10 @@ pub struct Options {
     pub manage_nads: bool,
     /// The Linkerd-CNI ConfigMap's namespace (default `linkerd-cni`).
     pub cni_namespace: String,
+    /// The NAD controller restarts the opted-in workloads whose pods run an
+    /// older Linkerd-CNI config, with the rights of `deploy-restarts/`
+    /// (default off; only with [`Options::manage_nads`]).
+    pub restart_stale_workloads: bool,
     /// The network-resources rules (default off).
     pub network_resources: bool,
     /// Meshed pods skip their secondary networks' subnets unless they or their
@@ -173,6 +180,7 @@ impl Default for Options {
             priority_class_name: "system-cluster-critical".into(),
             manage_nads: false,
             cni_namespace: "linkerd-cni".into(),
+            restart_stale_workloads: false,
             network_resources: false,
             skip_secondary_subnets: false,
             cluster_cidrs: Vec::new(),
@@ -233,6 +241,9 @@ impl Settings {
             priority_class_name: flags.priority_class_name.or(self.priority_class_name),
             manage_nads: flags.manage_nads.or(self.manage_nads),
             cni_namespace: flags.cni_namespace.or(self.cni_namespace),
+            restart_stale_workloads: flags
+                .restart_stale_workloads
+                .or(self.restart_stale_workloads),
             network_resources: flags.network_resources.or(self.network_resources),
             skip_secondary_subnets: flags.skip_secondary_subnets.or(self.skip_secondary_subnets),
             cluster_cidrs: flags.cluster_cidrs.or(self.cluster_cidrs),
@@ -330,6 +341,7 @@ impl Settings {
                 "priorityClassName" => settings.priority_class_name = Some(text()?),
                 "manageNADs" => settings.manage_nads = Some(boolean()?),
                 "cniNamespace" => settings.cni_namespace = Some(text()?),
+                "restartStaleWorkloads" => settings.restart_stale_workloads = Some(boolean()?),
                 "networkResources" => settings.network_resources = Some(boolean()?),
                 "skipSecondarySubnets" => {
                     settings.skip_secondary_subnets = Some(switch(&text()?)?);
@@ -382,6 +394,9 @@ impl Settings {
                 .unwrap_or(defaults.priority_class_name),
             manage_nads: self.manage_nads.unwrap_or(defaults.manage_nads),
             cni_namespace: self.cni_namespace.unwrap_or(defaults.cni_namespace),
+            restart_stale_workloads: self
+                .restart_stale_workloads
+                .unwrap_or(defaults.restart_stale_workloads),
             network_resources: self.network_resources.unwrap_or(defaults.network_resources),
             skip_secondary_subnets: self
                 .skip_secondary_subnets
@@ -491,6 +506,11 @@ impl Options {
                 self.cni_namespace
             ));
         }
+        if self.restart_stale_workloads && !self.manage_nads {
+            return invalid(
+                "--restart-stale-workloads (restartStaleWorkloads) is for the NAD controller, which restarts the workloads after it updates their namespace's NAD: add --manage-nads (manageNADs: true), or leave it out".into(),
+            );
+        }
         Ok(())
     }
 
@@ -504,7 +524,7 @@ impl Options {
     pub fn to_file(&self) -> String {
         let list = |items: &[String]| format!("[{}]", items.join(", "));
         format!(
-            "apiVersion: {API_VERSION}\nkind: {KIND}\nspec:\n  namespace: {}\n  linkerdNamespace: {}\n  image: {}\n  platform: {}\n  replicas: {}\n  failurePolicy: {}\n  priorityClassName: {}\n  manageNADs: {}\n  cniNamespace: {}\n  networkResources: {}\n  skipSecondarySubnets: {}\n  clusterCIDRs: {}\n  certs: {}\n  ignoreCluster: {}\n  apiServerCIDRs: {}\n  metricsNamespaces: {}\n  webhookExcludedNamespaces: {}\n",
+            "apiVersion: {API_VERSION}\nkind: {KIND}\nspec:\n  namespace: {}\n  linkerdNamespace: {}\n  image: {}\n  platform: {}\n  replicas: {}\n  failurePolicy: {}\n  priorityClassName: {}\n  manageNADs: {}\n  cniNamespace: {}\n  restartStaleWorkloads: {}\n  networkResources: {}\n  skipSecondarySubnets: {}\n  clusterCIDRs: {}\n  certs: {}\n  ignoreCluster: {}\n  apiServerCIDRs: {}\n  metricsNamespaces: {}\n  webhookExcludedNamespaces: {}\n",
             self.namespace,
             self.linkerd_namespace,
             self.image,
@@ -514,6 +534,7 @@ impl Options {
             self.priority_class_name,
             self.manage_nads,
             self.cni_namespace,
+            self.restart_stale_workloads,
             self.network_resources,
             switch_text(self.skip_secondary_subnets),
             list(&self.cluster_cidrs),
@@ -641,6 +662,7 @@ mod tests {
             priority_class_name: "high.example".into(),
             manage_nads: true,
             cni_namespace: "cni".into(),
+            restart_stale_workloads: true,
             network_resources: true,
             skip_secondary_subnets: true,
             cluster_cidrs: vec!["10.128.0.0/14".into(), "172.30.0.0/16".into()],
@@ -735,6 +757,10 @@ mod tests {
             (
                 "spec:\n  manageNADs: yes\n",
                 "spec.manageNADs: must be true or false",
+            ),
+            (
+                "spec:\n  restartStaleWorkloads: 1\n",
+                "spec.restartStaleWorkloads: must be true or false",
             ),
             (
                 "spec:\n  skipSecondarySubnets: true\n",
@@ -889,6 +915,21 @@ mod tests {
             ),
             (
                 Settings {
+                    restart_stale_workloads: Some(true),
+                    ..Settings::default()
+                },
+                "--restart-stale-workloads (restartStaleWorkloads) is for the NAD controller, which restarts the workloads after it updates their namespace's NAD: add --manage-nads (manageNADs: true), or leave it out",
+            ),
+            (
+                Settings {
+                    restart_stale_workloads: Some(true),
+                    manage_nads: Some(false),
+                    ..Settings::default()
+                },
+                "add --manage-nads (manageNADs: true)",
+            ),
+            (
+                Settings {
                     image: Some("mirror.example:5000/linkerd/multus".into()),
                     ..Settings::default()
                 },
@@ -940,6 +981,12 @@ mod tests {
             ..Settings::default()
         };
         assert_eq!(fine.resolve().unwrap().cni_namespace, "cni");
+        let restarts = Settings {
+            restart_stale_workloads: Some(true),
+            manage_nads: Some(true),
+            ..Settings::default()
+        };
+        assert!(restarts.resolve().unwrap().restart_stale_workloads);
         // The cluster's networks alone are fine: pods opt in by their annotation.
         let cidrs = Settings {
             cluster_cidrs: Some(vec!["FD00:10::/56".into()]),

@@ -1,5 +1,5 @@
-//! The kpt packages, embedded: `deploy/` (the webhook), `deploy-nad-controller/`
-//! and `deploy-network-resources/`, their files as shipped, with the setters of
+//! The kpt packages, embedded: `deploy/` (the webhook), `deploy-nad-controller/`,
+//! `deploy-restarts/` and `deploy-network-resources/`, their files as shipped, with the setters of
 //! [`Options`] applied as kpt's `apply-setters` would. They are the one source
 //! of what `install` prints.
 
@@ -47,6 +47,8 @@ pub const WEBHOOK: [File; 6] = [
 pub const CERT_MANAGER: File = file!("deploy/cert-manager/certificates.yaml");
 /// The NAD controller's rights.
 pub const NAD_CONTROLLER: [File; 1] = [file!("deploy-nad-controller/rbac.yaml")];
+/// The rights of the NAD controller's restarts of stale workloads.
+pub const RESTARTS: [File; 1] = [file!("deploy-restarts/rbac.yaml")];
 /// The network-resources rules' rights and settings.
 pub const NETWORK_RESOURCES: [File; 2] = [
     file!("deploy-network-resources/rbac.yaml"),
@@ -108,6 +110,9 @@ pub fn files(options: &Options) -> (Vec<File>, Vec<File>) {
     if options.manage_nads {
         rights.extend(NAD_CONTROLLER);
     }
+    if options.restart_stale_workloads {
+        rights.extend(RESTARTS);
+    }
     if options.network_resources {
         rights.extend(NETWORK_RESOURCES);
     }
@@ -124,6 +129,7 @@ pub fn all() -> Vec<File> {
     let mut all = vec![NAMESPACE, WEBHOOK_RBAC, CERT_MANAGER];
     all.extend(WEBHOOK);
     all.extend(NAD_CONTROLLER);
+    all.extend(RESTARTS);
     all.extend(NETWORK_RESOURCES);
     all
 }
@@ -162,6 +168,7 @@ mod tests {
         for dir in [
             "deploy",
             "deploy-nad-controller",
+            "deploy-restarts",
             "deploy-network-resources",
         ] {
             for entry in walkdir::WalkDir::new(root.join(dir)) {

@@ -55,6 +55,7 @@ fn defaults_give_the_webhook_with_its_certificates() {
         "MutatingWebhookConfiguration//linkerd-multus-webhook".into(),
     ];
     assert_eq!(ids(&yaml), want);
+    assert!(!yaml.contains("--restart-stale-workloads"), "{yaml}");
     let objects = parse_stream(&yaml).unwrap();
     let mwc = object(&objects, "MutatingWebhookConfiguration");
     assert!(mwc.get_path(&["metadata", "annotations"]).is_none());
@@ -163,6 +164,7 @@ fn options_reach_the_objects() {
         priority_class_name: "high".into(),
         manage_nads: true,
         cni_namespace: "cni".into(),
+        restart_stale_workloads: true,
         network_resources: true,
         skip_secondary_subnets: true,
         cluster_cidrs: vec!["10.244.0.0/16".into(), "fd00:10::/56".into()],
@@ -198,6 +200,8 @@ fn options_reach_the_objects() {
         "Role/default/linkerd-multus-nad-controller-events",
         "RoleBinding/default/linkerd-multus-nad-controller-events",
         "Role/mesh/linkerd-multus-nad-controller-lease",
+        "ClusterRole//linkerd-multus-restarts",
+        "ClusterRoleBinding//linkerd-multus-restarts",
         "ConfigMap/mesh/linkerd-multus-network-resources",
         "ClusterRole//linkerd-multus-webhook-network-resources",
         "Certificate/mesh/linkerd-multus-webhook",
@@ -226,7 +230,7 @@ fn options_reach_the_objects() {
         "- --cni-namespace=cni\n",
         "- --network-resources=/etc/linkerd-multus/network-resources/network-resources.yaml\n",
         "- --skip-secondary-subnets=enabled\n",
-        "- --cluster-cidrs=[10.244.0.0/16, fd00:10::/56]\n",
+        "- --cluster-cidrs=[10.244.0.0/16, fd00:10::/56]\n        - --restart-stale-workloads=true\n",
         "cert-manager.io/inject-ca-from: mesh/linkerd-multus-webhook\n",
         "image: mirror.example:5000/linkerd/multus:v0.1.0\n",
         "expression: \"!'[openshift, openshift-*]'.replace(",
