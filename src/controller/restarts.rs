@@ -32,6 +32,7 @@ use crate::controller::events::{Events, Kind as EventKind};
 use crate::controller::lease::Fence;
 use crate::controller::metrics::Metrics;
 use crate::controller::reconcile::CONFIG_DIGEST;
+use crate::k8s::namespace;
 use crate::linkerd_cni::restarts::{
     Action, Cluster, EVICT_ANNOTATION, HASH_ANNOTATION, Key, Kind, OPT_IN_ANNOTATION, Owner, Pacer,
     Pod as StalePod, Progress, Subject, Workload, git_manager,
@@ -130,12 +131,6 @@ impl Watched {
             && self.replica_sets.listed
             && self.pods.listed
     }
-
-    fn workloads(&self) -> impl Iterator<Item = &Workload> {
-        (self.deployments.objects.values())
-            .chain(self.stateful_sets.objects.values())
-            .chain(self.daemon_sets.objects.values())
-    }
 }
 
 /// The controller of an object: its kind and name.
@@ -149,11 +144,7 @@ fn controller_of(meta: &kube::core::ObjectMeta) -> Option<(String, String)> {
 
 /// An `enabled`/`disabled` annotation.
 fn switch(annotations: Option<&BTreeMap<String, String>>, key: &str) -> Option<bool> {
-    match annotations?.get(key).map(String::as_str) {
-        Some("enabled") => Some(true),
-        Some("disabled") => Some(false),
-        _ => None,
-    }
+    namespace::switch(annotations?.get(key)?)
 }
 
 fn read_pod(pod: &PartialObjectMeta<Pod>) -> Option<PodEntry> {
@@ -378,10 +369,16 @@ async fn restart_loop(context: &Context, watched: &Mutex<Watched>) {
 
 /// One plan over what the watches hold now.
 fn plan(context: &Context, watched: &Watched, pacer: &mut Pacer) -> Vec<Action> {
-    let workloads: BTreeMap<Key, Workload> = watched
-        .workloads()
-        .map(|w| (w.key.clone(), w.clone()))
-        .collect();
+    let workload = |key: &Key| {
+        let mirror = match key.kind {
+            Kind::Deployment => &watched.deployments,
+            Kind::StatefulSet => &watched.stateful_sets,
+            Kind::DaemonSet => &watched.daemon_sets,
+        };
+        mirror
+            .objects
+            .get(&(key.namespace.clone(), key.name.clone()))
+    };
     let pods: Vec<StalePod> = watched
         .pods
         .objects
@@ -411,7 +408,7 @@ fn plan(context: &Context, watched: &Watched, pacer: &mut Pacer) -> Vec<Action> 
             .and_then(|ns| ns.metadata.annotations.as_ref()?.get(key).cloned())
     };
     let cluster = Cluster {
-        workloads: &workloads,
+        workload: &workload,
         pods: &pods,
         nad_hashes: &nad_hashes,
         namespace_annotation: &lookup,

@@ -11,6 +11,15 @@ pub const INJECT_ANNOTATION: &str = "linkerd.io/inject";
 /// The values `linkerd.io/multus` takes.
 pub const MULTUS_VALUES: &[&str] = &["enabled", "disabled"];
 
+/// An `enabled`/`disabled` switch (an opt-in annotation or setting): `None` for any other value.
+pub fn switch(value: &str) -> Option<bool> {
+    match value {
+        "enabled" => Some(true),
+        "disabled" => Some(false),
+        _ => None,
+    }
+}
+
 /// Something with annotations or labels to look up.
 pub trait Lookup {
     /// The value of `key`, if set.

@@ -176,8 +176,8 @@ pub struct Pod {
 
 /// The cluster as the controller's watches hold it.
 pub struct Cluster<'a> {
-    /// The workloads it may restart, by key.
-    pub workloads: &'a BTreeMap<Key, Workload>,
+    /// The workload of a key, if the watches hold it.
+    pub workload: &'a dyn Fn(&Key) -> Option<&'a Workload>,
     /// The pods started under a config hash.
     pub pods: &'a [Pod],
     /// The hash of the config of each namespace's Linkerd-CNI NAD.
@@ -189,7 +189,6 @@ pub struct Cluster<'a> {
 impl fmt::Debug for Cluster<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Cluster")
-            .field("workloads", &self.workloads.len())
             .field("pods", &self.pods.len())
             .finish()
     }
@@ -296,7 +295,7 @@ impl Pacer {
         let mut reports = Vec::new();
         let mut candidates = Vec::new();
         for key in &stale.workloads {
-            let Some(workload) = cluster.workloads.get(key) else {
+            let Some(workload) = (cluster.workload)(key) else {
                 continue;
             };
             let Some(hash) = cluster.nad_hashes.get(&key.namespace) else {
@@ -391,7 +390,7 @@ impl Pacer {
         for (key, (hash, since)) in &self.rolling {
             let elapsed = now.saturating_duration_since(*since);
             let current = cluster.nad_hashes.get(&key.namespace);
-            let end = match cluster.workloads.get(key) {
+            let end = match (cluster.workload)(key) {
                 None => Some(None),
                 Some(_) if current != Some(hash) => Some(None),
                 Some(w)
@@ -418,22 +417,14 @@ impl Pacer {
             actions.extend(action);
         }
         // A halted namespace resumes once its workload completes, or is gone.
-        self.halted.retain(|_, key| {
-            cluster
-                .workloads
-                .get(key)
-                .is_some_and(|w| !w.progress.complete())
-        });
+        self.halted
+            .retain(|_, key| (cluster.workload)(key).is_some_and(|w| !w.progress.complete()));
     }
 }
 
 /// A namespace's `enabled`/`disabled` switch `key`.
 fn namespace_switch(cluster: &Cluster<'_>, namespace: &str, key: &str) -> Option<bool> {
-    match (cluster.namespace_annotation)(namespace, key).as_deref() {
-        Some("enabled") => Some(true),
-        Some("disabled") => Some(false),
-        _ => None,
-    }
+    crate::k8s::namespace::switch(&(cluster.namespace_annotation)(namespace, key)?)
 }
 
 /// The owners of the pods that run an older config than their namespace's NAD.

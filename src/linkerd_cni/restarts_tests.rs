@@ -76,7 +76,7 @@ impl World {
     fn plan(&self, pacer: &mut Pacer, now: Instant) -> Vec<Action> {
         let lookup = |ns: &str, key: &str| self.namespaces.get(&(ns.into(), key.into())).cloned();
         let cluster = Cluster {
-            workloads: &self.workloads,
+            workload: &|key| self.workloads.get(key),
             pods: &self.pods,
             nad_hashes: &self.nad_hashes,
             namespace_annotation: &lookup,

@@ -210,11 +210,9 @@ fn sync_wave(key: &str, value: &Node) -> Result<String, SettingsError> {
 
 /// `enabled` or `disabled`, as the opt-in annotations read.
 fn switch(key: &str, value: &Node) -> Result<bool, SettingsError> {
-    match text(key, value)?.as_str() {
-        "enabled" => Ok(true),
-        "disabled" => Ok(false),
-        v => Err(bad(key, format!("{v:?} is neither enabled nor disabled"))),
-    }
+    let v = text(key, value)?;
+    crate::k8s::namespace::switch(&v)
+        .ok_or_else(|| bad(key, format!("{v:?} is neither enabled nor disabled")))
 }
 
 /// A list of CIDRs: a YAML list, or one string of them split at commas (a ConfigMap's,

@@ -431,16 +431,11 @@ fn opted_in(
     settings: &Settings,
 ) -> Result<bool, Problem> {
     for (lookup, whose) in [(annotations, "the pod"), (namespace, "its namespace")] {
-        match lookup.lookup(OPT_IN_ANNOTATION).filter(|v| !v.is_empty()) {
-            Some("enabled") => return Ok(true),
-            Some("disabled") => return Ok(false),
-            Some(value) => {
-                return Err(Problem::OptIn {
-                    whose,
-                    value: value.to_string(),
-                });
-            }
-            None => {}
+        if let Some(value) = lookup.lookup(OPT_IN_ANNOTATION).filter(|v| !v.is_empty()) {
+            return crate::k8s::namespace::switch(value).ok_or_else(|| Problem::OptIn {
+                whose,
+                value: value.to_string(),
+            });
         }
     }
     Ok(settings.skip_secondary_subnets)

@@ -558,13 +558,9 @@ pub fn switch_text(on: bool) -> &'static str {
 }
 
 fn switch(text: &str) -> Result<bool, String> {
-    match text {
-        "enabled" => Ok(true),
-        "disabled" => Ok(false),
-        other => Err(format!(
-            "spec.skipSecondarySubnets: must be enabled or disabled, not {other:?}"
-        )),
-    }
+    crate::k8s::namespace::switch(text).ok_or_else(|| {
+        format!("spec.skipSecondarySubnets: must be enabled or disabled, not {text:?}")
+    })
 }
 
 /// `text`, a value of `option`, as a CIDR in canonical form (`ADDRESS/PREFIX`,
