@@ -30,6 +30,8 @@ mod audit;
 mod https;
 #[path = "../tests/common/kube_apiserver.rs"]
 mod kube_apiserver;
+#[path = "../tests/common/ports.rs"]
+mod ports;
 
 use std::collections::BTreeMap;
 use std::path::Path;

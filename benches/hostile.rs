@@ -50,6 +50,8 @@ mod footprint;
 mod https;
 #[path = "../tests/common/kube_apiserver.rs"]
 mod kube_apiserver;
+#[path = "../tests/common/ports.rs"]
+mod ports;
 #[path = "common/servers.rs"]
 mod servers;
 

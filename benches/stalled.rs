@@ -39,6 +39,8 @@ mod common;
 mod fake_apiserver;
 #[path = "../tests/common/https.rs"]
 mod https;
+#[path = "../tests/common/ports.rs"]
+mod ports;
 #[path = "common/servers.rs"]
 mod servers;
 #[path = "common/stalling.rs"]

@@ -50,6 +50,8 @@ mod https;
 #[path = "../../tests/common/kube_apiserver.rs"]
 mod kube_apiserver;
 mod load;
+#[path = "../../tests/common/ports.rs"]
+mod ports;
 mod report;
 #[path = "../common/servers.rs"]
 mod servers;

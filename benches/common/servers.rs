@@ -32,10 +32,7 @@ impl Drop for Server {
 }
 
 fn free_addr() -> Result<String> {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")?
-        .local_addr()?
-        .port();
-    Ok(format!("127.0.0.1:{port}"))
+    Ok(format!("127.0.0.1:{}", super::ports::free_port()))
 }
 
 impl Server {

@@ -45,6 +45,8 @@ mod fake_apiserver;
 #[path = "../../tests/common/https.rs"]
 mod https;
 mod load;
+#[path = "../../tests/common/ports.rs"]
+mod ports;
 mod report;
 mod requests;
 #[path = "../common/servers.rs"]

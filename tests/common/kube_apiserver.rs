@@ -15,7 +15,6 @@
 use std::cell::RefCell;
 use std::fmt::Write as _;
 use std::io::{Read, Write};
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -26,6 +25,7 @@ use base64::Engine;
 use rcgen::{CertificateParams, DnType, ExtendedKeyUsagePurpose, KeyPair};
 
 use super::https::{Ca, Leaf};
+pub use super::ports::free_port;
 
 #[path = "kube_apiserver/api_server.rs"]
 mod api_server;
@@ -76,14 +76,6 @@ pub struct ApiServer {
 }
 
 static SHARED: OnceLock<Result<ControlPlane, String>> = OnceLock::new();
-
-/// A free TCP port on 127.0.0.1.
-pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free loopback port")
-}
 
 /// The assets folder, or the one-line message saying how to get one.
 pub fn assets() -> Result<PathBuf, String> {

@@ -13,6 +13,7 @@ pub mod helm;
 pub mod https;
 pub mod kube_apiserver;
 pub mod kubelet;
+pub mod ports;
 pub mod setters;
 pub mod shipped;
 mod yaml;
