@@ -20,9 +20,23 @@
 //! with, for each, the NAD writes from the audit log and from the
 //! controller's own counter (target: one per NAD that must change, none for
 //! the rest), every request by verb and resource, and the controller's peak
-//! RSS (VmHWM; target: under 64 MiB at 10,000 namespaces). Every figure is
-//! checked; a miss of a write target fails the run. `BENCH_QUICK=1` (or
-//! `-- --quick`) is a smoke run on 200 namespaces.
+//! RSS (VmHWM; target: under 64 MiB, the shipped Deployment's limit, at 10,000
+//! namespaces and 50,000 pods).
+//!
+//! The controller runs with its config restarts on (`--restart-stale-workloads
+//! --restart-concurrency BENCH_RESTART_CONCURRENCY`, 100 by default): after the
+//! start, each enabled namespace gets an opted-in Deployment, its ReplicaSet and
+//! `BENCH_PODS` / 5,000 pods (50,000 in all), stamped with the current config's
+//! hash (target: no patch). The ConfigMap edit makes all of them stale: the
+//! benchmark plays the Deployment controller (there is no controller manager):
+//! when a Deployment's generation moves past its observed one it stamps the
+//! Deployment's pods with the template's hash, as their replacements would be,
+//! and writes its rollout status complete. The audit log must show exactly one
+//! template patch per workload, and never more rolling at once than the
+//! concurrency (a patch counts as rolling until the benchmark began writing its
+//! status); the restart must patch none. Every figure is checked; a miss of a
+//! write target fails the run. `BENCH_QUICK=1` (or `-- --quick`) is a smoke run
+//! on 200 namespaces and 1,000 pods.
 
 #[path = "common/audit.rs"]
 mod audit;
@@ -32,18 +46,28 @@ mod https;
 mod kube_apiserver;
 #[path = "../tests/common/ports.rs"]
 mod ports;
+#[path = "../tests/controller/audit.rs"]
+#[allow(dead_code)]
+mod requests;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
 use std::process::{Child, Command, ExitCode, Stdio};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow, bail};
 use audit::{admin_client, audited, audited_api_server};
 use futures_util::StreamExt;
-use k8s_openapi::api::core::v1::Namespace;
-use kube::api::{Api, DynamicObject, ListParams, PostParams};
+use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
+use k8s_openapi::api::core::v1::{Namespace, Pod};
+use k8s_openapi::jiff::Timestamp;
+use kube::api::{Api, DynamicObject, ListParams, Patch, PatchParams, PostParams};
+use kube::runtime::{WatchStreamExt, watcher};
 use kube_apiserver::{ApiServer, ControlPlane};
+use linkerd_multus::linkerd_cni::restarts::{HASH_ANNOTATION, OPT_IN_ANNOTATION};
+use linkerd_multus::linkerd_cni::rollout::config_hash;
+use serde_json::json;
 
 const CONFIG_MAP: &str = include_str!("../../shared/fixtures/linkerd-cni/version-2.19.yaml");
 /// How long each phase may take before the run fails (a quick run: 60 s).
@@ -83,7 +107,7 @@ impl Drop for Controller {
 }
 
 impl Controller {
-    fn start(kubeconfig: &Path, dir: &Path, log: &str) -> Result<Controller> {
+    fn start(kubeconfig: &Path, dir: &Path, log: &str, concurrency: usize) -> Result<Controller> {
         let ca = https::Ca::new("bench CA");
         let (cert, key) = ca.leaf(&["127.0.0.1"]).write(dir);
         let ops = format!("127.0.0.1:{}", kube_apiserver::free_port());
@@ -99,6 +123,8 @@ impl Controller {
                 &format!("127.0.0.1:{}", kube_apiserver::free_port()),
             ])
             .args(["--ops-listen", &ops])
+            .arg("--restart-stale-workloads")
+            .arg(format!("--restart-concurrency={concurrency}"))
             .arg("--tls-cert")
             .arg(cert)
             .arg("--tls-key")
@@ -167,6 +193,34 @@ fn nad_writes(counts: &BTreeMap<String, usize>) -> usize {
         .sum()
 }
 
+/// The controller's passes of the restarts.
+const PASSES: &str = "linkerd_multus_config_restart_passes_total";
+
+fn template_patches(counts: &BTreeMap<String, usize>) -> usize {
+    [
+        "patch deployments",
+        "patch statefulsets",
+        "patch daemonsets",
+    ]
+    .iter()
+    .filter_map(|k| counts.get(*k))
+    .sum()
+}
+
+/// The most workloads rolling at once: at each template patch, those patched so far less
+/// those whose status the benchmark had begun writing complete (a lower bound of what the
+/// controller counts, which sees a completion only after it is written).
+fn most_rolling(patches: &[requests::Request], completions: &[(String, Timestamp)]) -> usize {
+    let mut done: Vec<Timestamp> = completions.iter().map(|(_, t)| *t).collect();
+    done.sort();
+    patches
+        .iter()
+        .enumerate()
+        .map(|(i, patch)| i + 1 - done.partition_point(|t| *t < patch.received))
+        .max()
+        .unwrap_or(0)
+}
+
 fn show(counts: &BTreeMap<String, usize>) -> String {
     let total: usize = counts.values().sum();
     let parts: Vec<String> = counts.iter().map(|(k, n)| format!("{k} {n}")).collect();
@@ -201,21 +255,29 @@ async fn nad_configs(client: &kube::Client) -> Result<BTreeMap<String, String>> 
 }
 
 fn run() -> Result<()> {
-    let quick =
-        std::env::args().any(|a| a == "--quick") || std::env::var_os("BENCH_QUICK").is_some();
-    let namespaces: usize = match std::env::var("BENCH_NAMESPACES") {
-        Ok(n) => n.parse().context("BENCH_NAMESPACES")?,
-        Err(_) if quick => 200,
-        Err(_) => 10_000,
+    let quick = quick();
+    let size = |var: &str, quick_size: usize, full: usize| -> Result<usize> {
+        match std::env::var(var) {
+            Ok(n) => n
+                .parse()
+                .with_context(|| format!("{var}={n}: not a number")),
+            Err(_) if quick => Ok(quick_size),
+            Err(_) => Ok(full),
+        }
     };
+    let namespaces = size("BENCH_NAMESPACES", 200, 10_000)?;
+    let pods = size("BENCH_PODS", 1_000, 50_000)?;
+    let concurrency = size("BENCH_RESTART_CONCURRENCY", 25, 100)?;
     let dir = tempfile::tempdir()?;
-    let mut bench = Bench::start(dir.path(), namespaces)?;
+    let mut bench = Bench::start(dir.path(), namespaces, concurrency)?;
     bench.start_controller()?;
-    let peak = bench.change_config()?;
-    let peak = peak.max(bench.restart()?);
+    let mut peak = bench.add_workloads(pods)?;
+    peak = peak.max(bench.change_config()?);
+    peak = peak.max(bench.restart()?);
+    let at_scale = namespaces >= 10_000 && pods >= 50_000;
     println!(
-        "memory: peak RSS {peak:.1} MiB (target under 64 MiB at 10,000 namespaces){}",
-        if namespaces >= 10_000 && peak >= 64.0 {
+        "memory: peak RSS {peak:.1} MiB (target under 64 MiB, the Deployment's limit, at 10,000 namespaces and 50,000 pods){}",
+        if at_scale && peak >= 64.0 {
             "  MISSED"
         } else {
             ""
@@ -226,6 +288,9 @@ fn run() -> Result<()> {
     }
     Ok(())
 }
+
+/// When the benchmark began writing each Deployment's rollout status complete, by namespace.
+type Completions = Arc<Mutex<Vec<(String, Timestamp)>>>;
 
 /// An audited API server with `namespaces` namespaces, half of them enabled,
 /// and the controller under measurement.
@@ -243,12 +308,17 @@ struct Bench<'a> {
     namespaces: usize,
     enabled: usize,
     controller: Option<Controller>,
+    /// The controller's `--restart-concurrency`.
+    concurrency: usize,
+    /// The namespaces with a Deployment to restart.
+    workloads: usize,
+    completions: Completions,
     failures: Vec<String>,
 }
 
 impl<'a> Bench<'a> {
     /// Starts the audited API server, the ConfigMap and the namespaces.
-    fn start(dir: &'a Path, namespaces: usize) -> Result<Bench<'a>> {
+    fn start(dir: &'a Path, namespaces: usize, concurrency: usize) -> Result<Bench<'a>> {
         let plane = ControlPlane::shared();
         plane.install_nad_crd();
         let (server, audit) = audited_api_server(plane, dir)?;
@@ -280,6 +350,9 @@ impl<'a> Bench<'a> {
             namespaces,
             enabled,
             controller: None,
+            concurrency,
+            workloads: 0,
+            completions: Completions::default(),
             failures: Vec::new(),
         })
     }
@@ -299,8 +372,12 @@ impl<'a> Bench<'a> {
     fn start_controller(&mut self) -> Result<()> {
         let enabled = self.enabled;
         let started = Instant::now();
-        let controller =
-            Controller::start(&self.controller_kubeconfig, self.dir, "controller.log")?;
+        let controller = Controller::start(
+            &self.controller_kubeconfig,
+            self.dir,
+            "controller.log",
+            self.concurrency,
+        )?;
         let controller = self.controller.insert(controller);
         controller.wait("every enabled namespace's NAD", |c| {
             c.metric("linkerd_multus_nads_managed ") as usize >= enabled
@@ -327,11 +404,57 @@ impl<'a> Bench<'a> {
         Ok(())
     }
 
-    /// 2. A ConfigMap change reaches every NAD, one write each. The peak RSS.
+    /// Each enabled namespace gets an opted-in Deployment whose pods run the current config:
+    /// none is patched. The benchmark's Deployment controller starts. The peak RSS.
+    fn add_workloads(&mut self, pods: usize) -> Result<f64> {
+        let configs = self.runtime.block_on(nad_configs(&self.client))?;
+        let hashes: BTreeMap<String, String> = configs
+            .iter()
+            .map(|(ns, config)| (ns.clone(), config_hash(config)))
+            .collect();
+        let per_workload = (pods / hashes.len().max(1)).max(1);
+        self.workloads = hashes.len();
+        let started = Instant::now();
+        self.runtime
+            .block_on(create_workloads(&self.client, &hashes, per_workload))?;
+        println!(
+            "workloads: {} opted-in Deployments, {} ReplicaSets and {} pods stamped with the current config, created in {:.1} s",
+            self.workloads,
+            self.workloads,
+            self.workloads * per_workload,
+            started.elapsed().as_secs_f64()
+        );
+        self.runtime.spawn(deployment_controller(
+            self.client.clone(),
+            per_workload,
+            self.completions.clone(),
+        ));
+        let passes = self.controller().metric(PASSES);
+        self.controller()
+            .wait("three passes of the restarts over the new workloads", |c| {
+                c.metric(PASSES) >= passes + 3.0
+            })?;
+        let counts = self.audited()?;
+        let patches = template_patches(&counts);
+        println!(
+            "current: template patches {patches} by the audit log (target 0); {}",
+            show(&counts)
+        );
+        if patches != 0 {
+            self.failures
+                .push(format!("current: {patches} template patches, not 0"));
+        }
+        self.controller().peak_rss_mib()
+    }
+
+    /// 2. A ConfigMap change reaches every NAD, one write each, and restarts every
+    ///    workload, one patch each, paced. The peak RSS.
     fn change_config(&mut self) -> Result<f64> {
         let enabled = self.enabled;
+        let workloads = self.workloads;
         let edited = CONFIG_MAP.replace("\"log_level\": \"info\"", "\"log_level\": \"debug\"");
         let started = Instant::now();
+        let since = Timestamp::now();
         self.plane.apply(&edited);
         let updated = self.controller().wait("every NAD updated", |c| {
             c.metric("linkerd_multus_nad_reconciles_total{outcome=\"updated\"}") as usize >= enabled
@@ -345,20 +468,54 @@ impl<'a> Bench<'a> {
             self.failures
                 .push(format!("{stale} NADs without the new config"));
         }
+        let completions = self.completions.clone();
+        self.controller()
+            .wait("every workload restarted and rolled out", |c| {
+                completions.lock().unwrap().len() >= workloads
+                    && c.metric("linkerd_multus_config_restarts_total") as usize >= workloads
+            })?;
+        let restarted = started.elapsed();
         // Let any stray write land before counting.
         std::thread::sleep(Duration::from_secs(2));
         let counts = self.audited()?;
         println!(
-            "change: the ConfigMap edit reached all {enabled} NADs in {:.2} s (from the edit: {:.2} s); NAD writes: {} by the audit log (target {enabled}); {}",
+            "change: the ConfigMap edit reached all {enabled} NADs in {:.2} s; NAD writes: {} by the audit log (target {enabled})",
             updated.as_secs_f64(),
-            started.elapsed().as_secs_f64() - 2.0,
             nad_writes(&counts),
-            show(&counts)
         );
         if nad_writes(&counts) != enabled {
             self.failures.push(format!(
                 "change: {} NAD writes, not {enabled}",
                 nad_writes(&counts)
+            ));
+        }
+        let patches: Vec<requests::Request> = requests::requests(&self.audit, "admin")
+            .into_iter()
+            .filter(|r| r.received >= since && r.resource == "deployments" && r.verb == "patch")
+            .collect();
+        let once: HashSet<&str> = patches.iter().map(|r| r.namespace.as_str()).collect();
+        let in_flight = most_rolling(&patches, &self.completions.lock().unwrap());
+        let concurrency = self.concurrency;
+        println!(
+            "restarts: {} stale workloads restarted and rolled out {:.2} s after the edit; template patches: {} by the audit log for {} workloads, {} by the controller (target {workloads}, one each); at most {in_flight} rolling at once (--restart-concurrency {concurrency}); {}",
+            workloads,
+            restarted.as_secs_f64(),
+            patches.len(),
+            once.len(),
+            self.controller()
+                .metric("linkerd_multus_config_restarts_total"),
+            show(&counts)
+        );
+        if patches.len() != workloads || once.len() != workloads {
+            self.failures.push(format!(
+                "restarts: {} template patches of {} workloads, not one each of {workloads}",
+                patches.len(),
+                once.len()
+            ));
+        }
+        if in_flight > concurrency {
+            self.failures.push(format!(
+                "restarts: {in_flight} rolling at once, over the concurrency of {concurrency}"
             ));
         }
         self.controller().peak_rss_mib()
@@ -370,25 +527,37 @@ impl<'a> Bench<'a> {
         drop(self.controller.take());
         // The killed replica's Lease expires before the new one leads.
         let started = Instant::now();
-        let controller = Controller::start(&self.controller_kubeconfig, self.dir, "restart.log")?;
+        let controller = Controller::start(
+            &self.controller_kubeconfig,
+            self.dir,
+            "restart.log",
+            self.concurrency,
+        )?;
         let controller = self.controller.insert(controller);
         controller.wait("every namespace reconciled after the restart", |c| {
             c.metric("linkerd_multus_nad_reconciles_total") as usize >= namespaces
         })?;
         let took = started.elapsed();
-        std::thread::sleep(Duration::from_secs(2));
+        controller.wait("three passes of the restarts", |c| c.metric(PASSES) >= 3.0)?;
         let counts = self.audited()?;
         let restart_writes = self.controller().metric("linkerd_multus_nad_writes_total");
         println!(
-            "restart: {namespaces} namespaces reconciled in {:.2} s (the lease of the killed one expiring first); NAD writes: {} by the audit log, {restart_writes} by the controller (target 0); {}",
+            "restart: {namespaces} namespaces reconciled in {:.2} s (the lease of the killed one expiring first); NAD writes: {} by the audit log, {restart_writes} by the controller (target 0); template patches: {} (target 0); {}",
             took.as_secs_f64(),
             nad_writes(&counts),
+            template_patches(&counts),
             show(&counts)
         );
         if nad_writes(&counts) != 0 || restart_writes != 0.0 {
             self.failures.push(format!(
                 "restart: {} NAD writes, not 0",
                 nad_writes(&counts)
+            ));
+        }
+        if template_patches(&counts) != 0 {
+            self.failures.push(format!(
+                "restart: {} template patches, not 0",
+                template_patches(&counts)
             ));
         }
         self.controller().peak_rss_mib()
@@ -418,5 +587,156 @@ async fn create_namespaces(client: &kube::Client, namespaces: usize) -> Result<(
         .await
         .into_iter()
         .collect::<Result<Vec<()>>>()?;
+    Ok(())
+}
+
+/// Creates in each namespace of `hashes` Deployment `app` (opted in to restarts, its pod
+/// template stamped with the namespace's hash, its rollout complete), ReplicaSet `app-1` and
+/// `pods` pods of it stamped with the same hash; 32 namespaces at a time.
+async fn create_workloads(
+    client: &kube::Client,
+    hashes: &BTreeMap<String, String>,
+    pods: usize,
+) -> Result<()> {
+    let params = PostParams::default();
+    futures_util::stream::iter(hashes)
+        .map(|(ns, hash)| {
+            let params = &params;
+            async move {
+                let template = json!({
+                    "metadata": {"labels": {"app": "app"},
+                                 "annotations": {OPT_IN_ANNOTATION: "enabled", HASH_ANNOTATION: hash}},
+                    "spec": {"containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}]}
+                });
+                let deployments: Api<Deployment> = Api::namespaced(client.clone(), ns);
+                let deployment = deployments
+                    .create(
+                        params,
+                        &serde_json::from_value(json!({
+                            "metadata": {"name": "app", "labels": {"bench": "restarts"}},
+                            "spec": {"replicas": pods, "selector": {"matchLabels": {"app": "app"}},
+                                     "template": template}
+                        }))?,
+                    )
+                    .await?;
+                write_complete(&deployments, "app", 1, pods).await?;
+                let owner = |kind: &str, name: &str, uid: &Option<String>| {
+                    json!([{"apiVersion": "apps/v1", "kind": kind, "name": name,
+                            "uid": uid, "controller": true}])
+                };
+                let replica_sets: Api<ReplicaSet> = Api::namespaced(client.clone(), ns);
+                let rs = replica_sets
+                    .create(
+                        params,
+                        &serde_json::from_value(json!({
+                            "metadata": {"name": "app-1",
+                                         "ownerReferences": owner("Deployment", "app", &deployment.metadata.uid)},
+                            "spec": {"replicas": pods, "selector": {"matchLabels": {"app": "app"}},
+                                     "template": template}
+                        }))?,
+                    )
+                    .await?;
+                let api: Api<Pod> = Api::namespaced(client.clone(), ns);
+                for i in 0..pods {
+                    let pod = json!({
+                        "metadata": {"name": format!("app-1-{i}"), "labels": {"app": "app"},
+                                     "annotations": {HASH_ANNOTATION: hash},
+                                     "ownerReferences": owner("ReplicaSet", "app-1", &rs.metadata.uid)},
+                        "spec": template["spec"]
+                    });
+                    api.create(params, &serde_json::from_value(pod)?).await?;
+                }
+                anyhow::Ok(())
+            }
+        })
+        .buffer_unordered(32)
+        .collect::<Vec<_>>()
+        .await
+        .into_iter()
+        .collect::<Result<Vec<()>>>()?;
+    Ok(())
+}
+
+/// Writes Deployment `name`'s rollout of `generation` complete with `replicas` replicas.
+async fn write_complete(
+    api: &Api<Deployment>,
+    name: &str,
+    generation: i64,
+    replicas: usize,
+) -> Result<()> {
+    let status = json!({"status": {
+        "observedGeneration": generation, "replicas": replicas, "updatedReplicas": replicas,
+        "readyReplicas": replicas, "availableReplicas": replicas
+    }});
+    api.patch_status(name, &PatchParams::default(), &Patch::Merge(&status))
+        .await?;
+    Ok(())
+}
+
+/// Plays the Deployment controller for the benchmark's Deployments (there is no controller
+/// manager): when one's generation moves past the observed one, its `pods` pods are stamped
+/// with its template's hash (as their replacements would be) and its rollout written complete,
+/// when that write began recorded in `completions`.
+async fn deployment_controller(client: kube::Client, pods: usize, completions: Completions) {
+    let api: Api<Deployment> = Api::all(client.clone());
+    let seen = Mutex::new(HashSet::new());
+    let config = watcher::Config::default().labels("bench=restarts");
+    watcher(api, config)
+        .default_backoff()
+        .applied_objects()
+        .for_each_concurrent(64, |deployment| {
+            let (client, completions, seen) = (client.clone(), completions.clone(), &seen);
+            async move {
+                let Ok(deployment) = deployment else {
+                    return;
+                };
+                let generation = deployment.metadata.generation.unwrap_or_default();
+                let observed = deployment
+                    .status
+                    .as_ref()
+                    .and_then(|s| s.observed_generation)
+                    .unwrap_or_default();
+                let ns = deployment.metadata.namespace.clone().unwrap_or_default();
+                if generation < 2
+                    || observed >= generation
+                    || !seen.lock().unwrap().insert((ns.clone(), generation))
+                {
+                    return;
+                }
+                if let Err(e) =
+                    roll(&client, &deployment, &ns, pods, generation, &completions).await
+                {
+                    eprintln!("rolling Deployment {ns}/app out: {e:#}");
+                }
+            }
+        })
+        .await;
+}
+
+async fn roll(
+    client: &kube::Client,
+    deployment: &Deployment,
+    ns: &str,
+    pods: usize,
+    generation: i64,
+    completions: &Completions,
+) -> Result<()> {
+    let hash = (deployment.spec.template.metadata.as_ref())
+        .and_then(|m| m.annotations.as_ref()?.get(HASH_ANNOTATION))
+        .context("no hash in the template")?;
+    let api: Api<Pod> = Api::namespaced(client.clone(), ns);
+    let stamp = json!({"metadata": {"annotations": {HASH_ANNOTATION: hash}}});
+    for i in 0..pods {
+        api.patch(
+            &format!("app-1-{i}"),
+            &PatchParams::default(),
+            &Patch::Merge(&stamp),
+        )
+        .await?;
+    }
+    let began = Timestamp::now();
+    let deployments: Api<Deployment> = Api::namespaced(client.clone(), ns);
+    write_complete(&deployments, "app", generation, pods).await?;
+    completions.lock().unwrap().push((ns.to_string(), began));
     Ok(())
 }

@@ -43,6 +43,8 @@ pub struct Metrics {
     /// Workloads and pods that run an older config and are not restarted (Git's, Jobs',
     /// naked pods, OnDelete).
     pub stale_reported: Gauge,
+    /// Plans made over the watched cluster (one every two seconds while leading).
+    pub passes: Counter,
 }
 
 impl Metrics {
@@ -60,6 +62,7 @@ impl Metrics {
             rolling: Gauge::default(),
             halted: Gauge::default(),
             stale_reported: Gauge::default(),
+            passes: Counter::default(),
         };
         for outcome in OUTCOMES {
             let _ = metrics.reconciles.get_or_create(&OutcomeLabel { outcome });
@@ -118,6 +121,11 @@ impl Metrics {
             "linkerd_multus_config_stale_reported",
             "Workloads and pods that run an older Linkerd-CNI config and that the controller does not restart (managed from Git, Jobs, naked pods not opted in to eviction, OnDelete)",
             metrics.stale_reported.clone(),
+        );
+        registry.register(
+            "linkerd_multus_config_restart_passes",
+            "Passes of the config restarts over the watched workloads and pods, once every watch has listed (--restart-stale-workloads)",
+            metrics.passes.clone(),
         );
         metrics
     }

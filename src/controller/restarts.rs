@@ -34,8 +34,8 @@ use crate::controller::metrics::Metrics;
 use crate::controller::reconcile::CONFIG_DIGEST;
 use crate::k8s::namespace;
 use crate::linkerd_cni::restarts::{
-    Action, Cluster, EVICT_ANNOTATION, HASH_ANNOTATION, Key, Kind, OPT_IN_ANNOTATION, Owner, Pacer,
-    Pod as StalePod, Progress, Subject, Workload, git_manager,
+    Action, Cluster, EVICT_ANNOTATION, HASH_ANNOTATION, Key, Kind, Owner, Pacer, Pod as StalePod,
+    REPORTED_REASON, RESTARTED_REASON, STALLED_REASON, Subject, Workload,
 };
 use crate::linkerd_cni::rollout::HASH_LEN;
 
@@ -164,98 +164,6 @@ fn read_replica_set(rs: &PartialObjectMeta<ReplicaSet>) -> Option<Option<String>
     )
 }
 
-/// The parts of a workload the decision reads: its kind, template annotations, strategy,
-/// replicas and status.
-struct Parts<'a> {
-    kind: Kind,
-    meta: &'a kube::core::ObjectMeta,
-    template: Option<&'a BTreeMap<String, String>>,
-    on_delete: bool,
-    progress: Progress,
-}
-
-fn workload(parts: Parts<'_>) -> Workload {
-    let meta = parts.meta;
-    let none = BTreeMap::new();
-    let annotations = meta.annotations.as_ref().unwrap_or(&none);
-    let labels = meta.labels.as_ref().unwrap_or(&none);
-    let keys: Vec<&str> = annotations.keys().map(String::as_str).collect();
-    Workload {
-        key: Key {
-            kind: parts.kind,
-            namespace: meta.namespace.clone().unwrap_or_default(),
-            name: meta.name.clone().unwrap_or_default(),
-        },
-        opted_in: switch(parts.template, OPT_IN_ANNOTATION),
-        template_hash: parts.template.and_then(|a| a.get(HASH_ANNOTATION)).cloned(),
-        git: git_manager(annotations, labels, &keys),
-        on_delete: parts.on_delete,
-        progress: parts.progress,
-    }
-}
-
-fn read_deployment(d: &Deployment) -> Option<Workload> {
-    let spec = &d.spec;
-    let status = d.status.clone().unwrap_or_default();
-    Some(workload(Parts {
-        kind: Kind::Deployment,
-        meta: &d.metadata,
-        template: spec.template.metadata.as_ref()?.annotations.as_ref(),
-        on_delete: false,
-        progress: Progress {
-            generation: d.metadata.generation.unwrap_or_default(),
-            observed_generation: status.observed_generation.unwrap_or_default(),
-            desired: spec.replicas.unwrap_or(1).into(),
-            updated: status.updated_replicas.unwrap_or_default().into(),
-            available: status.available_replicas.unwrap_or_default().into(),
-        },
-    }))
-}
-
-fn read_stateful_set(s: &StatefulSet) -> Option<Workload> {
-    let spec = &s.spec;
-    let status = s.status.clone().unwrap_or_default();
-    let strategy = spec
-        .update_strategy
-        .as_ref()
-        .and_then(|u| u.type_.as_deref());
-    Some(workload(Parts {
-        kind: Kind::StatefulSet,
-        meta: &s.metadata,
-        template: spec.template.metadata.as_ref()?.annotations.as_ref(),
-        on_delete: strategy == Some("OnDelete"),
-        progress: Progress {
-            generation: s.metadata.generation.unwrap_or_default(),
-            observed_generation: status.observed_generation.unwrap_or_default(),
-            desired: spec.replicas.unwrap_or(1).into(),
-            updated: status.updated_replicas.unwrap_or_default().into(),
-            available: status.available_replicas.unwrap_or_default().into(),
-        },
-    }))
-}
-
-fn read_daemon_set(d: &DaemonSet) -> Option<Workload> {
-    let spec = &d.spec;
-    let status = d.status.clone().unwrap_or_default();
-    let strategy = spec
-        .update_strategy
-        .as_ref()
-        .and_then(|u| u.type_.as_deref());
-    Some(workload(Parts {
-        kind: Kind::DaemonSet,
-        meta: &d.metadata,
-        template: spec.template.metadata.as_ref()?.annotations.as_ref(),
-        on_delete: strategy == Some("OnDelete"),
-        progress: Progress {
-            generation: d.metadata.generation.unwrap_or_default(),
-            observed_generation: status.observed_generation.unwrap_or_default(),
-            desired: status.desired_number_scheduled.into(),
-            updated: status.updated_number_scheduled.unwrap_or_default().into(),
-            available: status.number_available.unwrap_or_default().into(),
-        },
-    }))
-}
-
 /// Feeds one watch of `api` into the mirror `pick` chooses, reduced by `read`.
 async fn feed<K, V>(
     api: Api<K>,
@@ -309,19 +217,19 @@ pub async fn run(context: Context) {
             Api::<Deployment>::all(client.clone()),
             watched.clone(),
             |w| &mut w.deployments,
-            read_deployment,
+            Workload::of_deployment,
         ),
         feed(
             Api::<StatefulSet>::all(client.clone()),
             watched.clone(),
             |w| &mut w.stateful_sets,
-            read_stateful_set,
+            Workload::of_stateful_set,
         ),
         feed(
             Api::<DaemonSet>::all(client.clone()),
             watched.clone(),
             |w| &mut w.daemon_sets,
-            read_daemon_set,
+            Workload::of_daemon_set,
         ),
     );
     let others = futures_util::future::join(
@@ -364,6 +272,7 @@ async fn restart_loop(context: &Context, watched: &Mutex<Watched>) {
         reported = now_reported;
         context.metrics.rolling.set(pacer.rolling().count() as i64);
         context.metrics.halted.set(pacer.halted().len() as i64);
+        context.metrics.passes.inc();
     }
 }
 
@@ -504,7 +413,7 @@ async fn carry_out(
                         .publish(
                             &reference(&key),
                             EventKind::Normal,
-                            "Restarted",
+                            RESTARTED_REASON,
                             "Restart",
                             note,
                         )
@@ -543,7 +452,7 @@ async fn carry_out(
                 .publish(
                     &reference(&key),
                     EventKind::Warning,
-                    "RolloutStalled",
+                    STALLED_REASON,
                     "Restart",
                     note,
                 )
@@ -566,7 +475,13 @@ async fn carry_out(
                 };
                 context
                     .events
-                    .publish(&regarding, EventKind::Warning, "StaleConfig", "Report", why)
+                    .publish(
+                        &regarding,
+                        EventKind::Warning,
+                        REPORTED_REASON,
+                        "Report",
+                        why,
+                    )
                     .await;
             }
         }

@@ -25,7 +25,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::time::{Duration, Instant};
 
-use crate::k8s::namespace::Lookup;
+use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, StatefulSet};
+
+use crate::k8s::namespace::{Lookup, switch};
 pub use crate::linkerd_cni::rollout::HASH_ANNOTATION;
 
 /// Opts a workload (on its pod template) or a namespace in: `enabled` or `disabled`, the pod
@@ -34,6 +36,14 @@ pub const OPT_IN_ANNOTATION: &str = "multus.linkerd.io/restart-on-config-change"
 /// Opts a naked pod (or its namespace) in to eviction through the Eviction API:
 /// `enabled` or `disabled`, the pod's first.
 pub const EVICT_ANNOTATION: &str = "multus.linkerd.io/evict-on-config-change";
+
+/// The reason of the Event on a workload the controller restarted.
+pub const RESTARTED_REASON: &str = "Restarted";
+/// The reason of the Event on a workload whose rollout did not complete by its deadline.
+pub const STALLED_REASON: &str = "RolloutStalled";
+/// The reason of the Event on a workload or pod that runs an older config and that the
+/// controller does not restart.
+pub const REPORTED_REASON: &str = "StaleConfig";
 
 /// The marks of a workload managed from Git, each with the tool that leaves it: an annotation
 /// or label key, or a key prefix ending in `/`.
@@ -146,6 +156,105 @@ pub struct Workload {
     pub progress: Progress,
 }
 
+/// The parts of a workload the decision reads: its kind, template annotations, strategy,
+/// replicas and status.
+struct Parts<'a> {
+    kind: Kind,
+    meta: &'a kube::core::ObjectMeta,
+    template: Option<&'a BTreeMap<String, String>>,
+    on_delete: bool,
+    progress: Progress,
+}
+
+fn workload(parts: Parts<'_>) -> Workload {
+    let meta = parts.meta;
+    let none = BTreeMap::new();
+    let annotations = meta.annotations.as_ref().unwrap_or(&none);
+    let labels = meta.labels.as_ref().unwrap_or(&none);
+    let keys: Vec<&str> = annotations.keys().map(String::as_str).collect();
+    Workload {
+        key: Key {
+            kind: parts.kind,
+            namespace: meta.namespace.clone().unwrap_or_default(),
+            name: meta.name.clone().unwrap_or_default(),
+        },
+        opted_in: parts
+            .template
+            .and_then(|a| switch(a.get(OPT_IN_ANNOTATION)?)),
+        template_hash: parts.template.and_then(|a| a.get(HASH_ANNOTATION)).cloned(),
+        git: git_manager(annotations, labels, &keys),
+        on_delete: parts.on_delete,
+        progress: parts.progress,
+    }
+}
+
+impl Workload {
+    /// A Deployment as the decision reads it; `None` without pod template metadata.
+    pub fn of_deployment(d: &Deployment) -> Option<Workload> {
+        let spec = &d.spec;
+        let status = d.status.clone().unwrap_or_default();
+        Some(workload(Parts {
+            kind: Kind::Deployment,
+            meta: &d.metadata,
+            template: spec.template.metadata.as_ref()?.annotations.as_ref(),
+            on_delete: false,
+            progress: Progress {
+                generation: d.metadata.generation.unwrap_or_default(),
+                observed_generation: status.observed_generation.unwrap_or_default(),
+                desired: spec.replicas.unwrap_or(1).into(),
+                updated: status.updated_replicas.unwrap_or_default().into(),
+                available: status.available_replicas.unwrap_or_default().into(),
+            },
+        }))
+    }
+
+    /// A StatefulSet as the decision reads it.
+    pub fn of_stateful_set(s: &StatefulSet) -> Option<Workload> {
+        let spec = &s.spec;
+        let status = s.status.clone().unwrap_or_default();
+        let strategy = spec
+            .update_strategy
+            .as_ref()
+            .and_then(|u| u.type_.as_deref());
+        Some(workload(Parts {
+            kind: Kind::StatefulSet,
+            meta: &s.metadata,
+            template: spec.template.metadata.as_ref()?.annotations.as_ref(),
+            on_delete: strategy == Some("OnDelete"),
+            progress: Progress {
+                generation: s.metadata.generation.unwrap_or_default(),
+                observed_generation: status.observed_generation.unwrap_or_default(),
+                desired: spec.replicas.unwrap_or(1).into(),
+                updated: status.updated_replicas.unwrap_or_default().into(),
+                available: status.available_replicas.unwrap_or_default().into(),
+            },
+        }))
+    }
+
+    /// A DaemonSet as the decision reads it.
+    pub fn of_daemon_set(d: &DaemonSet) -> Option<Workload> {
+        let spec = &d.spec;
+        let status = d.status.clone().unwrap_or_default();
+        let strategy = spec
+            .update_strategy
+            .as_ref()
+            .and_then(|u| u.type_.as_deref());
+        Some(workload(Parts {
+            kind: Kind::DaemonSet,
+            meta: &d.metadata,
+            template: spec.template.metadata.as_ref()?.annotations.as_ref(),
+            on_delete: strategy == Some("OnDelete"),
+            progress: Progress {
+                generation: d.metadata.generation.unwrap_or_default(),
+                observed_generation: status.observed_generation.unwrap_or_default(),
+                desired: status.desired_number_scheduled.into(),
+                updated: status.updated_number_scheduled.unwrap_or_default().into(),
+                available: status.number_available.unwrap_or_default().into(),
+            },
+        }))
+    }
+}
+
 /// What owns a pod, resolved through its ReplicaSet to the Deployment.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Owner {
@@ -230,7 +339,7 @@ pub enum Action {
 }
 
 /// What a report is about.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Subject {
     /// A workload.
     Workload(Key),
@@ -424,7 +533,7 @@ impl Pacer {
 
 /// A namespace's `enabled`/`disabled` switch `key`.
 fn namespace_switch(cluster: &Cluster<'_>, namespace: &str, key: &str) -> Option<bool> {
-    crate::k8s::namespace::switch(&(cluster.namespace_annotation)(namespace, key)?)
+    switch(&(cluster.namespace_annotation)(namespace, key)?)
 }
 
 /// The owners of the pods that run an older config than their namespace's NAD.

@@ -11,6 +11,7 @@ use serde_json::{Value, json};
 use super::check_harness::{self, DEMO, Installed, NS, WEBHOOK, installed};
 use crate::common::bin;
 use crate::common::https::Ca;
+use crate::common::kube_apiserver::ControlPlane;
 
 /// Runs `check` against the installed extension's API server.
 pub(super) fn check(installed: &Installed, args: &[&str]) -> Output {
@@ -695,43 +696,7 @@ fn a_pod_created_under_an_older_config_is_named() {
     let (code, failing, table) = failures(&installed, &["--proxy"]);
     assert!(failing.is_empty() && code == 0, "{table}");
 
-    let set_log_level = |level: &str| {
-        let config = plane.kubectl(&[
-            "get",
-            "configmap",
-            "linkerd-cni-config",
-            "-n",
-            "linkerd-cni",
-            "-o",
-            "jsonpath={.data.cni_network_config}",
-        ]);
-        let config = config
-            .replacen(
-                r#""log_level": "info""#,
-                &format!(r#""log_level": "{level}""#),
-                1,
-            )
-            .replacen(
-                r#""log_level": "debug""#,
-                &format!(r#""log_level": "{level}""#),
-                1,
-            );
-        let patch = json!([{"op": "replace", "path": "/data/cni_network_config", "value": config}]);
-        plane.kubectl(&[
-            "patch",
-            "configmap",
-            "linkerd-cni-config",
-            "-n",
-            "linkerd-cni",
-            "--type=json",
-            "-p",
-            &patch.to_string(),
-        ]);
-        for ns in [DEMO, "linkerd"] {
-            check_harness::make_nad(plane, ns);
-        }
-    };
-    set_log_level("debug");
+    set_log_level(plane, "debug");
     let want = (
         "linkerd-multus-data-plane",
         "current linkerd-cni config",
@@ -740,7 +705,7 @@ fn a_pod_created_under_an_older_config_is_named() {
     );
     named_alone(&installed, &["--proxy"], want, 0);
     plane.kubectl(&["delete", "pod", "before", "-n", DEMO]);
-    set_log_level("info");
+    set_log_level(plane, "info");
 }
 
 /// A meshed pod with a secondary network (a NAD with a static address and a route): inbound
@@ -838,4 +803,182 @@ fn a_secondary_network_no_skip_subnets_covers_is_named() {
         "-n",
         DEMO,
     ]);
+}
+
+/// Sets the Linkerd-CNI ConfigMap's log level, and the NADs of the demo and linkerd namespaces
+/// follow it, as the NAD controller would make them: pods created before run an older config.
+fn set_log_level(plane: &ControlPlane, level: &str) {
+    let config = plane.kubectl(&[
+        "get",
+        "configmap",
+        "linkerd-cni-config",
+        "-n",
+        "linkerd-cni",
+        "-o",
+        "jsonpath={.data.cni_network_config}",
+    ]);
+    let config = config
+        .replacen(
+            r#""log_level": "info""#,
+            &format!(r#""log_level": "{level}""#),
+            1,
+        )
+        .replacen(
+            r#""log_level": "debug""#,
+            &format!(r#""log_level": "{level}""#),
+            1,
+        );
+    let patch = json!([{"op": "replace", "path": "/data/cni_network_config", "value": config}]);
+    plane.kubectl(&[
+        "patch",
+        "configmap",
+        "linkerd-cni-config",
+        "-n",
+        "linkerd-cni",
+        "--type=json",
+        "-p",
+        &patch.to_string(),
+    ]);
+    for ns in [DEMO, "linkerd"] {
+        check_harness::make_nad(plane, ns);
+    }
+}
+
+/// An Event as the NAD controller's restarts write it (`events.k8s.io/v1`), by `controller`.
+fn restarts_event(
+    name: &str,
+    regarding: Value,
+    reason: &str,
+    note: &str,
+    controller: &str,
+) -> String {
+    json!({
+        "apiVersion": "events.k8s.io/v1", "kind": "Event",
+        "metadata": {"name": name, "namespace": DEMO},
+        "eventTime": "2026-11-28T10:00:00.000000Z",
+        "reportingController": controller, "reportingInstance": "linkerd-multus-webhook-1",
+        "action": "Restart", "reason": reason, "type": "Warning", "note": note,
+        "regarding": regarding,
+    })
+    .to_string()
+}
+
+/// The NAD controller's restarts said, in Events, that a rollout it started stalled and that
+/// it leaves a naked pod to the user: `check --proxy` names the stalled rollout while it is
+/// incomplete (not one that completed since, not another controller's), and the pod while it
+/// runs an older config (not one that is gone), each with the controller's note.
+#[test]
+fn what_the_nad_controller_said_of_config_restarts_is_named() {
+    let installed = installed();
+    let plane = installed.plane;
+    meshed_pod(&installed, DEMO, "left", false);
+    set_log_level(plane, "debug");
+    let deployment = |name: &str, updated: i64| {
+        let d = json!({
+            "apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": name, "namespace": DEMO},
+            "spec": {"replicas": 2, "selector": {"matchLabels": {"app": name}},
+                     "template": {"metadata": {"labels": {"app": name}},
+                                  "spec": {"containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}]}}}
+        });
+        installed.kubectl_ok(&["apply", "-f", "-"], &d.to_string());
+        // No controller manager here: the rollout status is written as the Deployment
+        // controller would.
+        let status = json!({"status": {"observedGeneration": 1, "replicas": 2,
+            "updatedReplicas": updated, "readyReplicas": 2, "availableReplicas": 2}});
+        plane.kubectl(&[
+            "patch",
+            "deployment",
+            name,
+            "-n",
+            DEMO,
+            "--subresource=status",
+            "--type=merge",
+            "-p",
+            &status.to_string(),
+        ]);
+    };
+    deployment("slow", 1);
+    deployment("done", 2);
+    let workload = |name: &str| json!({"apiVersion": "apps/v1", "kind": "Deployment", "namespace": DEMO, "name": name});
+    let pod =
+        |name: &str| json!({"apiVersion": "v1", "kind": "Pod", "namespace": DEMO, "name": name});
+    let controller = "linkerd-multus-controller";
+    for (name, regarding, reason, note, by) in [
+        (
+            "e-slow",
+            workload("slow"),
+            "RolloutStalled",
+            "did not complete in 10m",
+            controller,
+        ),
+        (
+            "e-done",
+            workload("done"),
+            "RolloutStalled",
+            "did not complete in 10m",
+            controller,
+        ),
+        (
+            "e-other",
+            workload("slow"),
+            "RolloutStalled",
+            "another's",
+            "someone-else",
+        ),
+        (
+            "e-left",
+            pod("left"),
+            "StaleConfig",
+            "has no controller to restart it",
+            controller,
+        ),
+        (
+            "e-gone",
+            pod("gone"),
+            "StaleConfig",
+            "has no controller to restart it",
+            controller,
+        ),
+    ] {
+        installed.kubectl_ok(
+            &["create", "-f", "-"],
+            &restarts_event(name, regarding, reason, note, by),
+        );
+    }
+
+    let (code, failing, table) = failures(&installed, &["--proxy"]);
+    let seen: Vec<(&str, &str, &str)> = failing
+        .iter()
+        .map(|s| (s.description.as_str(), s.result.as_str(), s.error.as_str()))
+        .collect();
+    assert_eq!(code, 0, "warnings only: {table}");
+    assert_eq!(
+        seen,
+        [
+            (
+                "meshed pods run with their namespace's current linkerd-cni config",
+                "warning",
+                "created under an older linkerd-cni config (multus.linkerd.io/config-hash differs): demo/left"
+            ),
+            (
+                "no config rollout the NAD controller started is stalled",
+                "warning",
+                "these did not complete by the --restart-deadline, and hold every other restart of their namespace until they do: Deployment demo/slow (since 2026-11-28T10:00:00.000000Z: did not complete in 10m)"
+            ),
+            (
+                "the NAD controller leaves no workload on an older config to you",
+                "warning",
+                "these run an older Linkerd-CNI config and the NAD controller does not restart them: Pod demo/left (has no controller to restart it)"
+            ),
+        ],
+        "{table}"
+    );
+
+    for name in ["e-slow", "e-done", "e-other", "e-left", "e-gone"] {
+        plane.kubectl(&["delete", "events.events.k8s.io", name, "-n", DEMO]);
+    }
+    plane.kubectl(&["delete", "deployment", "slow", "done", "-n", DEMO]);
+    plane.kubectl(&["delete", "pod", "left", "-n", DEMO]);
+    set_log_level(plane, "info");
 }

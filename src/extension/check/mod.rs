@@ -17,6 +17,7 @@ pub mod pre;
 pub mod probe;
 pub mod proxy;
 pub mod report;
+pub mod rollouts;
 pub mod snapshot;
 pub mod wait;
 

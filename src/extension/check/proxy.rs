@@ -9,7 +9,7 @@
 //! the proxy, which refuses it: [`skip_subnets`]); and those whose skip-subnets
 //! linkerd-multus wrote ([`ADDED_ANNOTATION`]) for subnets their NADs no longer give.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use ipnet::IpNet;
 use kube::Client;
@@ -17,8 +17,9 @@ use kube::Client;
 use super::report::Check;
 use super::snapshot::{self, Ipams, Meta, Nad, Pod, VALIDATOR_CONTAINER, VALIDATOR_FAILED};
 use super::wait::{Pass, Retry};
-use super::{DATA_PLANE, Options, capped, cni, extension};
+use super::{DATA_PLANE, Options, capped, cni, extension, rollouts};
 use crate::linkerd_cni::attach::{self, PROXY_UID_ANNOTATION};
+use crate::linkerd_cni::restarts::{OPT_IN_ANNOTATION, Subject};
 use crate::linkerd_cni::rollout::{HASH_ANNOTATION, config_hash};
 use crate::linkerd_cni::settings::Settings;
 use crate::linkerd_cni::skip_subnets::{self, ADDED_ANNOTATION, Network, PluginSettings};
@@ -41,6 +42,9 @@ pub struct Findings {
     /// Skip-subnets linkerd-multus wrote for other subnets than their NADs give now:
     /// `namespace/pod (what was written and what is wanted)`.
     pub secondary_stale: Vec<String>,
+    /// The pods of [`Findings::old_config`] and their workloads, for what the NAD controller
+    /// said of them ([`rollouts`]).
+    pub stale_subjects: BTreeSet<Subject>,
 }
 
 /// Judges the meshed pods, sorted.
@@ -93,6 +97,11 @@ impl Findings {
             && *stamped != live
         {
             self.old_config.push(named());
+            self.stale_subjects.insert(Subject::Pod {
+                namespace: ns.to_string(),
+                name: pod.meta.name.clone(),
+            });
+            self.stale_subjects.extend(pod.meta.workload());
         }
         if pod.validator_failed {
             self.validator_failed.push(named());
@@ -288,6 +297,13 @@ pub async fn check(client: &Client, options: &Options, pass: &mut Pass) {
     }
     found.sort();
     report(&found, settings, pass);
+    rollouts::check(
+        client,
+        options.namespace.as_deref(),
+        &found.stale_subjects,
+        pass,
+    )
+    .await;
 }
 
 fn report(found: &Findings, settings: &Settings, pass: &mut Pass) {
@@ -305,7 +321,9 @@ fn report(found: &Findings, settings: &Settings, pass: &mut Pass) {
             format!("meshed pods run with their namespace's current {nad} config"),
             &found.old_config,
             format!("created under an older {nad} config ({HASH_ANNOTATION} differs):"),
-            restart.to_string(),
+            format!(
+                "Linkerd-CNI reads its config when a pod starts: restart them (kubectl -n NAMESPACE rollout restart deployment NAME), or let the NAD controller do it, paced: run it with --restart-stale-workloads and annotate their namespaces or pod templates {OPT_IN_ANNOTATION}=enabled (docs/config-rollouts.md)"
+            ),
             true,
         ),
         (
@@ -362,7 +380,9 @@ fn report(found: &Findings, settings: &Settings, pass: &mut Pass) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::extension::check::snapshot::OwnerReference;
     use crate::k8s::namespace::{INJECT_ANNOTATION, MULTUS_ANNOTATION};
+    use crate::linkerd_cni::restarts::{Key, Kind};
     use crate::multus::nad::Maker;
 
     fn pod(name: &str, ns: &str, annotations: &[(&str, &str)]) -> Pod {
@@ -414,6 +434,20 @@ mod tests {
         failed.validator_failed = true;
         let mut uid_in = pod("in", "ocp", &[]);
         uid_in.proxy_uid = Some(1050);
+        let mut old = pod(
+            "old",
+            "demo",
+            &[
+                (NETWORKS_ANNOTATION, "a, linkerd-cni"),
+                (HASH_ANNOTATION, "0123"),
+            ],
+        );
+        old.meta.labels = [("pod-template-hash".to_string(), "5d8f".to_string())].into();
+        old.meta.owner_references = vec![OwnerReference {
+            kind: "ReplicaSet".into(),
+            name: "web-app-5d8f".into(),
+            controller: Some(true),
+        }];
         let pods = [
             pod(
                 "ok",
@@ -424,14 +458,7 @@ mod tests {
                 ],
             ),
             pod("bare", "demo", &[]),
-            pod(
-                "old",
-                "demo",
-                &[
-                    (NETWORKS_ANNOTATION, "a, linkerd-cni"),
-                    (HASH_ANNOTATION, "0123"),
-                ],
-            ),
+            old,
             failed,
             pod("out", "ocp", &[(PROXY_UID_ANNOTATION, "2102")]),
             uid_in,
@@ -453,6 +480,18 @@ mod tests {
                 uid_outside: vec!["ocp/out".into()],
                 secondary_refused: Vec::new(),
                 secondary_stale: Vec::new(),
+                stale_subjects: [
+                    Subject::Pod {
+                        namespace: "demo".into(),
+                        name: "old".into()
+                    },
+                    Subject::Workload(Key {
+                        kind: Kind::Deployment,
+                        namespace: "demo".into(),
+                        name: "web-app".into()
+                    }),
+                ]
+                .into(),
             }
         );
     }

@@ -18,6 +18,7 @@ use serde::de::DeserializeOwned;
 use crate::extension::client::error_text;
 use crate::k8s::namespace::{INJECT_ANNOTATION, MULTUS_ANNOTATION};
 use crate::linkerd_cni::attach::{CONTROL_PLANE_LABEL, PROXY_UID_ANNOTATION};
+use crate::linkerd_cni::restarts::{Key, Kind, Subject};
 use crate::linkerd_cni::rollout::HASH_ANNOTATION;
 use crate::linkerd_cni::skip_subnets::{self, PluginSettings};
 use crate::multus::ipam::{self, Ipam, IpamError};
@@ -85,6 +86,50 @@ pub struct Meta {
     pub annotations: BTreeMap<String, String>,
     /// `metadata.deletionTimestamp`.
     pub deletion_timestamp: Option<String>,
+    /// `metadata.ownerReferences`.
+    pub owner_references: Vec<OwnerReference>,
+}
+
+/// An owner of an object.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(default)]
+pub struct OwnerReference {
+    /// Its kind.
+    pub kind: String,
+    /// Its name.
+    pub name: String,
+    /// Whether it is the object's controller.
+    pub controller: Option<bool>,
+}
+
+impl Meta {
+    /// The workload that controls this pod: a StatefulSet, a DaemonSet, or the Deployment of
+    /// its ReplicaSet (the ReplicaSet's name less the pod's `pod-template-hash`); `None` for
+    /// another owner or none.
+    pub fn workload(&self) -> Option<Subject> {
+        let owner = self
+            .owner_references
+            .iter()
+            .find(|r| r.controller == Some(true))?;
+        let kind = match owner.kind.as_str() {
+            "StatefulSet" => Kind::StatefulSet,
+            "DaemonSet" => Kind::DaemonSet,
+            "ReplicaSet" => Kind::Deployment,
+            _ => return None,
+        };
+        let name = match kind {
+            Kind::Deployment => {
+                let hash = self.labels.get("pod-template-hash")?;
+                owner.name.strip_suffix(hash)?.strip_suffix('-')?
+            }
+            _ => owner.name.as_str(),
+        };
+        Some(Subject::Workload(Key {
+            kind,
+            namespace: self.namespace.clone().unwrap_or_default(),
+            name: name.to_string(),
+        }))
+    }
 }
 
 #[derive(Deserialize)]
