@@ -356,6 +356,32 @@ fn restarting_stale_workloads_needs_the_nad_controller() {
         !out.status.success() && text.contains("at '/restartStaleWorkloads'"),
         "{text}"
     );
+    // Their pacing, without them, or out of range.
+    for (values, refusal) in [
+        (
+            r#"{"manageNADs": true, "restartConcurrency": 3}"#,
+            "restartConcurrency and restartDeadline pace the NAD controller's restarts, but restartStaleWorkloads is false",
+        ),
+        (
+            r#"{"manageNADs": true, "restartDeadline": "1h"}"#,
+            "restartConcurrency and restartDeadline pace the NAD controller's restarts, but restartStaleWorkloads is false",
+        ),
+        (
+            r#"{"manageNADs": true, "restartStaleWorkloads": true, "restartConcurrency": 0}"#,
+            "at '/restartConcurrency'",
+        ),
+        (
+            r#"{"manageNADs": true, "restartStaleWorkloads": true, "restartDeadline": "ten minutes"}"#,
+            "at '/restartDeadline'",
+        ),
+    ] {
+        let out = helm(&["template", CHART, "--values", values], None);
+        let text = output_text(&out);
+        assert!(
+            !out.status.success() && text.contains(refusal),
+            "{values}: {text}"
+        );
+    }
 }
 
 /// skipSecondarySubnets enabled without clusterCIDRs is refused with the webhook's reason (it

@@ -44,13 +44,13 @@ fn helm_chart_defaults() {
     runs_as_shipped(OptionSet::Helm("{}"), Runtime::Process);
 }
 
-/// The NAD controller restarting stale workloads too: it starts, with the rights the chart
-/// gives it, and warns of nothing.
+/// The NAD controller restarting stale workloads too, paced: it starts, with the rights the
+/// chart gives it, and warns of nothing.
 #[test]
 fn helm_chart_with_the_nad_controller_its_restarts_and_network_resources() {
     runs_as_shipped(
         OptionSet::Helm(
-            r#"{"manageNADs": true, "restartStaleWorkloads": true, "networkResources": true}"#,
+            r#"{"manageNADs": true, "restartStaleWorkloads": true, "restartConcurrency": 2, "restartDeadline": "30m", "networkResources": true}"#,
         ),
         Runtime::Process,
     );
@@ -80,12 +80,15 @@ fn install_network_resources() {
     );
 }
 
-/// With the NAD controller's restarts of stale workloads, and the rights install gives them.
+/// With the NAD controller's restarts of stale workloads, paced, and the rights install gives
+/// them.
 #[test]
 fn install_manage_nads_restarts_and_network_resources() {
     let flags = &[
         "--manage-nads",
         "--restart-stale-workloads",
+        "--restart-concurrency=2",
+        "--restart-deadline=1h 30m",
         "--network-resources",
     ];
     runs_as_shipped(OptionSet::Install(flags), Runtime::Process);

@@ -288,18 +288,6 @@ fn plan(context: &Context, watched: &Watched, pacer: &mut Pacer) -> Vec<Action> 
             .objects
             .get(&(key.namespace.clone(), key.name.clone()))
     };
-    let pods: Vec<StalePod> = watched
-        .pods
-        .objects
-        .iter()
-        .map(|((namespace, name), entry)| StalePod {
-            namespace: namespace.clone(),
-            name: name.clone(),
-            owner: owner(namespace, entry, watched),
-            hash: Some(entry.hash.clone()),
-            evict: entry.evict,
-        })
-        .collect();
     let nad_hashes: BTreeMap<String, String> = context
         .nads
         .state()
@@ -310,6 +298,23 @@ fn plan(context: &Context, watched: &Watched, pacer: &mut Pacer) -> Vec<Action> 
             Some((nad.namespace()?, digest.get(..HASH_LEN)?.to_string()))
         })
         .collect();
+    // One pod at a time, and only those whose hash is not their namespace's NAD's: at 50,000
+    // pods a plan holds no copy of them.
+    let pods = |visit: &mut dyn FnMut(&StalePod)| {
+        for ((namespace, name), entry) in &watched.pods.objects {
+            let current = nad_hashes.get(namespace.as_str());
+            if current.is_none() || current == Some(&entry.hash) {
+                continue;
+            }
+            visit(&StalePod {
+                namespace: namespace.clone(),
+                name: name.clone(),
+                owner: owner(namespace, entry, watched),
+                hash: Some(entry.hash.clone()),
+                evict: entry.evict,
+            });
+        }
+    };
     let namespaces = &context.namespaces;
     let lookup = |namespace: &str, key: &str| {
         namespaces

@@ -11,6 +11,7 @@ pub mod attach;
 pub mod cluster;
 pub mod cni_config;
 pub mod package;
+#[cfg(feature = "webhook")]
 pub mod restarts;
 pub mod rollout;
 pub mod settings;

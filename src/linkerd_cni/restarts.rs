@@ -283,12 +283,15 @@ pub struct Pod {
     pub evict: Option<bool>,
 }
 
+/// Visits pods one at a time: the caller need not hold them all at once.
+pub type Pods<'a> = dyn Fn(&mut dyn FnMut(&Pod)) + 'a;
+
 /// The cluster as the controller's watches hold it.
 pub struct Cluster<'a> {
     /// The workload of a key, if the watches hold it.
     pub workload: &'a dyn Fn(&Key) -> Option<&'a Workload>,
-    /// The pods started under a config hash.
-    pub pods: &'a [Pod],
+    /// The pods started under a config hash, visited once per plan.
+    pub pods: &'a Pods<'a>,
     /// The hash of the config of each namespace's Linkerd-CNI NAD.
     pub nad_hashes: &'a BTreeMap<String, String>,
     /// A namespace's annotation: `(namespace, key)` to its value.
@@ -298,8 +301,8 @@ pub struct Cluster<'a> {
 impl fmt::Debug for Cluster<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Cluster")
-            .field("pods", &self.pods.len())
-            .finish()
+            .field("nad_hashes", &self.nad_hashes.len())
+            .finish_non_exhaustive()
     }
 }
 
@@ -538,9 +541,9 @@ fn namespace_switch(cluster: &Cluster<'_>, namespace: &str, key: &str) -> Option
 
 /// The owners of the pods that run an older config than their namespace's NAD.
 #[derive(Default)]
-struct Stale<'a> {
+struct Stale {
     workloads: BTreeSet<Key>,
-    naked: Vec<&'a Pod>,
+    naked: Vec<Pod>,
     /// Pods and their owners, for those never restarted.
     others: Vec<(Subject, String)>,
 }
@@ -552,25 +555,29 @@ fn subject(pod: &Pod) -> Subject {
     }
 }
 
-fn stale_owners<'a>(cluster: &Cluster<'a>) -> Stale<'a> {
+/// Keeps only the owners of stale pods (a set of workloads, the few naked and others'
+/// pods), so that a plan over 50,000 pods holds no copy of them.
+fn stale_owners(cluster: &Cluster<'_>) -> Stale {
     let mut stale = Stale::default();
-    for pod in cluster.pods {
+    (cluster.pods)(&mut |pod: &Pod| {
         let (Some(hash), Some(current)) = (&pod.hash, cluster.nad_hashes.get(&pod.namespace))
         else {
-            continue;
+            return;
         };
         if hash == current {
-            continue;
+            return;
         }
         match &pod.owner {
             Owner::Workload(key) => {
-                stale.workloads.insert(key.clone());
+                if !stale.workloads.contains(key) {
+                    stale.workloads.insert(key.clone());
+                }
             }
-            Owner::Naked => stale.naked.push(pod),
+            Owner::Naked => stale.naked.push(pod.clone()),
             Owner::Job(name) => stale.others.push((subject(pod), format!("Job {name}"))),
             Owner::Other(owner) => stale.others.push((subject(pod), owner.clone())),
         }
-    }
+    });
     stale
 }
 

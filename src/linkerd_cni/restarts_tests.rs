@@ -75,9 +75,10 @@ impl World {
 
     fn plan(&self, pacer: &mut Pacer, now: Instant) -> Vec<Action> {
         let lookup = |ns: &str, key: &str| self.namespaces.get(&(ns.into(), key.into())).cloned();
+        let pods = |visit: &mut dyn FnMut(&Pod)| self.pods.iter().for_each(visit);
         let cluster = Cluster {
             workload: &|key| self.workloads.get(key),
-            pods: &self.pods,
+            pods: &pods,
             nad_hashes: &self.nad_hashes,
             namespace_annotation: &lookup,
         };

@@ -17,8 +17,9 @@ pub(crate) struct Case {
     pub(crate) flags: &'static [&'static str],
     setters: &'static [(&'static str, &'static str)],
     nad_controller: bool,
-    /// `deploy-restarts/` too, and `--restart-stale-workloads=true` added by hand at the end of
-    /// the webhook's args, as its README says (it is no setter of `deploy/`).
+    /// `deploy-restarts/` too, and `--restart-stale-workloads=true` with the case's other
+    /// `--restart-*` flags added by hand at the end of the webhook's args, as its README says
+    /// (they are no setters of `deploy/`).
     restarts: bool,
     network_resources: bool,
     cert_manager: bool,
@@ -76,6 +77,8 @@ pub(crate) const CASES: &[Case] = &[
         flags: &[
             "--manage-nads",
             "--restart-stale-workloads",
+            "--restart-concurrency=3",
+            "--restart-deadline=15m",
             "--namespace=mesh",
         ],
         setters: &[("manage-nads", "true"), ("namespace", "mesh")],
@@ -83,7 +86,7 @@ pub(crate) const CASES: &[Case] = &[
         restarts: true,
         network_resources: false,
         cert_manager: false,
-        values: r#"{"manageNADs": true, "restartStaleWorkloads": true}"#,
+        values: r#"{"manageNADs": true, "restartStaleWorkloads": true, "restartConcurrency": 3, "restartDeadline": "15m"}"#,
     },
     Case {
         name: "network resources",
@@ -242,10 +245,15 @@ fn from_packages(case: &Case) -> Objects {
             .find(|(id, _)| id.0 == "Deployment")
             .unwrap()
             .1;
-        deployment["spec"]["template"]["spec"]["containers"][0]["args"]
+        let args = deployment["spec"]["template"]["spec"]["containers"][0]["args"]
             .as_array_mut()
-            .unwrap()
-            .push(Value::from("--restart-stale-workloads=true"));
+            .unwrap();
+        for flag in case.flags.iter().filter(|f| f.starts_with("--restart-")) {
+            args.push(Value::from(match *flag {
+                "--restart-stale-workloads" => "--restart-stale-workloads=true",
+                given => given,
+            }));
+        }
     }
     if !case.cert_manager {
         let mwc = out

@@ -28,9 +28,12 @@ skipSecondarySubnets is enabled without them, as the webhook would refuse to sta
 
 {{/*
 "true" when the NAD controller restarts stale workloads, "" otherwise; refused without
-manageNADs, as the restarts are the NAD controller's.
+manageNADs, as the restarts are the NAD controller's, and their pacing refused without them.
 */}}
 {{- define "linkerd-multus.restartStaleWorkloads" -}}
+{{- if and (not .Values.restartStaleWorkloads) (or (ne (int .Values.restartConcurrency) 1) (ne (toString .Values.restartDeadline) "10m")) -}}
+{{- fail "restartConcurrency and restartDeadline pace the NAD controller's restarts, but restartStaleWorkloads is false: set restartStaleWorkloads to true (with manageNADs), or leave them at their defaults" -}}
+{{- end -}}
 {{- if .Values.restartStaleWorkloads -}}
 {{- if not .Values.manageNADs -}}
 {{- fail "restartStaleWorkloads is true but manageNADs is false: the restarts are the NAD controller's, which restarts the workloads after it updates their namespace's NAD; set manageNADs to true too, or leave restartStaleWorkloads false" -}}

@@ -123,6 +123,14 @@ pub struct InstallFlags {
     /// The webhook's replicas [default: 2].
     #[arg(long, value_name = "N")]
     replicas: Option<u32>,
+    /// With --restart-stale-workloads: how many workloads roll to a new
+    /// Linkerd-CNI config at once [default: 1].
+    #[arg(long, value_name = "N", value_parser = |t: &str| install::options::restart_concurrency(t, "--restart-concurrency"))]
+    restart_concurrency: Option<u16>,
+    /// With --restart-stale-workloads: how long one workload may roll before
+    /// the restarts of its namespace halt, e.g. 10m or 1h [default: 10m].
+    #[arg(long, value_name = "DURATION", value_parser = |t: &str| install::options::restart_deadline(t, "--restart-deadline"))]
+    restart_deadline: Option<std::time::Duration>,
     /// What the API server does with a pod while no replica answers: Fail
     /// rejects it (its controller retries), Ignore admits it unattached [default: Fail].
     #[arg(long, value_enum, value_name = "POLICY")]
@@ -217,6 +225,8 @@ impl InstallArgs {
             platform: f.platform,
             webhook_excluded_namespaces: list(&f.webhook_excluded_namespaces),
             replicas: f.replicas,
+            restart_concurrency: f.restart_concurrency,
+            restart_deadline: f.restart_deadline,
             failure_policy: f.failure_policy,
             priority_class_name: f.priority_class_name.clone(),
             ignore_cluster: f.ignore_cluster,
@@ -316,6 +326,9 @@ mod tests {
             "Ignore",
             "--manage-nads",
             "--restart-stale-workloads",
+            "--restart-concurrency=4",
+            "--restart-deadline",
+            "1h 30m",
             "--network-resources=false",
             "--certs=cert-manager",
             "--ignore-cluster=true",
@@ -341,6 +354,8 @@ mod tests {
                 failure_policy: Some(FailurePolicy::Ignore),
                 manage_nads: Some(true),
                 restart_stale_workloads: Some(true),
+                restart_concurrency: Some(4),
+                restart_deadline: Some(std::time::Duration::from_secs(90 * 60)),
                 network_resources: Some(false),
                 certs: Some(Certs::CertManager),
                 ignore_cluster: Some(true),

@@ -157,7 +157,9 @@ pub fn objects(
                 admit_only(object, &options.api_server_cidrs);
             }
             Some("Deployment") if options.restart_stale_workloads => {
-                append_arg(object, RESTART_STALE_WORKLOADS);
+                for arg in restart_args(options) {
+                    append_arg(object, &arg);
+                }
             }
             _ => {}
         }
@@ -169,6 +171,26 @@ pub fn objects(
 /// The webhook's flag for [`Options::restart_stale_workloads`]: not a setter
 /// of `deploy/`, whose users add it by hand with `deploy-restarts/`.
 pub const RESTART_STALE_WORKLOADS: &str = "--restart-stale-workloads=true";
+
+/// The webhook's flags of the restarts: [`RESTART_STALE_WORKLOADS`], then the concurrency
+/// and deadline where they are not the webhook's defaults.
+pub fn restart_args(options: &Options) -> Vec<String> {
+    let defaults = Options::default();
+    let mut args = vec![RESTART_STALE_WORKLOADS.to_string()];
+    if options.restart_concurrency != defaults.restart_concurrency {
+        args.push(format!(
+            "--restart-concurrency={}",
+            options.restart_concurrency
+        ));
+    }
+    if options.restart_deadline != defaults.restart_deadline {
+        args.push(format!(
+            "--restart-deadline={}",
+            humantime::format_duration(options.restart_deadline)
+        ));
+    }
+    args
+}
 
 /// The Deployment's `webhook` container gets `arg` after its other args.
 fn append_arg(deployment: &mut Node, arg: &str) {

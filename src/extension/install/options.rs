@@ -5,6 +5,7 @@
 
 use std::net::IpAddr;
 use std::path::Path;
+use std::time::Duration;
 
 use crate::k8s::image;
 use crate::k8s::names::{is_dns1123_label, nearest};
@@ -30,6 +31,8 @@ pub const KEYS: &[&str] = &[
     "manageNADs",
     "cniNamespace",
     "restartStaleWorkloads",
+    "restartConcurrency",
+    "restartDeadline",
     "networkResources",
     "skipSecondarySubnets",
     "clusterCIDRs",
@@ -105,6 +108,10 @@ pub struct Settings {
     pub cni_namespace: Option<String>,
     /// Whether the NAD controller restarts the opted-in workloads that run an older config.
     pub restart_stale_workloads: Option<bool>,
+    /// How many workloads it restarts at once.
+    pub restart_concurrency: Option<u16>,
+    /// How long one may roll before the restarts of its namespace halt.
+    pub restart_deadline: Option<Duration>,
     /// Whether the network-resources rules run.
     pub network_resources: Option<bool>,
     /// Whether meshed pods skip their secondary networks' subnets by default.
@@ -148,6 +155,11 @@ pub struct Options {
     /// older Linkerd-CNI config, with the rights of `deploy-restarts/`
     /// (default off; only with [`Options::manage_nads`]).
     pub restart_stale_workloads: bool,
+    /// How many workloads the restarts roll at once (default 1).
+    pub restart_concurrency: u16,
+    /// How long one workload may roll before the restarts of its namespace halt
+    /// (default 10 minutes).
+    pub restart_deadline: Duration,
     /// The network-resources rules (default off).
     pub network_resources: bool,
     /// Meshed pods skip their secondary networks' subnets unless they or their
@@ -181,6 +193,8 @@ impl Default for Options {
             manage_nads: false,
             cni_namespace: "linkerd-cni".into(),
             restart_stale_workloads: false,
+            restart_concurrency: 1,
+            restart_deadline: Duration::from_secs(600),
             network_resources: false,
             skip_secondary_subnets: false,
             cluster_cidrs: Vec::new(),
@@ -244,6 +258,8 @@ impl Settings {
             restart_stale_workloads: flags
                 .restart_stale_workloads
                 .or(self.restart_stale_workloads),
+            restart_concurrency: flags.restart_concurrency.or(self.restart_concurrency),
+            restart_deadline: flags.restart_deadline.or(self.restart_deadline),
             network_resources: flags.network_resources.or(self.network_resources),
             skip_secondary_subnets: flags.skip_secondary_subnets.or(self.skip_secondary_subnets),
             cluster_cidrs: flags.cluster_cidrs.or(self.cluster_cidrs),
@@ -342,6 +358,12 @@ impl Settings {
                 "manageNADs" => settings.manage_nads = Some(boolean()?),
                 "cniNamespace" => settings.cni_namespace = Some(text()?),
                 "restartStaleWorkloads" => settings.restart_stale_workloads = Some(boolean()?),
+                "restartConcurrency" => {
+                    settings.restart_concurrency = Some(restart_concurrency(&text()?, &field)?);
+                }
+                "restartDeadline" => {
+                    settings.restart_deadline = Some(restart_deadline(&text()?, &field)?);
+                }
                 "networkResources" => settings.network_resources = Some(boolean()?),
                 "skipSecondarySubnets" => {
                     settings.skip_secondary_subnets = Some(switch(&text()?)?);
@@ -367,6 +389,7 @@ impl Settings {
     pub fn resolve(self) -> Result<Options, OptionsError> {
         let defaults = Options::default();
         let cni_given = self.cni_namespace.is_some();
+        let pacing_given = self.restart_concurrency.is_some() || self.restart_deadline.is_some();
         let cidrs = |texts: Option<Vec<String>>, option: &str| {
             (texts.unwrap_or_default().iter())
                 .map(|text| cidr(text, option))
@@ -397,6 +420,10 @@ impl Settings {
             restart_stale_workloads: self
                 .restart_stale_workloads
                 .unwrap_or(defaults.restart_stale_workloads),
+            restart_concurrency: self
+                .restart_concurrency
+                .unwrap_or(defaults.restart_concurrency),
+            restart_deadline: self.restart_deadline.unwrap_or(defaults.restart_deadline),
             network_resources: self.network_resources.unwrap_or(defaults.network_resources),
             skip_secondary_subnets: self
                 .skip_secondary_subnets
@@ -410,15 +437,16 @@ impl Settings {
                 .unwrap_or_else(|| strings(platform.metrics_namespaces())),
             webhook_excluded_namespaces,
         };
-        options.check(cni_given)?;
+        options.check(cni_given, pacing_given)?;
         Ok(options)
     }
 }
 
 impl Options {
-    /// Checks the values and how they combine; `cni_given` says whether the
-    /// CNI namespace was set rather than defaulted.
-    fn check(&self, cni_given: bool) -> Result<(), OptionsError> {
+    /// Checks the values and how they combine; `cni_given` and `pacing_given` say
+    /// whether the CNI namespace, and the restarts' concurrency or deadline, were set
+    /// rather than defaulted.
+    fn check(&self, cni_given: bool, pacing_given: bool) -> Result<(), OptionsError> {
         let invalid = |message: String| Err(OptionsError::Invalid(message));
         for (flag, key, value) in [
             ("--namespace", "namespace", &self.namespace),
@@ -511,6 +539,11 @@ impl Options {
                 "--restart-stale-workloads (restartStaleWorkloads) is for the NAD controller, which restarts the workloads after it updates their namespace's NAD: add --manage-nads (manageNADs: true), or leave it out".into(),
             );
         }
+        if pacing_given && !self.restart_stale_workloads {
+            return invalid(
+                "--restart-concurrency (restartConcurrency) and --restart-deadline (restartDeadline) pace the NAD controller's restarts: add --restart-stale-workloads (restartStaleWorkloads: true), or leave them out".into(),
+            );
+        }
         Ok(())
     }
 
@@ -524,7 +557,7 @@ impl Options {
     pub fn to_file(&self) -> String {
         let list = |items: &[String]| format!("[{}]", items.join(", "));
         format!(
-            "apiVersion: {API_VERSION}\nkind: {KIND}\nspec:\n  namespace: {}\n  linkerdNamespace: {}\n  image: {}\n  platform: {}\n  replicas: {}\n  failurePolicy: {}\n  priorityClassName: {}\n  manageNADs: {}\n  cniNamespace: {}\n  restartStaleWorkloads: {}\n  networkResources: {}\n  skipSecondarySubnets: {}\n  clusterCIDRs: {}\n  certs: {}\n  ignoreCluster: {}\n  apiServerCIDRs: {}\n  metricsNamespaces: {}\n  webhookExcludedNamespaces: {}\n",
+            "apiVersion: {API_VERSION}\nkind: {KIND}\nspec:\n  namespace: {}\n  linkerdNamespace: {}\n  image: {}\n  platform: {}\n  replicas: {}\n  failurePolicy: {}\n  priorityClassName: {}\n  manageNADs: {}\n  cniNamespace: {}\n  restartStaleWorkloads: {}\n  restartConcurrency: {}\n  restartDeadline: {}\n  networkResources: {}\n  skipSecondarySubnets: {}\n  clusterCIDRs: {}\n  certs: {}\n  ignoreCluster: {}\n  apiServerCIDRs: {}\n  metricsNamespaces: {}\n  webhookExcludedNamespaces: {}\n",
             self.namespace,
             self.linkerd_namespace,
             self.image,
@@ -535,6 +568,8 @@ impl Options {
             self.manage_nads,
             self.cni_namespace,
             self.restart_stale_workloads,
+            self.restart_concurrency,
+            humantime::format_duration(self.restart_deadline),
             self.network_resources,
             switch_text(self.skip_secondary_subnets),
             list(&self.cluster_cidrs),
@@ -615,6 +650,27 @@ fn replicas(text: &str, field: &str) -> Result<u32, String> {
         .map_err(|_| format!("{field}: must be a whole number, not {text:?}"))
 }
 
+/// The restarts' concurrency: 1 to 65535, as the webhook's `--restart-concurrency` takes it.
+pub fn restart_concurrency(text: &str, field: &str) -> Result<u16, String> {
+    match text.parse::<u16>() {
+        Ok(n) if n >= 1 => Ok(n),
+        _ => Err(format!(
+            "{field}: must be a whole number from 1 to 65535 (workloads rolling at once), not {text:?}"
+        )),
+    }
+}
+
+/// The restarts' deadline: a positive duration such as `10m` or `1h30m`, as the webhook's
+/// `--restart-deadline` takes it.
+pub fn restart_deadline(text: &str, field: &str) -> Result<Duration, String> {
+    match humantime::parse_duration(text) {
+        Ok(d) if !d.is_zero() => Ok(d),
+        _ => Err(format!(
+            "{field}: must be a positive duration such as 10m or 1h30m, not {text:?}"
+        )),
+    }
+}
+
 fn failure_policy(text: &str) -> Result<FailurePolicy, String> {
     match text {
         "Fail" => Ok(FailurePolicy::Fail),
@@ -659,6 +715,8 @@ mod tests {
             manage_nads: true,
             cni_namespace: "cni".into(),
             restart_stale_workloads: true,
+            restart_concurrency: 4,
+            restart_deadline: Duration::from_secs(90 * 60),
             network_resources: true,
             skip_secondary_subnets: true,
             cluster_cidrs: vec!["10.128.0.0/14".into(), "172.30.0.0/16".into()],
@@ -757,6 +815,22 @@ mod tests {
             (
                 "spec:\n  restartStaleWorkloads: 1\n",
                 "spec.restartStaleWorkloads: must be true or false",
+            ),
+            (
+                "spec:\n  restartConcurrency: 0\n",
+                "spec.restartConcurrency: must be a whole number from 1 to 65535 (workloads rolling at once), not \"0\"",
+            ),
+            (
+                "spec:\n  restartConcurrency: 70000\n",
+                "spec.restartConcurrency: must be a whole number from 1 to 65535",
+            ),
+            (
+                "spec:\n  restartDeadline: 10\n",
+                "spec.restartDeadline: must be a positive duration such as 10m or 1h30m, not \"10\"",
+            ),
+            (
+                "spec:\n  restartDeadline: 0s\n",
+                "spec.restartDeadline: must be a positive duration",
             ),
             (
                 "spec:\n  skipSecondarySubnets: true\n",
@@ -923,6 +997,23 @@ mod tests {
                     ..Settings::default()
                 },
                 "add --manage-nads (manageNADs: true)",
+            ),
+            (
+                Settings {
+                    manage_nads: Some(true),
+                    restart_concurrency: Some(2),
+                    ..Settings::default()
+                },
+                "--restart-concurrency (restartConcurrency) and --restart-deadline (restartDeadline) pace the NAD controller's restarts: add --restart-stale-workloads (restartStaleWorkloads: true), or leave them out",
+            ),
+            (
+                Settings {
+                    manage_nads: Some(true),
+                    restart_stale_workloads: Some(false),
+                    restart_deadline: Some(Duration::from_secs(60)),
+                    ..Settings::default()
+                },
+                "add --restart-stale-workloads",
             ),
             (
                 Settings {
