@@ -53,9 +53,9 @@ fn nad_controller(
     settings: linkerd_cni::settings::Settings,
     options: controller::Options,
 ) -> webhook::Companion {
-    Box::new(move |client, registry, stop| {
+    Box::new(move |clients, registry, stop| {
         let metrics = Arc::new(controller::Metrics::register(registry));
-        Box::pin(controller::run(client, settings, options, metrics, stop))
+        Box::pin(controller::run(clients, settings, options, metrics, stop))
     })
 }
 

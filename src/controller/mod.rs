@@ -42,6 +42,7 @@ use crate::linkerd_cni::cni_config::CONFIG_MAP_NAME;
 use crate::linkerd_cni::restarts as linkerd_restarts;
 use crate::linkerd_cni::settings::Settings;
 use crate::multus::nad::{self, Maker};
+use crate::webhook::Clients;
 use backoff::Backoff;
 use config_map::LiveConfig;
 use events::Events;
@@ -81,14 +82,16 @@ pub struct Options {
 /// moment it is not, and releases the Lease on the way out, for the other
 /// replica to take over.
 pub async fn run(
-    client: Client,
+    clients: Clients,
     settings: Settings,
     options: Options,
     metrics: Arc<Metrics>,
     stop: watch::Receiver<bool>,
 ) {
+    let client = clients.client;
     let mut leadership = Leadership::start(&client, &options, stop.clone());
     let shared = Shared {
+        once: clients.once,
         settings: Arc::new(settings),
         events: Arc::new(Events::new(
             client.clone(),
@@ -123,6 +126,8 @@ pub async fn run(
 
 /// What the controller keeps from one term to the next.
 struct Shared {
+    /// The client without kube's retries, for the evictions ([`Clients::once`]).
+    once: Client,
     settings: Arc<Settings>,
     events: Arc<Events>,
     backoff: Arc<Backoff>,
@@ -248,6 +253,7 @@ async fn reconcile_all(client: Client, shared: &Shared, fence: Fence) {
     let restarts = {
         let context = shared.restarts.map(|options| restarts::Context {
             client: context.client.clone(),
+            evictions: shared.once.clone(),
             nads: nad_store.clone(),
             namespaces: ns_store.clone(),
             nad_name: shared.settings.nad_name.clone(),

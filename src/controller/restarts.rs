@@ -147,7 +147,12 @@ fn switch(annotations: Option<&BTreeMap<String, String>>, key: &str) -> Option<b
     namespace::switch(annotations?.get(key)?)
 }
 
+/// A pod that carries a config hash, unless it is being deleted: it goes anyway (an evicted
+/// pod terminates for its grace period), and is neither evicted again nor reported.
 fn read_pod(pod: &PartialObjectMeta<Pod>) -> Option<PodEntry> {
+    if pod.metadata.deletion_timestamp.is_some() {
+        return None;
+    }
     let annotations = pod.metadata.annotations.as_ref();
     Some(PodEntry {
         hash: annotations?.get(HASH_ANNOTATION)?.clone(),
@@ -188,6 +193,9 @@ async fn feed<K, V>(
 pub struct Context {
     /// The API client.
     pub client: Client,
+    /// The client of the evictions, without kube's retries: a 429 there is a
+    /// PodDisruptionBudget's no, which the next pass asks again, once.
+    pub evictions: Client,
     /// The NADs of the controller's name, with the digest of their config.
     pub nads: Store<DynamicObject>,
     /// The namespaces, with their opt-in annotations.
@@ -263,7 +271,15 @@ async fn restart_loop(context: &Context, watched: &Mutex<Watched>) {
         };
         let mut now_reported = HashSet::new();
         for action in actions {
-            carry_out(context, action, &mut reported, &mut now_reported).await;
+            let key = match &action {
+                Action::Restart { key, .. } => Some(key.clone()),
+                _ => None,
+            };
+            let done = carry_out(context, action, &mut reported, &mut now_reported).await;
+            if let (Some(key), false) = (key, done) {
+                // Not rolling: the next pass restarts it again, after the others.
+                pacer.failed(&key, std::time::Instant::now());
+            }
         }
         context
             .metrics
@@ -378,15 +394,16 @@ fn resource(kind: Kind) -> ApiResource {
 }
 
 /// Carries out one action: a write under the fence, an Event, a log line and a metric. A
-/// report is published when it first appears (and again after it went away).
+/// report is published when it first appears (and again after it went away). Whether it was
+/// carried out: false when its write failed, or was not sent past the fence.
 async fn carry_out(
     context: &Context,
     action: Action,
     reported: &mut HashSet<Subject>,
     now_reported: &mut HashSet<Subject>,
-) {
+) -> bool {
     let Some(until) = context.fence.until() else {
-        return;
+        return false;
     };
     let deadline = until.min(Instant::now() + context.api_timeout);
     match action {
@@ -425,12 +442,13 @@ async fn carry_out(
                         .await;
                 }
                 Err(e) => {
-                    tracing::warn!(workload = %key, error = %e, "restarting a workload; the next pass tries again")
+                    tracing::warn!(workload = %key, error = %e, "restarting a workload; the next pass tries again");
+                    return false;
                 }
             }
         }
         Action::Evict { namespace, name } => {
-            let api: Api<Pod> = Api::namespaced(context.client.clone(), &namespace);
+            let api: Api<Pod> = Api::namespaced(context.evictions.clone(), &namespace);
             match call_until(deadline, api.evict(&name, &EvictParams::default())).await {
                 Ok(_) => {
                     context.metrics.evictions.inc();
@@ -438,7 +456,8 @@ async fn carry_out(
                 }
                 // 429: a PodDisruptionBudget holds it; a later pass asks again.
                 Err(e) => {
-                    tracing::info!(pod = %format!("{namespace}/{name}"), error = %e, "evicting a pod; a later pass asks again")
+                    tracing::info!(pod = %format!("{namespace}/{name}"), error = %e, "evicting a pod; a later pass asks again");
+                    return false;
                 }
             }
         }
@@ -491,4 +510,9 @@ async fn carry_out(
             }
         }
     }
+    true
 }
+
+#[cfg(test)]
+#[path = "restarts_tests.rs"]
+mod tests;

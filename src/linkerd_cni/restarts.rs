@@ -373,6 +373,8 @@ pub struct Pacer {
     rolling: BTreeMap<Key, (String, Instant)>,
     /// Namespaces where a rollout did not progress: the workload.
     halted: BTreeMap<String, Key>,
+    /// Restarts that were not carried out ([`Pacer::failed`]), and when.
+    failed: BTreeMap<Key, Instant>,
 }
 
 impl Pacer {
@@ -383,7 +385,17 @@ impl Pacer {
             deadline,
             rolling: BTreeMap::new(),
             halted: BTreeMap::new(),
+            failed: BTreeMap::new(),
         }
+    }
+
+    /// A restart [`Pacer::plan`] returned was not carried out (its patch failed, or the
+    /// leadership ended before it was sent): the workload is not rolling, so it holds no slot
+    /// and no deadline runs for it, and a later pass restarts it again, after the workloads
+    /// whose restart did not fail (a refusal that lasts does not hold up the others).
+    pub fn failed(&mut self, key: &Key, now: Instant) {
+        self.rolling.remove(key);
+        self.failed.insert(key.clone(), now);
     }
 
     /// The workloads rolling now.
@@ -399,7 +411,7 @@ impl Pacer {
     /// One pass over `cluster` at `now`: what to do, in order (completions and halts, then
     /// restarts and evictions, then reports). The caller carries out the restarts and
     /// evictions; one that fails is retried by a later pass, the hash comparison deciding
-    /// again.
+    /// again (a restart that failed is told with [`Pacer::failed`]).
     pub fn plan(&mut self, cluster: &Cluster<'_>, now: Instant) -> Vec<Action> {
         let mut actions = Vec::new();
         let stale = stale_owners(cluster);
@@ -450,6 +462,12 @@ impl Pacer {
                 continue;
             }
             candidates.push((key.clone(), hash.clone()));
+        }
+        if !self.failed.is_empty() {
+            let keys: BTreeSet<&Key> = candidates.iter().map(|(key, _)| key).collect();
+            self.failed.retain(|key, _| keys.contains(key));
+            // Those whose restart failed go last, the one that failed first before the others.
+            candidates.sort_by_key(|(key, _)| self.failed.get(key).copied());
         }
         for (key, hash) in candidates {
             if self.rolling.len() >= self.limit {

@@ -306,6 +306,79 @@ fn a_rollout_that_does_not_progress_halts_its_namespace_only() {
 }
 
 #[test]
+fn a_restart_that_failed_is_tried_again_by_a_later_pass_after_the_others() {
+    let (first, second) = (deployment("a", "first"), deployment("a", "second"));
+    let mut world = World::new(
+        vec![
+            workload(&first, Some(true), None),
+            workload(&second, Some(true), None),
+        ],
+        vec![
+            pod("a", "first-1", Owner::Workload(first.clone()), OLD),
+            pod("a", "second-1", Owner::Workload(second.clone()), OLD),
+        ],
+    );
+    let mut pacer = Pacer::new(1, MINUTE);
+    let start = Instant::now();
+    let actions = world.plan(&mut pacer, start);
+    assert_eq!(restarts(&actions), [format!("Deployment a/first -> {NEW}")]);
+    // Its patch is refused: it holds no slot, and the next pass restarts the other first.
+    pacer.failed(&first, start);
+    assert_eq!(pacer.rolling().count(), 0);
+    let next = start + Duration::from_secs(2);
+    let actions = world.plan(&mut pacer, next);
+    assert_eq!(
+        restarts(&actions),
+        [format!("Deployment a/second -> {NEW}")]
+    );
+    world.patched(&second, NEW);
+    world.rolled(&second, NEW);
+    // Then it is tried again, long before its deadline, and neither halts nor stalls.
+    let actions = world.plan(&mut pacer, next + Duration::from_secs(2));
+    assert!(
+        actions.contains(&Action::Completed(second.clone())),
+        "{actions:?}"
+    );
+    assert_eq!(restarts(&actions), [format!("Deployment a/first -> {NEW}")]);
+    world.patched(&first, NEW);
+    let late = next + MINUTE / 2;
+    let actions = world.plan(&mut pacer, late);
+    assert!(actions.is_empty(), "rolling: {actions:?}");
+    world.rolled(&first, NEW);
+    let actions = world.plan(&mut pacer, late + Duration::from_secs(2));
+    assert_eq!(actions, [Action::Completed(first.clone())]);
+    assert!(pacer.halted().is_empty());
+}
+
+#[test]
+fn a_restart_that_failed_alone_is_tried_again_at_the_next_pass() {
+    let only = deployment("a", "only");
+    let world = World::new(
+        vec![workload(&only, Some(true), None)],
+        vec![pod("a", "only-1", Owner::Workload(only.clone()), OLD)],
+    );
+    let mut pacer = Pacer::new(1, MINUTE);
+    let start = Instant::now();
+    for pass in 0..3 {
+        let now = start + Duration::from_secs(2 * pass);
+        let actions = world.plan(&mut pacer, now);
+        assert_eq!(
+            actions,
+            [Action::Restart {
+                key: only.clone(),
+                hash: NEW.into()
+            }],
+            "pass {pass}"
+        );
+        pacer.failed(&only, now);
+    }
+    // Past its deadline nothing halts: it never rolled.
+    let actions = world.plan(&mut pacer, start + MINUTE * 2);
+    assert_eq!(restarts(&actions), [format!("Deployment a/only -> {NEW}")]);
+    assert!(pacer.halted().is_empty());
+}
+
+#[test]
 fn git_managed_workloads_and_naked_pods_are_reported_not_patched() {
     let argo = deployment("a", "argo");
     let mut managed = workload(&argo, Some(true), None);

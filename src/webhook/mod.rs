@@ -176,11 +176,23 @@ pub struct Args {
 }
 
 /// A task run beside the server, in its runtime (the NAD controller of
-/// `--manage-nads`): given the API client, the metrics registry to register
+/// `--manage-nads`): given the API clients, the metrics registry to register
 /// its own in, and a flag that turns true when the webhook shuts down.
-pub type Companion = Box<
-    dyn FnOnce(kube::Client, &mut Registry, watch::Receiver<bool>) -> BoxFuture<'static, ()> + Send,
->;
+pub type Companion =
+    Box<dyn FnOnce(Clients, &mut Registry, watch::Receiver<bool>) -> BoxFuture<'static, ()> + Send>;
+
+/// The API clients, one configuration: they connect when first used.
+#[derive(Clone)]
+pub struct Clients {
+    /// Every call's but those of [`Clients::once`].
+    pub client: kube::Client,
+    /// The same without kube's own retries of a 429, 503 or 504 (up to 15
+    /// of them, the first 5 ms later, Retry-After or not): for a call whose
+    /// 429 is an answer, not a "slow down", which its caller asks again at
+    /// its own pace. An eviction a PodDisruptionBudget refuses is one
+    /// (client-go does not retry it: it carries no Retry-After).
+    pub once: kube::Client,
+}
 
 /// How logs are written to stderr.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -241,7 +253,8 @@ async fn serve(
     }
     let (listener, listen) = listen::bind_as(args.listen, "--listen")?;
     let (ops_listener, ops_listen) = listen::bind_as(args.ops_listen, "--ops-listen")?;
-    let client = api_client(args.api_timeout).await?;
+    let config = api_config(args.api_timeout).await?;
+    let client = api_client(config.clone())?;
     // The NAD cache only when something reads it: with --missing-nad ignore
     // and no network-resources rules, the webhook neither watches NADs nor
     // needs the RBAC to.
@@ -251,8 +264,18 @@ async fn serve(
         false => Metrics::new(),
     };
     let (stop, stopped) = tokio::sync::watch::channel(false);
-    let companion_task =
-        companion.map(|start| tokio::spawn(start(client.clone(), metrics.registry(), stopped)));
+    let companion_task = match companion {
+        Some(start) => {
+            let mut once = config;
+            once.default_retry = false;
+            let clients = Clients {
+                client: client.clone(),
+                once: api_client(once)?,
+            };
+            Some(tokio::spawn(start(clients, metrics.registry(), stopped)))
+        }
+        None => None,
+    };
     let metrics = Arc::new(metrics);
     let caches = start_caches(
         &args,
@@ -377,17 +400,25 @@ async fn shutdown(
 /// every minute meanwhile), so only a dead connection stays silent longer.
 const API_READ_TIMEOUT: Duration = Duration::from_secs(295);
 
-/// The Kubernetes client: in-cluster service account, or KUBECONFIG. No call
-/// can hang: connecting is bounded by `api_timeout`, every read by
-/// [`API_READ_TIMEOUT`] from the request (lists made inside kube-runtime's
-/// watchers included), and the calls made here have their own deadlines.
-async fn api_client(api_timeout: Duration) -> anyhow::Result<kube::Client> {
-    let context = "connecting to the Kubernetes API (in-cluster service account, or KUBECONFIG)";
-    let mut config = kube::Config::infer().await.context(context)?;
+const API_CONTEXT: &str =
+    "connecting to the Kubernetes API (in-cluster service account, or KUBECONFIG)";
+
+/// The Kubernetes client's configuration: in-cluster service account, or
+/// KUBECONFIG. No call can hang: connecting is bounded by `api_timeout`,
+/// every read by [`API_READ_TIMEOUT`] from the request (lists made inside
+/// kube-runtime's watchers included), and the calls made here have their
+/// own deadlines.
+async fn api_config(api_timeout: Duration) -> anyhow::Result<kube::Config> {
+    let mut config = kube::Config::infer().await.context(API_CONTEXT)?;
     config.connect_timeout = Some(api_timeout);
     config.read_timeout = Some(API_READ_TIMEOUT);
     config.reset_reader_on_write = true;
-    kube::Client::try_from(config).context(context)
+    Ok(config)
+}
+
+/// The Kubernetes client of `config`.
+fn api_client(config: kube::Config) -> anyhow::Result<kube::Client> {
+    kube::Client::try_from(config).context(API_CONTEXT)
 }
 
 /// The server limits the flags set.

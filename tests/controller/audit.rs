@@ -15,8 +15,11 @@ pub struct Request {
     pub done: Timestamp,
     pub verb: String,
     pub resource: String,
+    /// The subresource (`status`, `eviction`), empty for the object itself.
+    pub subresource: String,
     pub namespace: String,
     pub name: String,
+    /// The response's status code (the Metadata level records it).
     pub code: u16,
 }
 
@@ -62,6 +65,7 @@ pub fn requests(log: &Path, user: &str) -> Vec<Request> {
             done: time(&e["stageTimestamp"]),
             verb: e["verb"].as_str().unwrap_or_default().to_string(),
             resource: text_at(&e, "resource"),
+            subresource: text_at(&e, "subresource"),
             namespace: text_at(&e, "namespace"),
             name: text_at(&e, "name"),
             code: e["responseStatus"]["code"].as_u64().unwrap_or(0) as u16,

@@ -1,198 +1,406 @@
 //! Config restarts (`--restart-stale-workloads`) through the real API server, with exactly
 //! the rights of deploy/, deploy-nad-controller/ and deploy-restarts/, read back from the
 //! API server's audit log. There is no controller manager, scheduler or kubelet here: the test
-//! makes each Deployment's ReplicaSet and pods itself, and writes the Deployment's rollout
-//! status (`kubectl patch --subresource=status`) where the Deployment controller would.
+//! makes each workload's pods (and a Deployment's ReplicaSet) itself, and writes the rollout
+//! status of workloads, the status of pods and of PodDisruptionBudgets
+//! (`kubectl patch --subresource=status`) where their controllers and the kubelet would.
 
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use k8s_openapi::jiff::Timestamp;
 use linkerd_multus::linkerd_cni::rollout::config_hash;
 use serde_json::{Value, json};
 
-use super::audit::{requests, service_account};
+use super::audit::{Request, requests, seconds, service_account};
 use super::harness::{
-    BOUND, Controller, Setup, eventually, labelled_by_controller, read, setup_with,
+    Audited, BOUND, Controller, Setup, eventually, labelled_by_controller, read, setup_with,
 };
 
 const OPT_IN: &str = "multus.linkerd.io/restart-on-config-change";
+const EVICT: &str = "multus.linkerd.io/evict-on-config-change";
 const HASH: &str = "multus.linkerd.io/config-hash";
 /// A hash no config of this test has: what pods started under an older config carry.
 const OLD: &str = "0123456789abcdef";
+const IMAGE: &str = "registry.k8s.io/pause:3.10";
 
-/// Makes Deployment `name` in `namespace` (its pod template annotated `template`), its
-/// ReplicaSet and one pod of it carrying the config hash `pod_hash`, its rollout complete.
-fn workload(s: &Setup, namespace: &str, name: &str, template: Value, pod_hash: &str) {
-    let deployment = json!({
-        "apiVersion": "apps/v1", "kind": "Deployment",
+/// The kinds of workload the controller restarts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Deployment,
+    StatefulSet,
+    DaemonSet,
+}
+use Kind::{DaemonSet, Deployment, StatefulSet};
+
+impl Kind {
+    fn name(self) -> &'static str {
+        match self {
+            Deployment => "Deployment",
+            StatefulSet => "StatefulSet",
+            DaemonSet => "DaemonSet",
+        }
+    }
+
+    /// Its resource, as kubectl and the audit log name it.
+    fn resource(self) -> &'static str {
+        match self {
+            Deployment => "deployments",
+            StatefulSet => "statefulsets",
+            DaemonSet => "daemonsets",
+        }
+    }
+}
+
+/// A test's API server with the packages' rights and deploy-restarts/'s, another API server
+/// on its etcd whose audit log the test reads, and the kubeconfig of the controller's
+/// account on that one.
+fn audited_setup() -> (Setup, Audited, PathBuf) {
+    let s = setup_with(|rbac| format!("{rbac}\n---\n{}", read("deploy-restarts/rbac.yaml")));
+    let audited = s.audited_server();
+    let kubeconfig = s.kubeconfig_on(&audited.server, &s.account);
+    (s, audited, kubeconfig)
+}
+
+/// Starts `webhook --manage-nads --restart-stale-workloads` with `flags`, a Lease of 3 s.
+fn start(s: &Setup, identity: &str, kubeconfig: &Path, flags: &[&str]) -> Controller {
+    let flags: Vec<&str> = ["--restart-stale-workloads"]
+        .iter()
+        .chain(flags)
+        .copied()
+        .collect();
+    Controller::start_args(s, identity, kubeconfig, "3s", &flags)
+}
+
+/// A namespace (`prefix-N`) switched on with `annotations` more, once the controller made its
+/// NAD: its name and the hash of the NAD's config (what a current pod carries).
+fn namespace(s: &Setup, prefix: &str, annotations: &[(&str, &str)]) -> (String, String) {
+    let mut all = vec![("linkerd.io/multus", "enabled")];
+    all.extend_from_slice(annotations);
+    let namespace = s.plane.namespace(prefix, &all);
+    eventually(
+        &format!("the controller's NAD in {namespace}"),
+        BOUND,
+        || {
+            s.nad(&namespace)
+                .is_some_and(|n| labelled_by_controller(&n))
+        },
+    );
+    let nad = s.nad(&namespace).unwrap();
+    let current = config_hash(nad["spec"]["config"].as_str().unwrap());
+    (namespace, current)
+}
+
+/// The uid of `resource` `name`.
+fn uid(s: &Setup, resource: &str, namespace: &str, name: &str) -> String {
+    s.plane.kubectl(&[
+        "get",
+        resource,
+        "-n",
+        namespace,
+        name,
+        "-o",
+        "jsonpath={.metadata.uid}",
+    ])
+}
+
+/// Makes a `kind` `name` in `namespace` (its pod template annotated `template`), a Deployment's
+/// ReplicaSet, and one pod of it carrying the config hash `pod_hash`, its rollout complete.
+fn workload(s: &Setup, kind: Kind, namespace: &str, name: &str, template: Value, pod_hash: &str) {
+    workload_with(s, kind, namespace, name, template, json!({}), pod_hash);
+}
+
+/// The same, with the fields of `spec` set in its spec.
+fn workload_with(
+    s: &Setup,
+    kind: Kind,
+    namespace: &str,
+    name: &str,
+    template: Value,
+    spec: Value,
+    pod_hash: &str,
+) {
+    let pod_spec = json!({"containers": [{"name": "c", "image": IMAGE}]});
+    let mut object = json!({
+        "apiVersion": "apps/v1", "kind": kind.name(),
         "metadata": {"name": name, "namespace": namespace},
         "spec": {
-            "replicas": 1,
             "selector": {"matchLabels": {"app": name}},
             "template": {
                 "metadata": {"labels": {"app": name}, "annotations": template},
-                "spec": {"containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}]}
+                "spec": pod_spec
             }
         }
     });
-    s.plane.apply(&deployment.to_string());
-    complete(s, namespace, name);
-    let uid = |kind: &str, object: &str| {
-        s.plane.kubectl(&[
-            "get",
-            kind,
-            "-n",
-            namespace,
-            object,
-            "-o",
-            "jsonpath={.metadata.uid}",
-        ])
-    };
+    match kind {
+        Deployment => object["spec"]["replicas"] = json!(1),
+        StatefulSet => {
+            object["spec"]["replicas"] = json!(1);
+            object["spec"]["serviceName"] = json!(name);
+        }
+        DaemonSet => {}
+    }
+    for (field, value) in spec.as_object().unwrap() {
+        object["spec"][field] = value.clone();
+    }
+    s.plane.apply(&object.to_string());
+    complete(s, kind, namespace, name);
     let owner = |kind: &str, object: &str, uid: String| json!([{"apiVersion": "apps/v1", "kind": kind, "name": object, "uid": uid, "controller": true}]);
-    let rs = format!("{name}-1");
-    s.plane.apply(
-        &json!({
-            "apiVersion": "apps/v1", "kind": "ReplicaSet",
-            "metadata": {"name": rs, "namespace": namespace,
-                         "ownerReferences": owner("Deployment", name, uid("deployment", name))},
-            "spec": {
-                "replicas": 1,
-                "selector": {"matchLabels": {"app": name}},
-                "template": {
-                    "metadata": {"labels": {"app": name}},
-                    "spec": {"containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}]}
-                }
-            }
-        })
-        .to_string(),
-    );
+    let (owner, pod) = match kind {
+        Deployment => {
+            let rs = format!("{name}-1");
+            s.plane.apply(
+                &json!({
+                    "apiVersion": "apps/v1", "kind": "ReplicaSet",
+                    "metadata": {"name": rs, "namespace": namespace,
+                                 "ownerReferences": owner("Deployment", name, uid(s, "deployment", namespace, name))},
+                    "spec": {
+                        "replicas": 1,
+                        "selector": {"matchLabels": {"app": name}},
+                        "template": {"metadata": {"labels": {"app": name}}, "spec": pod_spec}
+                    }
+                })
+                .to_string(),
+            );
+            let uid = uid(s, "replicaset", namespace, &rs);
+            (owner("ReplicaSet", &rs, uid), format!("{name}-1-a"))
+        }
+        // Owned by the workload itself, as their controllers make them.
+        StatefulSet | DaemonSet => (
+            owner(kind.name(), name, uid(s, kind.resource(), namespace, name)),
+            format!("{name}-0"),
+        ),
+    };
     s.plane.apply(
         &json!({
             "apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": format!("{name}-1-a"), "namespace": namespace,
+            "metadata": {"name": pod, "namespace": namespace,
                          "labels": {"app": name},
                          "annotations": {HASH: pod_hash},
-                         "ownerReferences": owner("ReplicaSet", &rs, uid("replicaset", &rs))},
-            "spec": {"containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}]}
+                         "ownerReferences": owner},
+            "spec": pod_spec
         })
         .to_string(),
     );
 }
 
-/// Writes Deployment `name`'s rollout status as complete for its current generation, as the
-/// Deployment controller would once its new pods are available; returns when it started the
-/// write (nothing that follows the write can be earlier).
-fn complete(s: &Setup, namespace: &str, name: &str) -> Timestamp {
-    let started = Timestamp::now();
-    let generation = s.plane.kubectl(&[
-        "get",
-        "deployment",
-        "-n",
-        namespace,
-        name,
-        "-o",
-        "jsonpath={.metadata.generation}",
-    ]);
-    let status = json!({"status": {
-        "observedGeneration": generation.trim().parse::<i64>().unwrap(),
-        "replicas": 1, "updatedReplicas": 1, "readyReplicas": 1, "availableReplicas": 1
-    }});
+/// Writes `status` into the status of `resource` `name` (`kubectl patch --subresource=status`).
+fn write_status(s: &Setup, resource: &str, namespace: &str, name: &str, status: Value) {
     s.plane.kubectl(&[
         "patch",
-        "deployment",
+        resource,
         "-n",
         namespace,
         name,
         "--subresource=status",
         "--type=merge",
         "-p",
-        &status.to_string(),
+        &json!({ "status": status }).to_string(),
     ]);
+}
+
+/// The `metadata.generation` of `resource` `name`.
+fn generation(s: &Setup, resource: &str, namespace: &str, name: &str) -> i64 {
+    s.plane
+        .kubectl(&[
+            "get",
+            resource,
+            "-n",
+            namespace,
+            name,
+            "-o",
+            "jsonpath={.metadata.generation}",
+        ])
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+/// Writes `kind` `name`'s rollout status as complete for its current generation (one
+/// replica), as its controller would once its new pods are available; returns when it
+/// started the write (nothing that follows the write can be earlier).
+fn complete(s: &Setup, kind: Kind, namespace: &str, name: &str) -> Timestamp {
+    let started = Timestamp::now();
+    let observed = generation(s, kind.resource(), namespace, name);
+    let status = match kind {
+        Deployment => json!({
+            "observedGeneration": observed,
+            "replicas": 1, "updatedReplicas": 1, "readyReplicas": 1, "availableReplicas": 1
+        }),
+        StatefulSet => json!({
+            "observedGeneration": observed,
+            "replicas": 1, "currentReplicas": 1, "updatedReplicas": 1, "readyReplicas": 1,
+            "availableReplicas": 1
+        }),
+        DaemonSet => json!({
+            "observedGeneration": observed,
+            "desiredNumberScheduled": 1, "currentNumberScheduled": 1,
+            "updatedNumberScheduled": 1, "numberAvailable": 1, "numberReady": 1,
+            "numberMisscheduled": 0
+        }),
+    };
+    write_status(s, kind.resource(), namespace, name, status);
     started
 }
 
-/// The hash Deployment `name`'s pod template carries.
-fn template_hash(s: &Setup, namespace: &str, name: &str) -> String {
+/// The hash `kind` `name`'s pod template carries.
+fn template_hash(s: &Setup, kind: Kind, namespace: &str, name: &str) -> String {
     let out = s
         .plane
-        .kubectl(&["get", "deployment", "-n", namespace, name, "-o", "json"]);
-    let deployment: Value = serde_json::from_str(&out).unwrap();
-    deployment["spec"]["template"]["metadata"]["annotations"][HASH]
+        .kubectl(&["get", kind.resource(), "-n", namespace, name, "-o", "json"]);
+    let workload: Value = serde_json::from_str(&out).unwrap();
+    workload["spec"]["template"]["metadata"]["annotations"][HASH]
         .as_str()
         .unwrap_or_default()
         .to_string()
 }
 
-/// The patches of Deployments the controller's account sent, as `name` and when received.
-fn patches(s: &Setup, log: &std::path::Path) -> Vec<(String, Timestamp)> {
-    requests(log, &service_account(&s.home, &s.account))
+/// The requests the controller's account sent, in the order answered.
+fn sent(s: &Setup, audited: &Audited) -> Vec<Request> {
+    requests(&audited.log, &service_account(&s.home, &s.account))
+}
+
+/// The patches of `kind` the controller's account sent, whatever the answer.
+fn patches(s: &Setup, audited: &Audited, kind: Kind) -> Vec<Request> {
+    sent(s, audited)
         .into_iter()
-        .filter(|r| r.resource == "deployments" && r.verb == "patch")
-        .map(|r| (r.name, r.received))
+        .filter(|r| r.resource == kind.resource() && r.subresource.is_empty())
+        .filter(|r| r.verb == "patch")
         .collect()
+}
+
+/// The names of the objects of `requests`.
+fn names(requests: &[Request]) -> Vec<&str> {
+    requests.iter().map(|r| r.name.as_str()).collect()
+}
+
+/// The evictions (`create` of `pods/eviction`) the controller's account sent.
+fn evictions(s: &Setup, audited: &Audited) -> Vec<Request> {
+    sent(s, audited)
+        .into_iter()
+        .filter(|r| r.resource == "pods" && r.subresource == "eviction" && r.verb == "create")
+        .collect()
+}
+
+/// Whether `name` in `namespace` has a Warning Event of `reason`.
+fn warned(s: &Setup, namespace: &str, name: &str, reason: &str) -> bool {
+    s.events_about(namespace, name)
+        .iter()
+        .any(|e| e["reason"] == reason && e["type"] == "Warning")
+}
+
+/// Makes a naked pod `name` with `labels` and `annotations`, bound to `node` if any.
+fn naked(
+    s: &Setup,
+    namespace: &str,
+    name: &str,
+    labels: Value,
+    annotations: Value,
+    node: Option<&str>,
+) {
+    let mut spec = json!({"containers": [{"name": "c", "image": IMAGE}]});
+    if let Some(node) = node {
+        spec["nodeName"] = json!(node);
+    }
+    s.plane.apply(
+        &json!({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": namespace,
+                         "labels": labels, "annotations": annotations},
+            "spec": spec
+        })
+        .to_string(),
+    );
+}
+
+/// Writes pod `name`'s status as running and ready, as a kubelet would: the API server
+/// checks a pod's PodDisruptionBudget before evicting it only then (a pending pod, or one
+/// not ready while its budget is met, is evicted without decrementing it).
+fn running(s: &Setup, namespace: &str, name: &str) {
+    let status = json!({"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]});
+    write_status(s, "pod", namespace, name, status);
+}
+
+/// Whether pod `name` exists.
+fn exists(s: &Setup, namespace: &str, name: &str) -> bool {
+    let out = s
+        .plane
+        .kubectl_input(&["get", "pod", "-n", namespace, name, "-o", "name"], "");
+    assert!(
+        out.status.success() || String::from_utf8_lossy(&out.stderr).contains("NotFound"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.status.success()
+}
+
+/// Whether pod `name` is being deleted (it has a deletion timestamp).
+fn terminating(s: &Setup, namespace: &str, name: &str) -> bool {
+    let out = s.plane.kubectl(&[
+        "get",
+        "pod",
+        "-n",
+        namespace,
+        name,
+        "-o",
+        "jsonpath={.metadata.deletionTimestamp}",
+    ]);
+    !out.trim().is_empty()
 }
 
 #[test]
 fn stale_opted_in_workloads_are_restarted_once_each_paced_and_not_after_a_restart() {
-    let s = setup_with(|rbac| format!("{rbac}\n---\n{}", read("deploy-restarts/rbac.yaml")));
-    let audited = s.audited_server();
-    let kubeconfig = s.kubeconfig_on(&audited.server, &s.account);
-    let app = s.plane.namespace(
-        "app",
-        &[("linkerd.io/multus", "enabled"), (OPT_IN, "enabled")],
-    );
-    let flags = ["--restart-stale-workloads", "--restart-deadline=2m"];
-    let mut controller = Controller::start_args(&s, "first", &kubeconfig, "3s", &flags);
-    eventually("the controller's NAD", BOUND, || {
-        s.nad(&app).is_some_and(|n| labelled_by_controller(&n))
-    });
-    let nad = s.nad(&app).unwrap();
-    let current = config_hash(nad["spec"]["config"].as_str().unwrap());
+    let (s, audited, kubeconfig) = audited_setup();
+    let flags = ["--restart-deadline=2m"];
+    let mut controller = start(&s, "first", &kubeconfig, &flags);
+    let (app, current) = namespace(&s, "app", &[(OPT_IN, "enabled")]);
     // Two stale workloads opted in through their namespace; one current; one opted out.
-    workload(&s, &app, "api", json!({}), OLD);
-    workload(&s, &app, "web", json!({}), OLD);
-    workload(&s, &app, "fresh", json!({HASH: current}), &current);
-    workload(&s, &app, "out", json!({OPT_IN: "disabled"}), OLD);
-    // A naked pod of the old config: reported, never restarted (not opted in to eviction).
-    s.plane.apply(
-        &json!({
-            "apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": "naked", "namespace": app, "annotations": {HASH: OLD}},
-            "spec": {"containers": [{"name": "c", "image": "registry.k8s.io/pause:3.10"}]}
-        })
-        .to_string(),
+    workload(&s, Deployment, &app, "api", json!({}), OLD);
+    workload(&s, Deployment, &app, "web", json!({}), OLD);
+    workload(
+        &s,
+        Deployment,
+        &app,
+        "fresh",
+        json!({HASH: current}),
+        &current,
     );
+    workload(
+        &s,
+        Deployment,
+        &app,
+        "out",
+        json!({OPT_IN: "disabled"}),
+        OLD,
+    );
+    // A naked pod of the old config: reported, never restarted (not opted in to eviction).
+    naked(&s, &app, "naked", json!({}), json!({HASH: OLD}), None);
 
     // One at a time: api first (by name), and web not while api's rollout is incomplete.
     eventually("api restarted", BOUND, || {
-        template_hash(&s, &app, "api") == current
+        template_hash(&s, Deployment, &app, "api") == current
     });
     // The naked pod is reported by an Event on it, not evicted (no second opt-in).
     eventually("the StaleConfig Event on the naked pod", BOUND, || {
-        s.events_about(&app, "naked")
-            .iter()
-            .any(|e| e["reason"] == "StaleConfig" && e["type"] == "Warning")
+        warned(&s, &app, "naked", "StaleConfig")
     });
     std::thread::sleep(Duration::from_secs(5));
-    let naked = s
-        .plane
-        .kubectl(&["get", "pod", "-n", &app, "naked", "-o", "name"]);
-    assert_eq!(naked.trim(), "pod/naked", "not evicted");
+    assert!(exists(&s, &app, "naked"), "not evicted");
     assert_eq!(
-        template_hash(&s, &app, "web"),
+        template_hash(&s, Deployment, &app, "web"),
         "",
         "web waits for api's rollout"
     );
-    let api_done = complete(&s, &app, "api");
+    let api_done = complete(&s, Deployment, &app, "api");
     eventually("web restarted", BOUND, || {
-        template_hash(&s, &app, "web") == current
+        template_hash(&s, Deployment, &app, "web") == current
     });
-    complete(&s, &app, "web");
+    complete(&s, Deployment, &app, "web");
 
     // A new controller (a restart, a new leader, a fresh list): nothing is patched again,
     // though the stale pods are still there (no kubelet replaces them here).
     controller.kill();
-    let second = Controller::start_args(&s, "second", &kubeconfig, "3s", &flags);
+    let second = start(&s, "second", &kubeconfig, &flags);
     eventually("the second controller leads", BOUND, || {
         second.leader() == Some(1.0)
     });
@@ -201,25 +409,476 @@ fn stale_opted_in_workloads_are_restarted_once_each_paced_and_not_after_a_restar
         second.metric("linkerd_multus_config_stale_reported ") == Some(1.0)
     });
     std::thread::sleep(Duration::from_secs(5));
-    assert_eq!(template_hash(&s, &app, "out"), "", "opted out");
-    assert_eq!(template_hash(&s, &app, "fresh"), current);
+    assert_eq!(template_hash(&s, Deployment, &app, "out"), "", "opted out");
+    assert_eq!(template_hash(&s, Deployment, &app, "fresh"), current);
 
-    let patches = patches(&s, &audited.log);
-    let names: Vec<&str> = patches.iter().map(|(n, _)| n.as_str()).collect();
+    let patches = patches(&s, &audited, Deployment);
     assert_eq!(
-        names,
+        names(&patches),
         ["api", "web"],
         "one patch per stale workload, none for current or opted-out ones, none after the restart:\n{}",
         second.log()
     );
     assert!(
-        patches[1].1 > api_done,
+        patches[1].received > api_done,
         "web was restarted after api's rollout completed ({} < {api_done})",
-        patches[1].1
+        patches[1].received
     );
     assert_eq!(
         second.metric("linkerd_multus_config_restarts_total "),
         Some(0.0),
         "the second controller restarted nothing"
+    );
+    assert!(evictions(&s, &audited).is_empty(), "no pod evicted");
+}
+
+/// Writes PodDisruptionBudget `name`'s status as the disruption controller computes it from
+/// `healthy` pods of `expected` with `desired` healthy wanted, for its current generation.
+fn budget(s: &Setup, namespace: &str, name: &str, healthy: i64, desired: i64, expected: i64) {
+    let status = json!({
+        "observedGeneration": generation(s, "pdb", namespace, name),
+        "currentHealthy": healthy,
+        "desiredHealthy": desired,
+        "expectedPods": expected,
+        "disruptionsAllowed": (healthy - desired).max(0),
+    });
+    write_status(s, "pdb", namespace, name, status);
+}
+
+/// A naked pod opted in to eviction goes through the Eviction API: refused (429) while its
+/// PodDisruptionBudget allows no disruption, evicted (201) once it allows one; a naked pod
+/// of the old config not opted in stays.
+#[test]
+fn a_naked_pod_opted_in_is_evicted_only_when_its_disruption_budget_allows() {
+    let (s, audited, kubeconfig) = audited_setup();
+    let controller = start(&s, "only", &kubeconfig, &[]);
+    let (ns, current) = namespace(&s, "evict", &[]);
+    s.plane.apply(
+        &json!({
+            "apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+            "metadata": {"name": "batch", "namespace": ns},
+            "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "batch"}}}
+        })
+        .to_string(),
+    );
+    // Both pods of the old config, running and ready; opted in to eviction only once ready
+    // (a pending pod would be evicted whatever its budget says).
+    naked(
+        &s,
+        &ns,
+        "batch-old",
+        json!({"app": "batch"}),
+        json!({HASH: OLD}),
+        None,
+    );
+    naked(
+        &s,
+        &ns,
+        "idle",
+        json!({"app": "idle"}),
+        json!({HASH: OLD}),
+        None,
+    );
+    running(&s, &ns, "batch-old");
+    running(&s, &ns, "idle");
+    // There is no controller manager here: the test writes the budget's status as the
+    // disruption controller would, one healthy pod of one, one wanted: no disruption allowed.
+    budget(&s, &ns, "batch", 1, 1, 1);
+    // A pod bound to a node and opted in, under no budget: evicted at once, it terminates
+    // for its grace period (for ever here: no kubelet confirms it), and is asked no more.
+    naked(
+        &s,
+        &ns,
+        "bound",
+        json!({"app": "bound"}),
+        json!({HASH: OLD, EVICT: "enabled"}),
+        Some("node-1"),
+    );
+    eventually("the bound pod evicted: terminating", BOUND, || {
+        terminating(&s, &ns, "bound")
+    });
+    eventually("the StaleConfig Events on both pods", BOUND, || {
+        warned(&s, &ns, "batch-old", "StaleConfig") && warned(&s, &ns, "idle", "StaleConfig")
+    });
+    s.plane.kubectl(&[
+        "annotate",
+        "pod",
+        "-n",
+        &ns,
+        "batch-old",
+        &format!("{EVICT}=enabled"),
+    ]);
+
+    // Refused by the budget, and asked again by each later pass: the pod stays.
+    let refused = |s: &Setup| {
+        evictions(s, &audited)
+            .iter()
+            .filter(|r| r.name == "batch-old" && r.code == 429)
+            .count()
+    };
+    eventually("three evictions refused with 429", BOUND, || {
+        refused(&s) >= 3
+    });
+    assert!(exists(&s, &ns, "batch-old"), "a refused eviction leaves it");
+    // Once a pass (every 2 s), not a burst of a client's retries.
+    let times: Vec<Timestamp> = evictions(&s, &audited)
+        .into_iter()
+        .filter(|r| r.name == "batch-old")
+        .map(|r| r.received)
+        .collect();
+    assert!(
+        times.windows(2).all(|w| seconds(w[0], w[1]) > 1.0),
+        "asked again at once: {times:?}"
+    );
+    assert_eq!(
+        controller.metric("linkerd_multus_config_evictions_total "),
+        Some(1.0),
+        "the bound pod's: {}",
+        controller.log()
+    );
+
+    // A second replica of the batch is up and ready (with the current config), and the
+    // disruption controller (the test, here) counts two healthy pods of two, one wanted: one
+    // disruption allowed.
+    naked(
+        &s,
+        &ns,
+        "batch-new",
+        json!({"app": "batch"}),
+        json!({HASH: current}),
+        None,
+    );
+    running(&s, &ns, "batch-new");
+    budget(&s, &ns, "batch", 2, 1, 2);
+    // Not bound to a node, an evicted pod is deleted at once.
+    eventually("batch-old evicted", BOUND, || !exists(&s, &ns, "batch-old"));
+    eventually("the eviction counted", BOUND, || {
+        controller
+            .metric("linkerd_multus_config_evictions_total ")
+            .is_some_and(|n| n >= 2.0)
+    });
+    // A few passes more: nothing else is evicted, nor asked to be.
+    std::thread::sleep(Duration::from_secs(5));
+    assert!(exists(&s, &ns, "idle"), "not opted in to eviction");
+    assert!(exists(&s, &ns, "batch-new"), "current");
+    let asked: Vec<(String, u16)> = evictions(&s, &audited)
+        .into_iter()
+        .map(|r| (r.name, r.code))
+        .collect();
+    eprintln!("evictions asked (pod, code): {asked:?}");
+    let codes = |pod: &str| -> Vec<u16> {
+        asked
+            .iter()
+            .filter(|(name, _)| name == pod)
+            .map(|(_, code)| *code)
+            .collect()
+    };
+    assert_eq!(
+        codes("bound"),
+        [201],
+        "evicted once: {asked:?}\n{}",
+        controller.log()
+    );
+    let batch = codes("batch-old");
+    let (last, refused) = batch.split_last().expect("batch-old's evictions");
+    assert_eq!(
+        *last, 201,
+        "evicted once its budget allowed it, and then asked no more: {asked:?}"
+    );
+    assert!(
+        refused.len() >= 2 && refused.iter().all(|c| *c == 429),
+        "refused before: {asked:?}"
+    );
+    assert_eq!(
+        codes("bound").len() + batch.len(),
+        asked.len(),
+        "no other pod asked: {asked:?}"
+    );
+    assert_eq!(
+        controller.metric("linkerd_multus_config_evictions_total "),
+        Some(2.0)
+    );
+}
+
+/// A StatefulSet and a DaemonSet opted in through their pod template are restarted by one
+/// patch each, the second after the first's rollout completed; a StatefulSet updated
+/// OnDelete is reported, not patched.
+#[test]
+fn stateful_sets_and_daemon_sets_are_restarted_paced_and_on_delete_ones_reported() {
+    let (s, audited, kubeconfig) = audited_setup();
+    let controller = start(&s, "only", &kubeconfig, &["--restart-deadline=2m"]);
+    let (ns, current) = namespace(&s, "sets", &[]);
+    let opted = json!({OPT_IN: "enabled"});
+    workload(&s, StatefulSet, &ns, "db", opted.clone(), OLD);
+    workload(&s, DaemonSet, &ns, "agent", opted.clone(), OLD);
+    workload_with(
+        &s,
+        StatefulSet,
+        &ns,
+        "manual",
+        opted,
+        json!({"updateStrategy": {"type": "OnDelete"}}),
+        OLD,
+    );
+    // Not opted in: its namespace says nothing, nor does its template.
+    workload(&s, DaemonSet, &ns, "plain", json!({}), OLD);
+
+    let both = [(StatefulSet, "db"), (DaemonSet, "agent")];
+    let restarted = |(kind, name): &(Kind, &str)| template_hash(&s, *kind, &ns, name) == current;
+    eventually("one of them restarted", BOUND, || {
+        both.iter().any(restarted)
+    });
+    let first = *both.iter().find(|w| restarted(w)).unwrap();
+    let second = *both.iter().find(|w| !restarted(w)).expect("one at a time");
+    eventually(
+        "the StaleConfig Event on the OnDelete StatefulSet",
+        BOUND,
+        || {
+            s.events_about(&ns, "manual").iter().any(|e| {
+                e["reason"] == "StaleConfig"
+                    && e["type"] == "Warning"
+                    && e["regarding"]["kind"] == "StatefulSet"
+                    && e["note"].as_str().is_some_and(|n| n.contains("OnDelete"))
+            })
+        },
+    );
+    std::thread::sleep(Duration::from_secs(5));
+    assert!(
+        !restarted(&second),
+        "{second:?} waits for {first:?}'s rollout"
+    );
+    let first_done = complete(&s, first.0, &ns, first.1);
+    eventually(&format!("{second:?} restarted"), BOUND, || {
+        restarted(&second)
+    });
+    complete(&s, second.0, &ns, second.1);
+    eventually("both rollouts seen complete", BOUND, || {
+        controller.metric("linkerd_multus_config_rollouts_in_progress ") == Some(0.0)
+    });
+    std::thread::sleep(Duration::from_secs(5));
+
+    assert_eq!(
+        template_hash(&s, StatefulSet, &ns, "manual"),
+        "",
+        "OnDelete"
+    );
+    assert_eq!(
+        template_hash(&s, DaemonSet, &ns, "plain"),
+        "",
+        "not opted in"
+    );
+    let stateful = patches(&s, &audited, StatefulSet);
+    let daemon = patches(&s, &audited, DaemonSet);
+    assert_eq!(
+        (names(&stateful), names(&daemon)),
+        (vec!["db"], vec!["agent"]),
+        "one patch each, none of the OnDelete one or the one not opted in:\n{}",
+        controller.log()
+    );
+    let second_patched = if second.0 == StatefulSet {
+        stateful[0].received
+    } else {
+        daemon[0].received
+    };
+    assert!(
+        second_patched > first_done,
+        "{second:?} was restarted after {first:?}'s rollout completed ({second_patched} < {first_done})"
+    );
+    assert_eq!(
+        controller.metric("linkerd_multus_config_restarts_total "),
+        Some(2.0)
+    );
+}
+
+/// A rollout that does not complete by `--restart-deadline` halts its namespace: a
+/// RolloutStalled Event, the halted gauge, no other restart there, while another namespace
+/// goes on; its namespace resumes once it completes.
+#[test]
+fn a_stalled_rollout_halts_its_namespace_until_it_completes_and_only_its_namespace() {
+    let (s, audited, kubeconfig) = audited_setup();
+    let controller = start(&s, "only", &kubeconfig, &["--restart-deadline=3s"]);
+    let halted = || controller.metric("linkerd_multus_config_rollouts_halted_namespaces ");
+    let (ns, current) = namespace(&s, "stall", &[(OPT_IN, "enabled")]);
+    workload(&s, Deployment, &ns, "api", json!({}), OLD);
+    workload(&s, Deployment, &ns, "web", json!({}), OLD);
+    let restarted =
+        |namespace: &str, name: &str| template_hash(&s, Deployment, namespace, name) == current;
+    eventually("one of them restarted", BOUND, || {
+        restarted(&ns, "api") || restarted(&ns, "web")
+    });
+    let (first, second) = if restarted(&ns, "api") {
+        ("api", "web")
+    } else {
+        ("web", "api")
+    };
+    // Its rollout is never completed (no status written): past the deadline it stalls.
+    eventually("the RolloutStalled Event", BOUND, || {
+        warned(&s, &ns, first, "RolloutStalled")
+    });
+    eventually("its namespace halted", BOUND, || halted() == Some(1.0));
+    std::thread::sleep(Duration::from_secs(5));
+    assert!(
+        !restarted(&ns, second),
+        "{second} waits: its namespace is halted"
+    );
+    assert_eq!(halted(), Some(1.0));
+
+    // Another namespace goes on.
+    let (other, other_current) = namespace(&s, "other", &[(OPT_IN, "enabled")]);
+    assert_eq!(other_current, current, "one ConfigMap, one config");
+    workload(&s, Deployment, &other, "app", json!({}), OLD);
+    eventually("the other namespace's workload restarted", BOUND, || {
+        restarted(&other, "app")
+    });
+    complete(&s, Deployment, &other, "app");
+    assert!(!restarted(&ns, second), "{second} still waits");
+
+    // The stalled rollout completes after all: its namespace resumes.
+    let first_done = complete(&s, Deployment, &ns, first);
+    eventually(&format!("{second} restarted"), BOUND, || {
+        restarted(&ns, second)
+    });
+    complete(&s, Deployment, &ns, second);
+    eventually("no namespace halted", BOUND, || halted() == Some(0.0));
+
+    let patches = patches(&s, &audited, Deployment);
+    assert_eq!(
+        names(&patches),
+        [first, "app", second],
+        "one patch each:\n{}",
+        controller.log()
+    );
+    assert!(
+        patches[2].received > first_done,
+        "{second} was restarted only after {first}'s rollout completed ({} < {first_done})",
+        patches[2].received
+    );
+    assert!(!warned(&s, &ns, second, "RolloutStalled"));
+}
+
+/// A restart the API server refuses (here a ValidatingAdmissionPolicy, as a policy engine
+/// would) holds no slot and runs no deadline: the next pass restarts another workload, and
+/// the refused one is tried again at each pass and restarted once allowed, long before its
+/// deadline, with no RolloutStalled Event.
+#[test]
+fn a_refused_restart_holds_up_nothing_and_is_tried_again_at_the_next_passes() {
+    let (s, audited, kubeconfig) = audited_setup();
+    let controller = start(&s, "only", &kubeconfig, &["--restart-deadline=10m"]);
+    let (ns, current) = namespace(&s, "refused", &[]);
+    workload(&s, Deployment, &ns, "api", json!({}), OLD);
+    workload(&s, Deployment, &ns, "web", json!({}), OLD);
+    s.plane
+        .kubectl(&["label", "deployment", "-n", &ns, "api", "locked=true"]);
+    // Updates of a Deployment that stays labelled locked are refused in this namespace.
+    let policy = format!("locked-{ns}");
+    s.plane.apply(
+        &json!({
+            "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
+            "metadata": {"name": policy},
+            "spec": {
+                "failurePolicy": "Fail",
+                "matchConstraints": {"resourceRules": [{
+                    "apiGroups": ["apps"], "apiVersions": ["v1"],
+                    "operations": ["UPDATE"], "resources": ["deployments"]
+                }]},
+                "validations": [{
+                    "expression": "!(has(oldObject.metadata.labels) && 'locked' in oldObject.metadata.labels && has(object.metadata.labels) && 'locked' in object.metadata.labels)",
+                    "message": "locked"
+                }]
+            }
+        })
+        .to_string(),
+    );
+    s.plane.apply(
+        &json!({
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingAdmissionPolicyBinding",
+            "metadata": {"name": policy},
+            "spec": {
+                "policyName": policy,
+                "validationActions": ["Deny"],
+                "matchResources": {"namespaceSelector": {
+                    "matchLabels": {"kubernetes.io/metadata.name": ns}
+                }}
+            }
+        })
+        .to_string(),
+    );
+    // The controller's API server enforces it (its policies are loaded from a watch) before
+    // the namespace opts in.
+    let admin = s.plane.admin_kubeconfig_for(&audited.server, s.dir.path());
+    let admin = admin.to_str().unwrap();
+    eventually("the policy enforced", BOUND, || {
+        let out = s.plane.kubectl_input(
+            &[
+                "--kubeconfig",
+                admin,
+                "patch",
+                "deployment",
+                "-n",
+                &ns,
+                "api",
+                "--dry-run=server",
+                "--type=merge",
+                "-p",
+                r#"{"metadata":{"annotations":{"probe":"1"}}}"#,
+            ],
+            "",
+        );
+        !out.status.success() && String::from_utf8_lossy(&out.stderr).contains("locked")
+    });
+    s.plane
+        .kubectl(&["annotate", "namespace", &ns, &format!("{OPT_IN}=enabled")]);
+
+    // api comes first by name and is refused: web is restarted at a later pass.
+    let refused = || {
+        patches(&s, &audited, Deployment)
+            .iter()
+            .filter(|r| r.name == "api" && r.code >= 400)
+            .count()
+    };
+    eventually("web restarted", BOUND, || {
+        template_hash(&s, Deployment, &ns, "web") == current
+    });
+    assert!(refused() >= 1, "api was refused first");
+    complete(&s, Deployment, &ns, "web");
+    // And api is tried again at the next passes, while refused.
+    let before = refused();
+    eventually("api tried again", BOUND, || refused() >= before + 2);
+    assert_eq!(template_hash(&s, Deployment, &ns, "api"), "");
+    // Unlocked: restarted at the next pass, long before the 10 minutes of its deadline.
+    let unlocked = Timestamp::now();
+    s.plane
+        .kubectl(&["label", "deployment", "-n", &ns, "api", "locked-"]);
+    eventually("api restarted", BOUND, || {
+        template_hash(&s, Deployment, &ns, "api") == current
+    });
+    complete(&s, Deployment, &ns, "api");
+    eventually("both rollouts seen complete", BOUND, || {
+        controller.metric("linkerd_multus_config_rollouts_in_progress ") == Some(0.0)
+    });
+
+    let patches = patches(&s, &audited, Deployment);
+    let done: Vec<&Request> = patches.iter().filter(|r| r.code < 300).collect();
+    assert_eq!(
+        done.iter().map(|r| r.name.as_str()).collect::<Vec<_>>(),
+        ["web", "api"],
+        "{patches:?}"
+    );
+    assert!(done[1].received > unlocked);
+    assert!(
+        patches
+            .iter()
+            .all(|r| r.code < 300 || (r.name == "api" && r.received < unlocked)),
+        "only api refused, while locked: {patches:?}"
+    );
+    assert!(!warned(&s, &ns, "api", "RolloutStalled"));
+    assert_eq!(
+        controller.metric("linkerd_multus_config_restarts_total "),
+        Some(2.0)
+    );
+    assert_eq!(
+        controller.metric("linkerd_multus_config_rollouts_halted_namespaces "),
+        Some(0.0)
     );
 }
