@@ -41,6 +41,8 @@ use crate::linkerd_cni::rollout::HASH_LEN;
 
 /// How often the restarts are planned.
 const EVERY: Duration = Duration::from_secs(2);
+/// Every how many passes the strings no pod holds any more are forgotten.
+const PRUNE_EVERY: u64 = 30;
 
 /// The settings of `--restart-stale-workloads`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -51,23 +53,48 @@ pub struct Options {
     pub deadline: Duration,
 }
 
-/// A namespaced object's namespace and name.
-type Name = (String, String);
+/// Objects by namespace, then name: each namespace's name is kept once, and a lookup by
+/// `(&str, &str)` allocates nothing.
+type ByNamespace<V> = HashMap<Box<str>, HashMap<Box<str>, V>>;
 
-/// A pod that carries a config hash, as kept.
+/// A pod that carries a config hash, as kept. The strings many pods share (the hash, the
+/// owner's kind and name) are [`Interned`]: at 50,000 pods a pod costs its name and a few
+/// pointers.
 #[derive(Debug, Clone)]
 struct PodEntry {
     /// Its controller: kind and name.
-    owner: Option<(String, String)>,
-    hash: String,
+    owner: Option<(Arc<str>, Arc<str>)>,
+    hash: Arc<str>,
     evict: Option<bool>,
+}
+
+/// Strings kept once however many objects hold them.
+#[derive(Default)]
+struct Interned(HashSet<Arc<str>>);
+
+impl Interned {
+    /// The one copy of `text`.
+    fn get(&mut self, text: &str) -> Arc<str> {
+        if let Some(kept) = self.0.get(text) {
+            return kept.clone();
+        }
+        let kept: Arc<str> = Arc::from(text);
+        self.0.insert(kept.clone());
+        kept
+    }
+
+    /// Forgets the strings no object holds any more (an old ReplicaSet's name, an old hash).
+    fn prune(&mut self) {
+        self.0.retain(|kept| Arc::strong_count(kept) > 1);
+    }
 }
 
 /// The objects of one watch, reduced to what the decision reads; rebuilt whole on each list.
 struct Mirror<V> {
-    objects: HashMap<Name, V>,
-    next: Option<HashMap<Name, V>>,
+    objects: ByNamespace<V>,
+    next: Option<ByNamespace<V>>,
     listed: bool,
+    interned: Interned,
 }
 
 impl<V> Default for Mirror<V> {
@@ -76,40 +103,70 @@ impl<V> Default for Mirror<V> {
             objects: HashMap::new(),
             next: None,
             listed: false,
+            interned: Interned::default(),
         }
     }
 }
 
 impl<V> Mirror<V> {
     /// Applies a watch event, `read` reducing an object (`None`: not kept).
-    fn apply<K: Resource>(&mut self, event: watcher::Event<K>, read: impl Fn(&K) -> Option<V>) {
+    fn apply<K: Resource>(
+        &mut self,
+        event: watcher::Event<K>,
+        read: fn(&K, &mut Interned) -> Option<V>,
+    ) {
         let name = |k: &K| (k.namespace().unwrap_or_default(), k.name_any());
         match event {
             watcher::Event::Init => self.next = Some(HashMap::new()),
             watcher::Event::InitApply(k) => {
-                if let (Some(next), Some(v)) = (&mut self.next, read(&k)) {
-                    next.insert(name(&k), v);
+                if let (Some(next), Some(v)) = (&mut self.next, read(&k, &mut self.interned)) {
+                    let (namespace, name) = name(&k);
+                    insert(next, namespace, name, v);
                 }
             }
             watcher::Event::InitDone => {
                 if let Some(next) = self.next.take() {
                     self.objects = next;
                 }
+                self.interned.prune();
                 self.listed = true;
             }
-            watcher::Event::Apply(k) => match read(&k) {
-                Some(v) => {
-                    self.objects.insert(name(&k), v);
+            watcher::Event::Apply(k) => {
+                let (namespace, name) = name(&k);
+                match read(&k, &mut self.interned) {
+                    Some(v) => insert(&mut self.objects, namespace, name, v),
+                    None => self.remove(&namespace, &name),
                 }
-                None => {
-                    self.objects.remove(&name(&k));
-                }
-            },
+            }
             watcher::Event::Delete(k) => {
-                self.objects.remove(&name(&k));
+                let (namespace, name) = name(&k);
+                self.remove(&namespace, &name);
             }
         }
     }
+
+    fn get(&self, namespace: &str, name: &str) -> Option<&V> {
+        self.objects.get(namespace)?.get(name)
+    }
+
+    fn remove(&mut self, namespace: &str, name: &str) {
+        if let Some(names) = self.objects.get_mut(namespace) {
+            names.remove(name);
+            if names.is_empty() {
+                self.objects.remove(namespace);
+            }
+        }
+    }
+
+    /// Every object, with its namespace and name.
+    fn iter(&self) -> impl Iterator<Item = (&str, &str, &V)> {
+        (self.objects.iter())
+            .flat_map(|(ns, names)| names.iter().map(move |(name, v)| (&**ns, &**name, v)))
+    }
+}
+
+fn insert<V>(objects: &mut ByNamespace<V>, namespace: String, name: String, v: V) {
+    (objects.entry(namespace.into_boxed_str()).or_default()).insert(name.into_boxed_str(), v);
 }
 
 /// What the watches hold, one mirror per watch.
@@ -149,19 +206,23 @@ fn switch(annotations: Option<&BTreeMap<String, String>>, key: &str) -> Option<b
 
 /// A pod that carries a config hash, unless it is being deleted: it goes anyway (an evicted
 /// pod terminates for its grace period), and is neither evicted again nor reported.
-fn read_pod(pod: &PartialObjectMeta<Pod>) -> Option<PodEntry> {
+fn read_pod(pod: &PartialObjectMeta<Pod>, interned: &mut Interned) -> Option<PodEntry> {
     if pod.metadata.deletion_timestamp.is_some() {
         return None;
     }
     let annotations = pod.metadata.annotations.as_ref();
     Some(PodEntry {
-        hash: annotations?.get(HASH_ANNOTATION)?.clone(),
-        owner: controller_of(&pod.metadata),
+        hash: interned.get(annotations?.get(HASH_ANNOTATION)?),
+        owner: controller_of(&pod.metadata)
+            .map(|(kind, name)| (interned.get(&kind), interned.get(&name))),
         evict: switch(annotations, EVICT_ANNOTATION),
     })
 }
 
-fn read_replica_set(rs: &PartialObjectMeta<ReplicaSet>) -> Option<Option<String>> {
+fn read_replica_set(
+    rs: &PartialObjectMeta<ReplicaSet>,
+    _: &mut Interned,
+) -> Option<Option<String>> {
     Some(
         controller_of(&rs.metadata)
             .filter(|(kind, _)| kind == "Deployment")
@@ -174,7 +235,7 @@ async fn feed<K, V>(
     api: Api<K>,
     watched: Arc<Mutex<Watched>>,
     pick: fn(&mut Watched) -> &mut Mirror<V>,
-    read: fn(&K) -> Option<V>,
+    read: fn(&K, &mut Interned) -> Option<V>,
 ) where
     K: Resource + Clone + DeserializeOwned + std::fmt::Debug + Send + 'static,
 {
@@ -225,19 +286,19 @@ pub async fn run(context: Context) {
             Api::<Deployment>::all(client.clone()),
             watched.clone(),
             |w| &mut w.deployments,
-            Workload::of_deployment,
+            |d, _| Workload::of_deployment(d),
         ),
         feed(
             Api::<StatefulSet>::all(client.clone()),
             watched.clone(),
             |w| &mut w.stateful_sets,
-            Workload::of_stateful_set,
+            |s, _| Workload::of_stateful_set(s),
         ),
         feed(
             Api::<DaemonSet>::all(client.clone()),
             watched.clone(),
             |w| &mut w.daemon_sets,
-            Workload::of_daemon_set,
+            |d, _| Workload::of_daemon_set(d),
         ),
     );
     let others = futures_util::future::join(
@@ -260,12 +321,15 @@ pub async fn run(context: Context) {
 async fn restart_loop(context: &Context, watched: &Mutex<Watched>) {
     let mut pacer = Pacer::new(context.options.concurrency, context.options.deadline);
     let mut reported: HashSet<Subject> = HashSet::new();
-    loop {
+    for pass in 1u64.. {
         tokio::time::sleep(EVERY).await;
         let actions = {
-            let watched = watched.lock().expect("watched lock");
+            let mut watched = watched.lock().expect("watched lock");
             if !watched.listed() {
                 continue;
+            }
+            if pass % PRUNE_EVERY == 0 {
+                watched.pods.interned.prune();
             }
             plan(context, &watched, &mut pacer)
         };
@@ -300,9 +364,7 @@ fn plan(context: &Context, watched: &Watched, pacer: &mut Pacer) -> Vec<Action> 
             Kind::StatefulSet => &watched.stateful_sets,
             Kind::DaemonSet => &watched.daemon_sets,
         };
-        mirror
-            .objects
-            .get(&(key.namespace.clone(), key.name.clone()))
+        mirror.get(&key.namespace, &key.name)
     };
     let nad_hashes: BTreeMap<String, String> = context
         .nads
@@ -317,16 +379,16 @@ fn plan(context: &Context, watched: &Watched, pacer: &mut Pacer) -> Vec<Action> 
     // One pod at a time, and only those whose hash is not their namespace's NAD's: at 50,000
     // pods a plan holds no copy of them.
     let pods = |visit: &mut dyn FnMut(&StalePod)| {
-        for ((namespace, name), entry) in &watched.pods.objects {
-            let current = nad_hashes.get(namespace.as_str());
-            if current.is_none() || current == Some(&entry.hash) {
+        for (namespace, name, entry) in watched.pods.iter() {
+            let current = nad_hashes.get(namespace);
+            if current.is_none_or(|current| **current == *entry.hash) {
                 continue;
             }
             visit(&StalePod {
-                namespace: namespace.clone(),
-                name: name.clone(),
+                namespace: namespace.to_string(),
+                name: name.to_string(),
                 owner: owner(namespace, entry, watched),
-                hash: Some(entry.hash.clone()),
+                hash: Some(entry.hash.to_string()),
                 evict: entry.evict,
             });
         }
@@ -357,17 +419,14 @@ fn owner(namespace: &str, pod: &PodEntry, watched: &Watched) -> Owner {
     };
     match &pod.owner {
         None => Owner::Naked,
-        Some((kind, name)) => match kind.as_str() {
+        Some((kind, name)) => match &**kind {
             "StatefulSet" => key(Kind::StatefulSet, name),
             "DaemonSet" => key(Kind::DaemonSet, name),
-            "Job" => Owner::Job(name.clone()),
-            "ReplicaSet" => {
-                let rs = (namespace.to_string(), name.clone());
-                match watched.replica_sets.objects.get(&rs) {
-                    Some(Some(deployment)) => key(Kind::Deployment, deployment),
-                    _ => Owner::Other(format!("ReplicaSet {name}")),
-                }
-            }
+            "Job" => Owner::Job(name.to_string()),
+            "ReplicaSet" => match watched.replica_sets.get(namespace, name) {
+                Some(Some(deployment)) => key(Kind::Deployment, deployment),
+                _ => Owner::Other(format!("ReplicaSet {name}")),
+            },
             other => Owner::Other(format!("{other} {name}")),
         },
     }

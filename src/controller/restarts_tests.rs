@@ -24,8 +24,8 @@ fn a_pod_is_kept_with_its_hash_and_dropped_once_it_is_being_deleted() {
         watcher::Event::Apply(pod(Some("0123456789abcdef"), false)),
         read_pod,
     );
-    let kept = &pods.objects[&("a".to_string(), "p".to_string())];
-    assert_eq!(kept.hash, "0123456789abcdef");
+    let kept = pods.get("a", "p").unwrap();
+    assert_eq!(&*kept.hash, "0123456789abcdef");
     assert_eq!((kept.owner.clone(), kept.evict), (None, None));
     // Evicted (or deleted), it terminates for its grace period: neither evicted again nor
     // reported while it goes.
@@ -33,7 +33,50 @@ fn a_pod_is_kept_with_its_hash_and_dropped_once_it_is_being_deleted() {
         watcher::Event::Apply(pod(Some("0123456789abcdef"), true)),
         read_pod,
     );
-    assert!(pods.objects.is_empty());
-    assert!(read_pod(&pod(Some("0123456789abcdef"), true)).is_none());
-    assert!(read_pod(&pod(None, false)).is_none(), "no hash: not kept");
+    assert!(
+        pods.objects.is_empty(),
+        "its namespace goes with its last pod"
+    );
+    let mut interned = Interned::default();
+    assert!(read_pod(&pod(Some("0123456789abcdef"), true), &mut interned).is_none());
+    assert!(
+        read_pod(&pod(None, false), &mut interned).is_none(),
+        "no hash: not kept"
+    );
+}
+
+/// Pods share one copy of their hash and owner, and the copies no pod holds are forgotten
+/// at the next list, or prune.
+#[test]
+fn pods_share_their_strings_until_none_holds_them() {
+    let owned = |name: &str, hash: &str, rs: &str| {
+        let mut pod = pod(Some(hash), false);
+        pod.metadata.name = Some(name.into());
+        pod.metadata.owner_references = Some(vec![
+            k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference {
+                api_version: "apps/v1".into(),
+                kind: "ReplicaSet".into(),
+                name: rs.into(),
+                uid: "u".into(),
+                controller: Some(true),
+                ..Default::default()
+            },
+        ]);
+        watcher::Event::Apply(pod)
+    };
+    let mut pods: Mirror<PodEntry> = Mirror::default();
+    pods.apply(owned("p1", "0123456789abcdef", "web-1"), read_pod);
+    pods.apply(owned("p2", "0123456789abcdef", "web-1"), read_pod);
+    let (p1, p2) = (pods.get("a", "p1").unwrap(), pods.get("a", "p2").unwrap());
+    assert!(Arc::ptr_eq(&p1.hash, &p2.hash));
+    let (o1, o2) = (p1.owner.clone().unwrap(), p2.owner.clone().unwrap());
+    assert!(Arc::ptr_eq(&o1.1, &o2.1) && &*o1.1 == "web-1" && &*o1.0 == "ReplicaSet");
+    drop((o1, o2));
+    // Both roll to a new ReplicaSet and hash: the old strings are forgotten.
+    pods.apply(owned("p1", "fedcba9876543210", "web-2"), read_pod);
+    pods.apply(owned("p2", "fedcba9876543210", "web-2"), read_pod);
+    pods.interned.prune();
+    let mut kept: Vec<&str> = pods.interned.0.iter().map(|s| &**s).collect();
+    kept.sort();
+    assert_eq!(kept, ["ReplicaSet", "fedcba9876543210", "web-2"]);
 }
