@@ -20,8 +20,9 @@
 //! with, for each, the NAD writes from the audit log and from the
 //! controller's own counter (target: one per NAD that must change, none for
 //! the rest), every request by verb and resource, and the controller's peak
-//! RSS (VmHWM; target: under 64 MiB, the shipped Deployment's limit, at 10,000
-//! namespaces and 50,000 pods).
+//! RSS (VmHWM; targets at 10,000 namespaces: under 64 MiB, the packages'
+//! limit, before any workload; under 128 MiB, the limit install and the chart
+//! set with the restarts on, with 50,000 pods).
 //!
 //! The controller runs with its config restarts on (`--restart-stale-workloads
 //! --restart-concurrency BENCH_RESTART_CONCURRENCY`, 100 by default): after the
@@ -277,13 +278,11 @@ fn run() -> Result<()> {
     let second = bench.restart()?;
     let peak = restarted.max(second);
     let at_scale = namespaces >= 10_000 && pods >= 50_000;
+    let missed = |over: bool| if at_scale && over { "  MISSED" } else { "" };
     println!(
-        "memory: peak RSS {peak:.1} MiB (target under 64 MiB, the Deployment's limit, at 10,000 namespaces and 50,000 pods){}; the first process's by phase: {started:.1} MiB after the start, {with_workloads:.1} MiB with the workloads, {restarted:.1} MiB after the edit and the restarts; the second process's {second:.1} MiB",
-        if at_scale && peak >= 64.0 {
-            "  MISSED"
-        } else {
-            ""
-        }
+        "memory: peak RSS {started:.1} MiB after the start, before any workload (target under 64 MiB, the package's limit){}; {peak:.1} MiB with the restarts (target under 128 MiB, the limit install and the chart set with them, at 10,000 namespaces and 50,000 pods){}: the first process {with_workloads:.1} MiB with the workloads, {restarted:.1} MiB after the edit and the restarts, the second {second:.1} MiB",
+        missed(started >= 64.0),
+        missed(peak >= 128.0),
     );
     if !bench.failures.is_empty() {
         bail!("{}", bench.failures.join("; "));
@@ -569,27 +568,21 @@ impl<'a> Bench<'a> {
 /// Creates `namespaces` namespaces, 32 at a time, every other one enabled.
 async fn create_namespaces(client: &kube::Client, namespaces: usize) -> Result<()> {
     let api: Api<Namespace> = Api::all(client.clone());
-    futures_util::stream::iter(0..namespaces)
-        .map(|i| {
-            let api = api.clone();
-            async move {
-                let mut ns: Namespace = serde_json::from_value(serde_json::json!({
-                    "metadata": {"name": format!("bench-{i}")}
-                }))?;
-                if i % 2 == 0 {
-                    ns.metadata.annotations =
-                        Some([("linkerd.io/multus".to_string(), "enabled".to_string())].into());
-                }
-                api.create(&PostParams::default(), &ns).await?;
-                anyhow::Ok(())
+    all(0..namespaces, |i| {
+        let api = api.clone();
+        async move {
+            let mut ns: Namespace = serde_json::from_value(serde_json::json!({
+                "metadata": {"name": format!("bench-{i}")}
+            }))?;
+            if i % 2 == 0 {
+                ns.metadata.annotations =
+                    Some([("linkerd.io/multus".to_string(), "enabled".to_string())].into());
             }
-        })
-        .buffer_unordered(32)
-        .collect::<Vec<_>>()
-        .await
-        .into_iter()
-        .collect::<Result<Vec<()>>>()?;
-    Ok(())
+            api.create(&PostParams::default(), &ns).await?;
+            anyhow::Ok(())
+        }
+    })
+    .await
 }
 
 /// Creates in each namespace of `hashes` Deployment `app` (opted in to restarts, its pod
@@ -601,8 +594,7 @@ async fn create_workloads(
     pods: usize,
 ) -> Result<()> {
     let params = PostParams::default();
-    futures_util::stream::iter(hashes)
-        .map(|(ns, hash)| {
+    all(hashes, |(ns, hash)| {
             let params = &params;
             async move {
                 let template = json!({
@@ -651,12 +643,7 @@ async fn create_workloads(
                 anyhow::Ok(())
             }
         })
-        .buffer_unordered(32)
-        .collect::<Vec<_>>()
-        .await
-        .into_iter()
-        .collect::<Result<Vec<()>>>()?;
-    Ok(())
+    .await
 }
 
 /// Writes Deployment `name`'s rollout of `generation` complete with `replicas` replicas.
@@ -741,4 +728,20 @@ async fn roll(
     write_complete(&deployments, "app", generation, pods).await?;
     completions.lock().unwrap().push((ns.to_string(), began));
     Ok(())
+}
+
+/// Runs `make` over `items`, 32 at a time, until one fails.
+async fn all<I, F, Fut>(items: I, make: F) -> Result<()>
+where
+    I: IntoIterator,
+    F: FnMut(I::Item) -> Fut,
+    Fut: std::future::Future<Output = Result<()>>,
+{
+    futures_util::stream::iter(items)
+        .map(make)
+        .buffer_unordered(32)
+        .collect::<Vec<_>>()
+        .await
+        .into_iter()
+        .collect()
 }

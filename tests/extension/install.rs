@@ -18,8 +18,8 @@ pub(crate) struct Case {
     setters: &'static [(&'static str, &'static str)],
     nad_controller: bool,
     /// `deploy-restarts/` too, and `--restart-stale-workloads=true` with the case's other
-    /// `--restart-*` flags added by hand at the end of the webhook's args, as its README says
-    /// (they are no setters of `deploy/`).
+    /// `--restart-*` flags added by hand at the end of the webhook's args, and the memory limit
+    /// raised to 128Mi, as its README says (they are no setters of `deploy/`).
     restarts: bool,
     network_resources: bool,
     cert_manager: bool,
@@ -254,6 +254,8 @@ fn from_packages(case: &Case) -> Objects {
                 given => given,
             }));
         }
+        deployment["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]["memory"] =
+            Value::from("128Mi");
     }
     if !case.cert_manager {
         let mwc = out

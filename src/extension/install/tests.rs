@@ -56,6 +56,10 @@ fn defaults_give_the_webhook_with_its_certificates() {
     ];
     assert_eq!(ids(&yaml), want);
     assert!(!yaml.contains("--restart-stale-workloads"), "{yaml}");
+    assert!(
+        yaml.contains("memory: 64Mi\n") && !yaml.contains("128Mi"),
+        "{yaml}"
+    );
     let objects = parse_stream(&yaml).unwrap();
     let mwc = object(&objects, "MutatingWebhookConfiguration");
     assert!(mwc.get_path(&["metadata", "annotations"]).is_none());
@@ -233,6 +237,7 @@ fn options_reach_the_objects() {
         "- --network-resources=/etc/linkerd-multus/network-resources/network-resources.yaml\n",
         "- --skip-secondary-subnets=enabled\n",
         "- --cluster-cidrs=[10.244.0.0/16, fd00:10::/56]\n        - --restart-stale-workloads=true\n        - --restart-concurrency=3\n        - --restart-deadline=15m\n",
+        "memory: 128Mi\n",
         "cert-manager.io/inject-ca-from: mesh/linkerd-multus-webhook\n",
         "image: mirror.example:5000/linkerd/multus:v0.1.0\n",
         "expression: \"!'[openshift, openshift-*]'.replace(",
