@@ -55,7 +55,14 @@ fn nad_controller(
 ) -> webhook::Companion {
     Box::new(move |clients, registry, stop| {
         let metrics = Arc::new(controller::Metrics::register(registry));
-        Box::pin(controller::run(clients, settings, options, metrics, stop))
+        Box::pin(controller::run(
+            clients.client,
+            clients.once,
+            settings,
+            options,
+            metrics,
+            stop,
+        ))
     })
 }
 

@@ -42,7 +42,6 @@ use crate::linkerd_cni::cni_config::CONFIG_MAP_NAME;
 use crate::linkerd_cni::restarts as linkerd_restarts;
 use crate::linkerd_cni::settings::Settings;
 use crate::multus::nad::{self, Maker};
-use crate::webhook::Clients;
 use backoff::Backoff;
 use config_map::LiveConfig;
 use events::Events;
@@ -52,7 +51,7 @@ use reconcile::{CONFIG_DIGEST, Context};
 
 /// The field manager of the controller's server-side applies, and the
 /// reporting controller of its Events.
-pub const FIELD_MANAGER: &str = "linkerd-multus-controller";
+pub const FIELD_MANAGER: &str = nad::CONTROLLER_MANAGED_BY;
 
 /// How many namespaces are reconciled at once.
 const CONCURRENCY: u16 = 16;
@@ -80,18 +79,20 @@ pub struct Options {
 /// Runs the controller until `stop` turns true: waits for the Lease, writes
 /// NADs while its leadership is fresh, drops every reconcile in flight the
 /// moment it is not, and releases the Lease on the way out, for the other
-/// replica to take over.
+/// replica to take over. `client` makes every call but the evictions, which go through
+/// `once`: the same configuration without kube's own retries of a 429, which for an eviction
+/// is a PodDisruptionBudget's answer, asked again at the next pass.
 pub async fn run(
-    clients: Clients,
+    client: Client,
+    once: Client,
     settings: Settings,
     options: Options,
     metrics: Arc<Metrics>,
     stop: watch::Receiver<bool>,
 ) {
-    let client = clients.client;
     let mut leadership = Leadership::start(&client, &options, stop.clone());
     let shared = Shared {
-        once: clients.once,
+        once,
         settings: Arc::new(settings),
         events: Arc::new(Events::new(
             client.clone(),
@@ -126,7 +127,7 @@ pub async fn run(
 
 /// What the controller keeps from one term to the next.
 struct Shared {
-    /// The client without kube's retries, for the evictions ([`Clients::once`]).
+    /// The client without kube's retries, for the evictions.
     once: Client,
     settings: Arc<Settings>,
     events: Arc<Events>,

@@ -16,10 +16,10 @@ use super::report::Check;
 use super::snapshot::{self, get_opt};
 use super::wait::{Pass, Retry};
 use super::{DATA_PLANE, capped, extension};
-use crate::controller::FIELD_MANAGER;
 use crate::linkerd_cni::restarts::{
     Key, Kind, Progress, REPORTED_REASON, STALLED_REASON, Subject, Workload,
 };
+use crate::multus::nad::CONTROLLER_MANAGED_BY;
 
 /// The most stalled workloads whose rollout is read back.
 const MAX_STALLED: usize = 50;
@@ -77,7 +77,8 @@ impl Involved {
 fn by_subject(events: &[Said]) -> BTreeMap<Subject, &Said> {
     events
         .iter()
-        .filter(|e| e.reporting_component == FIELD_MANAGER)
+        // The NAD controller's name: its NADs' managed-by label, and its Events' reporter.
+        .filter(|e| e.reporting_component == CONTROLLER_MANAGED_BY)
         .filter_map(|e| Some((e.involved_object.subject()?, e)))
         .collect()
 }
@@ -247,23 +248,23 @@ mod tests {
             said(
                 "Deployment",
                 "web",
-                FIELD_MANAGER,
+                CONTROLLER_MANAGED_BY,
                 "did not complete in 10m",
             ),
             said(
                 "Deployment",
                 "done",
-                FIELD_MANAGER,
+                CONTROLLER_MANAGED_BY,
                 "did not complete in 10m",
             ),
             said(
                 "Deployment",
                 "gone",
-                FIELD_MANAGER,
+                CONTROLLER_MANAGED_BY,
                 "did not complete in 10m",
             ),
             said("Deployment", "other", "someone-else", "did not complete"),
-            said("Service", "svc", FIELD_MANAGER, "?"),
+            said("Service", "svc", CONTROLLER_MANAGED_BY, "?"),
         ];
         let rolling = Progress {
             generation: 2,
@@ -294,12 +295,12 @@ mod tests {
             said(
                 "Deployment",
                 "argo",
-                FIELD_MANAGER,
+                CONTROLLER_MANAGED_BY,
                 "managed from Git by Argo CD",
             ),
-            said("StatefulSet", "db", FIELD_MANAGER, "OnDelete"),
-            said("Pod", "naked", FIELD_MANAGER, "no controller"),
-            said("Pod", "recreated", FIELD_MANAGER, "no controller"),
+            said("StatefulSet", "db", CONTROLLER_MANAGED_BY, "OnDelete"),
+            said("Pod", "naked", CONTROLLER_MANAGED_BY, "no controller"),
+            said("Pod", "recreated", CONTROLLER_MANAGED_BY, "no controller"),
         ];
         let stale = BTreeSet::from([
             workload(Kind::Deployment, "argo"),
