@@ -211,7 +211,7 @@ fn template_patches(counts: &BTreeMap<String, usize>) -> usize {
 /// The most workloads rolling at once: at each template patch, those patched so far less
 /// those whose status the benchmark had begun writing complete (a lower bound of what the
 /// controller counts, which sees a completion only after it is written).
-fn most_rolling(patches: &[requests::Request], completions: &[(String, Timestamp)]) -> usize {
+fn most_rolling(patches: &[&requests::Request], completions: &[(String, Timestamp)]) -> usize {
     let mut done: Vec<Timestamp> = completions.iter().map(|(_, t)| *t).collect();
     done.sort();
     patches
@@ -490,15 +490,30 @@ impl<'a> Bench<'a> {
                 nad_writes(&counts)
             ));
         }
-        let patches: Vec<requests::Request> = requests::requests(&self.audit, "admin")
+        let requests: Vec<requests::Request> = requests::requests(&self.audit, "admin")
             .into_iter()
-            .filter(|r| r.received >= since && r.resource == "deployments" && r.verb == "patch")
+            .filter(|r| r.received >= since)
             .collect();
+        let patches: Vec<&requests::Request> = (requests.iter())
+            .filter(|r| r.resource == "deployments" && r.verb == "patch")
+            .collect();
+        // When each namespace's NAD took the new config: its write's answer.
+        let nad_written: BTreeMap<&str, Timestamp> = (requests.iter())
+            .filter(|r| r.is_nad_write() && r.code < 300)
+            .map(|r| (r.namespace.as_str(), r.done))
+            .collect();
+        let early = (patches.iter())
+            .filter(|p| {
+                nad_written
+                    .get(p.namespace.as_str())
+                    .is_none_or(|nad| *nad > p.received)
+            })
+            .count();
         let once: HashSet<&str> = patches.iter().map(|r| r.namespace.as_str()).collect();
         let in_flight = most_rolling(&patches, &self.completions.lock().unwrap());
         let concurrency = self.concurrency;
         println!(
-            "restarts: {} stale workloads restarted and rolled out {:.2} s after the edit; template patches: {} by the audit log for {} workloads, {} by the controller (target {workloads}, one each); at most {in_flight} rolling at once (--restart-concurrency {concurrency}); {}",
+            "restarts: {} stale workloads restarted and rolled out {:.2} s after the edit; template patches: {} by the audit log for {} workloads, {} by the controller (target {workloads}, one each), {early} before their namespace's NAD held the new config (target 0); at most {in_flight} rolling at once (--restart-concurrency {concurrency}); {}",
             workloads,
             restarted.as_secs_f64(),
             patches.len(),
@@ -512,6 +527,11 @@ impl<'a> Bench<'a> {
                 "restarts: {} template patches of {} workloads, not one each of {workloads}",
                 patches.len(),
                 once.len()
+            ));
+        }
+        if early != 0 {
+            self.failures.push(format!(
+                "restarts: {early} template patches before their namespace's NAD was written"
             ));
         }
         if in_flight > concurrency {
