@@ -324,47 +324,37 @@ fn a_bad_value_is_refused_by_the_schema_naming_it() {
     }
 }
 
-/// restartStaleWorkloads without manageNADs is refused, naming both, as `install` refuses it.
+/// `helm template` with `values` fails, saying `refusal`.
+fn assert_refused(values: &str, refusal: &str) {
+    let out = helm(&["template", CHART, "--values", values], None);
+    let text = output_text(&out);
+    assert!(
+        !out.status.success() && text.contains(refusal),
+        "{values}: {text}"
+    );
+}
+
+/// restartStaleWorkloads without manageNADs is refused, naming both, as `install` refuses it;
+/// so are a value of the wrong type and the restarts' pacing without them or out of range.
 #[test]
 fn restarting_stale_workloads_needs_the_nad_controller() {
-    let out = helm(
-        &[
-            "template",
-            CHART,
-            "--values",
-            r#"{"restartStaleWorkloads": true}"#,
-        ],
-        None,
-    );
-    let text = output_text(&out);
-    assert!(!out.status.success(), "taken: {text}");
-    assert!(
-        text.contains("restartStaleWorkloads is true but manageNADs is false: the restarts are the NAD controller's"),
-        "{text}"
-    );
-    let out = helm(
-        &[
-            "template",
-            CHART,
-            "--values",
-            r#"{"restartStaleWorkloads": "yes"}"#,
-        ],
-        None,
-    );
-    let text = output_text(&out);
-    assert!(
-        !out.status.success() && text.contains("at '/restartStaleWorkloads'"),
-        "{text}"
-    );
-    // Their pacing, without them, or out of range.
+    let pacing_alone = "restartConcurrency and restartDeadline pace the NAD controller's restarts, but restartStaleWorkloads is false";
     for (values, refusal) in [
         (
+            r#"{"restartStaleWorkloads": true}"#,
+            "restartStaleWorkloads is true but manageNADs is false: the restarts are the NAD controller's",
+        ),
+        (
+            r#"{"restartStaleWorkloads": "yes"}"#,
+            "at '/restartStaleWorkloads'",
+        ),
+        (
             r#"{"manageNADs": true, "restartConcurrency": 3}"#,
-            "restartConcurrency and restartDeadline pace the NAD controller's restarts, but restartStaleWorkloads is false",
+            pacing_alone,
         ),
         (
             r#"{"manageNADs": true, "restartDeadline": "1h"}"#,
-            "restartConcurrency and restartDeadline pace the NAD controller's restarts, but restartStaleWorkloads is false",
+            pacing_alone,
         ),
         (
             r#"{"manageNADs": true, "restartStaleWorkloads": true, "restartConcurrency": 0}"#,
@@ -375,12 +365,7 @@ fn restarting_stale_workloads_needs_the_nad_controller() {
             "at '/restartDeadline'",
         ),
     ] {
-        let out = helm(&["template", CHART, "--values", values], None);
-        let text = output_text(&out);
-        assert!(
-            !out.status.success() && text.contains(refusal),
-            "{values}: {text}"
-        );
+        assert_refused(values, refusal);
     }
 }
 
@@ -388,20 +373,9 @@ fn restarting_stale_workloads_needs_the_nad_controller() {
 /// would not start), as `install` refuses it; the cluster's networks alone are fine.
 #[test]
 fn skipping_secondary_subnets_needs_the_cluster_networks() {
-    let out = helm(
-        &[
-            "template",
-            CHART,
-            "--values",
-            r#"{"skipSecondarySubnets": "enabled"}"#,
-        ],
-        None,
-    );
-    let text = output_text(&out);
-    assert!(!out.status.success(), "taken: {text}");
-    assert!(
-        text.contains("skipSecondarySubnets is enabled but clusterCIDRs is empty: without the cluster's pod and service networks, a secondary network's subnet that overlaps them would take meshed traffic away from the proxy, so the webhook refuses to start;"),
-        "{text}"
+    assert_refused(
+        r#"{"skipSecondarySubnets": "enabled"}"#,
+        "skipSecondarySubnets is enabled but clusterCIDRs is empty: without the cluster's pod and service networks, a secondary network's subnet that overlaps them would take meshed traffic away from the proxy, so the webhook refuses to start;",
     );
     let docs = template(
         "linkerd-multus",
