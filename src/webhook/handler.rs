@@ -28,7 +28,7 @@ use crate::network_resources::{self, Nads};
 use crate::webhook::cache::{Annotations, NadCache, NamespaceCache, View, nad_key};
 use crate::webhook::live::{Live, LiveReader, Tenant};
 use crate::webhook::metrics::Metrics;
-use crate::webhook::server::{Handler, Reply};
+use crate::webhook::server::{Call, Handler, Reply};
 
 /// NADs one review may read live; a pod selecting more that the cache lacks
 /// gets the `--on-error` answer.
@@ -67,8 +67,8 @@ pub struct Admission {
 
 /// What one pass over the caches came to.
 enum Pass {
-    /// The answer.
-    Answered(Answer),
+    /// The answer, and whether the namespace exists (the answer vouches for its caller).
+    Answered(Answer, bool),
     /// The namespace cache lacks the namespace, its watch up: wait for it.
     AwaitNamespace,
     /// The namespace cache lacks it still, its watch up: it does not exist.
@@ -104,7 +104,7 @@ struct Learnt {
 type Fetched = HashMap<CompactString, Option<Annotations>>;
 
 impl Handler for Admission {
-    async fn handle(&self, body: Bytes) -> Reply {
+    async fn handle(&self, body: Bytes, call: &Call<'_>) -> Reply {
         let start = Instant::now();
         let request = match admission::parse(&body) {
             Ok(request) => request,
@@ -115,7 +115,7 @@ impl Handler for Admission {
                 return Reply::text(StatusCode::BAD_REQUEST, e.to_string());
             }
         };
-        let answer = self.answer(&request).await;
+        let (answer, vouches) = self.answer(&request, call).await;
         self.metrics.answered(
             answer.outcome,
             &answer.changes,
@@ -123,26 +123,29 @@ impl Handler for Admission {
             start.elapsed(),
         );
         log(&request, &answer);
-        Reply::json(answer.body)
+        Reply::json(answer.body).vouching(vouches)
     }
 }
 
 impl Admission {
     /// Decides on the request from the caches, waiting for their watches or
     /// reading live what they lack: at most the namespace, then the NADs,
-    /// then a last pass.
-    async fn answer(&self, request: &Request<'_>) -> Answer {
+    /// then a last pass. While it waits for a watch, the request holds no
+    /// connection's place ([`Call::waiting`]). Whether the namespace exists
+    /// comes with the answer.
+    async fn answer(&self, request: &Request<'_>, call: &Call<'_>) -> (Answer, bool) {
         let mut learnt = Learnt::default();
         for _ in 0..5 {
             match self.pass(request, &learnt) {
-                Pass::Answered(answer) => return answer,
+                Pass::Answered(answer, vouches) => return (answer, vouches),
                 Pass::AwaitNamespace => {
                     let deadline = tokio::time::Instant::now() + self.watch_lag;
+                    let _waiting = call.waiting();
                     self.cache.holds_by(&request.namespace, deadline).await;
                     learnt.waited_namespace = true;
                 }
                 Pass::NoNamespace => {
-                    return self.unavailable(
+                    return self.unvouched(
                         request,
                         format!(
                             "namespace {} does not exist: the webhook's cache, whose watch is up, does not hold it",
@@ -154,7 +157,7 @@ impl Admission {
                     match self.live.namespace(&request.namespace, known).await {
                         Live::Found(annotations) => learnt.namespace = Some(annotations),
                         Live::Absent => {
-                            return self.unavailable(
+                            return self.unvouched(
                             request,
                             format!(
                                 "namespace {} is in neither the webhook's cache nor the API server",
@@ -162,12 +165,13 @@ impl Admission {
                             ),
                         );
                         }
-                        Live::Failed(why) => return self.unavailable(request, why),
+                        Live::Failed(why) => return self.unvouched(request, why),
                     }
                 }
                 Pass::AwaitNads(keys) => {
                     if let Some(nads) = &self.nads {
                         let deadline = tokio::time::Instant::now() + self.watch_lag;
+                        let _waiting = call.waiting();
                         for key in keys {
                             nads.holds_by(&key, deadline).await;
                         }
@@ -175,7 +179,7 @@ impl Admission {
                     learnt.waited_nads = true;
                 }
                 Pass::Nads { missed, .. } if missed.len() > MAX_LIVE_NADS => {
-                    return self.unavailable(
+                    return self.unvouched(
                         request,
                         format!(
                             "the pod selects {} NetworkAttachmentDefinitions the webhook's cache does not hold; it reads at most {MAX_LIVE_NADS} live",
@@ -192,7 +196,7 @@ impl Admission {
                         let found = match self.live.nad(&ns, &name, tenant).await {
                             Live::Found(annotations) => Some(annotations),
                             Live::Absent => None,
-                            Live::Failed(why) => return self.unavailable(request, why),
+                            Live::Failed(why) => return self.unvouched(request, why),
                         };
                         learnt.fetched.insert(nad_key(&ns, &name), found);
                     }
@@ -200,11 +204,12 @@ impl Admission {
             }
         }
         // Each pass waits for or reads what the previous one lacked, so the last answers.
-        self.unavailable(request, "the caches and live reads did not settle".into())
+        self.unvouched(request, "the caches and live reads did not settle".into())
     }
 
-    fn unavailable(&self, request: &Request<'_>, why: String) -> Answer {
-        admission::unavailable(request, self.on_error, why)
+    /// The `--on-error` answer, which vouches for no caller.
+    fn unvouched(&self, request: &Request<'_>, why: String) -> (Answer, bool) {
+        (admission::unavailable(request, self.on_error, why), false)
     }
 
     /// One pass: the namespace read live or from the cache, the NADs read
@@ -264,8 +269,9 @@ impl Admission {
             self.on_error,
         );
         let missed = nads.missed.into_inner();
+        let vouches = known || learnt.namespace.is_some();
         match (missed.is_empty(), nads.lacking) {
-            (true, _) => Pass::Answered(answer),
+            (true, _) => Pass::Answered(answer, vouches),
             (false, Lacking::Await) => {
                 Pass::AwaitNads(missed.iter().map(|(ns, name)| nad_key(ns, name)).collect())
             }

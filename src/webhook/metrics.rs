@@ -90,25 +90,38 @@ impl Refusal {
     }
 }
 
-/// What a connection evicted at `--max-connections` was doing.
+/// What a connection evicted for a new one, a request or the body budget was doing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Eviction {
     /// Its TLS handshake, or waiting for its first byte.
     Handshake,
     /// Nothing: idle between requests, or before its first.
     Idle,
-    /// Waiting for request bodies that made no progress for a second.
+    /// Waiting for request bodies that made no progress for `--body-stall-timeout`.
     Stalled,
+    /// Waiting for request bodies still arriving, on a connection that has had no
+    /// review answered.
+    Reading,
+    /// Waiting for a cache's watch to bring the object a review names.
+    Waiting,
 }
 
 impl Eviction {
-    const ALL: [Eviction; 3] = [Eviction::Handshake, Eviction::Idle, Eviction::Stalled];
+    const ALL: [Eviction; 5] = [
+        Eviction::Handshake,
+        Eviction::Idle,
+        Eviction::Stalled,
+        Eviction::Reading,
+        Eviction::Waiting,
+    ];
 
     fn as_str(self) -> &'static str {
         match self {
             Eviction::Handshake => "handshake",
             Eviction::Idle => "idle",
             Eviction::Stalled => "stalled",
+            Eviction::Reading => "reading",
+            Eviction::Waiting => "waiting",
         }
     }
 }
@@ -233,7 +246,7 @@ impl HttpGauges {
             .collect();
         registry.register(
             "linkerd_multus_http_evictions",
-            "Connections closed to make room for a new one at --max-connections or --max-connections-per-peer, or for the body budget, by what they were doing",
+            "Connections closed to make room for a new one at --max-connections or --max-connections-per-peer, for a request at --max-requests-per-peer, or for the body budget, by what they were doing",
             family,
         );
         let idle_closes = Counter::default();
@@ -461,7 +474,7 @@ impl Metrics {
             .set(i64::try_from(open).unwrap_or(i64::MAX));
     }
 
-    /// Counts a connection evicted at `--max-connections`.
+    /// Counts a connection evicted for a new one, a request or the body budget.
     pub fn evicted(&self, eviction: Eviction) {
         self.http.evictions[eviction as usize].inc();
     }

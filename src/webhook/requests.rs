@@ -13,14 +13,30 @@ use hyper::header::{ALLOW, CONNECTION, CONTENT_LENGTH, CONTENT_TYPE, HeaderValue
 use hyper::{Method, Request, Response, StatusCode, Version};
 
 use crate::webhook::body::{self, BodyError, Budget};
-use crate::webhook::connections::{Connections, Full as Refused, InFlight};
+use crate::webhook::connections::{Conn, Connections, Full as Refused, InFlight, Waiting};
 use crate::webhook::limits::Limits;
 use crate::webhook::metrics::{Metrics, Refusal};
 
 /// What answers the POSTs to the admission paths.
 pub trait Handler: Send + Sync + 'static {
-    /// Answers one request body; may wait (a live read of the API server).
-    fn handle(&self, body: Bytes) -> impl Future<Output = Reply> + Send;
+    /// Answers one request body, on `call`; may wait (for a cache's watch, or
+    /// a live read of the API server).
+    fn handle(&self, body: Bytes, call: &Call<'_>) -> impl Future<Output = Reply> + Send;
+}
+
+/// The request a [`Handler`] answers: what it may tell the connection.
+pub struct Call<'a>(Option<&'a InFlight>);
+
+impl<'a> Call<'a> {
+    /// A call on no connection (a benchmark's, a test's).
+    pub const NONE: Call<'static> = Call(None);
+
+    /// The handler waits for a cache's watch, not for its caller: until the
+    /// guard is dropped, the request may be cut with its connection to make
+    /// room ([`crate::webhook::eviction`]).
+    pub fn waiting(&self) -> Option<Waiting<'a>> {
+        self.0.map(InFlight::waiting)
+    }
 }
 
 /// An HTTP answer.
@@ -32,6 +48,9 @@ pub struct Reply {
     pub content_type: &'static str,
     /// The body.
     pub body: Bytes,
+    /// Whether the answer vouches for its caller: a review of objects that
+    /// exist, answered. Such a connection ranks with the API server's.
+    pub vouches: bool,
 }
 
 impl Reply {
@@ -41,7 +60,14 @@ impl Reply {
             status: StatusCode::OK,
             content_type: "application/json",
             body: body.into(),
+            vouches: false,
         }
+    }
+
+    /// The same reply, vouching for its caller when `vouches`.
+    pub fn vouching(mut self, vouches: bool) -> Self {
+        self.vouches = vouches;
+        self
     }
 
     /// A plain-text body, a line ending with a newline.
@@ -52,12 +78,15 @@ impl Reply {
             status,
             content_type: "text/plain; charset=utf-8",
             body: message.into(),
+            vouches: false,
         }
     }
 }
 
 /// How long a request the body budget cannot take waits for the bytes that
-/// stalled connections, evicted for them, give back.
+/// stalled connections, evicted for them, give back; and how long a request
+/// over its peer's limit waits for the requests of the connection evicted
+/// for it to end.
 const BUDGET_WAIT: Duration = Duration::from_millis(250);
 
 /// What every request shares: the limits, the handler, the body budget, the
@@ -111,11 +140,20 @@ impl From<Reply> for Answer {
     }
 }
 
+/// Answers `request`, entered on `conn` as hyper took it (`in_flight`).
 pub(super) async fn route<H: Handler>(
     request: Request<Incoming>,
-    in_flight: Result<InFlight, Refused>,
+    mut in_flight: Result<InFlight, Refused>,
+    conn: &Arc<Conn>,
     server: &Requests<H>,
 ) -> Response<Full<Bytes>> {
+    // Over its peer's requests: room is made among the peer's connections
+    // whose requests all wait, once.
+    if matches!(in_flight, Err(Refused::PeerRequests))
+        && server.connections.room_for_request(conn, BUDGET_WAIT).await
+    {
+        in_flight = conn.enter();
+    }
     let answer = match in_flight {
         Ok(mut in_flight) => read_and_handle(request, &mut in_flight, server).await,
         Err(Refused::PeerRequests) => peer_limit(server, request.version() < Version::HTTP_2),
@@ -240,8 +278,8 @@ async fn read_and_handle<H: Handler>(
         // The body's bytes stay reserved until the reply is made.
         Ok(Ok(bytes)) => {
             in_flight.read();
-            let reply = server.handler.handle(bytes).await;
-            if reply.status == StatusCode::OK {
+            let reply = server.handler.handle(bytes, &Call(Some(in_flight))).await;
+            if reply.status == StatusCode::OK && reply.vouches {
                 in_flight.answered();
             }
             reply.into()

@@ -23,7 +23,7 @@ use tokio_rustls::server::TlsStream;
 use crate::webhook::connections::{Conn, Connections, Full, Ticket};
 pub use crate::webhook::limits::{Limits, LimitsError};
 use crate::webhook::metrics::{Metrics, Refusal};
-pub use crate::webhook::requests::{Handler, Reply};
+pub use crate::webhook::requests::{Call, Handler, Reply};
 use crate::webhook::requests::{Requests, Throttle, route};
 use crate::webhook::tls::Tls;
 
@@ -204,7 +204,8 @@ async fn handshake_and_serve<H: Handler>(
             // busy from now, before the request's task first runs.
             let in_flight = conn.enter();
             let server = server.clone();
-            async move { Ok::<_, Infallible>(route(request, in_flight, &server.requests).await) }
+            let conn = conn.clone();
+            async move { Ok::<_, Infallible>(route(request, in_flight, &conn, &server.requests).await) }
         })
     };
     let http = server.http.serve_connection(TokioIo::new(stream), service);
@@ -289,7 +290,7 @@ mod tests {
     struct Nothing;
 
     impl Handler for Nothing {
-        async fn handle(&self, _: Bytes) -> Reply {
+        async fn handle(&self, _: Bytes, _: &Call<'_>) -> Reply {
             Reply::json("{}")
         }
     }
