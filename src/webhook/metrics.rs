@@ -225,6 +225,7 @@ struct HttpGauges {
     evictions: Vec<Counter>,
     idle_closes: Counter,
     body_bytes: Gauge,
+    watch_waits: Gauge,
 }
 
 impl HttpGauges {
@@ -261,11 +262,18 @@ impl HttpGauges {
             "Bytes of request bodies held now, against --max-body-bytes-in-flight",
             body_bytes.clone(),
         );
+        let watch_waits = Gauge::default();
+        registry.register(
+            "linkerd_multus_admission_watch_waits",
+            "Reviews waiting now for a cache's watch to bring the namespace or NADs they name (each at most --live-read-timeout), holding no connection's place",
+            watch_waits.clone(),
+        );
         HttpGauges {
             connections,
             evictions,
             idle_closes,
             body_bytes,
+            watch_waits,
         }
     }
 }
@@ -482,6 +490,11 @@ impl Metrics {
     /// Counts a connection closed after `--idle-timeout`.
     pub fn idle_closed(&self) {
         self.http.idle_closes.inc();
+    }
+
+    /// Adds `delta` to the reviews waiting for a cache's watch.
+    pub fn watch_waits(&self, delta: i64) {
+        self.http.watch_waits.inc_by(delta);
     }
 
     /// Adds `delta` to the body bytes held.

@@ -25,17 +25,44 @@ pub trait Handler: Send + Sync + 'static {
 }
 
 /// The request a [`Handler`] answers: what it may tell the connection.
-pub struct Call<'a>(Option<&'a InFlight>);
+pub struct Call<'a> {
+    in_flight: Option<&'a InFlight>,
+    metrics: Option<&'a Metrics>,
+}
 
 impl<'a> Call<'a> {
     /// A call on no connection (a benchmark's, a test's).
-    pub const NONE: Call<'static> = Call(None);
+    pub const NONE: Call<'static> = Call {
+        in_flight: None,
+        metrics: None,
+    };
 
     /// The handler waits for a cache's watch, not for its caller: until the
     /// guard is dropped, the request may be cut with its connection to make
-    /// room ([`crate::webhook::eviction`]).
-    pub fn waiting(&self) -> Option<Waiting<'a>> {
-        self.0.map(InFlight::waiting)
+    /// room ([`crate::webhook::eviction`]), and it counts in
+    /// `linkerd_multus_admission_watch_waits`.
+    pub fn waiting(&self) -> WatchWait<'a> {
+        if let Some(metrics) = self.metrics {
+            metrics.watch_waits(1);
+        }
+        WatchWait {
+            _conn: self.in_flight.map(InFlight::waiting),
+            metrics: self.metrics,
+        }
+    }
+}
+
+/// A review's wait for a cache's watch, from [`Call::waiting`].
+pub struct WatchWait<'a> {
+    _conn: Option<Waiting<'a>>,
+    metrics: Option<&'a Metrics>,
+}
+
+impl Drop for WatchWait<'_> {
+    fn drop(&mut self) {
+        if let Some(metrics) = self.metrics {
+            metrics.watch_waits(-1);
+        }
     }
 }
 
@@ -278,7 +305,11 @@ async fn read_and_handle<H: Handler>(
         // The body's bytes stay reserved until the reply is made.
         Ok(Ok(bytes)) => {
             in_flight.read();
-            let reply = server.handler.handle(bytes, &Call(Some(in_flight))).await;
+            let call = Call {
+                in_flight: Some(&*in_flight),
+                metrics: Some(metrics.as_ref()),
+            };
+            let reply = server.handler.handle(bytes, &call).await;
             if reply.status == StatusCode::OK && reply.vouches {
                 in_flight.answered();
             }
