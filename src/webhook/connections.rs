@@ -57,6 +57,9 @@ pub struct ConnectionLimits {
     /// How long the requests of a connection may wait for their bodies with
     /// no byte arriving before they count as stalled.
     pub stalled_after: Duration,
+    /// How long a connection is kept, unproductive, before it may make room
+    /// ([`eviction::GRACE`]).
+    pub grace: Duration,
 }
 
 /// Why a new connection or request was refused.
@@ -214,7 +217,7 @@ impl Connections {
     /// Evicts the connection [`eviction::choose`] picks among `among`, and
     /// counts it; whether there was one.
     fn evict_one(&self, inner: &mut Inner, among: Among<'_>, now: Instant) -> bool {
-        let Some((id, doing)) = evict(inner, among, now) else {
+        let Some((id, doing)) = evict(inner, among, now, self.limits.grace) else {
             return false;
         };
         let conn = inner.forget(id).expect("chosen from the map");
@@ -308,7 +311,7 @@ impl Connections {
 
 /// Marks evicted the connection to evict among `among`: its id and what it
 /// was doing; `None` when none may be evicted.
-fn evict(inner: &Inner, among: Among<'_>, now: Instant) -> Option<(u64, Doing)> {
+fn evict(inner: &Inner, among: Among<'_>, now: Instant, grace: Duration) -> Option<(u64, Doing)> {
     let mut skipped = Vec::new();
     loop {
         let candidates = inner
@@ -336,7 +339,7 @@ fn evict(inner: &Inner, among: Among<'_>, now: Instant) -> Option<(u64, Doing)> 
                     unproductive,
                 }
             });
-        let chosen = eviction::choose(candidates)?;
+        let chosen = eviction::choose(candidates, grace)?;
         // A request may have started being answered meanwhile: then choose again.
         if inner.open[&chosen.id].try_evict() {
             return Some((chosen.id, chosen.doing));

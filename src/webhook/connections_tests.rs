@@ -14,6 +14,7 @@ fn limits(max: usize, per_peer: usize) -> ConnectionLimits {
         per_peer,
         requests_per_peer: 64,
         stalled_after: STALLED_AFTER,
+        grace: Duration::ZERO,
     }
 }
 
@@ -285,13 +286,16 @@ fn a_request_waiting_for_a_watch_may_be_cut_one_answering_may_not() {
     let mut read = answering.conn().enter().unwrap();
     read.read();
     let inner = registry.lock();
-    assert_eq!(evict(&inner, Among::All, Instant::now()), None);
+    assert_eq!(
+        evict(&inner, Among::All, Instant::now(), Duration::ZERO),
+        None
+    );
     drop(inner);
     let guard = review.waiting();
     let inner = registry.lock();
     // Proven, but waiting for the watch: it may go; the one answering never.
     assert_eq!(
-        evict(&inner, Among::All, Instant::now()),
+        evict(&inner, Among::All, Instant::now(), Duration::ZERO),
         Some((0, Doing::Waiting))
     );
     assert!(waiting.conn().evicted() && !answering.conn().evicted());
@@ -318,7 +322,7 @@ fn a_body_still_arriving_may_be_cut_once_its_caller_owes_it_a_body_read_never() 
     let later = Instant::now() + STALLED_AFTER + Duration::from_millis(10);
     let inner = registry.lock();
     assert_eq!(
-        evict(&inner, Among::All, later),
+        evict(&inner, Among::All, later, Duration::ZERO),
         Some((0, Doing::Reading { stalled: true }))
     );
     assert!(stalling.conn().evicted() && !answering.conn().evicted());
@@ -367,6 +371,26 @@ fn an_evicted_connection_starts_no_request_and_an_answering_one_is_not_evicted()
     assert_eq!(registry.len(), 1, "the evicted one left at once");
     drop(second);
     assert!(registry.is_empty());
+}
+
+#[test]
+fn a_connection_is_kept_for_its_grace() {
+    let registry = Connections::new(
+        ConnectionLimits {
+            grace: Duration::from_secs(60),
+            ..limits(1, 1)
+        },
+        None,
+    );
+    let first = registry.admit(A).unwrap();
+    assert_eq!(registry.admit(A).err(), Some(Full::PeerConnections));
+    assert!(!first.conn().evicted());
+    let inner = registry.lock();
+    let later = Instant::now() + Duration::from_secs(61);
+    assert_eq!(
+        evict(&inner, Among::All, later, Duration::from_secs(60)),
+        Some((0, Doing::Silent))
+    );
 }
 
 #[test]

@@ -22,11 +22,20 @@
 //!    first, then an idle one (its client loses nothing but a reconnect), then one whose body
 //!    is still arriving.
 //! 4. Then the one unproductive the longest, then the oldest.
+//!
+//! And no connection goes before it has been unproductive for [`GRACE`]: a client that sends
+//! its request at once has that long to do so, however fast others open connections beside it
+//! (at a peer's limit of N, they can take its place at most N times in [`GRACE`]).
 
 use std::cmp::Reverse;
 use std::time::Duration;
 
 use crate::webhook::metrics::Eviction;
+
+/// How long a connection is kept, unproductive, before it may make room: ten times what a TLS
+/// handshake and a request take a client in the cluster, a tenth of what a stranger's
+/// connections must wait before the next may take their place.
+pub const GRACE: Duration = Duration::from_millis(250);
 
 /// What a connection is doing, as eviction weighs it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -79,8 +88,12 @@ pub struct Candidate {
 }
 
 impl Candidate {
-    /// Its place in the order of eviction, least first; `None` when it may not go.
-    fn rank(&self) -> Option<(bool, Reverse<usize>, u8, Reverse<Duration>, u64)> {
+    /// Its place in the order of eviction, least first; `None` when it may not go: answering,
+    /// or unproductive for less than `grace`.
+    fn rank(&self, grace: Duration) -> Option<(bool, Reverse<usize>, u8, Reverse<Duration>, u64)> {
+        if self.unproductive < grace {
+            return None;
+        }
         let stage = match (self.proven, self.doing) {
             (_, Doing::Working) => return None,
             (false, _) => 0,
@@ -98,10 +111,11 @@ impl Candidate {
     }
 }
 
-/// Of the candidates, the one to evict (see the module's order); `None` when none may go.
-pub fn choose(candidates: impl Iterator<Item = Candidate>) -> Option<Candidate> {
+/// Of the candidates, the one to evict (see the module's order), among those unproductive for
+/// `grace` at least ([`GRACE`]); `None` when none may go.
+pub fn choose(candidates: impl Iterator<Item = Candidate>, grace: Duration) -> Option<Candidate> {
     candidates
-        .filter_map(|c| Some((c.rank()?, c)))
+        .filter_map(|c| Some((c.rank(grace)?, c)))
         .min_by_key(|(rank, _)| *rank)
         .map(|(_, c)| c)
 }
@@ -173,15 +187,19 @@ mod tests {
             (vec![c(false, Idle, 2, 10), c(false, Idle, 2, 10)], Some(0)),
         ];
         for (candidates, want) in cases {
-            let chosen = choose(candidates.iter().enumerate().map(
-                |(id, &(proven, doing, peer_holds, ms))| Candidate {
-                    id: id as u64,
-                    proven,
-                    doing,
-                    peer_holds,
-                    unproductive: Duration::from_millis(ms),
-                },
-            ));
+            let chosen = choose(
+                candidates
+                    .iter()
+                    .enumerate()
+                    .map(|(id, &(proven, doing, peer_holds, ms))| Candidate {
+                        id: id as u64,
+                        proven,
+                        doing,
+                        peer_holds,
+                        unproductive: Duration::from_millis(ms),
+                    }),
+                Duration::ZERO,
+            );
             assert_eq!(chosen.map(|c| c.id), want, "{candidates:?}");
         }
     }

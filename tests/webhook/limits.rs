@@ -13,6 +13,12 @@ use tokio_rustls::client::TlsStream;
 use super::*;
 
 const IN_FLIGHT: &str = "linkerd_multus_http_body_bytes_in_flight";
+
+/// Waits past the time a connection is kept before it may make room
+/// (`webhook::eviction::GRACE`): a documented threshold, not a synchronisation.
+fn past_grace() {
+    std::thread::sleep(linkerd_multus::webhook::eviction::GRACE + Duration::from_millis(50));
+}
 const CONNECTIONS: &str = "linkerd_multus_http_connections";
 
 /// The patch of a pod in an enabled namespace.
@@ -251,6 +257,7 @@ fn at_the_connection_limit_strangers_make_room_the_longest_owing_first() {
     webhook.wait_for_metric(CONNECTIONS, 2.0, "the silent connection never showed");
     let mut half_sent = rt.block_on(busy(&webhook.addr, &ca, &review));
     webhook.wait_for_metric(IN_FLIGHT, len, "the half-sent request never started");
+    past_grace();
     // A new client is answered: the silent stranger, owing the longest, made room.
     let mut newer = open(&rt);
     answered(&rt, &mut newer, &review);
@@ -261,6 +268,7 @@ fn at_the_connection_limit_strangers_make_room_the_longest_owing_first() {
     assert_eq!(evictions("handshake"), 1.0);
     // The next: the half-sent body goes, a stranger's, though its bytes
     // came after the proven connections' last review.
+    past_grace();
     let mut third = open(&rt);
     answered(&rt, &mut third, &review);
     assert_eq!(
@@ -331,7 +339,8 @@ fn a_review_for_a_namespace_that_does_not_exist_holds_no_place_and_earns_no_rank
         1.0,
         "the forged review never waited for the namespace watch",
     );
-    // At the limit, it makes room for a new client at once.
+    past_grace();
+    // At the limit, it makes room for a new client.
     let mut newer = open(&rt, &webhook);
     answered(&rt, &mut newer, &review);
     assert_eq!(
@@ -365,6 +374,7 @@ fn a_review_for_a_namespace_that_does_not_exist_holds_no_place_and_earns_no_rank
         "{answer}"
     );
     // The kept connection has been idle the longer, yet the stranger's goes.
+    past_grace();
     let mut newer = open(&rt, &webhook);
     answered(&rt, &mut newer, &review);
     assert!(
@@ -419,6 +429,7 @@ fn one_address_holds_at_most_its_connections_and_requests() {
     let mut sender = rt.block_on(sender.ready()).unwrap();
     let _held = sender.send_request(h2_request(1), false).unwrap();
     webhook.wait_for_metric(IN_FLIGHT, 2.0, "the two requests never started");
+    past_grace();
     // A second stream: over the address's requests, so the address's other
     // connection, whose requests all wait, is cut for it.
     let _second = rt.block_on(async {
@@ -436,6 +447,7 @@ fn one_address_holds_at_most_its_connections_and_requests() {
     let third = rt.block_on(tls_from(OTHER_POD, &webhook.addr, &ca, false));
     assert!(third.is_ok());
     webhook.wait_for_metric(CONNECTIONS, 2.0, "the third connection never showed");
+    past_grace();
     let fourth = rt.block_on(tls_from(OTHER_POD, &webhook.addr, &ca, false));
     assert!(fourth.is_ok());
     webhook.wait_for_metric(
@@ -444,7 +456,10 @@ fn one_address_holds_at_most_its_connections_and_requests() {
         "the address's fourth connection never made room",
     );
     webhook.wait_for_metric(IN_FLIGHT, 0.0, "the HTTP/2 streams were never cut");
-    assert!(rt.block_on(connection).is_ok(), "the HTTP/2 connection ended");
+    assert!(
+        rt.block_on(connection).is_ok(),
+        "the HTTP/2 connection ended"
+    );
     // The API server's address is answered meanwhile, never refused.
     let response = post_once(&webhook, &ca, review_in(&c.demo, json!({})));
     assert_eq!(patch_of(&response), attached());
