@@ -71,6 +71,9 @@ pub enum Full {
     PeerConnections,
     /// Its peer has as many requests in flight as it may.
     PeerRequests,
+    /// Its connection has had no review answered and has a request in flight:
+    /// until one is answered, a connection carries one request at a time.
+    Unproven,
     /// Shutting down.
     ShuttingDown,
     /// Its connection was evicted.
@@ -366,6 +369,12 @@ pub struct Conn {
     signal: Notify,
 }
 
+/// Whether a request may start on a connection in `state`: it is proven, or
+/// has none in flight.
+fn has_turn(state: u64) -> bool {
+    state & ANSWERED != 0 || state & IN_FLIGHT == 0
+}
+
 /// Whether a request in flight in `state` is being answered: neither
 /// reading its body nor waiting for a watch.
 fn answering(state: u64) -> bool {
@@ -453,9 +462,14 @@ impl Conn {
     }
 
     /// A request starts, waiting for its body: refused once the connection
-    /// is evicted, or when its peer has `--max-requests-per-peer` in flight.
+    /// is evicted, when its peer has `--max-requests-per-peer` in flight, or
+    /// when the connection is unproven and has a request in flight already
+    /// (so a peer's strangers hold at most one request per connection).
     pub fn enter(self: &Arc<Self>) -> Result<InFlight, Full> {
         let peer = &self.peer;
+        if !has_turn(self.state.load(Ordering::Acquire)) {
+            return Err(Full::Unproven);
+        }
         peer.requests
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
                 (n < peer.max_requests).then_some(n + 1)
@@ -465,18 +479,40 @@ impl Conn {
         let entered = self
             .state
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |state| {
-                (state & EVICTED == 0 && state & IN_FLIGHT < IN_FLIGHT)
+                (state & EVICTED == 0 && state & IN_FLIGHT < IN_FLIGHT && has_turn(state))
                     .then_some((state + 1 + READING_ONE) | SERVED)
             });
-        if entered.is_err() {
+        if let Err(state) = entered {
             peer.requests.fetch_sub(1, Ordering::AcqRel);
             peer.freed.notify_waiters();
-            return Err(Full::Evicted);
+            return Err(match state & EVICTED {
+                0 => Full::Unproven,
+                _ => Full::Evicted,
+            });
         }
         Ok(InFlight {
             conn: self.clone(),
             reading: true,
         })
+    }
+
+    /// [`Conn::enter`], waiting up to `wait` for the connection's turn while
+    /// it is unproven and has a request in flight.
+    pub async fn enter_in_turn(self: &Arc<Self>, wait: Duration) -> Result<InFlight, Full> {
+        let deadline = tokio::time::Instant::now() + wait;
+        loop {
+            let freed = self.peer.freed.notified();
+            tokio::pin!(freed);
+            freed.as_mut().enable();
+            match self.enter() {
+                Err(Full::Unproven) => {
+                    if tokio::time::timeout_at(deadline, freed).await.is_err() {
+                        return Err(Full::Unproven);
+                    }
+                }
+                entered => return entered,
+            }
+        }
     }
 
     /// Whether it was evicted: it closes at once.

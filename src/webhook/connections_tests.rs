@@ -216,6 +216,9 @@ fn a_peer_has_at_most_its_requests_in_flight_across_its_connections() {
         registry.admit(A).unwrap(),
         registry.admit(B).unwrap(),
     );
+    for ticket in [&one, &two] {
+        prove(ticket);
+    }
     let mut held = vec![
         one.conn().enter().unwrap(),
         one.conn().enter().unwrap(),
@@ -225,6 +228,48 @@ fn a_peer_has_at_most_its_requests_in_flight_across_its_connections() {
     assert!(other.conn().enter().is_ok(), "another peer's are its own");
     held.pop();
     assert!(two.conn().enter().is_ok(), "given back when a request ends");
+}
+
+/// A review answered on `ticket`'s connection, for objects that exist.
+fn prove(ticket: &Ticket) {
+    let mut review = ticket.conn().enter().unwrap();
+    review.read();
+    review.answered();
+}
+
+#[tokio::test]
+async fn an_unproven_connection_carries_one_request_at_a_time() {
+    let registry = Connections::new(limits(8, 8), None);
+    let ticket = registry.admit(A).unwrap();
+    let first = ticket.conn().enter().unwrap();
+    assert_eq!(ticket.conn().enter().err(), Some(Full::Unproven));
+    // The next waits its turn: it enters once the first has ended ...
+    let conn = ticket.conn().clone();
+    let next = tokio::spawn(async move {
+        conn.enter_in_turn(Duration::from_secs(60))
+            .await
+            .map(|_| ())
+    });
+    tokio::task::yield_now().await;
+    drop(first);
+    assert_eq!(next.await.unwrap(), Ok(()));
+    // ... or gives up after its wait.
+    let _first = ticket.conn().enter().unwrap();
+    assert_eq!(
+        ticket
+            .conn()
+            .enter_in_turn(Duration::from_millis(10))
+            .await
+            .err(),
+        Some(Full::Unproven)
+    );
+    // A proven connection carries as many as its peer may have.
+    let proven = registry.admit(A).unwrap();
+    prove(&proven);
+    let _held = [
+        proven.conn().enter().unwrap(),
+        proven.conn().enter().unwrap(),
+    ];
 }
 
 #[tokio::test]

@@ -62,10 +62,13 @@ pub enum Refusal {
     PeerConnectionLimit,
     /// A request from a peer with `--max-requests-per-peer` in flight: 503, unread.
     PeerRequestLimit,
+    /// A second request on a connection that has had no review answered, still
+    /// waiting for the first after `--body-timeout`: 503, unread.
+    Unproven,
 }
 
 impl Refusal {
-    const ALL: [Refusal; 8] = [
+    const ALL: [Refusal; 9] = [
         Refusal::TooLarge,
         Refusal::Timeout,
         Refusal::NotFound,
@@ -74,6 +77,7 @@ impl Refusal {
         Refusal::ConnectionLimit,
         Refusal::PeerConnectionLimit,
         Refusal::PeerRequestLimit,
+        Refusal::Unproven,
     ];
 
     fn as_str(self) -> &'static str {
@@ -86,6 +90,7 @@ impl Refusal {
             Refusal::ConnectionLimit => "connection_limit",
             Refusal::PeerConnectionLimit => "peer_connection_limit",
             Refusal::PeerRequestLimit => "peer_request_limit",
+            Refusal::Unproven => "unproven_connection",
         }
     }
 }

@@ -174,6 +174,10 @@ pub(super) async fn route<H: Handler>(
     conn: &Arc<Conn>,
     server: &Requests<H>,
 ) -> Response<Full<Bytes>> {
+    // An unproven connection's next request waits for the one in flight.
+    if matches!(in_flight, Err(Refused::Unproven)) {
+        in_flight = conn.enter_in_turn(server.limits.body_timeout).await;
+    }
     // Over its peer's requests: room is made among the peer's connections
     // whose requests all wait, once.
     if matches!(in_flight, Err(Refused::PeerRequests))
@@ -184,6 +188,17 @@ pub(super) async fn route<H: Handler>(
     let answer = match in_flight {
         Ok(mut in_flight) => read_and_handle(request, &mut in_flight, server).await,
         Err(Refused::PeerRequests) => peer_limit(server, request.version() < Version::HTTP_2),
+        Err(Refused::Unproven) => {
+            server.metrics.refused(Refusal::Unproven);
+            Answer {
+                reply: Reply::text(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "this connection's first request is still unanswered: until a review is answered on it, a connection carries one request at a time; retry shortly",
+                ),
+                retry_after: Some(1),
+                close: request.version() < Version::HTTP_2,
+            }
+        }
         // Evicted as the request arrived: the connection is being dropped,
         // and this request unanswered with it, so that the client sends it
         // again on another, as if the eviction had come a moment sooner (the

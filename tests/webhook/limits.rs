@@ -391,7 +391,8 @@ fn a_review_for_a_namespace_that_does_not_exist_holds_no_place_and_earns_no_rank
 
 /// One pod (another source address) holds at most its share: its
 /// connections and its requests in flight are capped, over HTTP/1.1 and
-/// HTTP/2, making room among its own, and the API server's address is
+/// HTTP/2, making room among its own; a connection that has had no review
+/// answered carries one request at a time; and the API server's address is
 /// answered meanwhile.
 #[test]
 fn one_address_holds_at_most_its_connections_and_requests() {
@@ -402,7 +403,7 @@ fn one_address_holds_at_most_its_connections_and_requests() {
         &ca.leaf(&["127.0.0.1"]),
         &[
             "--max-connections-per-peer",
-            "2",
+            "3",
             "--max-requests-per-peer",
             "2",
             "--header-timeout",
@@ -429,42 +430,51 @@ fn one_address_holds_at_most_its_connections_and_requests() {
     let mut sender = rt.block_on(sender.ready()).unwrap();
     let _held = sender.send_request(h2_request(1), false).unwrap();
     webhook.wait_for_metric(IN_FLIGHT, 2.0, "the two requests never started");
-    past_grace();
-    // A second stream: over the address's requests, so the address's other
-    // connection, whose requests all wait, is cut for it.
-    let _second = rt.block_on(async {
+    // A second stream on the HTTP/2 connection, which has had no review
+    // answered: it waits for the first, holding nothing.
+    let _queued = rt.block_on(async {
         let mut sender = sender.ready().await.unwrap();
-        let second = sender.send_request(h2_request(1), false).unwrap();
-        assert_eq!(read_to_close(&mut first).await, "", "cut for the stream");
-        second
+        sender.send_request(h2_request(1), false).unwrap()
     });
-    webhook.wait_for_metric(IN_FLIGHT, 2.0, "the second stream never started");
-    assert_eq!(metric("evictions", "state=\"reading\""), 1.0);
-    assert_eq!(metric("refusals", "reason=\"peer_request_limit\""), 0.0);
-    // Two more connections: the second makes room among the address's own,
-    // taking the HTTP/2 connection, owing its bodies longer than the third
-    // has owed a request.
-    let third = rt.block_on(tls_from(OTHER_POD, &webhook.addr, &ca, false));
-    assert!(third.is_ok());
-    webhook.wait_for_metric(CONNECTIONS, 2.0, "the third connection never showed");
+    // A third request, on a new connection: over the address's requests, so
+    // the connection owing the longest, the first, is cut for it.
     past_grace();
+    let _third = rt.block_on(stalled(OTHER_POD, &webhook.addr, &ca, 1));
+    assert_eq!(
+        rt.block_on(read_to_close(&mut first)),
+        "",
+        "cut for the third"
+    );
+    webhook.wait_for_metric(IN_FLIGHT, 2.0, "the third request never started");
+    assert_eq!(metric("evictions", "state=\"reading\""), 1.0);
+    // Two more connections: the second makes room among the address's own,
+    // taking the HTTP/2 connection, owing its body longer than the others.
     let fourth = rt.block_on(tls_from(OTHER_POD, &webhook.addr, &ca, false));
     assert!(fourth.is_ok());
+    webhook.wait_for_metric(CONNECTIONS, 3.0, "the fourth connection never showed");
+    past_grace();
+    let fifth = rt.block_on(tls_from(OTHER_POD, &webhook.addr, &ca, false));
+    assert!(fifth.is_ok());
     webhook.wait_for_metric(
         "linkerd_multus_http_evictions_total{state=\"reading\"}",
         2.0,
-        "the address's fourth connection never made room",
+        "the address's fifth connection never made room",
     );
-    webhook.wait_for_metric(IN_FLIGHT, 0.0, "the HTTP/2 streams were never cut");
     assert!(
         rt.block_on(connection).is_ok(),
         "the HTTP/2 connection ended"
     );
-    // The API server's address is answered meanwhile, never refused.
+    // The API server's address is answered meanwhile; nothing was refused.
     let response = post_once(&webhook, &ca, review_in(&c.demo, json!({})));
     assert_eq!(patch_of(&response), attached());
-    assert_eq!(metric("refusals", "reason=\"connection_limit\""), 0.0);
-    assert_eq!(metric("refusals", "reason=\"peer_connection_limit\""), 0.0);
+    for reason in [
+        "connection_limit",
+        "peer_connection_limit",
+        "peer_request_limit",
+        "unproven_connection",
+    ] {
+        assert_eq!(metric("refusals", &format!("reason=\"{reason}\"")), 0.0);
+    }
 }
 
 /// A request whose body makes no progress for --body-stall-timeout is
