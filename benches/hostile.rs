@@ -52,6 +52,8 @@ mod https;
 mod kube_apiserver;
 #[path = "../tests/common/ports.rs"]
 mod ports;
+#[path = "../tests/common/process.rs"]
+mod process;
 #[path = "common/servers.rs"]
 mod servers;
 

@@ -14,24 +14,27 @@ use std::time::{Duration, Instant};
 
 use common::https::{Connection, connector, http_get};
 use common::kube_apiserver::{ControlPlane, free_port};
+use common::process::Guard;
 use common::{bin, repo_path};
 
 /// Runs scripts/e2e-webhook.sh against the binary's API server with `extra`
-/// flags; returns its output after checking that it passed.
+/// flags; returns its output after checking that it passed. Its webhook is
+/// in its group: killed with it, should the script leave it.
 fn e2e(plane: &ControlPlane, extra: &[&str]) -> String {
     let (port, ops) = (free_port(), free_port());
-    let out = Command::new("bash")
-        .arg(repo_path("scripts/e2e-webhook.sh"))
-        .args(["--url", &format!("https://127.0.0.1:{port}/mutate")])
-        .arg("--kubeconfig")
-        .arg(&plane.admin_kubeconfig)
-        .args(["--binary", bin()])
-        .args(["--listen", &format!("127.0.0.1:{port}")])
-        .args(["--ops-listen", &format!("127.0.0.1:{ops}")])
-        .args(extra)
-        .env("PATH", path_with_kubectl(plane))
-        .output()
-        .expect("running scripts/e2e-webhook.sh");
+    let out = Guard::output(
+        Command::new("bash")
+            .arg(repo_path("scripts/e2e-webhook.sh"))
+            .args(["--url", &format!("https://127.0.0.1:{port}/mutate")])
+            .arg("--kubeconfig")
+            .arg(&plane.admin_kubeconfig)
+            .args(["--binary", bin()])
+            .args(["--listen", &format!("127.0.0.1:{port}")])
+            .args(["--ops-listen", &format!("127.0.0.1:{ops}")])
+            .args(extra)
+            .env("PATH", path_with_kubectl(plane)),
+    )
+    .expect("running scripts/e2e-webhook.sh");
     let text = format!(
         "{}{}",
         String::from_utf8_lossy(&out.stdout),
@@ -131,17 +134,10 @@ fn granted(
 
 /// A webhook process, killed when dropped.
 struct Webhook {
-    child: std::process::Child,
+    _child: Guard,
     ops: String,
     addr: String,
     plane: &'static ControlPlane,
-}
-
-impl Drop for Webhook {
-    fn drop(&mut self) {
-        self.child.kill().ok();
-        self.child.wait().ok();
-    }
 }
 
 impl Webhook {
@@ -176,21 +172,22 @@ fn start_webhook(
     let (cert, key) = plane.leaf(&["127.0.0.1"]).write(dir);
     let ops = format!("127.0.0.1:{}", free_port());
     let addr = format!("127.0.0.1:{}", free_port());
-    let child = Command::new(bin())
-        .arg("webhook")
-        .args(["--listen", &addr])
-        .args(["--ops-listen", &ops])
-        .arg("--tls-cert")
-        .arg(cert)
-        .arg("--tls-key")
-        .arg(key)
-        .args(extra)
-        .env("KUBECONFIG", kubeconfig)
-        .envs(env.iter().copied())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let child = Guard::spawn(
+        Command::new(bin())
+            .arg("webhook")
+            .args(["--listen", &addr])
+            .args(["--ops-listen", &ops])
+            .arg("--tls-cert")
+            .arg(cert)
+            .arg("--tls-key")
+            .arg(key)
+            .args(extra)
+            .env("KUBECONFIG", kubeconfig)
+            .envs(env.iter().copied())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null()),
+    )
+    .unwrap();
     let deadline = Instant::now() + Duration::from_secs(60);
     while http_get(&ops, "/readyz").map(|(s, _)| s) != Some(200) {
         assert!(
@@ -201,7 +198,7 @@ fn start_webhook(
         std::thread::sleep(Duration::from_millis(100));
     }
     Webhook {
-        child,
+        _child: child,
         ops,
         addr,
         plane,

@@ -274,11 +274,10 @@ fn two_replicas_elect_one_writer_and_the_other_takes_over() {
     };
     assert_eq!(holder(), ["replica-a", "replica-b"][follower]);
     let leader = &mut replicas[follower];
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(leader.child.id() as i32),
-        nix::sys::signal::Signal::SIGTERM,
-    )
-    .unwrap();
+    leader
+        .child
+        .signal(nix::sys::signal::Signal::SIGTERM)
+        .unwrap();
     let status = leader.child.wait().unwrap();
     assert!(status.success(), "{status}");
     assert_eq!(holder(), "", "the Lease is released");

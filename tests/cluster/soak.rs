@@ -17,7 +17,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -27,6 +27,7 @@ use serde_json::{Value, json};
 
 use crate::common::https::{Connection, connector, http_get};
 use crate::common::kube_apiserver::{ApiServer, ControlPlane, free_port};
+use crate::common::process::Guard;
 use crate::common::{bin, repo_path};
 
 #[path = "soak/forwarder.rs"]
@@ -54,7 +55,7 @@ fn soak_seconds() -> u64 {
 /// A replica of `webhook --manage-nads`; killed when dropped.
 struct Replica {
     identity: String,
-    child: Child,
+    child: Guard,
     addr: SocketAddr,
     ops: String,
     log: PathBuf,
@@ -65,23 +66,24 @@ impl Replica {
         let addr: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
         let ops = format!("127.0.0.1:{}", free_port());
         let log = dir.join(format!("{identity}.log"));
-        let child = Command::new(bin())
-            .arg("webhook")
-            .arg("--manage-nads")
-            .args(["--listen", &addr.to_string(), "--ops-listen", &ops])
-            .arg("--tls-cert")
-            .arg(cert)
-            .arg("--tls-key")
-            .arg(key)
-            .args(["--lease-duration", "3s", "--identity", identity])
-            .args(["--shutdown-delay", "0s"])
-            .env("KUBECONFIG", kubeconfig)
-            .env("POD_NAMESPACE", "linkerd-multus")
-            .env_remove("RUST_LOG")
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&log).unwrap())
-            .spawn()
-            .expect("starting linkerd-multus webhook --manage-nads");
+        let child = Guard::spawn(
+            Command::new(bin())
+                .arg("webhook")
+                .arg("--manage-nads")
+                .args(["--listen", &addr.to_string(), "--ops-listen", &ops])
+                .arg("--tls-cert")
+                .arg(cert)
+                .arg("--tls-key")
+                .arg(key)
+                .args(["--lease-duration", "3s", "--identity", identity])
+                .args(["--shutdown-delay", "0s"])
+                .env("KUBECONFIG", kubeconfig)
+                .env("POD_NAMESPACE", "linkerd-multus")
+                .env_remove("RUST_LOG")
+                .stdout(Stdio::null())
+                .stderr(std::fs::File::create(&log).unwrap()),
+        )
+        .expect("starting linkerd-multus webhook --manage-nads");
         Replica {
             identity: identity.to_string(),
             child,
@@ -131,13 +133,6 @@ impl Replica {
 
     fn kill(&mut self) {
         self.child.kill().ok();
-        self.child.wait().ok();
-    }
-}
-
-impl Drop for Replica {
-    fn drop(&mut self) {
-        self.kill();
     }
 }
 

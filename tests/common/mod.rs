@@ -14,6 +14,7 @@ pub mod https;
 pub mod kube_apiserver;
 pub mod kubelet;
 pub mod ports;
+pub mod process;
 pub mod setters;
 pub mod shipped;
 mod yaml;
@@ -80,13 +81,14 @@ pub fn run_clean(args: &[&str], env: &[(&str, &str)], cwd: &Path, input: &str) -
 
 /// Runs `command` with `input` on stdin, capturing stdout and stderr.
 pub fn run_command(mut command: Command, input: &[u8]) -> Run {
-    let mut child = command
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("cannot start the linkerd-multus binary");
-    let mut stdin = child.stdin.take().expect("stdin");
+    let mut child = process::Guard::spawn(
+        command
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped()),
+    )
+    .expect("cannot start the linkerd-multus binary");
+    let mut stdin = child.take_stdin().expect("stdin");
     let data = input.to_vec();
     // Write from a thread so a binary that answers before reading everything cannot deadlock us.
     let writer = std::thread::spawn(move || {

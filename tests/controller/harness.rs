@@ -3,7 +3,7 @@
 //! controller process.
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -11,6 +11,7 @@ use serde_json::Value;
 use super::common::bin;
 use super::common::https::{Ca, http_get};
 use super::common::kube_apiserver::{ApiServer, ControlPlane, free_port};
+use super::common::process::Guard;
 
 pub const NAD: &str = "network-attachment-definitions.k8s.cni.cncf.io";
 pub const CONFIG_MAP: &str = include_str!("../../../shared/fixtures/linkerd-cni/version-2.19.yaml");
@@ -262,7 +263,7 @@ pub struct Audited {
 
 /// A running `webhook --manage-nads`; killed when dropped.
 pub struct Controller {
-    pub child: Child,
+    pub child: Guard,
     ops: String,
     log: PathBuf,
     _dir: tempfile::TempDir,
@@ -293,26 +294,27 @@ impl Controller {
         let (cert, key) = ca.leaf(&["127.0.0.1"]).write(dir.path());
         let ops = format!("127.0.0.1:{}", free_port());
         let log = s.dir.path().join(format!("{identity}.log"));
-        let child = Command::new(bin())
-            .args(["webhook", "--manage-nads"])
-            .args(["--listen", &format!("127.0.0.1:{}", free_port())])
-            .args(["--ops-listen", &ops])
-            .arg("--tls-cert")
-            .arg(&cert)
-            .arg("--tls-key")
-            .arg(&key)
-            .args(["--cni-namespace", &s.cni])
-            .args(["--linkerd-namespace", &s.control_plane])
-            .args(["--lease-duration", lease, "--identity", identity])
-            .args(["--shutdown-delay", "0s"])
-            .args(extra)
-            .env("KUBECONFIG", kubeconfig)
-            .env("POD_NAMESPACE", &s.home)
-            .env_remove("RUST_LOG")
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&log).unwrap())
-            .spawn()
-            .expect("starting linkerd-multus webhook --manage-nads");
+        let child = Guard::spawn(
+            Command::new(bin())
+                .args(["webhook", "--manage-nads"])
+                .args(["--listen", &format!("127.0.0.1:{}", free_port())])
+                .args(["--ops-listen", &ops])
+                .arg("--tls-cert")
+                .arg(&cert)
+                .arg("--tls-key")
+                .arg(&key)
+                .args(["--cni-namespace", &s.cni])
+                .args(["--linkerd-namespace", &s.control_plane])
+                .args(["--lease-duration", lease, "--identity", identity])
+                .args(["--shutdown-delay", "0s"])
+                .args(extra)
+                .env("KUBECONFIG", kubeconfig)
+                .env("POD_NAMESPACE", &s.home)
+                .env_remove("RUST_LOG")
+                .stdout(Stdio::null())
+                .stderr(std::fs::File::create(&log).unwrap()),
+        )
+        .expect("starting linkerd-multus webhook --manage-nads");
         Controller {
             child,
             ops,
@@ -348,13 +350,6 @@ impl Controller {
 
     pub fn kill(&mut self) {
         self.child.kill().ok();
-        self.child.wait().ok();
-    }
-}
-
-impl Drop for Controller {
-    fn drop(&mut self) {
-        self.kill();
     }
 }
 
@@ -391,13 +386,13 @@ pub trait StdinBytes {
 impl StdinBytes for Command {
     fn stdin_bytes(&mut self, input: &[u8]) -> String {
         use std::io::Write;
-        let mut child = self
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        child.stdin.take().unwrap().write_all(input).unwrap();
+        let mut child = Guard::spawn(
+            self.stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped()),
+        )
+        .unwrap();
+        child.take_stdin().unwrap().write_all(input).unwrap();
         let out = child.wait_with_output().unwrap();
         assert!(
             out.status.success(),

@@ -432,28 +432,29 @@ fn json_logging_webhook(kubeconfig: &Path, leaf: &Leaf) -> Webhook {
     let dir = tempfile::tempdir().unwrap();
     let (cert, key) = leaf.write(dir.path());
     let (port, ops_port) = (free_port(), free_port());
-    let child = Command::new(bin())
-        .args([
-            "webhook",
-            "--log-format",
-            "json",
-            // Each patch is logged at debug.
-            "--log-level",
-            "info,linkerd_multus=debug",
-            "--shutdown-delay",
-            "500ms",
-        ])
-        .args(["--listen", &format!("127.0.0.1:{port}")])
-        .args(["--ops-listen", &format!("127.0.0.1:{ops_port}")])
-        .arg("--tls-cert")
-        .arg(&cert)
-        .arg("--tls-key")
-        .arg(&key)
-        .env("KUBECONFIG", kubeconfig)
-        .env_remove("RUST_LOG")
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = Guard::spawn(
+        Command::new(bin())
+            .args([
+                "webhook",
+                "--log-format",
+                "json",
+                // Each patch is logged at debug.
+                "--log-level",
+                "info,linkerd_multus=debug",
+                "--shutdown-delay",
+                "500ms",
+            ])
+            .args(["--listen", &format!("127.0.0.1:{port}")])
+            .args(["--ops-listen", &format!("127.0.0.1:{ops_port}")])
+            .arg("--tls-cert")
+            .arg(&cert)
+            .arg("--tls-key")
+            .arg(&key)
+            .env("KUBECONFIG", kubeconfig)
+            .env_remove("RUST_LOG")
+            .stderr(Stdio::piped()),
+    )
+    .unwrap();
     Webhook {
         child,
         addr: format!("127.0.0.1:{port}"),
