@@ -197,23 +197,13 @@ fn helm_post_render() -> String {
 fn kustomize_exec(examples: &Path) -> String {
     let dir = tempfile::tempdir().unwrap();
     copy_dir(&examples.join("kustomize-exec"), dir.path());
-    let bin_dir = Path::new(bin()).parent().unwrap();
-    let path = format!(
-        "{}:{}",
-        bin_dir.display(),
-        std::env::var("PATH").unwrap_or_default()
+    let out = common::kustomize_exec(dir.path());
+    assert!(
+        out.status.success(),
+        "kustomize-exec: {}",
+        String::from_utf8_lossy(&out.stderr)
     );
-    output(
-        "kustomize-exec",
-        Command::new("kubectl")
-            .args(["kustomize", "--enable-alpha-plugins"])
-            .arg(dir.path())
-            .env("PATH", path)
-            .env(
-                "KUSTOMIZE_PLUGIN_HOME",
-                repo_path("functions/linkerd-multus/kustomize/plugin"),
-            ),
-    )
+    String::from_utf8(out.stdout).unwrap()
 }
 
 /// `kind/namespace/name=resourceVersion` of every object of `source`, as the

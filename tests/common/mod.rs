@@ -106,6 +106,33 @@ pub fn run_command(mut command: Command, input: &[u8]) -> Run {
     }
 }
 
+/// `kubectl kustomize --enable-alpha-plugins` of `dir`, with the binary under test on PATH
+/// for the exec plugin of `functions/linkerd-multus/kustomize/plugin`. kustomize leaves each
+/// exec plugin's config in TMPDIR (`kust-plugin-config-*`): it gets a folder of its own,
+/// removed after.
+pub fn kustomize_exec(dir: &Path) -> std::process::Output {
+    let tmp = tempfile::tempdir().unwrap();
+    let bin_dir = Path::new(bin()).parent().unwrap();
+    let path = format!(
+        "{}:{}",
+        bin_dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    Command::new("kubectl")
+        .args(["kustomize", "--enable-alpha-plugins"])
+        .arg(dir)
+        .env("PATH", path)
+        .env(
+            "KUSTOMIZE_PLUGIN_HOME",
+            repo_path("functions/linkerd-multus/kustomize/plugin"),
+        )
+        .env("TMPDIR", tmp.path())
+        .output()
+        .expect(
+            "kubectl is not installed: these tests run the real kubectl kustomize (see README.md)",
+        )
+}
+
 /// `None` when equal, else a message naming the first differing line of `expected` and `actual`.
 pub fn first_difference(what: &str, expected: &str, actual: &str) -> Option<String> {
     if expected == actual {
