@@ -46,7 +46,8 @@ pub struct PartsFlags {
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
     /// Also run the NAD controller, which makes the linkerd-cni NAD in each
-    /// enabled namespace, with its rights [default: false].
+    /// enabled namespace: a Deployment apart from the webhook's, with its
+    /// own ServiceAccount and rights [default: false].
     #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true,
           default_missing_value = "true", value_parser = go::parse_bool)]
     manage_nads: Option<bool>,
