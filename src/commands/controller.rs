@@ -41,7 +41,8 @@ pub struct ControllerArgs {
     /// Also restart the workloads whose pods run an older Linkerd-CNI config
     /// than their namespace's NAD holds, where the pod template or the
     /// namespace says multus.linkerd.io/restart-on-config-change: enabled
-    /// (docs/config-rollouts.md). Needs the rights of ../deploy-restarts.
+    /// (docs/config-rollouts.md); never in Kubernetes', OpenShift's, Linkerd's
+    /// or Linkerd-CNI's namespaces. Needs the rights of ../deploy-restarts.
     #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true,
           default_missing_value = "true", default_value = "false",
           action = clap::ArgAction::Set)]

@@ -271,6 +271,8 @@ async fn reconcile_all(client: Client, shared: &Shared, fence: Fence) {
             nads: nad_store.clone(),
             namespaces: ns_store.clone(),
             nad_name: shared.settings.nad_name.clone(),
+            linkerd_namespace: shared.settings.linkerd_namespace.clone(),
+            cni_namespace: shared.settings.cni_namespace.clone(),
             fence: context.fence.clone(),
             events: shared.events.clone(),
             metrics: shared.metrics.clone(),

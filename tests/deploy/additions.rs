@@ -348,3 +348,87 @@ fn network_resources_recipe_agrees_with_the_webhook() {
         Some("true")
     );
 }
+
+// ------------------------------------------------------------------------------------------
+// deploy-restarts/: the restarts' rights, bound to the controller's account, and the policy
+// that cuts them to what the restarts do.
+
+const RESTARTS: &str = "linkerd-multus-restarts";
+
+/// The CEL list literal of `variables.<name>` of the policy: its strings.
+fn cel_list(policy: &Yaml, name: &str) -> Vec<String> {
+    let expression = policy
+        .at(&["spec", "variables"])
+        .unwrap()
+        .seq()
+        .iter()
+        .find(|v| v.str_at(&["name"]) == Some(name))
+        .and_then(|v| v.str_at(&["expression"]))
+        .unwrap_or_else(|| panic!("variable {name}"));
+    let inner = expression
+        .strip_prefix('[')
+        .and_then(|e| e.strip_suffix(']'))
+        .unwrap_or_else(|| panic!("{name} is a list literal: {expression}"));
+    inner
+        .split(',')
+        .map(|item| item.trim().trim_matches('\'').to_string())
+        .collect()
+}
+
+#[test]
+fn restarts_rights_are_the_controller_s_and_the_policy_names_the_reserved_namespaces() {
+    let pkg = addition("deploy-restarts");
+    let ids: BTreeSet<(String, String, String)> =
+        pkg.resources.iter().map(|(_, r)| r.id()).collect();
+    let id = |k: &str| (k.to_string(), String::new(), RESTARTS.to_string());
+    assert_eq!(
+        ids,
+        BTreeSet::from([
+            id("ClusterRole"),
+            id("ClusterRoleBinding"),
+            id("ValidatingAdmissionPolicy"),
+            id("ValidatingAdmissionPolicyBinding"),
+        ])
+    );
+    let subjects = pkg
+        .get("ClusterRoleBinding", RESTARTS)
+        .get("subjects")
+        .unwrap()
+        .seq();
+    assert_eq!(subjects.len(), 1);
+    assert_eq!(subjects[0].str_at(&["name"]), Some(CONTROLLER));
+    let policy = pkg.get("ValidatingAdmissionPolicy", RESTARTS);
+    assert_eq!(policy.str_at(&["spec", "failurePolicy"]), Some("Fail"));
+    let conditions = policy.at(&["spec", "matchConditions"]).unwrap().seq();
+    assert_eq!(
+        conditions[0].str_at(&["expression"]),
+        Some(
+            "request.userInfo.username == 'system:serviceaccount:linkerd-multus:linkerd-multus-nad-controller'"
+        ),
+        "the controller's account alone"
+    );
+    // One list with install's refusals: src/k8s/reserved.rs.
+    use linkerd_multus::k8s::reserved::{NAMES, PREFIXES};
+    let names: Vec<&str> = NAMES.iter().map(|(name, _)| *name).collect();
+    let prefixes: Vec<&str> = PREFIXES.iter().map(|(prefix, _)| *prefix).collect();
+    assert_eq!(cel_list(policy, "reservedNames"), names);
+    assert_eq!(cel_list(policy, "reservedPrefixes"), prefixes);
+    assert_eq!(
+        cel_list(policy, "settingsNamespaces"),
+        ["linkerd", "linkerd-cni"],
+        "the setters linkerd-namespace and cni-namespace at their defaults"
+    );
+    let binding = pkg.get("ValidatingAdmissionPolicyBinding", RESTARTS);
+    assert_eq!(binding.str_at(&["spec", "policyName"]), Some(RESTARTS));
+    assert_eq!(
+        strings(binding.at(&["spec", "validationActions"])),
+        ["Deny"]
+    );
+    assert!(
+        binding.at(&["spec", "matchResources"]).is_none(),
+        "every namespace"
+    );
+    for (rel, r) in &pkg.resources {
+        assert!(round_trip_any(r), "deploy-restarts/{rel}: {:?}", r.id());
+    }
+}

@@ -54,8 +54,12 @@ pub const NAD_CONTROLLER: [File; 4] = [
     file!("deploy-nad-controller/poddisruptionbudget.yaml"),
     file!("deploy-nad-controller/deployment.yaml"),
 ];
-/// The rights of the NAD controller's restarts of stale workloads.
-pub const RESTARTS: [File; 1] = [file!("deploy-restarts/rbac.yaml")];
+/// The rights of the NAD controller's restarts of stale workloads, and the
+/// ValidatingAdmissionPolicy that cuts them to what the restarts do.
+pub const RESTARTS: [File; 2] = [
+    file!("deploy-restarts/rbac.yaml"),
+    file!("deploy-restarts/policy.yaml"),
+];
 /// The network-resources rules' rights and settings.
 pub const NETWORK_RESOURCES: [File; 2] = [
     file!("deploy-network-resources/rbac.yaml"),
@@ -252,6 +256,8 @@ mod tests {
             of::<rbac::v1::Role>(),
             of::<rbac::v1::RoleBinding>(),
             of::<admissionregistration::v1::MutatingWebhookConfiguration>(),
+            of::<admissionregistration::v1::ValidatingAdmissionPolicy>(),
+            of::<admissionregistration::v1::ValidatingAdmissionPolicyBinding>(),
             ("Issuer", "issuers"),
             ("Certificate", "certificates"),
         ];
