@@ -1,7 +1,7 @@
 //! `check` of the NAD controller installed apart from the webhook (`install --manage-nads`):
 //! its Deployment's readiness, its leadership (a ready pod of its own holds the Lease,
-//! renewed), and the webhook of an earlier release's layout, which ran the controller in its
-//! own process. A cluster of its own, with the stand-ins of check_harness.rs: the
+//! renewed), `--pre`'s question for the restarts' policy, and the webhook of an earlier
+//! release's layout, which ran the controller in its own process. A cluster of its own, with the stand-ins of check_harness.rs: the
 //! Deployment's status, its pods and their readiness written as their controllers would.
 
 use k8s_openapi::jiff::{Timestamp, ToSpan};
@@ -126,6 +126,14 @@ fn the_controller_s_readiness_and_leadership_are_checked_and_an_earlier_layout_n
             }
         }
     }
+
+    // With the restarts, --pre asks whether the API server serves their policy (1.30+).
+    let pre = seen(
+        plane,
+        &["--pre", "--manage-nads", "--restart-stale-workloads"],
+        "the API server serves ValidatingAdmissionPolicies (the restarts' policy)",
+    );
+    assert_eq!(pre["result"], "success", "{pre}");
 
     // The webhook of an earlier release's layout: it runs the controller in its process.
     let description = "linkerd-multus-webhook runs no NAD controller";
