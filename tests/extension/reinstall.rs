@@ -1,7 +1,7 @@
 //! `install`'s output applied client-side, as a user who pipes it to a plain `kubectl apply
 //! -f -` does, against a real kube-apiserver: applied again it changes nothing (every
 //! object keeps its resourceVersion; kubectl says `unchanged` of each but the
-//! PodDisruptionBudget, below). Then `uninstall | kubectl delete
+//! PodDisruptionBudgets, below). Then `uninstall | kubectl delete
 //! -f -` and, at once, install again: while the namespace is still being deleted (a lone
 //! API server never finishes: it has no namespace controller), `install` prints nothing
 //! and says to wait, and `check --pre` and `check` name the namespace being deleted.
