@@ -1,4 +1,4 @@
-//! Benchmark of the NAD controller (`linkerd-multus webhook --manage-nads`)
+//! Benchmark of the NAD controller (`linkerd-multus controller`)
 //! at scale, against a real kube-apiserver.
 //!
 //! `cargo bench --bench controller` starts etcd and kube-apiserver with the
@@ -105,35 +105,20 @@ struct Controller {
 
 impl Controller {
     fn start(kubeconfig: &Path, dir: &Path, log: &str, concurrency: usize) -> Result<Controller> {
-        let ca = https::Ca::new("bench CA");
-        let (cert, key) = ca.leaf(&["127.0.0.1"]).write(dir);
         let ops = format!("127.0.0.1:{}", kube_apiserver::free_port());
         let child = Guard::spawn(
             Command::new(env!("CARGO_BIN_EXE_linkerd-multus"))
-                .args([
-                    "webhook",
-                    "--manage-nads",
-                    "--lease-namespace",
-                    "linkerd-cni",
-                ])
-                .args([
-                    "--listen",
-                    &format!("127.0.0.1:{}", kube_apiserver::free_port()),
-                ])
+                .args(["controller", "--lease-namespace", "linkerd-cni"])
                 .args(["--ops-listen", &ops])
                 .arg("--restart-stale-workloads")
                 .arg(format!("--restart-concurrency={concurrency}"))
-                .arg("--tls-cert")
-                .arg(cert)
-                .arg("--tls-key")
-                .arg(key)
-                .args(["--log-level", "info", "--shutdown-delay", "0s"])
+                .args(["--log-level", "info"])
                 .env("KUBECONFIG", kubeconfig)
                 .env_remove("RUST_LOG")
                 .stdout(Stdio::null())
                 .stderr(std::fs::File::create(dir.join(log))?),
         )
-        .context("starting linkerd-multus webhook --manage-nads")?;
+        .context("starting linkerd-multus controller")?;
         Ok(Controller { child, ops })
     }
 

@@ -1,6 +1,6 @@
-//! The NAD controller (`linkerd-multus webhook --manage-nads`) against a real
+//! The NAD controller (`linkerd-multus controller`) against a real
 //! kube-apiserver (tests/common/kube_apiserver.rs), with exactly the rights of
-//! its packages (deploy/rbac.yaml and deploy-nad-controller/rbac.yaml). The
+//! its package (deploy-nad-controller/rbac.yaml), none of the webhook's. The
 //! controller acts on every namespace, so each test has an API server of its
 //! own (`ControlPlane::own`). Here its life with one replica and a simple
 //! failover; what it owns in `ownership`, failovers with renewals failing in
@@ -21,6 +21,8 @@ mod proxy;
 mod restarts;
 #[path = "controller/retries.rs"]
 mod retries;
+#[path = "controller/startup.rs"]
+mod startup;
 
 use std::time::Duration;
 

@@ -33,6 +33,7 @@ mod mistakes;
 mod network_resources;
 mod render;
 mod shipped;
+mod upgrade;
 mod validate;
 mod versions;
 mod webhook;

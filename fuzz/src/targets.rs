@@ -339,7 +339,6 @@ pub fn admission_review(data: &[u8]) {
         let check = NadCheck {
             nads: &EveryNad,
             policy: MissingNad::Deny,
-            managed: false,
         };
         admission::answer(
             request,

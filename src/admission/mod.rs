@@ -68,8 +68,6 @@ pub struct NadCheck<'a> {
     pub nads: &'a dyn NadConfigs,
     /// What to do when the pod's namespace lacks the NAD.
     pub policy: MissingNad,
-    /// Whether the webhook's NAD controller (`--manage-nads`) makes missing NADs.
-    pub managed: bool,
 }
 
 /// How a review was answered, for metrics and logs.
@@ -292,16 +290,13 @@ fn missing_nad(
             ))),
         };
     }
-    match (check.policy, check.managed) {
-        (MissingNad::Attach, true) => verdict.warnings.push(format!(
-            "namespace {namespace} has no NetworkAttachmentDefinition {nad} yet: the NAD controller (--manage-nads) is making it; until it exists the pod's sandbox fails and kubelet retries it"
-        )),
-        (MissingNad::Attach, false) => verdict.warnings.push(format!(
-            "namespace {namespace} has no NetworkAttachmentDefinition {nad}: the pod cannot start until it exists (--missing-nad attach)"
+    match check.policy {
+        MissingNad::Attach => verdict.warnings.push(format!(
+            "namespace {namespace} has no NetworkAttachmentDefinition {nad} yet: the NAD controller makes it where it runs (linkerd-multus controller); until it exists the pod's sandbox fails and kubelet retries it (--missing-nad attach)"
         )),
         _ => {
             return Err(Refusal::Deny(format!(
-                "namespace {namespace} has no NetworkAttachmentDefinition {nad}, which Multus needs to start this pod with Linkerd-CNI: render the NAD from Git (linkerd-multus generates it for namespaces annotated linkerd.io/multus: enabled), or run the webhook with --manage-nads so that it makes it"
+                "namespace {namespace} has no NetworkAttachmentDefinition {nad}, which Multus needs to start this pod with Linkerd-CNI: render the NAD from Git (linkerd-multus generates it for namespaces annotated linkerd.io/multus: enabled), or run the NAD controller so that it makes it (linkerd multus install --manage-nads)"
             )));
         }
     }

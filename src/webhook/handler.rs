@@ -44,8 +44,6 @@ pub struct Admission {
     pub nads: Option<Arc<NadCache>>,
     /// What to do with a pod attached in a namespace without the NAD.
     pub missing_nad: MissingNad,
-    /// Whether the NAD controller makes missing NADs.
-    pub managed: bool,
     /// The answer for a pod the webhook cannot decide on.
     pub on_error: OnError,
     /// The namespace cache.
@@ -253,7 +251,6 @@ impl Admission {
         let nad_check = (self.missing_nad != MissingNad::Ignore).then_some(NadCheck {
             nads: &nads,
             policy: self.missing_nad,
-            managed: self.managed,
         });
         let answer = admission::answer(
             request,
