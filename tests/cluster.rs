@@ -164,7 +164,7 @@ impl Webhook {
 /// A process of `linkerd-multus` with its ops port alone (the NAD controller), killed when
 /// dropped.
 struct Process {
-    child: Guard,
+    _child: Guard,
     ops: String,
 }
 
@@ -182,7 +182,7 @@ impl Process {
                 .stderr(Stdio::null()),
         )
         .unwrap();
-        let process = Process { child, ops };
+        let process = Process { _child: child, ops };
         let deadline = Instant::now() + Duration::from_secs(60);
         while http_get(&process.ops, "/readyz").map(|(s, _)| s) != Some(200) {
             assert!(

@@ -26,8 +26,8 @@ use serde_json::Value;
 use crate::common;
 use common::https::http_get;
 use common::kube_apiserver::{ControlPlane, free_port};
-use common::process::Guard;
 use common::kubelet::{Cluster, Runtime};
+use common::process::Guard;
 use common::shipped::{
     NAD_CONTROLLER, NS, READY, WEBHOOK, check_passes, enabled_namespace, no_warnings, stops_cleanly,
 };
