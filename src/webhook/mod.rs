@@ -148,7 +148,9 @@ pub struct Args {
     #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = humantime::parse_duration)]
     pub live_read_timeout: Duration,
     /// After SIGTERM, how long to keep serving while /readyz fails, so the
-    /// pod leaves the Service's endpoints before it stops accepting.
+    /// pod leaves the Service's endpoints before it stops accepting; each
+    /// HTTP/1 answer meanwhile closes its connection, so the API server's next
+    /// review goes over a new one to a current replica.
     #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = humantime::parse_duration)]
     pub shutdown_delay: Duration,
     /// How long to wait for requests in flight once it stops accepting.
@@ -264,6 +266,7 @@ async fn serve(
         false => Metrics::new(),
     };
     let (stop, stopped) = tokio::sync::watch::channel(false);
+    let draining = stopped.clone();
     let companion_task = match companion {
         Some(start) => {
             let mut once = config;
@@ -321,7 +324,16 @@ async fn serve(
         metrics: metrics.clone(),
     });
     let shutdown = shutdown(stop, health, args.shutdown_delay);
-    server::serve(listener, tls, limits(&args), handler, metrics, shutdown).await;
+    server::serve(
+        listener,
+        tls,
+        limits(&args),
+        handler,
+        metrics,
+        draining,
+        shutdown,
+    )
+    .await;
     if let Some(task) = companion_task {
         task.await.ok();
     }
@@ -379,8 +391,10 @@ fn start_caches(
     }
 }
 
-/// Waits for SIGTERM or SIGINT, then stops the NAD controller, fails /readyz
-/// and keeps serving for `delay`, for the pod to leave the Service's endpoints.
+/// Waits for SIGTERM or SIGINT, then stops the NAD controller, fails /readyz,
+/// has each HTTP/1 answer close its connection (`stop` turned true tells the
+/// server too), and keeps serving for `delay`, for the pod to leave the
+/// Service's endpoints and the API server its connections to the pod.
 async fn shutdown(
     stop: tokio::sync::watch::Sender<bool>,
     health: Arc<ops::Health>,
