@@ -22,6 +22,21 @@
 use ipnet::IpNet;
 use serde_json::{Map as JsonMap, Value};
 
+use crate::work::{self, Distinct};
+
+/// The most ranges one NAD's IPAM may list (the ranges cap): host-local's `ranges`, summed
+/// over its range sets, and its `subnet`; whereabouts' `ipRanges` and `range`. A network has
+/// a range per family, and a pool split in a few; each range becomes a subnet a pod skips.
+pub const MAX_RANGES: usize = 32;
+/// The most static addresses one NAD's IPAM may list (the addresses cap): `addresses` of the
+/// static IPAM (and whereabouts beside its ranges); an interface has one address per family.
+pub const MAX_ADDRESSES: usize = 32;
+/// The most routes one NAD's IPAM may list (the routes cap): `routes`. A secondary network
+/// routes a few prefixes through its gateway, a storage or telco network a few dozen; each
+/// destination becomes a subnet a pod skips, which Linkerd-CNI turns into an iptables rule
+/// of its own.
+pub const MAX_ROUTES: usize = 128;
+
 /// What a network's IPAM tells of the networks its interface joins.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Ipam {
@@ -72,6 +87,22 @@ pub enum IpamError {
         value: String,
         /// What it should be.
         expected: &'static str,
+    },
+    /// A list longer than its cap ([`MAX_RANGES`], [`MAX_ADDRESSES`], [`MAX_ROUTES`]).
+    #[error(
+        "\"{field}\" lists {count} {what}; at most {cap} are read (the {what} cap): each becomes a subnet the pods that select the network skip; {fix}"
+    )]
+    TooMany {
+        /// The field, as a path in the configuration.
+        field: String,
+        /// `ranges`, `addresses` or `routes`: what the cap counts.
+        what: &'static str,
+        /// How many it lists.
+        count: usize,
+        /// The cap.
+        cap: usize,
+        /// What to do.
+        fix: &'static str,
     },
     /// An IPAM that names no range where its type needs one.
     #[error("\"{field}\" has no {what}: its type {kind} needs one")]
@@ -129,7 +160,7 @@ pub fn read_value(config: &Value) -> Result<Ipam, IpamError> {
             });
         }
     };
-    let mut subnets = Vec::new();
+    let mut subnets = Distinct::default();
     match kind {
         "dhcp" => return Ok(Ipam::Dhcp),
         "static" => static_addresses(ipam, &path, &mut subnets)?,
@@ -161,13 +192,17 @@ pub fn read_value(config: &Value) -> Result<Ipam, IpamError> {
             });
         }
     }
-    let mut routes = Vec::new();
-    for (i, route) in array(ipam, "routes").iter().enumerate() {
+    let mut routes = Distinct::default();
+    let listed = capped(ipam, "routes", path.as_str(), MAX_ROUTES, ROUTES_FIX)?;
+    for (i, route) in listed.iter().enumerate() {
         let field = format!("{path}.routes[{i}].dst");
         let why = "is not a string: a route names its destination";
         push(&mut routes, cidr_at(route.get("dst"), &field, why, cidr)?);
     }
-    Ok(Ipam::Subnets { subnets, routes })
+    Ok(Ipam::Subnets {
+        subnets: subnets.into_vec(),
+        routes: routes.into_vec(),
+    })
 }
 
 fn is_empty(ipam: &Value) -> bool {
@@ -182,12 +217,47 @@ fn array<'a>(object: &'a JsonMap<String, Value>, key: &str) -> &'a [Value] {
         .map_or(&[], Vec::as_slice)
 }
 
-/// `net` masked to its network, once.
-fn push(list: &mut Vec<IpNet>, net: IpNet) {
-    let net = net.trunc();
-    if !list.contains(&net) {
-        list.push(net);
+/// What to do about too many routes.
+const ROUTES_FIX: &str = "summarize them in fewer, wider routes";
+/// What to do about too many ranges or addresses.
+const RANGES_FIX: &str = "give the network fewer, wider ranges";
+
+/// The array at `key` of `ipam` (at `path`), refused when it holds more than `cap` entries.
+fn capped<'a>(
+    ipam: &'a JsonMap<String, Value>,
+    key: &'static str,
+    path: &str,
+    cap: usize,
+    fix: &'static str,
+) -> Result<&'a [Value], IpamError> {
+    let list = array(ipam, key);
+    too_many(list.len(), cap, || format!("{path}.{key}"), key, fix)?;
+    Ok(list)
+}
+
+/// Refuses `count` entries of `what` (at `field`) over `cap`.
+fn too_many(
+    count: usize,
+    cap: usize,
+    field: impl FnOnce() -> String,
+    what: &'static str,
+    fix: &'static str,
+) -> Result<(), IpamError> {
+    match count > cap {
+        true => Err(IpamError::TooMany {
+            field: field(),
+            what,
+            count,
+            cap,
+            fix,
+        }),
+        false => Ok(()),
     }
+}
+
+/// `net` masked to its network, once.
+fn push(list: &mut Distinct<IpNet>, net: IpNet) {
+    list.insert(net.trunc());
 }
 
 /// The string at `field` (`value`), read by `parse`; `why` says what is wrong when it is
@@ -219,9 +289,10 @@ fn cidr(text: &str, field: &str) -> Result<IpNet, IpamError> {
 fn static_addresses(
     ipam: &JsonMap<String, Value>,
     path: &str,
-    subnets: &mut Vec<IpNet>,
+    subnets: &mut Distinct<IpNet>,
 ) -> Result<(), IpamError> {
-    for (i, entry) in array(ipam, "addresses").iter().enumerate() {
+    let listed = capped(ipam, "addresses", path, MAX_ADDRESSES, RANGES_FIX)?;
+    for (i, entry) in listed.iter().enumerate() {
         let field = format!("{path}.addresses[{i}].address");
         let why = "is not a string: a static address is ADDRESS/PREFIX";
         push(subnets, cidr_at(entry.get("address"), &field, why, cidr)?);
@@ -232,9 +303,23 @@ fn static_addresses(
 fn host_local(
     ipam: &JsonMap<String, Value>,
     path: &str,
-    subnets: &mut Vec<IpNet>,
+    subnets: &mut Distinct<IpNet>,
 ) -> Result<(), IpamError> {
-    for (i, set) in array(ipam, "ranges").iter().enumerate() {
+    let sets = array(ipam, "ranges");
+    work::count(sets.len());
+    let count = sets
+        .iter()
+        .map(|set| set.as_array().map_or(1, Vec::len))
+        .sum::<usize>()
+        + usize::from(ipam.contains_key("subnet"));
+    too_many(
+        count,
+        MAX_RANGES,
+        || format!("{path}.ranges"),
+        "ranges",
+        RANGES_FIX,
+    )?;
+    for (i, set) in sets.iter().enumerate() {
         let Value::Array(set) = set else {
             return Err(IpamError::Shape {
                 field: format!("{path}.ranges[{i}]"),
@@ -260,9 +345,18 @@ fn host_local(
 fn whereabouts(
     ipam: &JsonMap<String, Value>,
     path: &str,
-    subnets: &mut Vec<IpNet>,
+    subnets: &mut Distinct<IpNet>,
 ) -> Result<(), IpamError> {
-    for (i, entry) in array(ipam, "ipRanges").iter().enumerate() {
+    let listed = array(ipam, "ipRanges");
+    let count = listed.len() + usize::from(ipam.contains_key("range"));
+    too_many(
+        count,
+        MAX_RANGES,
+        || format!("{path}.ipRanges"),
+        "ranges",
+        RANGES_FIX,
+    )?;
+    for (i, entry) in listed.iter().enumerate() {
         let field = format!("{path}.ipRanges[{i}].range");
         let range = cidr_at(
             entry.get("range"),
@@ -432,6 +526,82 @@ mod tests {
             "\"plugins[0].ipam\" has no \"range\", \"ipRanges\" or \"addresses\"",
         ),
     ];
+
+    /// A CNI configuration whose IPAM lists `n` of one kind of entry: (the cap's field, the
+    /// cap, the configuration).
+    fn listing(kind: &str, n: usize) -> String {
+        let nets = |f: &dyn Fn(usize) -> String| (0..n).map(f).collect::<Vec<_>>().join(", ");
+        let net = |i: usize| format!("10.{}.{}.0/24", i / 256, i % 256);
+        let ipam = match kind {
+            "routes" => format!(
+                r#"{{"type": "static", "addresses": [{{"address": "192.168.0.2/24"}}], "routes": [{}]}}"#,
+                nets(&|i| format!(r#"{{"dst": "{}"}}"#, net(i)))
+            ),
+            "addresses" => format!(
+                r#"{{"type": "static", "addresses": [{}]}}"#,
+                nets(&|i| format!(r#"{{"address": "{}"}}"#, net(i)))
+            ),
+            "host-local ranges" => format!(
+                r#"{{"type": "host-local", "ranges": [[{}]]}}"#,
+                nets(&|i| format!(r#"{{"subnet": "{}"}}"#, net(i)))
+            ),
+            _ => format!(
+                r#"{{"type": "whereabouts", "ipRanges": [{}]}}"#,
+                nets(&|i| format!(r#"{{"range": "{}"}}"#, net(i)))
+            ),
+        };
+        format!(r#"{{"type": "macvlan", "ipam": {ipam}}}"#)
+    }
+
+    /// Each cap: at it, every entry is read; one over it, the IPAM is refused, naming the
+    /// field, the count and the cap.
+    #[test]
+    fn each_cap_reads_up_to_its_limit_and_names_itself_past_it() {
+        let caps = [
+            ("routes", MAX_ROUTES, "ipam.routes", "routes"),
+            ("addresses", MAX_ADDRESSES, "ipam.addresses", "addresses"),
+            ("host-local ranges", MAX_RANGES, "ipam.ranges", "ranges"),
+            ("whereabouts ranges", MAX_RANGES, "ipam.ipRanges", "ranges"),
+        ];
+        for (kind, cap, field, what) in caps {
+            let Ok(Ipam::Subnets { subnets, routes }) = read(&listing(kind, cap)) else {
+                panic!(
+                    "{kind} at the cap is refused: {:?}",
+                    read(&listing(kind, cap))
+                );
+            };
+            assert_eq!(
+                subnets.len() + routes.len(),
+                cap + usize::from(kind == "routes")
+            );
+            let error = read(&listing(kind, cap + 1)).expect_err(kind);
+            assert_eq!(
+                error.to_string().split(':').next().unwrap(),
+                format!(
+                    "\"{field}\" lists {} {what}; at most {cap} are read (the {what} cap)",
+                    cap + 1
+                ),
+                "{kind}"
+            );
+        }
+    }
+
+    /// An IPAM far past a cap is refused after counting: the work does not grow with it.
+    #[test]
+    fn an_ipam_past_a_cap_is_refused_before_its_entries_are_read() {
+        for kind in [
+            "routes",
+            "addresses",
+            "host-local ranges",
+            "whereabouts ranges",
+        ] {
+            let units = |n| {
+                let config: Value = serde_json::from_str(&listing(kind, n)).unwrap();
+                crate::work::measure(|| read_value(&config)).1
+            };
+            assert_eq!(units(1_000), units(5_000), "{kind}");
+        }
+    }
 
     #[test]
     fn what_cannot_be_read_is_named() {
