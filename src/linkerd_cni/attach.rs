@@ -18,7 +18,9 @@ use crate::k8s::workload::{
 };
 use crate::linkerd_cni::settings::Settings;
 use crate::multus::interface_name;
-use crate::multus::networks::{NETWORKS_ANNOTATION, Networks, NetworksError, Selection};
+use crate::multus::networks::{
+    MAX_SELECTIONS, NETWORKS_ANNOTATION, Networks, NetworksError, Selection,
+};
 use crate::yaml::{Map, Node};
 
 /// Records on a workload what the function added to it.
@@ -203,6 +205,15 @@ pub enum AttachError {
     /// A field has the wrong shape.
     #[error("{0}")]
     Shape(String),
+    /// An annotation at the selections cap, with no room for the NAD.
+    #[error(
+        "annotation {NETWORKS_ANNOTATION} selects {MAX_SELECTIONS} networks, the most that are read (the selections cap): the Linkerd-CNI NAD {nad} would be one more, so the pod is not attached; select at most {} networks besides it",
+        MAX_SELECTIONS - 1
+    )]
+    Full {
+        /// The NAD the rules would add.
+        nad: String,
+    },
 }
 
 /// The result of [`apply`].
@@ -305,6 +316,19 @@ pub fn plan(
 ) -> Result<(Applied, Vec<Edit>), AttachError> {
     let nad = settings.nad_name.as_str();
     let networks = current.networks.map(Networks::parse).transpose()?;
+    let full = networks
+        .as_ref()
+        .is_some_and(|n| n.selections().len() >= MAX_SELECTIONS);
+    if decision.attach
+        && full
+        && !networks
+            .as_ref()
+            .is_some_and(|n| n.references(nad, pod_namespace))
+    {
+        return Err(AttachError::Full {
+            nad: nad.to_string(),
+        });
+    }
     let mut out = Applied::default();
     let new_networks = plan_network(
         networks.as_ref(),
