@@ -1,6 +1,7 @@
 //! A stand-in for the one part of kube-apiserver the webhook uses: list and
 //! watch of Namespaces (as metadata) and of NetworkAttachmentDefinitions (all
-//! namespaces, whole: each with [`NAD_CONFIG`], or a config of its own), over plain HTTP. It answers what the webhook's caches ask:
+//! namespaces, whole: each with [`NAD_CONFIG`], or a config of its own), over
+//! plain HTTP. It answers what the webhook's caches ask:
 //! `GET /api/v1/namespaces` or
 //! `GET /apis/k8s.cni.cncf.io/v1/network-attachment-definitions` (a list with a
 //! resourceVersion) and the same with `watch=true` (newline-delimited events

@@ -10,7 +10,8 @@ use crate::linkerd_cni::cni_config::PLUGIN_TYPE;
 use crate::work;
 
 /// What Linkerd-CNI's own settings say (the `linkerd` section of its plugin in the NAD config):
-/// its `subnets-to-ignore`, which a pod or namespace [`ANNOTATION`](super::ANNOTATION) replaces, and `ipv6`.
+/// its `subnets-to-ignore`, which a pod or namespace [`ANNOTATION`](super::ANNOTATION)
+/// replaces, and `ipv6`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct PluginSettings {
     /// `subnets-to-ignore`, as written.
@@ -58,8 +59,8 @@ pub fn linkerd_cni_settings(config: &serde_json::Value) -> Option<PluginSettings
     })
 }
 
-/// The skip-subnets Linkerd-CNI uses for a pod: its [`ANNOTATION`](super::ANNOTATION) when set, else its
-/// namespace's, else the plugin's list; each entry as written.
+/// The skip-subnets Linkerd-CNI uses for a pod: its [`ANNOTATION`](super::ANNOTATION) when
+/// set, else its namespace's, else the plugin's list; each entry as written.
 pub fn effective<'a>(
     pod: Option<&'a str>,
     namespace: Option<&'a str>,
