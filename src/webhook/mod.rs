@@ -8,6 +8,7 @@
 pub mod body;
 pub mod cache;
 pub mod connections;
+pub mod entries;
 pub mod handler;
 pub mod limits;
 pub mod listen;
