@@ -24,6 +24,8 @@ mod https;
 mod kube_apiserver;
 #[path = "../tests/common/ports.rs"]
 mod ports;
+#[path = "../tests/common/process.rs"]
+mod process;
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -41,6 +43,7 @@ use serde_json::{Value, json};
 
 use audit::{admin_client, audited, audited_api_server};
 use kube_apiserver::ControlPlane;
+use process::Guard;
 
 const CONFIG_MAP: &str = include_str!("../../shared/fixtures/linkerd-cni/version-2.19.yaml");
 /// The target of each run at full size.
@@ -186,15 +189,16 @@ fn kubectl_reads(plane: &ControlPlane, kubeconfig: &Path, kinds: &str) -> Result
 /// Runs `check` with `args`: its time, its peak RSS as last read (MiB) and its exit code.
 fn run_check(kubeconfig: &Path, args: &[&str]) -> Result<(Duration, f64, i32)> {
     let started = Instant::now();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_linkerd-multus"))
-        .arg("check")
-        .arg("--kubeconfig")
-        .arg(kubeconfig)
-        .args(args)
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .context("starting linkerd-multus check")?;
+    let mut child = Guard::spawn(
+        Command::new(env!("CARGO_BIN_EXE_linkerd-multus"))
+            .arg("check")
+            .arg("--kubeconfig")
+            .arg(kubeconfig)
+            .args(args)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null()),
+    )
+    .context("starting linkerd-multus check")?;
     let status_file = format!("/proc/{}/status", child.id());
     let mut peak_kib = 0f64;
     let status = loop {

@@ -1,4 +1,4 @@
-//! Benchmark of the NAD controller (`linkerd-multus webhook --manage-nads`)
+//! Benchmark of the NAD controller (`linkerd-multus controller`)
 //! at scale, against a real kube-apiserver.
 //!
 //! `cargo bench --bench controller` starts etcd and kube-apiserver with the
@@ -47,13 +47,15 @@ mod https;
 mod kube_apiserver;
 #[path = "../tests/common/ports.rs"]
 mod ports;
+#[path = "../tests/common/process.rs"]
+mod process;
 #[path = "../tests/controller/audit.rs"]
 #[allow(dead_code)]
 mod requests;
 
 use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
-use std::process::{Child, Command, ExitCode, Stdio};
+use std::process::{Command, ExitCode, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -68,6 +70,7 @@ use kube::runtime::{WatchStreamExt, watcher};
 use kube_apiserver::{ApiServer, ControlPlane};
 use linkerd_multus::linkerd_cni::restarts::{HASH_ANNOTATION, OPT_IN_ANNOTATION};
 use linkerd_multus::linkerd_cni::rollout::config_hash;
+use process::Guard;
 use serde_json::json;
 
 const CONFIG_MAP: &str = include_str!("../../shared/fixtures/linkerd-cni/version-2.19.yaml");
@@ -96,47 +99,26 @@ fn main() -> ExitCode {
 
 /// The controller process, killed when dropped.
 struct Controller {
-    child: Child,
+    child: Guard,
     ops: String,
-}
-
-impl Drop for Controller {
-    fn drop(&mut self) {
-        self.child.kill().ok();
-        self.child.wait().ok();
-    }
 }
 
 impl Controller {
     fn start(kubeconfig: &Path, dir: &Path, log: &str, concurrency: usize) -> Result<Controller> {
-        let ca = https::Ca::new("bench CA");
-        let (cert, key) = ca.leaf(&["127.0.0.1"]).write(dir);
         let ops = format!("127.0.0.1:{}", kube_apiserver::free_port());
-        let child = Command::new(env!("CARGO_BIN_EXE_linkerd-multus"))
-            .args([
-                "webhook",
-                "--manage-nads",
-                "--lease-namespace",
-                "linkerd-cni",
-            ])
-            .args([
-                "--listen",
-                &format!("127.0.0.1:{}", kube_apiserver::free_port()),
-            ])
-            .args(["--ops-listen", &ops])
-            .arg("--restart-stale-workloads")
-            .arg(format!("--restart-concurrency={concurrency}"))
-            .arg("--tls-cert")
-            .arg(cert)
-            .arg("--tls-key")
-            .arg(key)
-            .args(["--log-level", "info", "--shutdown-delay", "0s"])
-            .env("KUBECONFIG", kubeconfig)
-            .env_remove("RUST_LOG")
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(dir.join(log))?)
-            .spawn()
-            .context("starting linkerd-multus webhook --manage-nads")?;
+        let child = Guard::spawn(
+            Command::new(env!("CARGO_BIN_EXE_linkerd-multus"))
+                .args(["controller", "--lease-namespace", "linkerd-cni"])
+                .args(["--ops-listen", &ops])
+                .arg("--restart-stale-workloads")
+                .arg(format!("--restart-concurrency={concurrency}"))
+                .args(["--log-level", "info"])
+                .env("KUBECONFIG", kubeconfig)
+                .env_remove("RUST_LOG")
+                .stdout(Stdio::null())
+                .stderr(std::fs::File::create(dir.join(log))?),
+        )
+        .context("starting linkerd-multus controller")?;
         Ok(Controller { child, ops })
     }
 

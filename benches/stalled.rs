@@ -46,6 +46,8 @@ mod fake_apiserver;
 mod https;
 #[path = "../tests/common/ports.rs"]
 mod ports;
+#[path = "../tests/common/process.rs"]
+mod process;
 #[path = "common/servers.rs"]
 mod servers;
 #[path = "common/stalling.rs"]

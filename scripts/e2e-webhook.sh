@@ -33,9 +33,10 @@ Scenarios (those of the Go operator, plus its known defects):
   idempotence: the mutated pods applied again come back unchanged
   pods not attached get no multus.linkerd.io/config-hash (an attached pod gets the hash of its
     NAD's config when the webhook reads NADs; tests/webhook/config_hash.rs checks its value)
-With --manage-nads (the local webhook only; the NAD CRD must be installed), the webhook runs its
-NAD controller, as the Go operator did, over a Linkerd-CNI ConfigMap in a namespace the script
-creates, and:
+With --manage-nads (the local webhook only; the NAD CRD must be installed), the script also runs
+the NAD controller (`linkerd-multus controller`, a process of its own, as its Deployment runs
+it), as the Go operator did, over a Linkerd-CNI ConfigMap in a namespace the script creates,
+the webhook with --missing-nad attach, and:
   every namespace that needs the NAD (enabled, control plane) gets linkerd-cni from the
     controller, and the others none
 Without it (and without --network-resources), the local webhook runs with --missing-nad ignore:
@@ -57,8 +58,8 @@ Options:
   --ca-file FILE     do not start a webhook: test the one already serving URL, whose
                      serving certificate this CA signed (e.g. one made by deploy/certs.sh
                      with --san <host of URL>); the scenarios' namespaces have no NAD, so
-                     that webhook must run with --missing-nad attach or ignore, or with
-                     --manage-nads
+                     that webhook must run with --missing-nad attach (beside the NAD
+                     controller) or ignore
   --control-plane-namespace NS
                      with --ca-file: the --linkerd-namespace of that webhook. The
                      control-plane scenarios run only when NS does not exist yet (the script
@@ -67,7 +68,8 @@ Options:
                      run the network-resources scenarios too; the local webhook is started
                      with --network-resources (with --ca-file: the webhook under test must
                      run with it, with the default resourceNameKeys)
-  --manage-nads      run the local webhook's NAD controller and check the NADs it makes
+  --manage-nads      run the NAD controller beside the local webhook (its ops port the next
+                     port after --ops-listen's) and check the NADs it makes
   --timeout SECONDS  how long to wait for the webhook to see the test namespaces [90]
   --keep             leave the namespaces, the configuration and the webhook's log
   -h, --help         this help
@@ -180,6 +182,7 @@ mwc_name=linkerd-multus-e2e-$run_id
 created_namespaces=()
 mwc_created=false
 webhook_pid=""
+controller_pid=""
 
 cleanup() {
   local rc=$?
@@ -189,6 +192,7 @@ cleanup() {
     [ "$mwc_created" = true ] && echo "  kubectl delete mutatingwebhookconfiguration $mwc_name"
     [ "${#created_namespaces[@]}" -gt 0 ] && echo "  kubectl delete namespace ${created_namespaces[*]}"
     [ -n "$webhook_pid" ] && echo "  kill $webhook_pid   # the webhook; log: $work/webhook.log"
+    [ -n "$controller_pid" ] && echo "  kill $controller_pid   # the NAD controller; log: $work/controller.log"
     echo "  rm -rf $work"
     exit "$rc"
   fi
@@ -197,10 +201,12 @@ cleanup() {
     kc delete mutatingwebhookconfiguration "$mwc_name" --ignore-not-found >/dev/null 2>&1 \
       || echo "warning: could not delete MutatingWebhookConfiguration $mwc_name" >&2
   fi
-  if [ -n "$webhook_pid" ]; then
-    kill "$webhook_pid" 2>/dev/null || true
-    wait "$webhook_pid" 2>/dev/null || true
-  fi
+  for pid in "$webhook_pid" "$controller_pid"; do
+    if [ -n "$pid" ]; then
+      kill "$pid" 2>/dev/null || true
+      wait "$pid" 2>/dev/null || true
+    fi
+  done
   if [ "${#created_namespaces[@]}" -gt 0 ]; then
     kc delete namespace "${created_namespaces[@]}" --ignore-not-found --wait=false >/dev/null 2>&1 \
       || echo "warning: could not delete namespaces ${created_namespaces[*]}" >&2
@@ -400,8 +406,13 @@ else
       > "$work/cni.yaml"
     kc create -f "$work/cni.yaml" >/dev/null
     created_namespaces+=("$ns_cni")
-    webhook_args+=(--manage-nads --cni-namespace "$ns_cni" --lease-namespace "$ns_cni"
-      --identity "e2e-$run_id")
+    webhook_args+=(--missing-nad attach)
+    controller_ops="${ops_listen%:*}:$((${ops_listen##*:} + 1))"
+    "$binary" controller --ops-listen "$controller_ops" --linkerd-namespace "$cp_ns" \
+      --cni-namespace "$ns_cni" --lease-namespace "$ns_cni" --identity "e2e-$run_id" \
+      --log-level info > "$work/controller.log" 2>&1 &
+    controller_pid=$!
+    echo "started the NAD controller (pid $controller_pid, ops $controller_ops); log: $work/controller.log"
   elif [ "$network_resources" = false ]; then
     webhook_args+=(--missing-nad ignore)
   fi
@@ -718,5 +729,9 @@ echo "$passed passed, $failed failed"
 if [ "$failed" -gt 0 ] && [ -n "$webhook_pid" ]; then
   echo "last lines of the webhook's log:"
   tail -n 20 "$work/webhook.log"
+fi
+if [ "$failed" -gt 0 ] && [ -n "$controller_pid" ]; then
+  echo "last lines of the NAD controller's log:"
+  tail -n 20 "$work/controller.log"
 fi
 [ "$failed" -eq 0 ]

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # The long soak (tests/cluster/soak.rs, whose short form of 75 s runs in the test command):
-# two replicas of `linkerd-multus webhook --manage-nads` called by a real kube-apiserver for a
-# pod every 200 ms, for SECONDS (default 600), while the API server is restarted twice, etcd is
-# compacted and the leader is killed. Built with the release profile; prints the figures
-# (pods created, failures and their causes, NAD convergence, the resident memory of the replica
-# that ran throughout) and fails if a pod was admitted wrongly, the NADs did not converge or
-# the memory grew.
+# two replicas of `linkerd-multus webhook` and of `linkerd-multus controller`, the webhook
+# called by a real kube-apiserver for a pod every 200 ms, for SECONDS (default 600), while the
+# API server is restarted twice, etcd is compacted and the leader is killed. Built with the
+# release profile; prints the figures (pods created, failures and their causes, NAD
+# convergence, the resident memory of the replica that ran throughout) and fails if a pod was
+# admitted wrongly, the NADs did not converge or the memory grew.
 #
 #   scripts/soak.sh [SECONDS]
 set -euo pipefail

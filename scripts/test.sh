@@ -22,7 +22,9 @@
 #      built with it and their smoke runs reuse it;
 #   3. the `suite` binary, while what started in 1 finishes beside it;
 #   4. the unit, doc, `container`, `release` and `readme` tests, with the fuzzers' and the
-#      benchmarks' smoke runs beside them.
+#      benchmarks' smoke runs beside them;
+#   5. scripts/survivors.sh: a process the tests started that still runs, or a file left in
+#      their temporary folder, fails the run with its name.
 #
 # Each step's start is logged with the seconds since the start; the logs of what runs beside
 # are in target/logs/.
@@ -32,7 +34,16 @@ cd "$(dirname "$0")/.."
 started=$SECONDS
 step() { echo "== $* ($((SECONDS - started)) s)" >&2; }
 mkdir -p target/logs
-trap 'kill $(jobs -p) 2>/dev/null || true' EXIT
+# The temporary folder of the suite and the benchmarks (TMPDIR), which step 5 checks is left
+# empty: on tmpfs where there is one, as the API servers' folders are without it
+# (tests/common/kube_apiserver.rs), and open to all as /tmp is (the kubelet of the tests runs
+# pods as their own users). The tests that run podman keep the machine's: podman keeps state
+# there on some machines.
+shm=/dev/shm
+[ -d "$shm" ] && [ -w "$shm" ] || shm=$PWD/target
+scratch=$(mktemp -d "$shm/linkerd-multus-tests.XXXXXX")
+chmod 1777 "$scratch"
+trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$scratch"' EXIT
 # Waits for background job $1; on failure prints its log, target/logs/$3, and stops.
 joined() {
   wait "$1" && return
@@ -104,7 +115,7 @@ joined "$tools" "scripts/install-test-tools.sh --no-afl, scripts/kube-assets.sh"
 # --- 3. the suite ----------------------------------------------------------------------------
 failed=0
 step "the suite"
-cargo test --locked --no-fail-fast --test suite || failed=1
+TMPDIR=$scratch cargo test --locked --no-fail-fast --test suite || failed=1
 step "waiting for the release binary, the release tools and the fuzzers' build"
 joined "$static_binary" "scripts/container.sh --binary-only or scripts/install-test-tools.sh --release" static-binary.log
 joined "$fuzz_build" "cargo-afl's install or scripts/fuzz.sh --smoke --build" fuzz-build.log
@@ -117,7 +128,7 @@ joined "$fuzz_build" "cargo-afl's install or scripts/fuzz.sh --smoke --build" fu
 # at the lowest priority.
 (unset RUSTC_WORKSPACE_WRAPPER; nice -n 19 ./scripts/fuzz.sh --smoke) >target/logs/fuzz.log 2>&1 &
 fuzz=$!
-BENCH_QUICK=1 cargo test --locked --bench '*' >target/logs/bench.log 2>&1 &
+TMPDIR=$scratch BENCH_QUICK=1 cargo test --locked --bench '*' >target/logs/bench.log 2>&1 &
 bench=$!
 step "the doc tests"
 cargo test --locked --no-fail-fast --doc || failed=1
@@ -127,5 +138,9 @@ step "waiting for the fuzzers' and the benchmarks' smoke runs"
 joined "$fuzz" "scripts/fuzz.sh --smoke" fuzz.log
 joined "$bench" "the benchmarks' smoke runs (BENCH_QUICK=1 cargo test --bench '*')" bench.log
 cat target/logs/fuzz.log target/logs/bench.log
+
+# --- 5. what the tests left ------------------------------------------------------------------
+step "what the tests left running or in their temporary folder (scripts/survivors.sh)"
+./scripts/survivors.sh --since $$ "$scratch" || failed=1
 [ "$failed" = 0 ] || { echo "error: tests failed (above)" >&2; exit 1; }
 step "done"

@@ -13,6 +13,7 @@ use std::path::Path;
 use std::process::Command;
 
 use common::kube_apiserver::ControlPlane;
+use common::process::Guard;
 use common::{bin, copy_dir, parse_yaml_stream, repo_path};
 
 /// How a user applies the manifests, stream on stdin.
@@ -162,18 +163,18 @@ fn rendered_examples() -> Vec<Source> {
 fn helm_post_render() -> String {
     let web = std::fs::read_to_string(repo_path("testdata/helm/web/template.yaml")).unwrap();
     let cluster = repo_path("functions/linkerd-multus/examples/helm/cluster");
-    let mut child = Command::new(bin())
-        .args(["post-render", "--default-namespace=demo"])
-        .arg(format!("--context={}", cluster.display()))
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = Guard::spawn(
+        Command::new(bin())
+            .args(["post-render", "--default-namespace=demo"])
+            .arg(format!("--context={}", cluster.display()))
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped()),
+    )
+    .unwrap();
     use std::io::Write;
     child
-        .stdin
-        .take()
+        .take_stdin()
         .unwrap()
         .write_all(web.as_bytes())
         .unwrap();
@@ -196,23 +197,13 @@ fn helm_post_render() -> String {
 fn kustomize_exec(examples: &Path) -> String {
     let dir = tempfile::tempdir().unwrap();
     copy_dir(&examples.join("kustomize-exec"), dir.path());
-    let bin_dir = Path::new(bin()).parent().unwrap();
-    let path = format!(
-        "{}:{}",
-        bin_dir.display(),
-        std::env::var("PATH").unwrap_or_default()
+    let out = common::kustomize_exec(dir.path());
+    assert!(
+        out.status.success(),
+        "kustomize-exec: {}",
+        String::from_utf8_lossy(&out.stderr)
     );
-    output(
-        "kustomize-exec",
-        Command::new("kubectl")
-            .args(["kustomize", "--enable-alpha-plugins"])
-            .arg(dir.path())
-            .env("PATH", path)
-            .env(
-                "KUSTOMIZE_PLUGIN_HOME",
-                repo_path("functions/linkerd-multus/kustomize/plugin"),
-            ),
-    )
+    String::from_utf8(out.stdout).unwrap()
 }
 
 /// `kind/namespace/name=resourceVersion` of every object of `source`, as the

@@ -14,24 +14,27 @@ use std::time::{Duration, Instant};
 
 use common::https::{Connection, connector, http_get};
 use common::kube_apiserver::{ControlPlane, free_port};
+use common::process::Guard;
 use common::{bin, repo_path};
 
 /// Runs scripts/e2e-webhook.sh against the binary's API server with `extra`
-/// flags; returns its output after checking that it passed.
+/// flags; returns its output after checking that it passed. Its webhook is
+/// in its group: killed with it, should the script leave it.
 fn e2e(plane: &ControlPlane, extra: &[&str]) -> String {
     let (port, ops) = (free_port(), free_port());
-    let out = Command::new("bash")
-        .arg(repo_path("scripts/e2e-webhook.sh"))
-        .args(["--url", &format!("https://127.0.0.1:{port}/mutate")])
-        .arg("--kubeconfig")
-        .arg(&plane.admin_kubeconfig)
-        .args(["--binary", bin()])
-        .args(["--listen", &format!("127.0.0.1:{port}")])
-        .args(["--ops-listen", &format!("127.0.0.1:{ops}")])
-        .args(extra)
-        .env("PATH", path_with_kubectl(plane))
-        .output()
-        .expect("running scripts/e2e-webhook.sh");
+    let out = Guard::output(
+        Command::new("bash")
+            .arg(repo_path("scripts/e2e-webhook.sh"))
+            .args(["--url", &format!("https://127.0.0.1:{port}/mutate")])
+            .arg("--kubeconfig")
+            .arg(&plane.admin_kubeconfig)
+            .args(["--binary", bin()])
+            .args(["--listen", &format!("127.0.0.1:{port}")])
+            .args(["--ops-listen", &format!("127.0.0.1:{ops}")])
+            .args(extra)
+            .env("PATH", path_with_kubectl(plane)),
+    )
+    .expect("running scripts/e2e-webhook.sh");
     let text = format!(
         "{}{}",
         String::from_utf8_lossy(&out.stdout),
@@ -131,17 +134,10 @@ fn granted(
 
 /// A webhook process, killed when dropped.
 struct Webhook {
-    child: std::process::Child,
+    _child: Guard,
     ops: String,
     addr: String,
     plane: &'static ControlPlane,
-}
-
-impl Drop for Webhook {
-    fn drop(&mut self) {
-        self.child.kill().ok();
-        self.child.wait().ok();
-    }
 }
 
 impl Webhook {
@@ -165,6 +161,41 @@ impl Webhook {
     }
 }
 
+/// A process of `linkerd-multus` with its ops port alone (the NAD controller), killed when
+/// dropped.
+struct Process {
+    _child: Guard,
+    ops: String,
+}
+
+impl Process {
+    /// Starts `args` with `kubeconfig` and `env`; returns it once /readyz answers 200.
+    fn start(kubeconfig: &Path, args: &[&str], env: &[(&str, &str)]) -> Process {
+        let ops = format!("127.0.0.1:{}", free_port());
+        let child = Guard::spawn(
+            Command::new(bin())
+                .args(args)
+                .args(["--ops-listen", &ops])
+                .env("KUBECONFIG", kubeconfig)
+                .envs(env.iter().copied())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null()),
+        )
+        .unwrap();
+        let process = Process { _child: child, ops };
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while http_get(&process.ops, "/readyz").map(|(s, _)| s) != Some(200) {
+            assert!(
+                Instant::now() < deadline,
+                "{args:?} never became ready: {:?}",
+                http_get(&process.ops, "/readyz")
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        process
+    }
+}
+
 /// Starts the webhook with `kubeconfig`; returns it once /readyz answers 200.
 fn start_webhook(
     plane: &'static ControlPlane,
@@ -176,21 +207,22 @@ fn start_webhook(
     let (cert, key) = plane.leaf(&["127.0.0.1"]).write(dir);
     let ops = format!("127.0.0.1:{}", free_port());
     let addr = format!("127.0.0.1:{}", free_port());
-    let child = Command::new(bin())
-        .arg("webhook")
-        .args(["--listen", &addr])
-        .args(["--ops-listen", &ops])
-        .arg("--tls-cert")
-        .arg(cert)
-        .arg("--tls-key")
-        .arg(key)
-        .args(extra)
-        .env("KUBECONFIG", kubeconfig)
-        .envs(env.iter().copied())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let child = Guard::spawn(
+        Command::new(bin())
+            .arg("webhook")
+            .args(["--listen", &addr])
+            .args(["--ops-listen", &ops])
+            .arg("--tls-cert")
+            .arg(cert)
+            .arg("--tls-key")
+            .arg(key)
+            .args(extra)
+            .env("KUBECONFIG", kubeconfig)
+            .envs(env.iter().copied())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null()),
+    )
+    .unwrap();
     let deadline = Instant::now() + Duration::from_secs(60);
     while http_get(&ops, "/readyz").map(|(s, _)| s) != Some(200) {
         assert!(
@@ -201,7 +233,7 @@ fn start_webhook(
         std::thread::sleep(Duration::from_millis(100));
     }
     Webhook {
-        child,
+        _child: child,
         ops,
         addr,
         plane,
@@ -270,26 +302,85 @@ fn the_webhook_runs_with_exactly_the_rights_of_its_packages() {
     with_the_nad_controller_package(plane, &account, &nobody, dir.path(), &namespaces);
 }
 
-/// With deploy-nad-controller/ added: its rights, and the controller makes a NAD with them.
+/// With deploy-nad-controller/ added: the webhook's account still only reads; the controller's
+/// own account has the rights of its package (and of deploy-restarts/ added), and the
+/// controller makes a NAD with them.
 fn with_the_nad_controller_package(
     plane: &'static ControlPlane,
-    account: &Path,
+    webhook: &Path,
     nobody: &Path,
     dir: &Path,
     namespaces: &str,
 ) {
     let read = |file: &str| std::fs::read_to_string(repo_path(file)).unwrap();
-    // With deploy-nad-controller/: NADs written cluster-wide, Events in default and the
-    // CNI namespace, the one ConfigMap in the CNI namespace, the Lease in the webhook's.
     plane.apply("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: linkerd-cni\n");
     plane.apply(include_str!(
         "../../shared/fixtures/linkerd-cni/version-2.19.yaml"
     ));
     plane.apply(&read("deploy-nad-controller/rbac.yaml"));
-    let want = nad_controller_rights(namespaces);
-    // RBAC reaches the authorizer through its own watch: wait for the bindings.
+    let account =
+        plane.service_account_kubeconfig("linkerd-multus", "linkerd-multus-nad-controller", dir);
+    let read_only = BTreeSet::from([
+        namespaces.to_string(),
+        "network-attachment-definitions.k8s.cni.cncf.io [] [] [get list watch]".to_string(),
+    ]);
+    let mut want = nad_controller_rights(namespaces);
+    granted_eventually(plane, &account, nobody, &want);
+    for namespace in want.keys() {
+        assert_eq!(
+            granted(plane, webhook, nobody, namespace),
+            read_only,
+            "the webhook's account in {namespace}"
+        );
+    }
+    let controller = Process::start(
+        &account,
+        &["controller"],
+        &[
+            ("POD_NAMESPACE", "linkerd-multus"),
+            ("POD_NAME", "controller-0"),
+        ],
+    );
+    plane.apply(
+        "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: tenant\n  annotations:\n    linkerd.io/multus: enabled\n",
+    );
+    the_controller_makes_the_nad(plane, &controller);
+
+    // With deploy-restarts/: pods, ReplicaSets and workloads read, workloads patched, pods
+    // evicted, Events written, by the controller's account alone.
+    plane.apply(&read("deploy-restarts/rbac.yaml"));
+    let restarts = [
+        "pods [] [] [get list watch]",
+        "pods/eviction [] [] [create]",
+        "replicasets.apps [] [] [get list watch]",
+        "deployments.apps [] [] [get list watch patch]",
+        "statefulsets.apps [] [] [get list watch patch]",
+        "daemonsets.apps [] [] [get list watch patch]",
+        "events.events.k8s.io [] [] [create patch]",
+    ];
+    for rights in want.values_mut() {
+        rights.extend(restarts.map(String::from));
+    }
+    granted_eventually(plane, &account, nobody, &want);
+    for namespace in want.keys() {
+        assert_eq!(
+            granted(plane, webhook, nobody, namespace),
+            read_only,
+            "the webhook's account in {namespace}"
+        );
+    }
+}
+
+/// Waits until `account` holds exactly `want` in each namespace: RBAC reaches the
+/// authorizer through its own watch.
+fn granted_eventually(
+    plane: &ControlPlane,
+    account: &Path,
+    nobody: &Path,
+    want: &BTreeMap<&'static str, BTreeSet<String>>,
+) {
     let deadline = Instant::now() + Duration::from_secs(30);
-    for (namespace, want) in &want {
+    for (namespace, want) in want {
         while granted(plane, account, nobody, namespace) != *want {
             assert!(
                 Instant::now() < deadline,
@@ -299,28 +390,15 @@ fn with_the_nad_controller_package(
             std::thread::sleep(Duration::from_millis(200));
         }
     }
-    let webhook = start_webhook(
-        plane,
-        account,
-        dir,
-        &["--manage-nads"],
-        &[
-            ("POD_NAMESPACE", "linkerd-multus"),
-            ("POD_NAME", "webhook-0"),
-        ],
-    );
-    plane.apply(
-        "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: tenant\n  annotations:\n    linkerd.io/multus: enabled\n",
-    );
-    the_controller_makes_the_nad(plane, &webhook);
 }
 
-/// What the three packages grant, by namespace: NADs written cluster-wide, Events only in
-/// the two namespaces it writes them to (`default` for Namespaces', the CNI namespace for
-/// the ConfigMap's), the one ConfigMap in the CNI namespace, the Lease in the webhook's.
+/// What deploy-nad-controller/ grants the controller's account, by namespace: Namespaces
+/// read and NADs written cluster-wide, Events only in the two namespaces it writes them to
+/// (`default` for Namespaces', the CNI namespace for the ConfigMap's), the one ConfigMap in
+/// the CNI namespace, the Lease in the extension's.
 fn nad_controller_rights(namespaces: &str) -> BTreeMap<&'static str, BTreeSet<String>> {
     let write_nads =
-        "network-attachment-definitions.k8s.cni.cncf.io [] [] [get list watch create patch delete]";
+        "network-attachment-definitions.k8s.cni.cncf.io [] [] [create patch delete get list watch]";
     let events = "events.events.k8s.io [] [] [create patch]";
     let cluster_wide = BTreeSet::from([namespaces.to_string(), write_nads.to_string()]);
     let mut want = BTreeMap::from([
@@ -341,7 +419,7 @@ fn nad_controller_rights(namespaces: &str) -> BTreeMap<&'static str, BTreeSet<St
 }
 
 /// The controller, leader, makes the NAD of a new namespace without an error.
-fn the_controller_makes_the_nad(plane: &ControlPlane, webhook: &Webhook) {
+fn the_controller_makes_the_nad(plane: &ControlPlane, controller: &Process) {
     let deadline = Instant::now() + Duration::from_secs(30);
     let made = || {
         plane
@@ -362,11 +440,11 @@ fn the_controller_makes_the_nad(plane: &ControlPlane, webhook: &Webhook) {
         assert!(
             Instant::now() < deadline,
             "the controller made no NAD with the packages' rights: {}",
-            http_get(&webhook.ops, "/metrics").unwrap().1
+            http_get(&controller.ops, "/metrics").unwrap().1
         );
         std::thread::sleep(Duration::from_millis(200));
     }
-    let metrics = http_get(&webhook.ops, "/metrics").unwrap().1;
+    let metrics = http_get(&controller.ops, "/metrics").unwrap().1;
     for want in [
         "linkerd_multus_nad_controller_leader 1",
         "linkerd_multus_cni_config_map_valid 1",

@@ -97,13 +97,13 @@ fn output(cmd: &mut Command, what: &str) -> Output {
 
 /// Runs `cmd` with `input` on stdin.
 fn run_with_stdin(cmd: &mut Command, input: &[u8]) -> Output {
-    let mut child = cmd
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
-    let mut stdin = child.stdin.take().unwrap();
+    let mut child = common::process::Guard::spawn(
+        cmd.stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped()),
+    )
+    .unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
+    let mut stdin = child.take_stdin().unwrap();
     let data = input.to_vec();
     // From a thread, so a child that writes much before reading all cannot deadlock us; a
     // broken pipe shows in the exit status and stderr.

@@ -1,6 +1,6 @@
-//! The NAD controller (`linkerd-multus webhook --manage-nads`) against a real
+//! The NAD controller (`linkerd-multus controller`) against a real
 //! kube-apiserver (tests/common/kube_apiserver.rs), with exactly the rights of
-//! its packages (deploy/rbac.yaml and deploy-nad-controller/rbac.yaml). The
+//! its package (deploy-nad-controller/rbac.yaml), none of the webhook's. The
 //! controller acts on every namespace, so each test has an API server of its
 //! own (`ControlPlane::own`). Here its life with one replica and a simple
 //! failover; what it owns in `ownership`, failovers with renewals failing in
@@ -21,6 +21,8 @@ mod proxy;
 mod restarts;
 #[path = "controller/retries.rs"]
 mod retries;
+#[path = "controller/startup.rs"]
+mod startup;
 
 use std::time::Duration;
 
@@ -274,11 +276,10 @@ fn two_replicas_elect_one_writer_and_the_other_takes_over() {
     };
     assert_eq!(holder(), ["replica-a", "replica-b"][follower]);
     let leader = &mut replicas[follower];
-    nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(leader.child.id() as i32),
-        nix::sys::signal::Signal::SIGTERM,
-    )
-    .unwrap();
+    leader
+        .child
+        .signal(nix::sys::signal::Signal::SIGTERM)
+        .unwrap();
     let status = leader.child.wait().unwrap();
     assert!(status.success(), "{status}");
     assert_eq!(holder(), "", "the Lease is released");

@@ -275,12 +275,28 @@ where
     })
 }
 
-/// Whether a resource reads as its Kubernetes type.
+/// Whether a resource reads as its Kubernetes type (the workload's kinds, with no field
+/// dropped on the way).
 fn round_trip_any(r: &Yaml) -> bool {
-    use k8s_openapi::api::core::v1::ConfigMap;
+    use k8s_openapi::api::admissionregistration::v1::{
+        ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding,
+    };
+    use k8s_openapi::api::apps::v1::Deployment;
+    use k8s_openapi::api::core::v1::{ConfigMap, Service, ServiceAccount};
+    use k8s_openapi::api::networking::v1::NetworkPolicy;
+    use k8s_openapi::api::policy::v1::PodDisruptionBudget;
     use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
     let json = to_json(r);
     match r.str_at(&["kind"]) {
+        Some("Deployment") => round_trip::<Deployment>(r).is_none(),
+        Some("Service") => round_trip::<Service>(r).is_none(),
+        Some("ServiceAccount") => round_trip::<ServiceAccount>(r).is_none(),
+        Some("NetworkPolicy") => round_trip::<NetworkPolicy>(r).is_none(),
+        Some("PodDisruptionBudget") => round_trip::<PodDisruptionBudget>(r).is_none(),
+        Some("ValidatingAdmissionPolicy") => round_trip::<ValidatingAdmissionPolicy>(r).is_none(),
+        Some("ValidatingAdmissionPolicyBinding") => {
+            round_trip::<ValidatingAdmissionPolicyBinding>(r).is_none()
+        }
         Some("ClusterRole") => serde_json::from_value::<ClusterRole>(json).is_ok(),
         Some("ClusterRoleBinding") => serde_json::from_value::<ClusterRoleBinding>(json).is_ok(),
         Some("Role") => serde_json::from_value::<Role>(json).is_ok(),

@@ -10,6 +10,8 @@ use crate::common;
 
 /// `check` on an installed extension: clean, then each defect planted alone.
 mod check;
+/// `check` of the NAD controller: its readiness, its Lease, an earlier release's layout.
+mod check_controller;
 /// The installed extension `check` runs against.
 pub(crate) mod check_harness;
 /// Why `check` fails: a Deployment not ready, said from its objects; an API error, once.

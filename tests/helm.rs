@@ -9,6 +9,7 @@ use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
+use common::process::Guard;
 use common::{Yaml, bin, parse_yaml_stream, repo_path};
 use linkerd_multus::yaml::{Node, parse_document};
 
@@ -21,16 +22,17 @@ struct Out {
 }
 
 fn run(program: &str, args: &[String], env: &[(&str, String)], stdin: &str) -> Out {
-    let mut child = Command::new(program)
-        .args(args)
-        .env_clear()
-        .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("start {program}: {e}"));
-    let mut input = child.stdin.take().unwrap();
+    let mut child = Guard::spawn(
+        Command::new(program)
+            .args(args)
+            .env_clear()
+            .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped()),
+    )
+    .unwrap_or_else(|e| panic!("start {program}: {e}"));
+    let mut input = child.take_stdin().unwrap();
     let text = stdin.to_string();
     let writer = std::thread::spawn(move || {
         let _ = input.write_all(text.as_bytes());

@@ -9,28 +9,8 @@ use crate::common;
 use std::path::Path;
 use std::process::Command;
 
+use common::kustomize_exec as kustomize;
 use common::{bin, copy_dir, parse_yaml_stream, repo_path, run_with_args, template_networks};
-
-fn kustomize(dir: &Path) -> std::process::Output {
-    let bin_dir = Path::new(bin()).parent().unwrap();
-    let path = format!(
-        "{}:{}",
-        bin_dir.display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
-    Command::new("kubectl")
-        .args(["kustomize", "--enable-alpha-plugins"])
-        .arg(dir)
-        .env("PATH", path)
-        .env(
-            "KUSTOMIZE_PLUGIN_HOME",
-            repo_path("functions/linkerd-multus/kustomize/plugin"),
-        )
-        .output()
-        .expect(
-            "kubectl is not installed: these tests run the real kubectl kustomize (see README.md)",
-        )
-}
 
 #[test]
 fn exec_plugin_transforms_the_kustomization() {

@@ -290,6 +290,10 @@ fn every_image_reference_names_the_documented_image() {
                 let start = line[..at]
                     .rfind(|c: char| !(c.is_ascii_alphanumeric() || "./-_".contains(c)))
                     .map_or(0, |i| i + 1);
+                // A ServiceAccount's user name, `system:serviceaccount:NAMESPACE:NAME`.
+                if line[..start].ends_with("system:serviceaccount:") {
+                    continue;
+                }
                 let end = at
                     + "linkerd-multus:".len()
                     + rest

@@ -302,17 +302,19 @@ fn assert_refused(out: Output, what: &str, needles: &[&str]) {
 
 /// scripts/dist.sh's output for this host, made once (PROFILE=release: the static build
 /// scripts/test.sh has made already, at the opt-level it sets; the release builds `dist`).
-fn dist() -> &'static (tempfile::TempDir, PathBuf) {
-    static DIST: OnceLock<(tempfile::TempDir, PathBuf)> = OnceLock::new();
+/// Kept to the binary's end, which no drop reaches: the watchdog removes the folder.
+fn dist() -> &'static (tempfile::TempDir, PathBuf, process::Entry) {
+    static DIST: OnceLock<(tempfile::TempDir, PathBuf, process::Entry)> = OnceLock::new();
     DIST.get_or_init(|| {
         let out_dir = tempfile::tempdir().unwrap();
+        let watched = process::leave_to_watchdog(out_dir.path());
         let out = run(command("scripts/dist.sh")
             .arg(out_dir.path())
             .env("PROFILE", "release")
             .env_remove("GITHUB_REF_NAME"));
         assert!(out.status.success(), "scripts/dist.sh: {}", text(&out));
         let binary = PathBuf::from(String::from_utf8_lossy(&out.stdout).lines().next().unwrap());
-        (out_dir, binary)
+        (out_dir, binary, watched)
     })
 }
 
@@ -363,7 +365,7 @@ fn assert_valid_cyclonedx(path: &Path) {
 
 #[test]
 fn the_release_binary_carries_its_dependency_list_and_its_sbom_names_the_same() {
-    let (_, binary) = dist();
+    let (_, binary, _) = dist();
     let version = version();
     let name = binary.file_name().unwrap().to_string_lossy().to_string();
     assert_eq!(name, format!("linkerd-multus-v{version}-{HOST_TARGET}"));
@@ -438,7 +440,7 @@ fn a_binary_without_the_list_is_refused_by_the_read_back() {
 /// named as a release names it, and the files in it.
 #[test]
 fn the_image_sbom_describes_the_image_byte_for_byte() {
-    let (out_dir, binary) = dist();
+    let (out_dir, binary, _) = dist();
     let image = dev_image();
     let built = run(command("scripts/container.sh").env("IMAGE", &image));
     assert!(
@@ -615,7 +617,10 @@ fn the_released_packages_pin_the_image_by_tag_and_digest_and_change_nothing_else
         }
     }
     assert!(files > 10, "{files} files");
-    assert_eq!(pinned, 1, "the webhook's one container image");
+    assert_eq!(
+        pinned, 2,
+        "the webhook's and the NAD controller's container images, one each"
+    );
 
     // Reproducible: the same input gives the same bytes.
     let again = tempfile::tempdir().unwrap();

@@ -23,6 +23,7 @@ mod extension;
 mod fidelity;
 mod fuzz_regressions;
 mod golden;
+mod guard;
 mod helm;
 mod helm_chart;
 mod kpt;
@@ -32,11 +33,41 @@ mod mistakes;
 mod network_resources;
 mod render;
 mod shipped;
+mod upgrade;
 mod validate;
 mod versions;
 mod webhook;
 mod webhook_property;
+mod work_property;
 mod workflows;
+
+/// Every child process of the tests and benchmarks is started by `common::process::Guard`,
+/// which kills it with its process group when its test ends, however it ends.
+#[test]
+fn every_child_process_is_started_by_the_guard() {
+    let guard = common::repo_path("tests/common/process.rs");
+    let mut unguarded = Vec::new();
+    for dir in ["tests", "benches"] {
+        for entry in walkdir::WalkDir::new(common::repo_path(dir)) {
+            let entry = entry.unwrap();
+            let path = entry.path();
+            if path.extension().is_none_or(|e| e != "rs") || path == guard {
+                continue;
+            }
+            let text = std::fs::read_to_string(path).unwrap();
+            for (n, line) in text.lines().enumerate() {
+                // Spelt so that this line does not match.
+                if line.contains(concat!(".spawn", "()")) {
+                    unguarded.push(format!("{}:{}", path.display(), n + 1));
+                }
+            }
+        }
+    }
+    assert!(
+        unguarded.is_empty(),
+        "started without common::process::Guard (Guard::spawn or Guard::output): {unguarded:#?}"
+    );
+}
 
 /// Every file of `tests/` is built: a module of this binary or a `[[test]]` of Cargo.toml
 /// (with `autotests = false`, cargo would skip a new file silently).

@@ -12,7 +12,7 @@ mod limits;
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::Once;
 use std::time::{Duration, Instant};
 
@@ -21,6 +21,7 @@ use bytes::Bytes;
 use common::bin;
 use common::https::{Ca, Connection, Leaf, connector, http_get};
 use common::kube_apiserver::{ApiServer, ControlPlane, free_port};
+use common::process::Guard;
 use serde_json::{Value, json};
 
 mod caches;
@@ -35,7 +36,7 @@ const DRY_RUN: &str = include_str!("../../shared/fixtures/admission/pod-create-d
 
 /// A running webhook; killed when dropped.
 struct Webhook {
-    child: Child,
+    child: Guard,
     addr: String,
     ops: String,
     _dir: tempfile::TempDir,
@@ -77,28 +78,29 @@ impl Webhook {
         let (port, ops_port) = (free_port(), free_port());
         let addr = format!("127.0.0.1:{port}");
         let ops = format!("127.0.0.1:{ops_port}");
-        let child = Command::new(bin())
-            .arg("webhook")
-            .args(["--listen", &format!("{host}:{port}")])
-            .args(["--ops-listen", &format!("{host}:{ops_port}")])
-            .arg("--tls-cert")
-            .arg(&cert)
-            .arg("--tls-key")
-            .arg(&key)
-            .args([
-                "--tls-reload-interval",
-                "100ms",
-                "--shutdown-delay",
-                "300ms",
-            ])
-            .args(extra)
-            .env("KUBECONFIG", kubeconfig)
-            .envs(env.iter().copied())
-            .env_remove("RUST_LOG")
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("starting linkerd-multus webhook");
+        let child = Guard::spawn(
+            Command::new(bin())
+                .arg("webhook")
+                .args(["--listen", &format!("{host}:{port}")])
+                .args(["--ops-listen", &format!("{host}:{ops_port}")])
+                .arg("--tls-cert")
+                .arg(&cert)
+                .arg("--tls-key")
+                .arg(&key)
+                .args([
+                    "--tls-reload-interval",
+                    "100ms",
+                    "--shutdown-delay",
+                    "300ms",
+                ])
+                .args(extra)
+                .env("KUBECONFIG", kubeconfig)
+                .envs(env.iter().copied())
+                .env_remove("RUST_LOG")
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped()),
+        )
+        .expect("starting linkerd-multus webhook");
         Webhook {
             child,
             addr,
@@ -147,8 +149,7 @@ impl Webhook {
         let status = self.child.wait().unwrap();
         let mut stderr = String::new();
         self.child
-            .stderr
-            .take()
+            .take_stderr()
             .unwrap()
             .read_to_string(&mut stderr)
             .unwrap();
@@ -156,14 +157,7 @@ impl Webhook {
     }
 
     fn signal(&self, signal: nix::sys::signal::Signal) {
-        nix::sys::signal::kill(nix::unistd::Pid::from_raw(self.child.id() as i32), signal).unwrap();
-    }
-}
-
-impl Drop for Webhook {
-    fn drop(&mut self) {
-        self.child.kill().ok();
-        self.child.wait().ok();
+        self.child.signal(signal).unwrap();
     }
 }
 

@@ -192,7 +192,6 @@ fn webhook_answer_with(
     let check = checked.map(|nads| NadCheck {
         nads,
         policy: MissingNad::Attach,
-        managed: false,
     });
     let answer = admission::answer(
         &request,

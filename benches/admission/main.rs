@@ -52,6 +52,8 @@ mod kube_apiserver;
 mod load;
 #[path = "../../tests/common/ports.rs"]
 mod ports;
+#[path = "../../tests/common/process.rs"]
+mod process;
 mod report;
 #[path = "../common/servers.rs"]
 mod servers;

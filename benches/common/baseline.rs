@@ -193,6 +193,7 @@ pub fn baseline(addr: OsString) -> Result<()> {
                 limits,
                 handler,
                 Arc::new(Metrics::new()),
+                tokio::sync::watch::channel(false).1,
                 shutdown,
             )
             .await;

@@ -6,29 +6,23 @@
 use std::fs;
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, anyhow, bail};
 
 use super::baseline::BASELINE_ENV;
 use super::https;
+use super::process::Guard;
 
 /// A server process.
 pub struct Server {
-    pub child: Child,
+    pub child: Guard,
     /// `127.0.0.1:PORT` of the admission endpoint.
     pub addr: String,
     /// The webhook's ops port (metrics, readiness); none for the baseline.
     pub ops: Option<String>,
     log: PathBuf,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        self.child.kill().ok();
-        self.child.wait().ok();
-    }
 }
 
 fn free_addr() -> Result<String> {
@@ -59,21 +53,22 @@ impl Server {
     ) -> Result<Server> {
         let (addr, ops) = (free_addr()?, free_addr()?);
         let log = dir.join("webhook.log");
-        let child = Command::new(bin)
-            .arg("webhook")
-            .args(["--listen", &addr, "--ops-listen", &ops])
-            .arg("--tls-cert")
-            .arg(cert)
-            .arg("--tls-key")
-            .arg(key)
-            .args(extra)
-            .env("KUBECONFIG", kubeconfig)
-            .env_remove("RUST_LOG")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(fs::File::create(&log)?)
-            .spawn()
-            .with_context(|| format!("starting {} webhook", bin.display()))?;
+        let child = Guard::spawn(
+            Command::new(bin)
+                .arg("webhook")
+                .args(["--listen", &addr, "--ops-listen", &ops])
+                .arg("--tls-cert")
+                .arg(cert)
+                .arg("--tls-key")
+                .arg(key)
+                .args(extra)
+                .env("KUBECONFIG", kubeconfig)
+                .env_remove("RUST_LOG")
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(fs::File::create(&log)?),
+        )
+        .with_context(|| format!("starting {} webhook", bin.display()))?;
         Ok(Server {
             child,
             addr,
@@ -93,20 +88,21 @@ impl Server {
     ) -> Result<Server> {
         let addr = free_addr()?;
         let log = dir.join(format!("{name}.log"));
-        let mut child = Command::new(std::env::current_exe()?)
-            .envs(env.iter().copied())
-            .env(BASELINE_ENV, &addr)
-            .arg("--tls-cert")
-            .arg(cert)
-            .arg("--tls-key")
-            .arg(key)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(fs::File::create(&log)?)
-            .spawn()
-            .with_context(|| format!("starting the {name} server"))?;
+        let mut child = Guard::spawn(
+            Command::new(std::env::current_exe()?)
+                .envs(env.iter().copied())
+                .env(BASELINE_ENV, &addr)
+                .arg("--tls-cert")
+                .arg(cert)
+                .arg("--tls-key")
+                .arg(key)
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(fs::File::create(&log)?),
+        )
+        .with_context(|| format!("starting the {name} server"))?;
         let mut ready = [0u8; 6];
-        let read = child.stdout.take().expect("piped").read_exact(&mut ready);
+        let read = child.take_stdout().expect("piped").read_exact(&mut ready);
         let server = Server {
             child,
             addr,

@@ -47,6 +47,8 @@ mod https;
 mod load;
 #[path = "../../tests/common/ports.rs"]
 mod ports;
+#[path = "../../tests/common/process.rs"]
+mod process;
 mod report;
 mod requests;
 #[path = "../common/servers.rs"]

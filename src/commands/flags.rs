@@ -1,19 +1,45 @@
 //! The flags of the Linkerd-CNI settings that more than one command takes:
-//! those that decide a pod (`render` and `webhook`) and those that make a
-//! NAD's config (`render`, and the webhook's NAD controller). Each is also read
-//! from `LINKERD_MULTUS_<NAME>`; flags win.
+//! the NAD's name and the control plane's namespace (`render`, `webhook` and
+//! `controller`), those that decide a pod (`render` and `webhook`) and those
+//! that make a NAD's config (`render` and `controller`); and the settings they
+//! give, resolved with a `--config` file and the environment. Each is also
+//! read from `LINKERD_MULTUS_<NAME>`; flags win.
+
+use std::path::Path;
 
 use clap::Args;
 
-/// The settings that decide a pod.
+use crate::linkerd_cni;
+use crate::pipeline::FunctionConfig;
+use crate::pipeline::environment::{self, Environment};
+use crate::pipeline::settings::{self, Given, Sources, Takes};
+
+/// The NAD's name and the namespace whose pods are always attached.
 #[derive(Args)]
-pub struct PodSettings {
+pub struct NameSettings {
     /// The Linkerd control-plane namespace [default: linkerd].
     #[arg(long, value_name = "NAMESPACE")]
     linkerd_namespace: Option<String>,
     /// Name of the NetworkAttachmentDefinition [default: linkerd-cni].
     #[arg(long, value_name = "NAME")]
     nad_name: Option<String>,
+}
+
+impl NameSettings {
+    /// The flags given, by settings key.
+    pub fn flags(self) -> Vec<(&'static str, String)> {
+        given([
+            ("linkerdNamespace", self.linkerd_namespace),
+            ("nadName", self.nad_name),
+        ])
+    }
+}
+
+/// The settings that decide a pod.
+#[derive(Args)]
+pub struct PodSettings {
+    #[command(flatten)]
+    names: NameSettings,
     /// Namespace annotation holding the OpenShift UID range.
     #[arg(long, value_name = "KEY")]
     uid_range_annotation: Option<String>,
@@ -35,14 +61,14 @@ pub struct PodSettings {
 impl PodSettings {
     /// The flags given, by settings key.
     pub fn flags(self) -> Vec<(&'static str, String)> {
-        given([
-            ("linkerdNamespace", self.linkerd_namespace),
-            ("nadName", self.nad_name),
+        let mut flags = self.names.flags();
+        flags.extend(given([
             ("uidRangeAnnotation", self.uid_range_annotation),
             ("proxyUIDOffset", self.proxy_uid_offset),
             ("skipSecondarySubnets", self.skip_secondary_subnets),
             ("clusterCIDRs", self.cluster_cidrs),
-        ])
+        ]));
+        flags
     }
 }
 
@@ -79,4 +105,30 @@ pub fn given<const N: usize>(
         .into_iter()
         .filter_map(|(key, value)| Some((key, value?)))
         .collect()
+}
+
+/// The Linkerd-CNI settings of `webhook` and `controller`: `--config`, then
+/// `LINKERD_MULTUS_*`, then the flags, each naming itself in errors.
+pub fn linkerd_cni_settings(
+    config: Option<&Path>,
+    flags: Vec<(&'static str, String)>,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<linkerd_cni::settings::Settings, settings::Error> {
+    let mut sources = Sources::new(Takes::LinkerdMultus);
+    if let Some(path) = config {
+        sources.given = Given::File {
+            source: "--config",
+            path,
+        };
+    }
+    sources.environment = Some(Environment {
+        read: env,
+        argocd: false,
+        namespace_variables: &[],
+    });
+    sources.flags = environment::flags(flags);
+    match settings::resolve(sources)? {
+        FunctionConfig::LinkerdMultus(settings) => Ok(settings),
+        _ => unreachable!("--config takes LinkerdMultus settings only"),
+    }
 }

@@ -3,12 +3,14 @@
 //! --diff`, `diff` and `post-render`; [`validate`] the `validate` command;
 //! [`from_injector`] `from-injector`, network-resources-injector's settings as
 //! a `NetworkResources` object;
-//! [`webhook`] the webhook and its NAD controller; [`extension`] the Linkerd
+//! [`webhook`] the webhook; [`controller`] the NAD controller; [`extension`] the Linkerd
 //! extension's `install`, `uninstall` and `check`. What the file commands share:
 //! reading manifests ([`manifests`]), unified diffs ([`diff`]) and the
 //! Linkerd-CNI settings flags ([`flags`]); what every command shares: what it
 //! prints, why it could not run and the exit code that makes ([`outcome`]).
 
+#[cfg(feature = "webhook")]
+pub mod controller;
 pub mod diff;
 #[cfg(feature = "webhook")]
 pub mod extension;
@@ -67,6 +69,12 @@ enum Command {
     /// rules over HTTPS, with namespaces from a watch of the cluster.
     #[cfg(feature = "webhook")]
     Webhook(Box<webhook::WebhookArgs>),
+    /// The NAD controller, apart from the webhook: keeps the Linkerd-CNI NAD
+    /// in every namespace that needs it, from the live Linkerd-CNI ConfigMap,
+    /// and restarts the workloads that opted in when it changes. One replica
+    /// writes, through a Lease; it listens on its operations port alone.
+    #[cfg(feature = "webhook")]
+    Controller(Box<controller::ControllerArgs>),
     /// The Linkerd extension's check (`linkerd multus check`, which `linkerd
     /// check` runs): what is wrong with linkerd-multus in a live cluster, and
     /// what to do. Exits 0 when no check failed, 1 when one did.
@@ -126,7 +134,7 @@ fn read_stdin() -> std::io::Result<String> {
 
 fn run(command: Option<Command>) -> Result<Outcome, Error> {
     let env = |name: &str| std::env::var(name).ok();
-    // The renderer's commands read LINKERD_MULTUS_*; the webhook logs its own warnings.
+    // The renderer's commands read LINKERD_MULTUS_*; the webhook and the controller log their own warnings.
     if matches!(
         command,
         Some(Command::Render(_) | Command::Diff(_) | Command::PostRender(_))
@@ -151,6 +159,15 @@ fn run(command: Option<Command>) -> Result<Outcome, Error> {
         Some(Command::FromInjector(args)) => args.run(read_stdin),
         #[cfg(feature = "webhook")]
         Some(Command::Webhook(args)) => {
+            args.run(&env)?;
+            Outcome {
+                stdout: String::new(),
+                stderr: String::new(),
+                code: 0,
+            }
+        }
+        #[cfg(feature = "webhook")]
+        Some(Command::Controller(args)) => {
             args.run(&env)?;
             Outcome {
                 stdout: String::new(),

@@ -112,16 +112,16 @@ pub enum Error {
     /// Stdout could not be written.
     #[error("writing to stdout: {0}")]
     Stdout(io::Error),
-    /// `--manage-nads` without the Lease's namespace.
+    /// `controller` without the Lease's namespace.
     #[error(
-        "--manage-nads needs the Lease's namespace: set --lease-namespace, or POD_NAMESPACE from the downward API (metadata.namespace)"
+        "controller needs the Lease's namespace: set --lease-namespace, or POD_NAMESPACE from the downward API (metadata.namespace)"
     )]
     NoLeaseNamespace,
-    /// `--restart-stale-workloads` without the NAD controller that runs it.
+    /// A flag of the NAD controller given to `webhook`, which no longer runs it.
     #[error(
-        "--restart-stale-workloads is the NAD controller's: add --manage-nads (with the rights of ../deploy-nad-controller and ../deploy-restarts), or leave it out"
+        "webhook {0}: the NAD controller runs apart from the webhook now, as `linkerd-multus controller` with its own Deployment and ServiceAccount (deploy-nad-controller/, or linkerd multus install --manage-nads); take {0} and the controller's other flags there, and give the webhook --missing-nad=attach"
     )]
-    RestartsWithoutNadController,
+    MovedToController(&'static str),
     /// A `--lease-duration` too short to renew in.
     #[error(
         "--lease-duration {0}: must be at least 3s (the leader must renew within two thirds of it, trying every 2/15)"
@@ -130,6 +130,9 @@ pub enum Error {
     /// The webhook failed to start or stopped with an error.
     #[error("{0:#}")]
     Webhook(anyhow::Error),
+    /// The NAD controller failed to start or stopped with an error.
+    #[error("{0:#}")]
+    Controller(anyhow::Error),
     /// `install` could not print the extension.
     #[cfg(feature = "webhook")]
     #[error(transparent)]

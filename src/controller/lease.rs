@@ -32,6 +32,7 @@ use tokio::time::Instant;
 
 use crate::controller::api::{CallError, call, call_until};
 use crate::controller::backoff::random_fraction;
+use crate::controller::health::Contact;
 use crate::controller::{FIELD_MANAGER, Options};
 
 /// The election's periods, derived from the Lease duration as client-go's
@@ -200,6 +201,8 @@ struct Elector {
     last_error: Option<String>,
     /// Whether the election stopped while this replica led.
     stopped_leading: bool,
+    /// When it last reached the Lease: its readiness.
+    contact: Contact,
 }
 
 impl Elector {
@@ -320,9 +323,16 @@ impl Elector {
         }
     }
 
+    /// A try reached the Lease, whatever it decided.
+    fn reached(&mut self) {
+        self.last_error = None;
+        self.contact.reached(Instant::now());
+    }
+
     /// Logs a failed try once, until it fails otherwise.
     fn failed(&mut self, error: &CallError, what: &str) {
         let text = error.to_string();
+        self.contact.failed(&text);
         if self.last_error.as_deref() != Some(&text) {
             tracing::warn!(error = %text, "{}: {what}; trying again every {:?}", self.describe(), self.timing.retry);
             self.last_error = Some(text);
@@ -358,8 +368,14 @@ impl Fence {
 }
 
 impl Leadership {
-    /// Joins the election until `stop` turns true.
-    pub fn start(client: &Client, options: &Options, stop: watch::Receiver<bool>) -> Self {
+    /// Joins the election until `stop` turns true, telling `contact` when
+    /// each try reaches the Lease.
+    pub fn start(
+        client: &Client,
+        options: &Options,
+        stop: watch::Receiver<bool>,
+        contact: Contact,
+    ) -> Self {
         let elector = Elector {
             api: Api::namespaced(client.clone(), &options.lease_namespace),
             name: options.lease_name.clone(),
@@ -369,6 +385,7 @@ impl Leadership {
             observed: None,
             last_error: None,
             stopped_leading: false,
+            contact,
         };
         let (term, term_rx) = watch::channel(None);
         Leadership {
@@ -462,10 +479,10 @@ async fn candidate(elector: &mut Elector, stop: &mut watch::Receiver<bool>) -> O
             .await
         {
             Ok(true) => {
-                elector.last_error = None;
+                elector.reached();
                 return Some(sent + elector.timing.renew_deadline);
             }
-            Ok(false) => elector.last_error = None,
+            Ok(false) => elector.reached(),
             Err(e) => elector.failed(&e, "cannot read or take it"),
         }
         let wait = elector.timing.retry.mul_f64(1.0 + 0.2 * random_fraction());
@@ -499,11 +516,12 @@ async fn lead(
         };
         match renewed {
             Ok(true) => {
-                elector.last_error = None;
+                elector.reached();
                 until = sent + elector.timing.renew_deadline;
                 term.send_replace(Some(until));
             }
             Ok(false) => {
+                elector.reached();
                 let holder = elector.observed.as_ref().map(|o| o.record.holder.clone());
                 tracing::warn!(holder = ?holder, "{}: another replica holds it; stopped writing NADs", elector.describe());
                 return false;

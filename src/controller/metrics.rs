@@ -1,4 +1,4 @@
-//! The NAD controller's metrics, registered beside the webhook's.
+//! The NAD controller's metrics, served on its operations port.
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;

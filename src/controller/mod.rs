@@ -1,12 +1,14 @@
-//! `linkerd-multus webhook --manage-nads`: the NAD controller, the Go
-//! operator's other half, for namespaces that do not live in Git. It keeps
-//! the Linkerd-CNI NAD in every namespace that needs it by the function's
-//! rules ([`crate::linkerd_cni::cluster`]), built from the live Linkerd-CNI
+//! `linkerd-multus controller`: the NAD controller, the Go operator's other
+//! half, for namespaces that do not live in Git. It keeps the Linkerd-CNI NAD
+//! in every namespace that needs it by the function's rules
+//! ([`crate::linkerd_cni::cluster`]), built from the live Linkerd-CNI
 //! ConfigMap by the function's own code, with kube-runtime's `Controller`.
 //!
-//! It runs in the webhook's process: every replica answers admission, and the
-//! one holding the `coordination.k8s.io` Lease ([`lease`]) writes, and only
-//! while its leadership is fresh. It owns exactly the NADs it made (labelled
+//! It runs apart from the webhook, in a Deployment and with a ServiceAccount
+//! of its own, listening on its operations port alone: the replica holding
+//! the `coordination.k8s.io` Lease ([`lease`]) writes, and only while its
+//! leadership is fresh; a replica is ready while it reaches the Lease
+//! ([`health`]). It owns exactly the NADs it made (labelled
 //! `app.kubernetes.io/managed-by: linkerd-multus-controller`): it creates new
 //! ones, never adopting one that exists, puts back the fields of its own that
 //! were edited, and deletes only its own ([`reconcile`]). Every call has a
@@ -18,6 +20,7 @@ pub mod api;
 pub mod backoff;
 pub mod config_map;
 pub mod events;
+pub mod health;
 pub mod lease;
 pub mod metrics;
 pub mod reconcile;
@@ -45,6 +48,7 @@ use crate::multus::nad::{self, Maker};
 use backoff::Backoff;
 use config_map::LiveConfig;
 use events::Events;
+use health::Contact;
 use lease::{Fence, Leadership};
 pub use metrics::Metrics;
 use reconcile::{CONFIG_DIGEST, Context};
@@ -59,7 +63,7 @@ const CONCURRENCY: u16 = 16;
 /// series due, the failures of namespaces gone.
 const HOUSEKEEPING: Duration = Duration::from_secs(1);
 
-/// What [`run`] needs: the flags of `--manage-nads` and the environment, resolved.
+/// What [`run`] needs: the flags of `controller` and the environment, resolved.
 #[derive(Debug, Clone)]
 pub struct Options {
     /// The Lease's name.
@@ -76,12 +80,20 @@ pub struct Options {
     pub restarts: Option<restarts::Options>,
 }
 
+impl Options {
+    /// The Lease as `namespace/name`.
+    pub fn lease(&self) -> String {
+        format!("{}/{}", self.lease_namespace, self.lease_name)
+    }
+}
+
 /// Runs the controller until `stop` turns true: waits for the Lease, writes
 /// NADs while its leadership is fresh, drops every reconcile in flight the
 /// moment it is not, and releases the Lease on the way out, for the other
 /// replica to take over. `client` makes every call but the evictions, which go through
 /// `once`: the same configuration without kube's own retries of a 429, which for an eviction
-/// is a PodDisruptionBudget's answer, asked again at the next pass.
+/// is a PodDisruptionBudget's answer, asked again at the next pass. `contact` learns when the
+/// election reaches the Lease.
 pub async fn run(
     client: Client,
     once: Client,
@@ -89,8 +101,9 @@ pub async fn run(
     options: Options,
     metrics: Arc<Metrics>,
     stop: watch::Receiver<bool>,
+    contact: Contact,
 ) {
-    let mut leadership = Leadership::start(&client, &options, stop.clone());
+    let mut leadership = Leadership::start(&client, &options, stop.clone(), contact);
     let shared = Shared {
         once,
         settings: Arc::new(settings),
@@ -108,7 +121,7 @@ pub async fn run(
         metrics.leader.set(1);
         tracing::info!(
             identity = %options.identity,
-            lease = %format!("{}/{}", options.lease_namespace, options.lease_name),
+            lease = %options.lease(),
             "leading: this replica writes the NADs"
         );
         tokio::select! {
@@ -258,6 +271,8 @@ async fn reconcile_all(client: Client, shared: &Shared, fence: Fence) {
             nads: nad_store.clone(),
             namespaces: ns_store.clone(),
             nad_name: shared.settings.nad_name.clone(),
+            linkerd_namespace: shared.settings.linkerd_namespace.clone(),
+            cni_namespace: shared.settings.cni_namespace.clone(),
             fence: context.fence.clone(),
             events: shared.events.clone(),
             metrics: shared.metrics.clone(),

@@ -32,7 +32,7 @@ use crate::controller::events::{Events, Kind as EventKind};
 use crate::controller::lease::Fence;
 use crate::controller::metrics::Metrics;
 use crate::controller::reconcile::CONFIG_DIGEST;
-use crate::k8s::namespace;
+use crate::k8s::{namespace, reserved};
 use crate::linkerd_cni::restarts::{
     Action, Cluster, EVICT_ANNOTATION, HASH_ANNOTATION, Key, Kind, Owner, Pacer, Pod as StalePod,
     REPORTED_REASON, RESTARTED_REASON, STALLED_REASON, Subject, Workload,
@@ -263,6 +263,10 @@ pub struct Context {
     pub namespaces: Store<PartialObjectMeta<Namespace>>,
     /// The NAD's name.
     pub nad_name: String,
+    /// The Linkerd control plane's namespace, never restarted in.
+    pub linkerd_namespace: String,
+    /// Linkerd-CNI's namespace, never restarted in.
+    pub cni_namespace: String,
     /// The leadership's fence: no write after its end.
     pub fence: Fence,
     /// Where Events go.
@@ -399,11 +403,19 @@ fn plan(context: &Context, watched: &Watched, pacer: &mut Pacer) -> Vec<Action> 
             .get(&ObjectRef::new(namespace))
             .and_then(|ns| ns.metadata.annotations.as_ref()?.get(key).cloned())
     };
+    let reserved = |namespace: &str| {
+        reserved::reserved(
+            namespace,
+            &context.linkerd_namespace,
+            &context.cni_namespace,
+        )
+    };
     let cluster = Cluster {
         workload: &workload,
         pods: &pods,
         nad_hashes: &nad_hashes,
         namespace_annotation: &lookup,
+        reserved: &reserved,
     };
     pacer.plan(&cluster, std::time::Instant::now())
 }

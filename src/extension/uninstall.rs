@@ -1,7 +1,8 @@
 //! `linkerd multus uninstall`: what `kubectl delete -f -` needs to remove the
 //! extension, found by its label [`EXTENSION_LABEL`]`=multus` and by the
 //! names `install` gives its objects: the webhook configuration first (no pod
-//! creation waits on a webhook going away), the cluster-scoped rights, the
+//! creation waits on a webhook going away), the cluster-scoped rights (and
+//! the policy that narrows the restarts', after them), the
 //! namespaced objects outside the namespaces it deletes (the Roles and
 //! bindings `install` put in the CNI namespace and in `default`), and the
 //! extension's Namespaces last, which take their objects with them.
@@ -36,6 +37,8 @@ const ORDER: &[&str] = &[
     "MutatingWebhookConfiguration",
     "ClusterRoleBinding",
     "ClusterRole",
+    "ValidatingAdmissionPolicyBinding",
+    "ValidatingAdmissionPolicy",
     "Deployment",
     "PodDisruptionBudget",
     "Service",

@@ -1,4 +1,4 @@
-//! The NAD controller's rules for a live cluster (`webhook --manage-nads`):
+//! The NAD controller's rules for a live cluster (`linkerd-multus controller`):
 //! which namespaces need the Linkerd-CNI NAD, and what to do with the one a
 //! namespace has. Pure code; the controller front does the I/O.
 //!

@@ -29,6 +29,9 @@ use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, StatefulSet};
 
 use crate::k8s::namespace::{Lookup, switch};
 pub use crate::linkerd_cni::rollout::HASH_ANNOTATION;
+use stale::stale_owners;
+
+mod stale;
 
 /// Opts a workload (on its pod template) or a namespace in: `enabled` or `disabled`, the pod
 /// template's first.
@@ -296,6 +299,9 @@ pub struct Cluster<'a> {
     pub nad_hashes: &'a BTreeMap<String, String>,
     /// A namespace's annotation: `(namespace, key)` to its value.
     pub namespace_annotation: &'a dyn Fn(&str, &str) -> Option<String>,
+    /// Whose a namespace is where nothing is ever restarted or evicted: Kubernetes',
+    /// OpenShift's, Linkerd's, Linkerd-CNI's ([`crate::k8s::reserved`]).
+    pub reserved: &'a dyn Fn(&str) -> Option<&'static str>,
 }
 
 impl fmt::Debug for Cluster<'_> {
@@ -431,6 +437,17 @@ impl Pacer {
             if opted != Some(true) {
                 continue;
             }
+            if let Some(whose) = (cluster.reserved)(&key.namespace) {
+                reports.push(Action::Reported {
+                    subject: Subject::Workload(key.clone()),
+                    why: reserved_why(
+                        &key.namespace,
+                        whose,
+                        "restart it (kubectl rollout restart)",
+                    ),
+                });
+                continue;
+            }
             if let Some(tool) = workload.git {
                 reports.push(Action::Reported {
                     subject: Subject::Workload(key.clone()),
@@ -483,7 +500,16 @@ impl Pacer {
             let evict = pod
                 .evict
                 .or_else(|| namespace_switch(cluster, &pod.namespace, EVICT_ANNOTATION));
-            if evict == Some(true) && !self.halted.contains_key(&pod.namespace) {
+            let reserved = (cluster.reserved)(&pod.namespace);
+            if let (Some(true), Some(whose)) = (evict, reserved) {
+                reports.push(Action::Reported {
+                    subject: Subject::Pod {
+                        namespace: pod.namespace.clone(),
+                        name: pod.name.clone(),
+                    },
+                    why: reserved_why(&pod.namespace, whose, "delete it and create it again"),
+                });
+            } else if evict == Some(true) && !self.halted.contains_key(&pod.namespace) {
                 actions.push(Action::Evict {
                     namespace: pod.namespace.clone(),
                     name: pod.name.clone(),
@@ -552,51 +578,17 @@ impl Pacer {
     }
 }
 
+/// Why a stale workload or pod of a reserved namespace is reported, not restarted: `fix` is
+/// what its owner may do.
+fn reserved_why(namespace: &str, whose: &str, fix: &str) -> String {
+    format!(
+        "runs an older Linkerd-CNI config, in namespace {namespace}, {whose}: linkerd-multus never restarts or evicts anything there; {fix} when it suits"
+    )
+}
+
 /// A namespace's `enabled`/`disabled` switch `key`.
 fn namespace_switch(cluster: &Cluster<'_>, namespace: &str, key: &str) -> Option<bool> {
     switch(&(cluster.namespace_annotation)(namespace, key)?)
-}
-
-/// The owners of the pods that run an older config than their namespace's NAD.
-#[derive(Default)]
-struct Stale {
-    workloads: BTreeSet<Key>,
-    naked: Vec<Pod>,
-    /// Pods and their owners, for those never restarted.
-    others: Vec<(Subject, String)>,
-}
-
-fn subject(pod: &Pod) -> Subject {
-    Subject::Pod {
-        namespace: pod.namespace.clone(),
-        name: pod.name.clone(),
-    }
-}
-
-/// Keeps only the owners of stale pods (a set of workloads, the few naked and others'
-/// pods), so that a plan over 50,000 pods holds no copy of them.
-fn stale_owners(cluster: &Cluster<'_>) -> Stale {
-    let mut stale = Stale::default();
-    (cluster.pods)(&mut |pod: &Pod| {
-        let (Some(hash), Some(current)) = (&pod.hash, cluster.nad_hashes.get(&pod.namespace))
-        else {
-            return;
-        };
-        if hash == current {
-            return;
-        }
-        match &pod.owner {
-            Owner::Workload(key) => {
-                if !stale.workloads.contains(key) {
-                    stale.workloads.insert(key.clone());
-                }
-            }
-            Owner::Naked => stale.naked.push(pod.clone()),
-            Owner::Job(name) => stale.others.push((subject(pod), format!("Job {name}"))),
-            Owner::Other(owner) => stale.others.push((subject(pod), owner.clone())),
-        }
-    });
-    stale
 }
 
 #[cfg(test)]

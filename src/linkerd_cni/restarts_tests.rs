@@ -81,6 +81,7 @@ impl World {
             pods: &pods,
             nad_hashes: &self.nad_hashes,
             namespace_annotation: &lookup,
+            reserved: &|ns| crate::k8s::reserved::reserved(ns, "linkerd", "linkerd-cni"),
         };
         pacer.plan(&cluster, now)
     }
@@ -427,6 +428,57 @@ fn git_managed_workloads_and_naked_pods_are_reported_not_patched() {
     );
     assert!(matches!(&actions[2], Action::Reported { why, .. } if why.contains("render and sync")));
     assert!(matches!(&actions[3], Action::Reported { why, .. } if why.contains("OnDelete")));
+}
+
+/// In Kubernetes', OpenShift's, Linkerd's and Linkerd-CNI's namespaces nothing is restarted
+/// or evicted, opted in or not: each is reported, saying whose the namespace is.
+#[test]
+fn nothing_is_restarted_or_evicted_in_a_reserved_namespace() {
+    let reserved = [
+        "kube-system",
+        "openshift-dns",
+        "linkerd",
+        "linkerd-cni",
+        "default",
+    ];
+    let mut workloads = Vec::new();
+    let mut pods = Vec::new();
+    for namespace in reserved {
+        let key = deployment(namespace, "agent");
+        workloads.push(workload(&key, Some(true), None));
+        pods.push(pod(namespace, "agent-1", Owner::Workload(key), OLD));
+        pods.push(Pod {
+            evict: Some(true),
+            ..pod(namespace, "naked", Owner::Naked, OLD)
+        });
+    }
+    let mut world = World::new(workloads, pods);
+    for namespace in reserved {
+        world.nad_hashes.insert(namespace.into(), NEW.into());
+    }
+    let actions = world.plan(&mut Pacer::new(10, MINUTE), Instant::now());
+    assert!(
+        !actions
+            .iter()
+            .any(|a| matches!(a, Action::Restart { .. } | Action::Evict { .. })),
+        "{actions:?}"
+    );
+    let reported: Vec<(String, &str)> = actions
+        .iter()
+        .filter_map(|a| match a {
+            Action::Reported { subject, why } => Some((subject.to_string(), why.as_str())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(reported.len(), 10, "{reported:?}");
+    assert!(reported.contains(&(
+        "Deployment kube-system/agent".into(),
+        "runs an older Linkerd-CNI config, in namespace kube-system, Kubernetes's own: linkerd-multus never restarts or evicts anything there; restart it (kubectl rollout restart) when it suits"
+    )));
+    assert!(reported.contains(&(
+        "Pod linkerd-cni/naked".into(),
+        "runs an older Linkerd-CNI config, in namespace linkerd-cni, Linkerd-CNI's: linkerd-multus never restarts or evicts anything there; delete it and create it again when it suits"
+    )));
 }
 
 #[test]

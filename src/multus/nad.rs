@@ -14,7 +14,7 @@ pub const KIND: &str = "NetworkAttachmentDefinition";
 pub const MANAGED_BY_LABEL: &str = "app.kubernetes.io/managed-by";
 /// Its value on the NADs the function renders (the render label).
 pub const MANAGED_BY: &str = "linkerd-multus";
-/// Its value on the NADs the controller (`webhook --manage-nads`) makes in the
+/// Its value on the NADs the controller (`linkerd-multus controller`) makes in the
 /// cluster: never written into Git, never touched by the function.
 pub const CONTROLLER_MANAGED_BY: &str = "linkerd-multus-controller";
 /// Argo CD's sync-wave annotation: lower waves are applied first.

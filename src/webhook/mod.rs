@@ -8,6 +8,7 @@
 pub mod body;
 pub mod cache;
 pub mod connections;
+pub mod entries;
 pub mod eviction;
 pub mod handler;
 pub mod limits;
@@ -15,6 +16,7 @@ pub mod listen;
 pub mod live;
 pub mod metrics;
 pub mod ops;
+pub mod process;
 mod requests;
 pub mod server;
 pub mod tls;
@@ -26,9 +28,6 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use anyhow::{Context, anyhow};
-use futures_util::future::BoxFuture;
-use prometheus_client::registry::Registry;
-use tokio::sync::watch;
 
 use crate::admission::{MissingNad, OnError};
 use crate::linkerd_cni::settings::Settings;
@@ -89,9 +88,8 @@ pub struct Args {
     /// reserves its Content-Length before its body is read, and gets 503 with
     /// Retry-After when it does not fit. Bodies over 64 KiB may use three
     /// quarters of it, so ordinary reviews still get through. 8 MiB reads one
-    /// body of --max-body-bytes (6 MiB) at a time, and keeps a webhook with
-    /// --manage-nads at 10,000 namespaces under its 64 Mi memory limit under a
-    /// flood of them (docs/benchmarks.md); must be at least 4/3 of --max-body-bytes.
+    /// body of --max-body-bytes (6 MiB) at a time, and keeps the webhook at
+    /// 10,000 namespaces under its 64 Mi memory limit under a flood of them (docs/benchmarks.md); must be at least 4/3 of --max-body-bytes.
     #[arg(long, value_name = "BYTES", default_value_t = 8 * 1024 * 1024)]
     pub max_body_bytes_in_flight: usize,
     /// Connections open at once. At the limit a new connection evicts one in
@@ -149,7 +147,9 @@ pub struct Args {
     #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = humantime::parse_duration)]
     pub live_read_timeout: Duration,
     /// After SIGTERM, how long to keep serving while /readyz fails, so the
-    /// pod leaves the Service's endpoints before it stops accepting.
+    /// pod leaves the Service's endpoints before it stops accepting; each
+    /// HTTP/1 answer meanwhile closes its connection, so the API server's next
+    /// review goes over a new one to a current replica.
     #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = humantime::parse_duration)]
     pub shutdown_delay: Duration,
     /// How long to wait for requests in flight once it stops accepting.
@@ -169,18 +169,12 @@ pub struct Args {
     #[arg(long, value_name = "FILE", value_parser = clap::builder::TypedValueParser::map(clap::builder::OsStringValueParser::new(), PathBuf::from))]
     pub network_resources: Option<PathBuf>,
     /// What to do with a pod the rules attach in a namespace without the
-    /// Linkerd-CNI NAD: deny it (the default), attach it with a warning (the
-    /// default with --manage-nads, which makes the NAD), or ignore (no check,
-    /// no NAD watch).
-    #[arg(long, value_enum, value_name = "POLICY")]
-    pub missing_nad: Option<MissingNad>,
+    /// Linkerd-CNI NAD: deny it, attach it with a warning (where the NAD
+    /// controller runs, `linkerd-multus controller`, which makes the NAD), or
+    /// ignore (no check, no NAD watch).
+    #[arg(long, value_enum, value_name = "POLICY", default_value = "deny")]
+    pub missing_nad: MissingNad,
 }
-
-/// A task run beside the server, in its runtime (the NAD controller of
-/// `--manage-nads`): given the API clients, the metrics registry to register
-/// its own in, and a flag that turns true when the webhook shuts down.
-pub type Companion =
-    Box<dyn FnOnce(Clients, &mut Registry, watch::Receiver<bool>) -> BoxFuture<'static, ()> + Send>;
 
 /// The API clients, one configuration: they connect when first used.
 #[derive(Clone)]
@@ -205,15 +199,13 @@ pub enum LogFormat {
 }
 
 /// Runs the webhook until SIGTERM or SIGINT, then drains and returns; with
-/// `network_resources`, the network-resources rules run on pods CREATEd;
-/// with a `companion`, that task runs beside the server.
+/// `network_resources`, the network-resources rules run on pods CREATEd.
 pub fn run(
     args: Args,
     settings: Settings,
     network_resources: Option<network_resources::settings::Settings>,
-    companion: Option<Companion>,
 ) -> anyhow::Result<()> {
-    init_logs(&args)?;
+    init_logs(args.log_format, &args.log_level)?;
     limits(&args).check()?;
     for warning in environment::unknown_variables_here() {
         tracing::warn!("{warning}");
@@ -231,22 +223,16 @@ pub fn run(
         .enable_all()
         .build()
         .context("starting the async runtime")?
-        .block_on(serve(args, settings, network_resources, companion, tls))
+        .block_on(serve(args, settings, network_resources, tls))
 }
 
 async fn serve(
     args: Args,
     settings: Settings,
     network_resources: Option<network_resources::settings::Settings>,
-    companion: Option<Companion>,
     tls: Arc<Tls>,
 ) -> anyhow::Result<()> {
-    let managed = companion.is_some();
-    let missing_nad = args.missing_nad.unwrap_or(if managed {
-        MissingNad::Attach
-    } else {
-        MissingNad::Deny
-    });
+    let missing_nad = args.missing_nad;
     if missing_nad == MissingNad::Ignore && settings.skip_secondary_subnets {
         anyhow::bail!(
             "--skip-secondary-subnets=enabled reads the IPAM of the NADs pods select, but --missing-nad ignore reads no NAD: run with --missing-nad attach or deny, or leave skipSecondarySubnets disabled"
@@ -254,30 +240,18 @@ async fn serve(
     }
     let (listener, listen) = listen::bind_as(args.listen, "--listen")?;
     let (ops_listener, ops_listen) = listen::bind_as(args.ops_listen, "--ops-listen")?;
-    let config = api_config(args.api_timeout).await?;
-    let client = api_client(config.clone())?;
+    let client = api_client(api_config(args.api_timeout).await?)?;
     // The NAD cache only when something reads it: with --missing-nad ignore
     // and no network-resources rules, the webhook neither watches NADs nor
     // needs the RBAC to.
     let watch_nads = network_resources.is_some() || missing_nad != MissingNad::Ignore;
-    let mut metrics = match watch_nads {
+    let metrics = Arc::new(match watch_nads {
         true => Metrics::with_nad_cache(),
         false => Metrics::new(),
-    };
-    let (stop, stopped) = tokio::sync::watch::channel(false);
-    let companion_task = match companion {
-        Some(start) => {
-            let mut once = config;
-            once.default_retry = false;
-            let clients = Clients {
-                client: client.clone(),
-                once: api_client(once)?,
-            };
-            Some(tokio::spawn(start(clients, metrics.registry(), stopped)))
-        }
-        None => None,
-    };
-    let metrics = Arc::new(metrics);
+    });
+    // True from SIGTERM on: the server then closes each HTTP/1 connection
+    // after its answer.
+    let (stop, draining) = tokio::sync::watch::channel(false);
     let caches = start_caches(
         &args,
         &client,
@@ -305,7 +279,6 @@ async fn serve(
         client_auth = args.client_ca.is_some(),
         network_resources = network_resources.is_some(),
         missing_nad = ?missing_nad,
-        manage_nads = managed,
         "webhook serving"
     );
     let handler = Arc::new(Admission {
@@ -313,7 +286,6 @@ async fn serve(
         network_resources,
         nads: caches.nads,
         missing_nad,
-        managed,
         on_error: args.on_error,
         cache: caches.namespaces,
         live: caches.live,
@@ -322,10 +294,16 @@ async fn serve(
         metrics: metrics.clone(),
     });
     let shutdown = shutdown(stop, health, args.shutdown_delay);
-    server::serve(listener, tls, limits(&args), handler, metrics, shutdown).await;
-    if let Some(task) = companion_task {
-        task.await.ok();
-    }
+    server::serve(
+        listener,
+        tls,
+        limits(&args),
+        handler,
+        metrics,
+        draining,
+        shutdown,
+    )
+    .await;
     tracing::info!("stopped");
     Ok(())
 }
@@ -380,16 +358,16 @@ fn start_caches(
     }
 }
 
-/// Waits for SIGTERM or SIGINT, then stops the NAD controller, fails /readyz
-/// and keeps serving for `delay`, for the pod to leave the Service's endpoints.
+/// Waits for SIGTERM or SIGINT, then fails /readyz, has each HTTP/1 answer
+/// close its connection (`stop` turned true tells the server), and keeps
+/// serving for `delay`, for the pod to leave the Service's endpoints and the
+/// API server its connections to the pod.
 async fn shutdown(
     stop: tokio::sync::watch::Sender<bool>,
     health: Arc<ops::Health>,
     delay: Duration,
 ) {
     let signal = termination().await;
-    // The NAD controller stops writing and releases its Lease at once, for
-    // the other replica to take over while this one drains.
     stop.send_replace(true);
     health.shutting_down.store(true, Ordering::Relaxed);
     tracing::info!(signal, delay = ?delay, "shutting down: /readyz fails from now on");
@@ -409,7 +387,7 @@ const API_CONTEXT: &str =
 /// every read by [`API_READ_TIMEOUT`] from the request (lists made inside
 /// kube-runtime's watchers included), and the calls made here have their
 /// own deadlines.
-async fn api_config(api_timeout: Duration) -> anyhow::Result<kube::Config> {
+pub async fn api_config(api_timeout: Duration) -> anyhow::Result<kube::Config> {
     let mut config = kube::Config::infer().await.context(API_CONTEXT)?;
     config.connect_timeout = Some(api_timeout);
     config.read_timeout = Some(API_READ_TIMEOUT);
@@ -418,7 +396,7 @@ async fn api_config(api_timeout: Duration) -> anyhow::Result<kube::Config> {
 }
 
 /// The Kubernetes client of `config`.
-fn api_client(config: kube::Config) -> anyhow::Result<kube::Client> {
+pub fn api_client(config: kube::Config) -> anyhow::Result<kube::Client> {
     kube::Client::try_from(config).context(API_CONTEXT)
 }
 
@@ -445,7 +423,7 @@ pub fn limits(args: &Args) -> Limits {
 }
 
 /// Waits for SIGTERM or SIGINT and names it.
-async fn termination() -> &'static str {
+pub async fn termination() -> &'static str {
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
         .expect("installing a SIGTERM handler");
     tokio::select! {
@@ -454,21 +432,23 @@ async fn termination() -> &'static str {
     }
 }
 
-fn init_logs(args: &Args) -> anyhow::Result<()> {
+/// Logs to stderr in `format`, filtered by `level` (`--log-level`) unless
+/// RUST_LOG is set.
+pub fn init_logs(format: LogFormat, level: &str) -> anyhow::Result<()> {
     let filter = match std::env::var("RUST_LOG") {
         Ok(directives) if !directives.is_empty() => {
             tracing_subscriber::EnvFilter::try_new(&directives)
                 .with_context(|| format!("RUST_LOG={directives}"))?
         }
-        _ => tracing_subscriber::EnvFilter::try_new(&args.log_level)
-            .with_context(|| format!("--log-level {}", args.log_level))?,
+        _ => tracing_subscriber::EnvFilter::try_new(level)
+            .with_context(|| format!("--log-level {level}"))?,
     };
     // Colours only on a terminal: container logs are files.
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_writer(std::io::stderr);
-    match args.log_format {
+    match format {
         LogFormat::Plain => builder.try_init(),
         LogFormat::Json => builder.json().flatten_event(true).try_init(),
     }

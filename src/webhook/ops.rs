@@ -44,7 +44,15 @@ const IDLE_TIMEOUT: Duration = Duration::from_secs(30);
 /// hyper's smallest HTTP/1 read buffer: a probe's request is a few hundred bytes.
 const BUFFER: usize = 8 * 1024;
 
-/// What the probes and the metrics report on.
+/// What the operations port reports: why the process is not ready, and its metrics.
+pub trait Probe: Send + Sync + 'static {
+    /// Why it is not ready, if it is not.
+    fn not_ready(&self) -> Option<String>;
+    /// Its metrics, in the OpenMetrics text format ([`metrics::CONTENT_TYPE`]).
+    fn metrics(&self) -> String;
+}
+
+/// What the webhook's probes and metrics report on.
 pub struct Health {
     /// The namespace cache, when the webhook has one (the benchmark baseline has none).
     pub cache: Option<Arc<NamespaceCache>>,
@@ -58,10 +66,10 @@ pub struct Health {
     pub metrics: Arc<Metrics>,
 }
 
-impl Health {
+impl Probe for Health {
     /// Why the webhook is not ready, if it is not: shutting down, or a cache
     /// not synced yet or whose watch has been down too long.
-    pub fn not_ready(&self) -> Option<String> {
+    fn not_ready(&self) -> Option<String> {
         if self.shutting_down.load(Ordering::Relaxed) {
             return Some("shutting down".into());
         }
@@ -70,10 +78,17 @@ impl Health {
             .flatten()
             .find_map(|cache| cache.not_current(self.max_watch_outage))
     }
+
+    fn metrics(&self) -> String {
+        self.metrics.encode(
+            self.cache.as_ref().map(|c| c.status()),
+            self.nads.as_ref().map(|c| c.status()),
+        )
+    }
 }
 
 /// Serves the operations port for ever.
-pub async fn serve(listener: TcpListener, health: Arc<Health>) {
+pub async fn serve(listener: TcpListener, health: Arc<dyn Probe>) {
     let connections = Connections::new(OPS_LIMITS, None);
     let refusals_warned = Throttle::default();
     loop {
@@ -98,7 +113,7 @@ pub async fn serve(listener: TcpListener, health: Arc<Health>) {
 
 /// One connection: its first byte and each request's headers within
 /// [`HEADER_TIMEOUT`], closed when evicted or idle for [`IDLE_TIMEOUT`].
-async fn connection(tcp: TcpStream, ticket: Ticket, health: Arc<Health>) {
+async fn connection(tcp: TcpStream, ticket: Ticket, health: Arc<dyn Probe>) {
     let conn = ticket.conn().clone();
     let mut first = [0; 1];
     tokio::select! {
@@ -122,7 +137,7 @@ async fn connection(tcp: TcpStream, ticket: Ticket, health: Arc<Health>) {
                     Ok(mut in_flight) => {
                         in_flight.read();
                         in_flight.answered();
-                        answer(&request, &health)
+                        answer(&request, &*health)
                     }
                     Err(_) => reply(
                         StatusCode::SERVICE_UNAVAILABLE,
@@ -155,7 +170,7 @@ async fn connection(tcp: TcpStream, ticket: Ticket, health: Arc<Health>) {
     }
 }
 
-fn answer(request: &Request<Incoming>, health: &Health) -> Response<Full<Bytes>> {
+fn answer(request: &Request<Incoming>, health: &dyn Probe) -> Response<Full<Bytes>> {
     let (status, content_type, body) = match (request.method(), request.uri().path()) {
         (&Method::GET, "/healthz") => (StatusCode::OK, "text/plain", "ok\n".to_string()),
         (&Method::GET, "/readyz") => match health.not_ready() {
@@ -166,14 +181,7 @@ fn answer(request: &Request<Incoming>, health: &Health) -> Response<Full<Bytes>>
                 format!("not ready: {why}\n"),
             ),
         },
-        (&Method::GET, "/metrics") => (
-            StatusCode::OK,
-            metrics::CONTENT_TYPE,
-            health.metrics.encode(
-                health.cache.as_ref().map(|c| c.status()),
-                health.nads.as_ref().map(|c| c.status()),
-            ),
-        ),
+        (&Method::GET, "/metrics") => (StatusCode::OK, metrics::CONTENT_TYPE, health.metrics()),
         _ => (
             StatusCode::NOT_FOUND,
             "text/plain",

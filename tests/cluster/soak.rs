@@ -1,5 +1,6 @@
-//! The soak: two replicas of `webhook --manage-nads`, with the packages'
-//! rights, called by a real kube-apiserver for every pod created in the
+//! The soak: two replicas of the webhook and of the NAD controller (each
+//! replica a `webhook` and a `controller` process), with the packages'
+//! rights, the webhook called by a real kube-apiserver for every pod created in the
 //! soak's namespaces, at a steady rate for `SOAK_SECONDS` (75 by default;
 //! `scripts/soak.sh` runs the long form) while the API server is restarted
 //! twice, etcd is compacted, the leader is killed (and comes back, as its
@@ -17,7 +18,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -27,6 +28,7 @@ use serde_json::{Value, json};
 
 use crate::common::https::{Connection, connector, http_get};
 use crate::common::kube_apiserver::{ApiServer, ControlPlane, free_port};
+use crate::common::process::Guard;
 use crate::common::{bin, repo_path};
 
 #[path = "soak/forwarder.rs"]
@@ -51,93 +53,127 @@ fn soak_seconds() -> u64 {
         .unwrap_or(75)
 }
 
-/// A replica of `webhook --manage-nads`; killed when dropped.
+/// A replica: a `webhook` process and a `controller` process, each with its account;
+/// killed when dropped.
 struct Replica {
     identity: String,
-    child: Child,
+    webhook: Guard,
+    controller: Guard,
     addr: SocketAddr,
     ops: String,
+    controller_ops: String,
     log: PathBuf,
+    controller_log: PathBuf,
+}
+
+/// The kubeconfigs of the two accounts.
+struct Accounts {
+    webhook: PathBuf,
+    controller: PathBuf,
 }
 
 impl Replica {
-    fn start(identity: &str, kubeconfig: &Path, dir: &Path, cert: &Path, key: &Path) -> Replica {
+    fn start(identity: &str, accounts: &Accounts, dir: &Path, cert: &Path, key: &Path) -> Replica {
         let addr: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
         let ops = format!("127.0.0.1:{}", free_port());
+        let controller_ops = format!("127.0.0.1:{}", free_port());
         let log = dir.join(format!("{identity}.log"));
-        let child = Command::new(bin())
-            .arg("webhook")
-            .arg("--manage-nads")
-            .args(["--listen", &addr.to_string(), "--ops-listen", &ops])
-            .arg("--tls-cert")
-            .arg(cert)
-            .arg("--tls-key")
-            .arg(key)
-            .args(["--lease-duration", "3s", "--identity", identity])
-            .args(["--shutdown-delay", "0s"])
-            .env("KUBECONFIG", kubeconfig)
-            .env("POD_NAMESPACE", "linkerd-multus")
-            .env_remove("RUST_LOG")
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&log).unwrap())
-            .spawn()
-            .expect("starting linkerd-multus webhook --manage-nads");
+        let controller_log = dir.join(format!("{identity}-controller.log"));
+        let webhook = Guard::spawn(
+            Command::new(bin())
+                .arg("webhook")
+                .args(["--missing-nad", "attach"])
+                .args(["--listen", &addr.to_string(), "--ops-listen", &ops])
+                .arg("--tls-cert")
+                .arg(cert)
+                .arg("--tls-key")
+                .arg(key)
+                .args(["--shutdown-delay", "0s"])
+                .env("KUBECONFIG", &accounts.webhook)
+                .env_remove("RUST_LOG")
+                .stdout(Stdio::null())
+                .stderr(std::fs::File::create(&log).unwrap()),
+        )
+        .expect("starting linkerd-multus webhook");
+        let controller = Guard::spawn(
+            Command::new(bin())
+                .arg("controller")
+                .args(["--ops-listen", &controller_ops])
+                .args(["--lease-duration", "3s", "--identity", identity])
+                .env("KUBECONFIG", &accounts.controller)
+                .env("POD_NAMESPACE", "linkerd-multus")
+                .env_remove("RUST_LOG")
+                .stdout(Stdio::null())
+                .stderr(std::fs::File::create(&controller_log).unwrap()),
+        )
+        .expect("starting linkerd-multus controller");
         Replica {
             identity: identity.to_string(),
-            child,
+            webhook,
+            controller,
             addr,
             ops,
+            controller_ops,
             log,
+            controller_log,
         }
     }
 
     fn wait_ready(&self) {
         let deadline = Instant::now() + Duration::from_secs(60);
-        while http_get(&self.ops, "/readyz").map(|(s, _)| s) != Some(200) {
-            assert!(
-                Instant::now() < deadline,
-                "{} never became ready: {:?}\n{}",
-                self.identity,
-                http_get(&self.ops, "/readyz"),
-                self.log_tail()
-            );
-            std::thread::sleep(Duration::from_millis(100));
+        for ops in [&self.ops, &self.controller_ops] {
+            while http_get(ops, "/readyz").map(|(s, _)| s) != Some(200) {
+                assert!(
+                    Instant::now() < deadline,
+                    "{} never became ready: {:?}\n{}",
+                    self.identity,
+                    http_get(ops, "/readyz"),
+                    self.log_tail()
+                );
+                std::thread::sleep(Duration::from_millis(100));
+            }
         }
     }
 
     fn leads(&self) -> bool {
-        http_get(&self.ops, "/metrics").is_some_and(|(_, text)| {
+        http_get(&self.controller_ops, "/metrics").is_some_and(|(_, text)| {
             text.lines()
                 .any(|l| l == "linkerd_multus_nad_controller_leader 1")
         })
     }
 
-    /// Resident memory now, in KiB.
+    /// Resident memory of its two processes now, in KiB.
     fn rss_kib(&self) -> u64 {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
-            .expect("the replica runs");
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix("VmRSS:"))
-            .and_then(|v| v.split_whitespace().next()?.parse().ok())
-            .expect("VmRSS in /proc/PID/status")
+        [&self.webhook, &self.controller]
+            .iter()
+            .map(|child| {
+                let status = std::fs::read_to_string(format!("/proc/{}/status", child.id()))
+                    .expect("the replica runs");
+                status
+                    .lines()
+                    .find_map(|l| l.strip_prefix("VmRSS:"))
+                    .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
+                    .expect("VmRSS in /proc/PID/status")
+            })
+            .sum()
     }
 
     fn log_tail(&self) -> String {
-        let text = std::fs::read_to_string(&self.log).unwrap_or_default();
-        let lines: Vec<&str> = text.lines().collect();
-        lines[lines.len().saturating_sub(20)..].join("\n")
+        [&self.log, &self.controller_log]
+            .iter()
+            .map(|log| {
+                let text = std::fs::read_to_string(log).unwrap_or_default();
+                let lines: Vec<&str> = text.lines().collect();
+                lines[lines.len().saturating_sub(20)..].join("\n")
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
     }
 
     fn kill(&mut self) {
-        self.child.kill().ok();
-        self.child.wait().ok();
-    }
-}
-
-impl Drop for Replica {
-    fn drop(&mut self) {
-        self.kill();
+        for child in [&mut self.webhook, &mut self.controller] {
+            child.kill().ok();
+        }
     }
 }
 
@@ -336,12 +372,13 @@ fn soak_admissions_and_nads_hold_through_restarts_compaction_and_a_leader_killed
     plane.start_ready(&server);
     apply_the_packages(plane);
     let dir = tempfile::tempdir().unwrap();
-    let kubeconfig = plane.service_account_kubeconfig_for(
-        &server,
-        "linkerd-multus",
-        "linkerd-multus-webhook",
-        dir.path(),
-    );
+    let account = |name: &str| {
+        plane.service_account_kubeconfig_for(&server, "linkerd-multus", name, dir.path())
+    };
+    let accounts = Accounts {
+        webhook: account("linkerd-multus-webhook"),
+        controller: account("linkerd-multus-nad-controller"),
+    };
     let (cert, key) = plane.leaf(&["127.0.0.1"]).write(dir.path());
     let mut namespaces = Namespaces {
         enabled: (0..4).map(|_| namespace(plane, "on", true)).collect(),
@@ -351,8 +388,8 @@ fn soak_admissions_and_nads_hold_through_restarts_compaction_and_a_leader_killed
             .collect(),
     };
     let mut replicas = [
-        Replica::start("replica-a", &kubeconfig, dir.path(), &cert, &key),
-        Replica::start("replica-b", &kubeconfig, dir.path(), &cert, &key),
+        Replica::start("replica-a", &accounts, dir.path(), &cert, &key),
+        Replica::start("replica-b", &accounts, dir.path(), &cert, &key),
     ];
     replicas.iter().for_each(Replica::wait_ready);
     let forwarder = Forwarder::start(replicas.iter().map(|r| r.addr).collect());
@@ -367,7 +404,7 @@ fn soak_admissions_and_nads_hold_through_restarts_compaction_and_a_leader_killed
     };
 
     let start_replica =
-        |identity: &str| Replica::start(identity, &kubeconfig, dir.path(), &cert, &key);
+        |identity: &str| Replica::start(identity, &accounts, dir.path(), &cert, &key);
     let fleet = Fleet {
         replicas: &mut replicas,
         forwarder: &forwarder,

@@ -7,16 +7,17 @@
 //! on free loopback ports, in a temporary folder, with certificates made here.
 //! Each test works in namespaces of its own ([`ControlPlane::namespace`]): a
 //! lone API server has no namespace controller, so a deleted namespace never
-//! goes away. A watchdog process stops every process by its PID and removes the
-//! folder when the test binary ends, however it ends. A start-up failure fails
-//! the test with the tail of the log of the process that failed.
+//! goes away. Each process is a [`Guard`]'s, and the folder is left to the
+//! binary's watchdog, so that a control plane kept to the end (a static's) is
+//! stopped and removed when the test binary ends, however it ends. A start-up
+//! failure fails the test with the tail of the log of the process that failed.
 #![allow(dead_code)]
 
 use std::cell::RefCell;
 use std::fmt::Write as _;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
@@ -26,6 +27,7 @@ use rcgen::{CertificateParams, DnType, ExtendedKeyUsagePurpose, KeyPair};
 
 use super::https::{Ca, Leaf};
 pub use super::ports::free_port;
+use super::process::{Entry, Guard, leave_to_watchdog};
 
 #[path = "kube_apiserver/api_server.rs"]
 mod api_server;
@@ -56,9 +58,9 @@ pub struct ControlPlane {
     /// The admin's client certificate, for clients of the tests' own.
     pub admin: Leaf,
     names: AtomicUsize,
-    _etcd: Mutex<Child>,
-    /// Outlives this process on purpose: it cleans up after it.
-    _watchdog: Mutex<Child>,
+    etcd: Mutex<Option<Guard>>,
+    /// The folder left to the watchdog, until [`ControlPlane::stop`].
+    watched: Mutex<Option<Entry>>,
     _dir: tempfile::TempDir,
 }
 
@@ -71,8 +73,7 @@ pub struct ApiServer {
     args: Vec<String>,
     binary: PathBuf,
     log: PathBuf,
-    pids: PathBuf,
-    child: Mutex<Option<Child>>,
+    child: Mutex<Option<Guard>>,
 }
 
 static SHARED: OnceLock<Result<ControlPlane, String>> = OnceLock::new();
@@ -99,36 +100,6 @@ fn tail(path: &Path, lines: usize) -> String {
     let text = std::fs::read_to_string(path).unwrap_or_default();
     let all: Vec<&str> = text.lines().collect();
     all[all.len().saturating_sub(lines)..].join("\n")
-}
-
-/// Appends a PID to the watchdog's list.
-fn record_pid(pids: &Path, pid: u32) {
-    let mut file = std::fs::OpenOptions::new()
-        .append(true)
-        .create(true)
-        .open(pids)
-        .expect("the PID list");
-    writeln!(file, "{pid}").expect("writing the PID list");
-}
-
-/// Starts a shell that waits for this process to end, then kills every PID
-/// listed in `pids` and removes `dir`. It ignores SIGINT and SIGHUP, so a
-/// Ctrl-C that ends the tests does not end it before it has cleaned up.
-fn start_watchdog(dir: &Path, pids: &Path) -> Child {
-    let script = r#"trap '' INT HUP
-while kill -0 "$1" 2>/dev/null; do sleep 0.5; done
-while read -r pid; do kill -9 "$pid" 2>/dev/null; done < "$2"
-rm -rf "$3""#;
-    Command::new("sh")
-        .args(["-c", script, "watchdog"])
-        .arg(std::process::id().to_string())
-        .arg(pids)
-        .arg(dir)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("starting the watchdog shell")
 }
 
 fn pem_base64(text: &str) -> String {
@@ -181,52 +152,54 @@ impl ControlPlane {
     /// does, for a plane [`ControlPlane::own`] leaked to give out `'static`.
     fn stop(&self) {
         self.api.stop();
-        let mut etcd = self._etcd.lock().unwrap_or_else(|p| p.into_inner());
-        let _ = etcd.kill();
-        let _ = etcd.wait();
+        drop(self.etcd.lock().unwrap_or_else(|p| p.into_inner()).take());
         let _ = std::fs::remove_dir_all(&self.dir);
+        drop(
+            self.watched
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .take(),
+        );
     }
 
     /// A control plane of the caller's own, its API server started with
     /// `extra` flags; stopped, and its folder removed, when dropped.
-    // The watchdog is never waited for: it outlives this process to clean up after it.
-    #[allow(clippy::zombie_processes)]
     pub fn start_own(extra: &[&str]) -> Result<ControlPlane, String> {
         let assets = assets()?;
-        let base = Path::new("/dev/shm");
-        let dir = if base.is_dir() {
-            tempfile::Builder::new()
-                .prefix("kube-apiserver-")
-                .tempdir_in(base)
+        // In TMPDIR when it is set (scripts/test.sh sets one of its run's), else on tmpfs
+        // where there is one: etcd's fsyncs cost nothing there.
+        let shm = Path::new("/dev/shm");
+        let mut builder = tempfile::Builder::new();
+        builder.prefix("kube-apiserver-");
+        let dir = if std::env::var_os("TMPDIR").is_none() && shm.is_dir() {
+            builder.tempdir_in(shm)
         } else {
-            tempfile::Builder::new().prefix("kube-apiserver-").tempdir()
+            builder.tempdir()
         }
         .map_err(|e| format!("making a temporary folder: {e}"))?;
         let path = dir.path().to_path_buf();
-        let pids = path.join("pids");
-        std::fs::write(&pids, "").map_err(|e| e.to_string())?;
-        let watchdog = start_watchdog(&path, &pids);
+        let watched = leave_to_watchdog(&path);
 
         // etcd on two free ports, its data in the temporary folder.
         let (client, peer) = (free_port(), free_port());
         let etcd_url = format!("http://127.0.0.1:{client}");
         let peer_url = format!("http://127.0.0.1:{peer}");
         let etcd_log = path.join("etcd.log");
-        let etcd = Command::new(assets.join("etcd"))
-            .arg("--data-dir")
-            .arg(path.join("etcd"))
-            .args(["--listen-client-urls", &etcd_url])
-            .args(["--advertise-client-urls", &etcd_url])
-            .args(["--listen-peer-urls", &peer_url])
-            .args(["--initial-advertise-peer-urls", &peer_url])
-            .args(["--initial-cluster", &format!("default={peer_url}")])
-            .args(["--name", "default"])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(log_file(&etcd_log)?)
-            .spawn()
-            .map_err(|e| format!("starting {}: {e}", assets.join("etcd").display()))?;
-        record_pid(&pids, etcd.id());
+        let etcd = Guard::spawn(
+            Command::new(assets.join("etcd"))
+                .arg("--data-dir")
+                .arg(path.join("etcd"))
+                .args(["--listen-client-urls", &etcd_url])
+                .args(["--advertise-client-urls", &etcd_url])
+                .args(["--listen-peer-urls", &peer_url])
+                .args(["--initial-advertise-peer-urls", &peer_url])
+                .args(["--initial-cluster", &format!("default={peer_url}")])
+                .args(["--name", "default"])
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(log_file(&etcd_log)?),
+        )
+        .map_err(|e| format!("starting {}: {e}", assets.join("etcd").display()))?;
         wait_for_etcd(&etcd_url, &etcd_log)?;
 
         // Certificates: a CA, the serving certificate, an admin client
@@ -258,8 +231,8 @@ impl ControlPlane {
             admin_kubeconfig,
             admin,
             names: AtomicUsize::new(0),
-            _etcd: Mutex::new(etcd),
-            _watchdog: Mutex::new(watchdog),
+            etcd: Mutex::new(Some(etcd)),
+            watched: Mutex::new(Some(watched)),
             _dir: dir,
         };
         plane
@@ -305,17 +278,16 @@ impl ControlPlane {
 
     /// Runs kubectl as the admin with `stdin` as input.
     pub fn kubectl_input(&self, args: &[&str], stdin: &str) -> Output {
-        let mut child = self
-            .kubectl_command()
-            .args(args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("starting kubectl");
+        let mut child = Guard::spawn(
+            self.kubectl_command()
+                .args(args)
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped()),
+        )
+        .expect("starting kubectl");
         child
-            .stdin
-            .take()
+            .take_stdin()
             .unwrap()
             .write_all(stdin.as_bytes())
             .expect("writing to kubectl");

@@ -14,6 +14,7 @@ pub mod https;
 pub mod kube_apiserver;
 pub mod kubelet;
 pub mod ports;
+pub mod process;
 pub mod setters;
 pub mod shipped;
 mod yaml;
@@ -80,13 +81,14 @@ pub fn run_clean(args: &[&str], env: &[(&str, &str)], cwd: &Path, input: &str) -
 
 /// Runs `command` with `input` on stdin, capturing stdout and stderr.
 pub fn run_command(mut command: Command, input: &[u8]) -> Run {
-    let mut child = command
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("cannot start the linkerd-multus binary");
-    let mut stdin = child.stdin.take().expect("stdin");
+    let mut child = process::Guard::spawn(
+        command
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped()),
+    )
+    .expect("cannot start the linkerd-multus binary");
+    let mut stdin = child.take_stdin().expect("stdin");
     let data = input.to_vec();
     // Write from a thread so a binary that answers before reading everything cannot deadlock us.
     let writer = std::thread::spawn(move || {
@@ -102,6 +104,33 @@ pub fn run_command(mut command: Command, input: &[u8]) -> Run {
         stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
         stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
     }
+}
+
+/// `kubectl kustomize --enable-alpha-plugins` of `dir`, with the binary under test on PATH
+/// for the exec plugin of `functions/linkerd-multus/kustomize/plugin`. kustomize leaves each
+/// exec plugin's config in TMPDIR (`kust-plugin-config-*`): it gets a folder of its own,
+/// removed after.
+pub fn kustomize_exec(dir: &Path) -> std::process::Output {
+    let tmp = tempfile::tempdir().unwrap();
+    let bin_dir = Path::new(bin()).parent().unwrap();
+    let path = format!(
+        "{}:{}",
+        bin_dir.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    Command::new("kubectl")
+        .args(["kustomize", "--enable-alpha-plugins"])
+        .arg(dir)
+        .env("PATH", path)
+        .env(
+            "KUSTOMIZE_PLUGIN_HOME",
+            repo_path("functions/linkerd-multus/kustomize/plugin"),
+        )
+        .env("TMPDIR", tmp.path())
+        .output()
+        .expect(
+            "kubectl is not installed: these tests run the real kubectl kustomize (see README.md)",
+        )
 }
 
 /// `None` when equal, else a message naming the first differing line of `expected` and `actual`.

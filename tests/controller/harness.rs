@@ -3,14 +3,15 @@
 //! controller process.
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
 use super::common::bin;
-use super::common::https::{Ca, http_get};
+use super::common::https::http_get;
 use super::common::kube_apiserver::{ApiServer, ControlPlane, free_port};
+use super::common::process::Guard;
 
 pub const NAD: &str = "network-attachment-definitions.k8s.cni.cncf.io";
 pub const CONFIG_MAP: &str = include_str!("../../../shared/fixtures/linkerd-cni/version-2.19.yaml");
@@ -41,7 +42,6 @@ pub fn setup_with(edit: impl Fn(String) -> String) -> Setup {
     let plane = ControlPlane::own();
     plane.install_nad_crd();
     plane.apply(&read("deploy/namespace.yaml"));
-    plane.apply(&read("deploy/rbac.yaml"));
     let cni = plane.namespace("cni", &[]);
     // The control-plane namespace is named by a flag: no NAD before it exists.
     let control_plane = plane.unique_name("linkerd");
@@ -79,8 +79,8 @@ pub fn read(path: &str) -> String {
 
 impl Setup {
     /// Binds `account` (a ServiceAccount in the home namespace) to the
-    /// packages' roles: the webhook's and the controller's. Each binding is
-    /// named after the account: `<binding>-<account>`.
+    /// controller's roles of the packages, and to no other: the webhook's are
+    /// not its. Each binding is named after the account: `<binding>-<account>`.
     pub fn grant(&self, account: &str) {
         let bindings: Vec<String> = self
             .rbac
@@ -92,16 +92,12 @@ impl Setup {
                 let (head, rest) = doc.split_once("metadata:\n  name: ").unwrap();
                 let (name, rest) = rest.split_once('\n').unwrap();
                 format!("{head}metadata:\n  name: {name}-{account}\n{rest}").replace(
-                    "  name: linkerd-multus-webhook\n",
-                    &format!("  name: {account}\n"),
+                    "  name: linkerd-multus-nad-controller\n  namespace: ",
+                    &format!("  name: {account}\n  namespace: "),
                 )
             })
             .collect();
         self.plane.apply(&bindings.join("\n---\n"));
-        self.plane.apply(&format!(
-            "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\nmetadata:\n  name: {account}-webhook\nroleRef:\n  apiGroup: rbac.authorization.k8s.io\n  kind: ClusterRole\n  name: linkerd-multus-webhook\nsubjects:\n- kind: ServiceAccount\n  name: {account}\n  namespace: {}\n",
-            self.home
-        ));
     }
 
     /// A kubeconfig of the test's account on the first API server.
@@ -260,12 +256,11 @@ pub struct Audited {
     pub log: PathBuf,
 }
 
-/// A running `webhook --manage-nads`; killed when dropped.
+/// A running `linkerd-multus controller`; killed when dropped.
 pub struct Controller {
-    pub child: Child,
+    pub child: Guard,
     ops: String,
     log: PathBuf,
-    _dir: tempfile::TempDir,
 }
 
 impl Controller {
@@ -288,37 +283,24 @@ impl Controller {
         lease: &str,
         extra: &[&str],
     ) -> Controller {
-        let dir = tempfile::tempdir().unwrap();
-        let ca = Ca::new("CA");
-        let (cert, key) = ca.leaf(&["127.0.0.1"]).write(dir.path());
         let ops = format!("127.0.0.1:{}", free_port());
         let log = s.dir.path().join(format!("{identity}.log"));
-        let child = Command::new(bin())
-            .args(["webhook", "--manage-nads"])
-            .args(["--listen", &format!("127.0.0.1:{}", free_port())])
-            .args(["--ops-listen", &ops])
-            .arg("--tls-cert")
-            .arg(&cert)
-            .arg("--tls-key")
-            .arg(&key)
-            .args(["--cni-namespace", &s.cni])
-            .args(["--linkerd-namespace", &s.control_plane])
-            .args(["--lease-duration", lease, "--identity", identity])
-            .args(["--shutdown-delay", "0s"])
-            .args(extra)
-            .env("KUBECONFIG", kubeconfig)
-            .env("POD_NAMESPACE", &s.home)
-            .env_remove("RUST_LOG")
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(&log).unwrap())
-            .spawn()
-            .expect("starting linkerd-multus webhook --manage-nads");
-        Controller {
-            child,
-            ops,
-            log,
-            _dir: dir,
-        }
+        let child = Guard::spawn(
+            Command::new(bin())
+                .arg("controller")
+                .args(["--ops-listen", &ops])
+                .args(["--cni-namespace", &s.cni])
+                .args(["--linkerd-namespace", &s.control_plane])
+                .args(["--lease-duration", lease, "--identity", identity])
+                .args(extra)
+                .env("KUBECONFIG", kubeconfig)
+                .env("POD_NAMESPACE", &s.home)
+                .env_remove("RUST_LOG")
+                .stdout(Stdio::null())
+                .stderr(std::fs::File::create(&log).unwrap()),
+        )
+        .expect("starting linkerd-multus controller");
+        Controller { child, ops, log }
     }
 
     /// A metric's value; `None` while the ops port does not answer.
@@ -348,13 +330,6 @@ impl Controller {
 
     pub fn kill(&mut self) {
         self.child.kill().ok();
-        self.child.wait().ok();
-    }
-}
-
-impl Drop for Controller {
-    fn drop(&mut self) {
-        self.kill();
     }
 }
 
@@ -391,13 +366,13 @@ pub trait StdinBytes {
 impl StdinBytes for Command {
     fn stdin_bytes(&mut self, input: &[u8]) -> String {
         use std::io::Write;
-        let mut child = self
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        child.stdin.take().unwrap().write_all(input).unwrap();
+        let mut child = Guard::spawn(
+            self.stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped()),
+        )
+        .unwrap();
+        child.take_stdin().unwrap().write_all(input).unwrap();
         let out = child.wait_with_output().unwrap();
         assert!(
             out.status.success(),

@@ -1,6 +1,6 @@
 //! Config restarts (`--restart-stale-workloads`) through the real API server, with exactly
-//! the rights of deploy/, deploy-nad-controller/ and deploy-restarts/, read back from the
-//! API server's audit log. There is no controller manager, scheduler or kubelet here: the test
+//! the rights of deploy-nad-controller/ and deploy-restarts/, under deploy-restarts/'s
+//! ValidatingAdmissionPolicy, read back from the API server's audit log. There is no controller manager, scheduler or kubelet here: the test
 //! makes each workload's pods (and a Deployment's ReplicaSet) itself, and writes the rollout
 //! status of workloads, the status of pods and of PodDisruptionBudgets
 //! (`kubectl patch --subresource=status`) where their controllers and the kubelet would.
@@ -53,16 +53,67 @@ impl Kind {
 }
 
 /// A test's API server with the packages' rights and deploy-restarts/'s, another API server
-/// on its etcd whose audit log the test reads, and the kubeconfig of the controller's
-/// account on that one.
+/// on its etcd whose audit log the test reads, enforcing deploy-restarts/'s policy, and the
+/// kubeconfig of the controller's account on that one.
 fn audited_setup() -> (Setup, Audited, PathBuf) {
     let s = setup_with(|rbac| format!("{rbac}\n---\n{}", read("deploy-restarts/rbac.yaml")));
     let audited = s.audited_server();
+    shipped_policy(&s, &audited);
     let kubeconfig = s.kubeconfig_on(&audited.server, &s.account);
     (s, audited, kubeconfig)
 }
 
-/// Starts `webhook --manage-nads --restart-stale-workloads` with `flags`, a Lease of 3 s.
+/// The message of the shipped policy's refusal of a change to a workload other than its
+/// template's hash.
+const ONLY_THE_HASH: &str = "the NAD controller's account may change a Deployment, StatefulSet or DaemonSet only in its pod template's annotation multus.linkerd.io/config-hash (policy linkerd-multus-restarts)";
+
+/// Applies deploy-restarts/policy.yaml as kpt's setters would set it for this test (its
+/// account, its control-plane and CNI namespaces), and waits until `audited` enforces it: a
+/// change of an image by the account, as a dry run, refused by it.
+fn shipped_policy(s: &Setup, audited: &Audited) {
+    let user = format!("system:serviceaccount:{}:{}", s.home, s.account);
+    let policy = read("deploy-restarts/policy.yaml")
+        .replace(
+            "system:serviceaccount:linkerd-multus:linkerd-multus-nad-controller'\"",
+            &format!("{user}'\""),
+        )
+        .replace(
+            "\"['linkerd', 'linkerd-cni']\" #",
+            &format!("\"['{}', '{}']\" #", s.control_plane, s.cni),
+        );
+    assert!(
+        policy.contains(&user) && policy.contains(&s.cni),
+        "the setters' lines"
+    );
+    s.plane.apply(&policy);
+    let probe = s.plane.namespace("probe", &[]);
+    workload(s, Deployment, &probe, "probe", json!({}), OLD);
+    let admin = s.plane.admin_kubeconfig_for(&audited.server, s.dir.path());
+    let admin = admin.to_str().unwrap();
+    let image = r#"[{"op": "replace", "path": "/spec/template/spec/containers/0/image", "value": "registry.example/other:1"}]"#;
+    eventually("the shipped policy enforced", BOUND, || {
+        let out = s.plane.kubectl_input(
+            &[
+                "--kubeconfig",
+                admin,
+                &format!("--as={user}"),
+                "patch",
+                "deployment",
+                "-n",
+                &probe,
+                "probe",
+                "--dry-run=server",
+                "--type=json",
+                "-p",
+                image,
+            ],
+            "",
+        );
+        !out.status.success() && String::from_utf8_lossy(&out.stderr).contains(ONLY_THE_HASH)
+    });
+}
+
+/// Starts `controller --restart-stale-workloads` with `flags`, a Lease of 3 s.
 fn start(s: &Setup, identity: &str, kubeconfig: &Path, flags: &[&str]) -> Controller {
     let flags: Vec<&str> = ["--restart-stale-workloads"]
         .iter()
@@ -881,4 +932,131 @@ fn a_refused_restart_holds_up_nothing_and_is_tried_again_at_the_next_passes() {
         controller.metric("linkerd_multus_config_rollouts_halted_namespaces "),
         Some(0.0)
     );
+}
+
+/// What deploy-restarts/policy.yaml holds the controller's account to, on the real API server:
+/// a broader change of a workload planted through the account (its token) is refused, and so
+/// is any restart or eviction in a reserved namespace; the controller itself restarts the
+/// stale workload of an ordinary namespace under the policy, and reports the one of
+/// kube-system without patching it.
+#[test]
+fn the_policy_refuses_a_broader_patch_and_any_restart_in_a_reserved_namespace() {
+    let (s, audited, kubeconfig) = audited_setup();
+    let account = kubeconfig.to_str().unwrap();
+    let enabled = [("linkerd.io/multus", "enabled"), (OPT_IN, "enabled")];
+    let app = s.plane.namespace("app", &enabled);
+    workload(&s, Deployment, &app, "web", json!({}), OLD);
+    for (key, value) in enabled {
+        let annotation = format!("{key}={value}");
+        s.plane
+            .kubectl(&["annotate", "namespace", "kube-system", &annotation]);
+    }
+    workload(&s, Deployment, "kube-system", "agent", json!({}), OLD);
+    let as_account = |args: &[&str], stdin: &str| {
+        let mut all = vec!["--kubeconfig", account];
+        all.extend(args);
+        let out = s.plane.kubectl_input(&all, stdin);
+        assert!(!out.status.success(), "{args:?} was not refused");
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let patch = |namespace: &str, kind: &str, patch: &str| {
+        let args = [
+            "patch",
+            "deployment",
+            "-n",
+            namespace,
+            "web",
+            "--type",
+            kind,
+            "-p",
+            patch,
+        ];
+        as_account(&args, "")
+    };
+    for (kind, planted) in [
+        (
+            "json",
+            r#"[{"op": "replace", "path": "/spec/template/spec/containers/0/image", "value": "registry.example/miner:1"}]"#,
+        ),
+        ("merge", r#"{"spec": {"replicas": 30}}"#),
+        (
+            "merge",
+            &*json!({"spec": {"template": {"metadata": {"annotations": {HASH: "fedcba9876543210", "container.apparmor.security.beta.kubernetes.io/c": "unconfined"}}}}}).to_string(),
+        ),
+        ("merge", r#"{"metadata": {"labels": {"team": "other"}}}"#),
+    ] {
+        let refused = patch(&app, kind, planted);
+        assert!(refused.contains(ONLY_THE_HASH), "{planted}: {refused}");
+    }
+    let hash_only =
+        json!({"spec": {"template": {"metadata": {"annotations": {HASH: "fedcba9876543210"}}}}});
+    let reserved = "linkerd-multus restarts nothing in namespace kube-system: it is Kubernetes', OpenShift's, Linkerd's, Linkerd-CNI's or cert-manager's own (policy linkerd-multus-restarts)";
+    let refused = as_account(
+        &[
+            "patch",
+            "deployment",
+            "-n",
+            "kube-system",
+            "agent",
+            "--type",
+            "merge",
+            "-p",
+            &hash_only.to_string(),
+        ],
+        "",
+    );
+    assert!(refused.contains(reserved), "{refused}");
+    let eviction = json!({"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": "agent-1-a", "namespace": "kube-system"}});
+    let refused = as_account(
+        &[
+            "create",
+            "--raw",
+            "/api/v1/namespaces/kube-system/pods/agent-1-a/eviction",
+            "-f",
+            "-",
+        ],
+        &eviction.to_string(),
+    );
+    assert!(refused.contains(reserved), "{refused}");
+    assert_eq!(template_hash(&s, Deployment, &app, "web"), "");
+
+    // The controller under the same policy: web is restarted, agent only reported.
+    let started = Timestamp::now();
+    let controller = start(&s, "only", &kubeconfig, &[]);
+    for namespace in ["kube-system", &app] {
+        eventually(
+            &format!("the controller's NAD in {namespace}"),
+            BOUND,
+            || s.nad(namespace).is_some_and(|n| labelled_by_controller(&n)),
+        );
+    }
+    let nad = s.nad(&app).unwrap();
+    let current = config_hash(nad["spec"]["config"].as_str().unwrap());
+    eventually("web restarted", BOUND, || {
+        template_hash(&s, Deployment, &app, "web") == current
+    });
+    eventually("agent reported", BOUND, || {
+        s.events_about("kube-system", "agent").iter().any(|e| {
+            e["reason"] == "StaleConfig"
+                && e["note"].as_str().is_some_and(|n| n.contains("in namespace kube-system, Kubernetes's own: linkerd-multus never restarts or evicts anything there"))
+        })
+    });
+    assert_eq!(template_hash(&s, Deployment, "kube-system", "agent"), "");
+    let in_kube_system: Vec<Request> = sent(&s, &audited)
+        .into_iter()
+        .filter(|r| r.received > started && r.namespace == "kube-system")
+        .filter(|r| r.resource != "events" && r.resource != "network-attachment-definitions")
+        .filter(|r| r.verb != "get" && r.verb != "list" && r.verb != "watch")
+        .collect();
+    assert!(
+        in_kube_system.is_empty(),
+        "{in_kube_system:?}\n{}",
+        controller.log()
+    );
+    let restarts: Vec<Request> = patches(&s, &audited, Deployment)
+        .into_iter()
+        .filter(|r| r.received > started)
+        .collect();
+    assert_eq!(names(&restarts), ["web"], "{restarts:?}");
+    assert!(restarts[0].code < 300, "{restarts:?}");
 }

@@ -1,5 +1,6 @@
-//! The opt-in additions to the webhook package: network resources (reading NADs) and the
-//! NAD controller.
+//! The opt-in additions to the webhook package: network resources (reading NADs), the
+//! NAD controller (its own Deployment and account) and its restarts (their rights, and the
+//! policy that cuts them).
 
 use super::*;
 
@@ -75,7 +76,7 @@ fn network_resources_package_reads_nads_and_nothing_more() {
 }
 
 // ------------------------------------------------------------------------------------------
-// deploy-nad-controller/: the opt-in rights of --manage-nads.
+// deploy-nad-controller/: the NAD controller apart from the webhook, with its own account.
 
 /// `items` as owned strings, the way [`rules_of`] gives them.
 fn v(items: &[&str]) -> Vec<String> {
@@ -106,7 +107,7 @@ fn rules_of(role: &Yaml) -> Vec<[Vec<String>; 4]> {
 }
 
 #[test]
-fn nad_controller_rights_are_opt_in_and_exactly_what_it_does() {
+fn nad_controller_rights_are_opt_in_its_own_and_exactly_what_it_does() {
     webhook_package_alone_writes_nothing();
     let pkg = nad_controller_package();
     let ids: BTreeSet<(String, String, String)> =
@@ -117,6 +118,7 @@ fn nad_controller_rights_are_opt_in_and_exactly_what_it_does() {
     assert_eq!(
         ids,
         BTreeSet::from([
+            id("ServiceAccount", NAMESPACE, CONTROLLER),
             id("ClusterRole", "", CONTROLLER),
             id("ClusterRoleBinding", "", CONTROLLER),
             id("Role", "linkerd-cni", CONTROLLER),
@@ -125,30 +127,43 @@ fn nad_controller_rights_are_opt_in_and_exactly_what_it_does() {
             id("RoleBinding", "default", &events),
             id("Role", NAMESPACE, &lease),
             id("RoleBinding", NAMESPACE, &lease),
+            id("Deployment", NAMESPACE, CONTROLLER),
+            id("Service", NAMESPACE, &format!("{CONTROLLER}-metrics")),
+            id("NetworkPolicy", NAMESPACE, CONTROLLER),
+            id("PodDisruptionBudget", NAMESPACE, CONTROLLER),
         ])
     );
-    // NADs cluster-wide; Events only where it writes them (the Roles below).
+    // Namespaces read and NADs written cluster-wide; Events only where it writes them.
     assert_eq!(
         rules_of(pkg.get("ClusterRole", CONTROLLER)),
-        [[
-            v(&["k8s.cni.cncf.io"]),
-            v(&["network-attachment-definitions"]),
-            v(&[]),
-            v(&["create", "patch", "delete", "get", "list", "watch"]),
-        ]]
+        [
+            [
+                v(&[""]),
+                v(&["namespaces"]),
+                v(&[]),
+                v(&["get", "list", "watch"]),
+            ],
+            [
+                v(&["k8s.cni.cncf.io"]),
+                v(&["network-attachment-definitions"]),
+                v(&[]),
+                v(&["create", "patch", "delete", "get", "list", "watch"]),
+            ]
+        ]
     );
     roles_read_the_config_map_and_hold_the_lease(&pkg, &lease);
-    // Every binding names the webhook's own ServiceAccount.
+    // Every binding names the controller's own ServiceAccount, never the webhook's.
     for kind in ["ClusterRoleBinding", "RoleBinding"] {
         for binding in pkg.of_kind(kind) {
             let subjects = binding.get("subjects").unwrap().seq();
             assert_eq!(subjects.len(), 1);
-            assert_eq!(subjects[0].str_at(&["name"]), Some(NAME));
+            assert_eq!(subjects[0].str_at(&["name"]), Some(CONTROLLER));
             assert_eq!(subjects[0].str_at(&["namespace"]), Some(NAMESPACE));
         }
     }
-    // The Lease is the one the webhook uses by default.
-    let out = run(Command::new(bin()).args(["webhook", "--help"]));
+    the_controller_runs_as_its_account_on_its_ops_port_alone(&pkg);
+    // The Lease is the one the controller uses by default.
+    let out = run(Command::new(bin()).args(["controller", "--help"]));
     let help = String::from_utf8_lossy(&out.stdout);
     assert!(help.contains(&format!("[default: {CONTROLLER}]")), "{help}");
     for (rel, r) in &pkg.resources {
@@ -160,19 +175,30 @@ fn nad_controller_rights_are_opt_in_and_exactly_what_it_does() {
     }
 }
 
-/// The webhook package alone writes nothing, and names the Lease's namespace and its
-/// identity from the downward API.
-fn webhook_package_alone_writes_nothing() {
-    // The webhook package alone writes nothing.
-    let base = Package::load();
-    assert_eq!(base.arg("--manage-nads").as_deref(), Some("false"));
-    for role in base.of_kind("ClusterRole") {
-        for [_, _, _, verbs] in rules_of(role) {
-            assert_eq!(verbs, v(&["get", "list", "watch"]));
-        }
-    }
-    // It names the Lease's namespace and its identity from the downward API.
-    let env = base.container().get("env").expect("env").seq();
+/// The controller's Deployment: `controller`, as its own ServiceAccount, listening on the
+/// ops port alone (which its NetworkPolicy opens to the metrics namespaces only), naming its
+/// Lease's namespace and its identity from the downward API.
+fn the_controller_runs_as_its_account_on_its_ops_port_alone(pkg: &Package) {
+    let deployment = pkg.get("Deployment", CONTROLLER);
+    let spec = deployment.at(&["spec", "template", "spec"]).unwrap();
+    assert_eq!(spec.str_at(&["serviceAccountName"]), Some(CONTROLLER));
+    let containers = spec.get("containers").unwrap().seq();
+    assert_eq!(containers.len(), 1);
+    let container = &containers[0];
+    assert_eq!(
+        strings(container.get("args")).first().map(String::as_str),
+        Some("controller")
+    );
+    let ports: Vec<(Option<&str>, Option<&str>)> = container
+        .get("ports")
+        .unwrap()
+        .seq()
+        .iter()
+        .map(|p| (p.str_at(&["name"]), p.str_at(&["containerPort"])))
+        .collect();
+    assert_eq!(ports, [(Some("ops"), Some("9090"))]);
+    assert!(spec.get("volumes").is_none(), "it mounts nothing");
+    let env = container.get("env").expect("env").seq();
     let fields: Vec<(Option<&str>, Option<&str>)> = env
         .iter()
         .map(|e| {
@@ -189,6 +215,31 @@ fn webhook_package_alone_writes_nothing() {
             (Some("POD_NAME"), Some("metadata.name")),
         ]
     );
+    let ingress = pkg
+        .get("NetworkPolicy", CONTROLLER)
+        .at(&["spec", "ingress"])
+        .unwrap()
+        .seq();
+    assert_eq!(ingress.len(), 1);
+    assert_eq!(
+        ingress[0].get("ports").unwrap().seq()[0].str_at(&["port"]),
+        Some("ops")
+    );
+}
+
+/// The webhook package alone writes nothing and holds no Lease: its account only reads,
+/// and a pod it attaches in a namespace without the NAD is denied (`--missing-nad=deny`,
+/// `attach` with the NAD controller).
+fn webhook_package_alone_writes_nothing() {
+    let base = Package::load();
+    assert_eq!(base.arg("--missing-nad").as_deref(), Some("deny"));
+    assert_eq!(base.arg("--manage-nads"), None);
+    for role in base.of_kind("ClusterRole") {
+        for [_, _, _, verbs] in rules_of(role) {
+            assert_eq!(verbs, v(&["get", "list", "watch"]));
+        }
+    }
+    assert!(base.container().get("env").is_none(), "no Lease to name");
 }
 
 /// The Roles: the one ConfigMap read by name, the Events in the two namespaces the
@@ -296,4 +347,88 @@ fn network_resources_recipe_agrees_with_the_webhook() {
         ]),
         Some("true")
     );
+}
+
+// ------------------------------------------------------------------------------------------
+// deploy-restarts/: the restarts' rights, bound to the controller's account, and the policy
+// that cuts them to what the restarts do.
+
+const RESTARTS: &str = "linkerd-multus-restarts";
+
+/// The CEL list literal of `variables.<name>` of the policy: its strings.
+fn cel_list(policy: &Yaml, name: &str) -> Vec<String> {
+    let expression = policy
+        .at(&["spec", "variables"])
+        .unwrap()
+        .seq()
+        .iter()
+        .find(|v| v.str_at(&["name"]) == Some(name))
+        .and_then(|v| v.str_at(&["expression"]))
+        .unwrap_or_else(|| panic!("variable {name}"));
+    let inner = expression
+        .strip_prefix('[')
+        .and_then(|e| e.strip_suffix(']'))
+        .unwrap_or_else(|| panic!("{name} is a list literal: {expression}"));
+    inner
+        .split(',')
+        .map(|item| item.trim().trim_matches('\'').to_string())
+        .collect()
+}
+
+#[test]
+fn restarts_rights_are_the_controller_s_and_the_policy_names_the_reserved_namespaces() {
+    let pkg = addition("deploy-restarts");
+    let ids: BTreeSet<(String, String, String)> =
+        pkg.resources.iter().map(|(_, r)| r.id()).collect();
+    let id = |k: &str| (k.to_string(), String::new(), RESTARTS.to_string());
+    assert_eq!(
+        ids,
+        BTreeSet::from([
+            id("ClusterRole"),
+            id("ClusterRoleBinding"),
+            id("ValidatingAdmissionPolicy"),
+            id("ValidatingAdmissionPolicyBinding"),
+        ])
+    );
+    let subjects = pkg
+        .get("ClusterRoleBinding", RESTARTS)
+        .get("subjects")
+        .unwrap()
+        .seq();
+    assert_eq!(subjects.len(), 1);
+    assert_eq!(subjects[0].str_at(&["name"]), Some(CONTROLLER));
+    let policy = pkg.get("ValidatingAdmissionPolicy", RESTARTS);
+    assert_eq!(policy.str_at(&["spec", "failurePolicy"]), Some("Fail"));
+    let conditions = policy.at(&["spec", "matchConditions"]).unwrap().seq();
+    assert_eq!(
+        conditions[0].str_at(&["expression"]),
+        Some(
+            "request.userInfo.username == 'system:serviceaccount:linkerd-multus:linkerd-multus-nad-controller'"
+        ),
+        "the controller's account alone"
+    );
+    // One list with install's refusals: src/k8s/reserved.rs.
+    use linkerd_multus::k8s::reserved::{NAMES, PREFIXES};
+    let names: Vec<&str> = NAMES.iter().map(|(name, _)| *name).collect();
+    let prefixes: Vec<&str> = PREFIXES.iter().map(|(prefix, _)| *prefix).collect();
+    assert_eq!(cel_list(policy, "reservedNames"), names);
+    assert_eq!(cel_list(policy, "reservedPrefixes"), prefixes);
+    assert_eq!(
+        cel_list(policy, "settingsNamespaces"),
+        ["linkerd", "linkerd-cni"],
+        "the setters linkerd-namespace and cni-namespace at their defaults"
+    );
+    let binding = pkg.get("ValidatingAdmissionPolicyBinding", RESTARTS);
+    assert_eq!(binding.str_at(&["spec", "policyName"]), Some(RESTARTS));
+    assert_eq!(
+        strings(binding.at(&["spec", "validationActions"])),
+        ["Deny"]
+    );
+    assert!(
+        binding.at(&["spec", "matchResources"]).is_none(),
+        "every namespace"
+    );
+    for (rel, r) in &pkg.resources {
+        assert!(round_trip_any(r), "deploy-restarts/{rel}: {:?}", r.id());
+    }
 }

@@ -268,6 +268,28 @@ fn e2e_script_parses_and_explains_itself() {
     assert!(readme.contains("scripts/e2e-webhook.sh"));
 }
 
+/// scripts/survivors.sh names a process of this checkout's target/ still running (a planted
+/// copy of `sleep`) and each file left in the tests' temporary folder, which it removes.
+#[test]
+fn survivors_script_names_a_planted_leak_and_what_is_left() {
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let planted = dir.path().join("sleep");
+    std::fs::copy(which("sleep").expect("sleep on PATH"), &planted).unwrap();
+    let leak = common::process::Guard::spawn(Command::new(&planted).arg("600")).unwrap();
+    let scratch = tempfile::tempdir().unwrap();
+    std::fs::create_dir(scratch.path().join(".tmpLeft")).unwrap();
+    let out = run(Command::new(repo_path("scripts/survivors.sh"))
+        .args(["--since", &leak.id().to_string(), "--grace", "0"])
+        .arg(scratch.path()));
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let named = format!("\n  {} {} 600\n", leak.id(), planted.display());
+    assert!(stderr.contains(&named), "{named:?} not in:\n{stderr}");
+    let left = format!("\n  {}\n", scratch.path().join(".tmpLeft").display());
+    assert!(stderr.contains(&left), "{left:?} not in:\n{stderr}");
+    assert!(!scratch.path().exists(), "the temporary folder is removed");
+}
+
 #[test]
 fn shell_scripts_pass_shellcheck() {
     let shellcheck = which("shellcheck").unwrap_or_else(|| {

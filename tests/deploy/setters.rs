@@ -5,7 +5,7 @@ use super::*;
 pub(crate) use crate::common::setters::apply_setters;
 
 const NEW: &str = "mesh-webhook";
-const SETTERS: [(&str, &str); 15] = [
+const SETTERS: [(&str, &str); 14] = [
     (
         "image",
         "mirror.example:5000/linkerd/multus@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
@@ -19,8 +19,7 @@ const SETTERS: [(&str, &str); 15] = [
     ("replicas", "3"),
     ("failure-policy", "Ignore"),
     ("linkerd-namespace", "l5d"),
-    ("manage-nads", "true"),
-    ("cni-namespace", "cni"),
+    ("missing-nad", "attach"),
     ("network-resources", "/etc/nr.yaml"),
     ("skip-secondary-subnets", "enabled"),
     ("cluster-cidrs", "[10.244.0.0/16, 10.96.0.0/12]"),
@@ -168,8 +167,7 @@ fn other_setters_take_effect(pkg: &Package) {
     );
     for (flag, value) in [
         ("--linkerd-namespace", "l5d"),
-        ("--manage-nads", "true"),
-        ("--cni-namespace", "cni"),
+        ("--missing-nad", "attach"),
         ("--network-resources", "/etc/nr.yaml"),
         ("--skip-secondary-subnets", "enabled"),
         ("--cluster-cidrs", "[10.244.0.0/16, 10.96.0.0/12]"),

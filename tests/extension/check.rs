@@ -12,6 +12,7 @@ use super::check_harness::{self, DEMO, Installed, NS, WEBHOOK, installed};
 use crate::common::bin;
 use crate::common::https::Ca;
 use crate::common::kube_apiserver::ControlPlane;
+use crate::common::process::Guard;
 
 /// Runs `check` against the installed extension's API server.
 pub(super) fn check(installed: &Installed, args: &[&str]) -> Output {
@@ -406,18 +407,19 @@ fn linkerd_check_reads_the_result_as_it_calls_the_binary() {
 fn a_failure_that_mends_itself_within_the_wait_passes() {
     let installed = installed();
     check_harness::deployment_ready(installed.plane, false);
-    let mut child = Command::new(bin())
-        .arg("check")
-        .arg("--kubeconfig")
-        .arg(&installed.kubeconfig)
-        .args(["--wait=2m", "--output=json"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = Guard::spawn(
+        Command::new(bin())
+            .arg("check")
+            .arg("--kubeconfig")
+            .arg(&installed.kubeconfig)
+            .args(["--wait=2m", "--output=json"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped()),
+    )
+    .unwrap();
     // Once a pass has found the Deployment not ready, and check has said on
     // stderr what it waits for, the Deployment becomes ready.
-    let stderr = BufReader::new(child.stderr.take().unwrap());
+    let stderr = BufReader::new(child.take_stderr().unwrap());
     let mut lines = stderr.lines();
     let waiting = lines.by_ref().map_while(Result::ok).next();
     assert!(
@@ -598,17 +600,18 @@ fn probe_admitted(installed: &Installed) -> bool {
         "metadata": {"name": "linkerd-multus-check-probe", "namespace": DEMO},
         "spec": {"containers": [{"name": "x", "image": "registry.k8s.io/pause:3.10"}]},
     });
-    let mut child = installed
-        .plane
-        .kubectl_command()
-        .env("KUBECONFIG", &installed.kubeconfig)
-        .args(["create", "--dry-run=server", "-f", "-"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    std::io::Write::write_all(&mut child.stdin.take().unwrap(), pod.to_string().as_bytes())
+    let mut child = Guard::spawn(
+        installed
+            .plane
+            .kubectl_command()
+            .env("KUBECONFIG", &installed.kubeconfig)
+            .args(["create", "--dry-run=server", "-f", "-"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null()),
+    )
+    .unwrap();
+    std::io::Write::write_all(&mut child.take_stdin().unwrap(), pod.to_string().as_bytes())
         .unwrap();
     child.wait().unwrap().success()
 }

@@ -21,7 +21,7 @@
 
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -32,6 +32,7 @@ use crate::common::bin;
 use crate::common::https::{Leaf, http_get};
 use crate::common::kube_apiserver::{ApiServer, ControlPlane, free_port};
 use crate::common::kubelet::host_ip;
+use crate::common::process::Guard;
 
 /// The extension's namespace.
 pub const NS: &str = "linkerd-multus";
@@ -57,15 +58,10 @@ pub struct Installed {
     pub ip: String,
     /// Its port.
     pub port: u16,
-    webhook: Child,
-    _dir: tempfile::TempDir,
-}
-
-impl Drop for Installed {
-    fn drop(&mut self) {
-        let _ = self.webhook.kill();
-        let _ = self.webhook.wait();
-    }
+    webhook: Guard,
+    /// In the control plane's folder: a static's, never dropped, is removed
+    /// with it.
+    dir: tempfile::TempDir,
 }
 
 impl Installed {
@@ -74,13 +70,12 @@ impl Installed {
     /// dials, so a change of Endpoints reaches new connections only.
     pub fn restart_webhook(&mut self) {
         let _ = self.webhook.kill();
-        let _ = self.webhook.wait();
         self.webhook = start_webhook(
             &self.kubeconfig,
             &self.leaf,
             &self.ip,
             self.port,
-            self._dir.path(),
+            self.dir.path(),
         );
     }
 
@@ -88,17 +83,17 @@ impl Installed {
     /// webhook (the first API server cannot: it resolves Services by their
     /// cluster IP, and no kube-proxy routes it); panics when it fails.
     pub fn kubectl_ok(&self, args: &[&str], stdin: &str) -> String {
-        let mut child = self
-            .plane
-            .kubectl_command()
-            .env("KUBECONFIG", &self.kubeconfig)
-            .args(args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("starting kubectl");
-        std::io::Write::write_all(&mut child.stdin.take().unwrap(), stdin.as_bytes()).unwrap();
+        let mut child = Guard::spawn(
+            self.plane
+                .kubectl_command()
+                .env("KUBECONFIG", &self.kubeconfig)
+                .args(args)
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped()),
+        )
+        .expect("starting kubectl");
+        std::io::Write::write_all(&mut child.take_stdin().unwrap(), stdin.as_bytes()).unwrap();
         let out = child.wait_with_output().unwrap();
         assert!(
             out.status.success(),
@@ -114,7 +109,9 @@ static INSTALLED: OnceLock<Mutex<Installed>> = OnceLock::new();
 
 /// The installed extension, for one test at a time: each test leaves it as
 /// it found it. A test that failed half-way leaves it poisoned, and the next
-/// carries on with it (its own failure then shows what was left).
+/// carries on with it (its own failure then shows what was left). Kept to the
+/// binary's end, which no drop reaches: the watchdog ends its processes and
+/// removes its folder (`common::process`).
 pub fn installed() -> MutexGuard<'static, Installed> {
     let lock = INSTALLED.get_or_init(|| Mutex::new(install()));
     lock.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -126,7 +123,7 @@ fn install() -> Installed {
     let plane = ControlPlane::kept();
     let server = plane.new_api_server(&["--enable-aggregator-routing=true"]);
     plane.start_ready(&server);
-    let dir = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir_in(&plane.dir).unwrap();
     let kubeconfig = plane.admin_kubeconfig_for(&server, dir.path());
     plane.install_nad_crd();
     let yaml = run_install(&kubeconfig);
@@ -160,7 +157,7 @@ fn install() -> Installed {
         ip,
         port,
         webhook,
-        _dir: dir,
+        dir,
     }
 }
 
@@ -300,25 +297,26 @@ fn start_webhook(
     ip: &str,
     port: u16,
     dir: &std::path::Path,
-) -> Child {
+) -> Guard {
     let (cert, key) = leaf.write(dir);
     let ops = format!("127.0.0.1:{}", free_port());
-    let mut child = Command::new(bin())
-        .arg("webhook")
-        .args(["--listen", &format!("{ip}:{port}")])
-        .args(["--ops-listen", &ops])
-        .arg("--tls-cert")
-        .arg(&cert)
-        .arg("--tls-key")
-        .arg(&key)
-        .arg("--linkerd-namespace=linkerd")
-        .env("KUBECONFIG", kubeconfig)
-        .env_remove("RUST_LOG")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("starting linkerd-multus webhook");
-    let stderr = child.stderr.take().unwrap();
+    let mut child = Guard::spawn(
+        Command::new(bin())
+            .arg("webhook")
+            .args(["--listen", &format!("{ip}:{port}")])
+            .args(["--ops-listen", &ops])
+            .arg("--tls-cert")
+            .arg(&cert)
+            .arg("--tls-key")
+            .arg(&key)
+            .arg("--linkerd-namespace=linkerd")
+            .env("KUBECONFIG", kubeconfig)
+            .env_remove("RUST_LOG")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped()),
+    )
+    .expect("starting linkerd-multus webhook");
+    let stderr = child.take_stderr().unwrap();
     std::thread::spawn(move || BufReader::new(stderr).lines().for_each(drop));
     let deadline = Instant::now() + Duration::from_secs(60);
     while http_get(&ops, "/readyz").is_none_or(|(status, _)| status != 200) {

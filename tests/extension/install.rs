@@ -18,8 +18,8 @@ pub(crate) struct Case {
     setters: &'static [(&'static str, &'static str)],
     nad_controller: bool,
     /// `deploy-restarts/` too, and `--restart-stale-workloads=true` with the case's other
-    /// `--restart-*` flags added by hand at the end of the webhook's args, and the memory limit
-    /// raised to 128Mi, as its README says (they are no setters of `deploy/`).
+    /// `--restart-*` flags added by hand at the end of the controller's args, and its memory
+    /// limit raised to 128Mi, as its README says (they are no setters of the packages).
     restarts: bool,
     network_resources: bool,
     cert_manager: bool,
@@ -65,7 +65,7 @@ pub(crate) const CASES: &[Case] = &[
     Case {
         name: "the NAD controller",
         flags: &["--manage-nads", "--cni-namespace=cni"],
-        setters: &[("manage-nads", "true"), ("cni-namespace", "cni")],
+        setters: &[("missing-nad", "attach"), ("cni-namespace", "cni")],
         nad_controller: true,
         restarts: false,
         network_resources: false,
@@ -81,7 +81,7 @@ pub(crate) const CASES: &[Case] = &[
             "--restart-deadline=15m",
             "--namespace=mesh",
         ],
-        setters: &[("manage-nads", "true"), ("namespace", "mesh")],
+        setters: &[("missing-nad", "attach"), ("namespace", "mesh")],
         nad_controller: true,
         restarts: true,
         network_resources: false,
@@ -177,7 +177,7 @@ pub(crate) const CASES: &[Case] = &[
         ],
         setters: &[
             ("namespace", "mesh"),
-            ("manage-nads", "true"),
+            ("missing-nad", "attach"),
             ("network-resources", NR_FILE),
         ],
         nad_controller: true,
@@ -197,7 +197,7 @@ const DEFAULTS: [(&str, &str); 15] = [
     ("failure-policy", "Fail"),
     ("priority-class-name", "system-cluster-critical"),
     ("linkerd-namespace", "linkerd"),
-    ("manage-nads", "false"),
+    ("missing-nad", "deny"),
     ("cni-namespace", "linkerd-cni"),
     ("network-resources", ""),
     ("skip-secondary-subnets", "disabled"),
@@ -242,7 +242,7 @@ fn from_packages(case: &Case) -> Objects {
     if case.restarts {
         let deployment = out
             .iter_mut()
-            .find(|(id, _)| id.0 == "Deployment")
+            .find(|(id, _)| id.0 == "Deployment" && id.2 == "linkerd-multus-nad-controller")
             .unwrap()
             .1;
         let args = deployment["spec"]["template"]["spec"]["containers"][0]["args"]

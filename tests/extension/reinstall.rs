@@ -1,7 +1,7 @@
 //! `install`'s output applied client-side, as a user who pipes it to a plain `kubectl apply
 //! -f -` does, against a real kube-apiserver: applied again it changes nothing (every
 //! object keeps its resourceVersion; kubectl says `unchanged` of each but the
-//! PodDisruptionBudget, below). Then `uninstall | kubectl delete
+//! PodDisruptionBudgets, below). Then `uninstall | kubectl delete
 //! -f -` and, at once, install again: while the namespace is still being deleted (a lone
 //! API server never finishes: it has no namespace controller), `install` prints nothing
 //! and says to wait, and `check --pre` and `check` name the namespace being deleted.
@@ -18,7 +18,7 @@ use super::lifecycle::{extension, versions};
 const NS: &str = "linkerd-multus";
 
 /// The check described `description` in the JSON of `check` with `args`.
-fn seen(plane: &ControlPlane, args: &[&str], description: &str) -> Value {
+pub(super) fn seen(plane: &ControlPlane, args: &[&str], description: &str) -> Value {
     let mut all = vec!["check", "--wait=0s", "-o", "json"];
     all.extend(args);
     let run = extension(plane, &all);
@@ -53,7 +53,7 @@ fn applied_again_client_side_nothing_changes_and_a_namespace_being_deleted_is_na
     let objects = parse_yaml_stream(&install.stdout).unwrap().len();
 
     // Applied client-side: every object created; applied again, unchanged, but for the
-    // PodDisruptionBudget, which kubectl reports `configured` on every client-side apply
+    // PodDisruptionBudgets, which kubectl reports `configured` on every client-side apply
     // whatever the manifest says: its API marks spec.selector `patchStrategy: replace`, so
     // kubectl's three-way patch always carries the selector whole. The API server changes
     // nothing: every object keeps its resourceVersion.
@@ -70,7 +70,10 @@ fn applied_again_client_side_nothing_changes_and_a_namespace_being_deleted_is_na
     assert_eq!(again.lines().count(), objects, "{again}");
     assert_eq!(
         changed,
-        ["poddisruptionbudget.policy/linkerd-multus-webhook configured"],
+        [
+            "poddisruptionbudget.policy/linkerd-multus-webhook configured",
+            "poddisruptionbudget.policy/linkerd-multus-nad-controller configured"
+        ],
         "{again}"
     );
     assert_eq!(

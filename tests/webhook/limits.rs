@@ -87,14 +87,6 @@ async fn read_to_close(stream: &mut TlsStream<TcpStream>) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
-/// Sends the rest of `busy`'s body; the review's response.
-async fn finish(mut stream: TlsStream<TcpStream>, body: &[u8]) -> Value {
-    stream.write_all(&body[body.len() / 2..]).await.unwrap();
-    let text = read_to_close(&mut stream).await;
-    assert!(text.starts_with("HTTP/1.1 200"), "{text}");
-    response_of(text.split_once("\r\n\r\n").unwrap().1.as_bytes())
-}
-
 /// An HTTP/2 connection, driven by a task of its own: its sender, and the
 /// task's result when the connection ends.
 async fn h2_connect(

@@ -192,7 +192,7 @@ fn a_pod_in_a_namespace_without_the_nad_is_denied_unless_told_otherwise() {
     assert_eq!(
         response["status"]["message"],
         format!(
-            "linkerd-multus: namespace {bare} has no NetworkAttachmentDefinition linkerd-cni, which Multus needs to start this pod with Linkerd-CNI: render the NAD from Git (linkerd-multus generates it for namespaces annotated linkerd.io/multus: enabled), or run the webhook with --manage-nads so that it makes it"
+            "linkerd-multus: namespace {bare} has no NetworkAttachmentDefinition linkerd-cni, which Multus needs to start this pod with Linkerd-CNI: render the NAD from Git (linkerd-multus generates it for namespaces annotated linkerd.io/multus: enabled), or run the NAD controller so that it makes it (linkerd multus install --manage-nads)"
         )
     );
     let response = post_once(&attach, &ca, review_in(&bare, json!({})));
@@ -201,7 +201,7 @@ fn a_pod_in_a_namespace_without_the_nad_is_denied_unless_told_otherwise() {
     assert_eq!(
         response["warnings"],
         json!([format!(
-            "linkerd-multus: namespace {bare} has no NetworkAttachmentDefinition linkerd-cni: the pod cannot start until it exists (--missing-nad attach)"
+            "linkerd-multus: namespace {bare} has no NetworkAttachmentDefinition linkerd-cni yet: the NAD controller makes it where it runs (linkerd-multus controller); until it exists the pod's sandbox fails and kubelet retries it (--missing-nad attach)"
         )])
     );
     // The NAD rendered from Git and applied: both webhooks see it through their watch.

@@ -42,17 +42,11 @@ fn bad_start_up_settings_are_named() {
         (with_tls(&["--on-error", "maybe"]), "--on-error"),
         (
             with_tls(&["--manage-nads"]),
-            "--manage-nads needs the Lease's namespace: set --lease-namespace, or POD_NAMESPACE from the downward API (metadata.namespace)",
+            "webhook --manage-nads: the NAD controller runs apart from the webhook now, as `linkerd-multus controller` with its own Deployment and ServiceAccount",
         ),
         (
-            with_tls(&[
-                "--manage-nads",
-                "--lease-namespace",
-                "x",
-                "--lease-duration",
-                "2s",
-            ]),
-            "--lease-duration 2s: must be at least 3s",
+            with_tls(&["--manage-nads=false", "--lease-duration", "15s"]),
+            "webhook --lease-duration: the NAD controller runs apart from the webhook now",
         ),
         (
             with_tls(&["--missing-nad", "allow"]),
@@ -68,11 +62,7 @@ fn bad_start_up_settings_are_named() {
         ),
         (
             with_tls(&["--restart-stale-workloads"]),
-            "--restart-stale-workloads is the NAD controller's: add --manage-nads",
-        ),
-        (
-            with_tls(&["--restart-concurrency=0"]),
-            "invalid value '0' for '--restart-concurrency <N>'",
+            "webhook --restart-stale-workloads: the NAD controller runs apart from the webhook now",
         ),
         (
             with_tls(&["--skip-secondary-subnets=enabled"]),
@@ -123,10 +113,10 @@ fn refused_naming(dir: &Path, args: &[String], want: &str) {
     assert!(stderr.contains(want), "{args:?}: {stderr}");
 }
 
-/// `webhook --help` lists the webhook's own flags, the settings that decide a
-/// pod and those of the NAD config (its controller's), not those only
-/// rendering uses (workload kinds,
-/// namespaces of files, config rollouts).
+/// `webhook --help` lists the webhook's own flags and the settings that decide
+/// a pod: not those only rendering uses (workload kinds, namespaces of files,
+/// config rollouts), nor the NAD controller's (`controller`'s; an earlier
+/// release's manifests still pass some, read and hidden).
 #[test]
 fn help_lists_only_the_flags_the_webhook_uses() {
     let out = Command::new(bin())
@@ -139,7 +129,7 @@ fn help_lists_only_the_flags_the_webhook_uses() {
         .lines()
         .filter_map(|l| l.trim_start().strip_prefix("--"))
         .filter_map(|l| l.split_whitespace().next())
-        // `--manage-nads[=<BOOL>]`: an optional value.
+        // `--flag[=<BOOL>]`: an optional value.
         .map(|f| f.split_once('[').map_or(f, |(name, _)| name))
         .collect();
     assert_eq!(
@@ -172,14 +162,6 @@ fn help_lists_only_the_flags_the_webhook_uses() {
             "log-level",
             "network-resources",
             "missing-nad",
-            "manage-nads",
-            "lease-name",
-            "lease-namespace",
-            "lease-duration",
-            "identity",
-            "restart-stale-workloads",
-            "restart-concurrency",
-            "restart-deadline",
             "config",
             "linkerd-namespace",
             "nad-name",
@@ -187,9 +169,6 @@ fn help_lists_only_the_flags_the_webhook_uses() {
             "proxy-uid-offset",
             "skip-secondary-subnets",
             "cluster-cidrs",
-            "cni-namespace",
-            "cni-kubeconfig",
-            "cni-version",
         ]
     );
     // A render-only flag is refused, not silently ignored.

@@ -4,19 +4,16 @@
 use super::*;
 
 /// The denial of a pod whose namespace has no Linkerd-CNI NAD.
-const DENY: &str = "linkerd-multus: namespace demo has no NetworkAttachmentDefinition linkerd-cni, which Multus needs to start this pod with Linkerd-CNI: render the NAD from Git (linkerd-multus generates it for namespaces annotated linkerd.io/multus: enabled), or run the webhook with --manage-nads so that it makes it";
-/// The warning while the NAD controller makes the NAD.
-const MAKING: &str = "linkerd-multus: namespace demo has no NetworkAttachmentDefinition linkerd-cni yet: the NAD controller (--manage-nads) is making it; until it exists the pod's sandbox fails and kubelet retries it";
-/// The warning with `--missing-nad attach`.
-const ATTACH: &str = "linkerd-multus: namespace demo has no NetworkAttachmentDefinition linkerd-cni: the pod cannot start until it exists (--missing-nad attach)";
+const DENY: &str = "linkerd-multus: namespace demo has no NetworkAttachmentDefinition linkerd-cni, which Multus needs to start this pod with Linkerd-CNI: render the NAD from Git (linkerd-multus generates it for namespaces annotated linkerd.io/multus: enabled), or run the NAD controller so that it makes it (linkerd multus install --manage-nads)";
+/// The warning with `--missing-nad attach` (where the NAD controller runs).
+const ATTACH: &str = "linkerd-multus: namespace demo has no NetworkAttachmentDefinition linkerd-cni yet: the NAD controller makes it where it runs (linkerd-multus controller); until it exists the pod's sandbox fails and kubelet retries it (--missing-nad attach)";
 
-/// A missing-NAD case: its name, whether the NAD is there, the policy,
-/// whether the controller manages NADs, the outcome and the warnings.
+/// A missing-NAD case: its name, whether the NAD is there, the policy, the
+/// outcome and the warnings.
 type NadCase = (
     &'static str,
     bool,
     MissingNad,
-    bool,
     Outcome,
     &'static [&'static str],
 );
@@ -27,7 +24,6 @@ const NAD_CASES: &[NadCase] = &[
         "present, deny",
         true,
         MissingNad::Deny,
-        false,
         Outcome::Patched,
         &[],
     ),
@@ -35,7 +31,6 @@ const NAD_CASES: &[NadCase] = &[
         "present, attach",
         true,
         MissingNad::Attach,
-        true,
         Outcome::Patched,
         &[],
     ),
@@ -43,31 +38,13 @@ const NAD_CASES: &[NadCase] = &[
         "missing, deny",
         false,
         MissingNad::Deny,
-        false,
         Outcome::Denied,
         &[],
-    ),
-    (
-        "missing, deny even with the controller",
-        false,
-        MissingNad::Deny,
-        true,
-        Outcome::Denied,
-        &[],
-    ),
-    (
-        "missing, the controller makes it",
-        false,
-        MissingNad::Attach,
-        true,
-        Outcome::Patched,
-        &[MAKING],
     ),
     (
         "missing, attach",
         false,
         MissingNad::Attach,
-        false,
         Outcome::Patched,
         &[ATTACH],
     ),
@@ -75,7 +52,6 @@ const NAD_CASES: &[NadCase] = &[
         "missing, ignore",
         false,
         MissingNad::Ignore,
-        false,
         Outcome::Patched,
         &[],
     ),
@@ -88,14 +64,10 @@ fn a_missing_nad_is_denied_or_warned_of_as_the_policy_says() {
     let ns = enabled_namespace();
     let with_nad = crate::network_resources::nad_table(&[("demo", "linkerd-cni", &[])]);
     let without = crate::network_resources::nad_table(&[("demo", "other", &[])]);
-    for &(name, present, policy, managed, outcome, warnings) in NAD_CASES {
+    for &(name, present, policy, outcome, warnings) in NAD_CASES {
         let request = parse(CREATE.as_bytes()).unwrap();
         let nads: &dyn NadConfigs = if present { &with_nad } else { &without };
-        let check = NadCheck {
-            nads,
-            policy,
-            managed,
-        };
+        let check = NadCheck { nads, policy };
         let answer = answer(
             &request,
             &ns,
@@ -129,7 +101,6 @@ fn a_pod_the_rules_do_not_attach_is_not_checked() {
     let check = NadCheck {
         nads: &without,
         policy: MissingNad::Deny,
-        managed: false,
     };
     let answer = answer(
         &request,
@@ -365,7 +336,6 @@ fn a_nad_that_is_another_network_gets_the_on_error_answer() {
             let check = NadCheck {
                 nads: &taken,
                 policy,
-                managed: true,
             };
             let answer = answer(
                 &request,

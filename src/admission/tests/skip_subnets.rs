@@ -98,7 +98,6 @@ fn skip_answer(
     let nad_check = NadCheck {
         nads: &cluster,
         policy: MissingNad::Deny,
-        managed: false,
     };
     let nr_settings = network_resources::settings::Settings::default();
     let nr = NetworkResources {

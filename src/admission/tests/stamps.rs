@@ -273,7 +273,6 @@ fn stamp_answer(case: &Case, object: &Value, tree: bool) -> Answer {
     let check = NadCheck {
         nads: &cluster,
         policy: case.policy,
-        managed: false,
     };
     let nr_settings = network_resources::settings::Settings::default();
     let nr = NetworkResources {
@@ -356,7 +355,6 @@ fn the_network_resources_rules_are_unaffected_by_the_stamp() {
     let check = NadCheck {
         nads: &cluster,
         policy: MissingNad::Deny,
-        managed: false,
     };
     let object = json!({
         "metadata": {"name": "web", "annotations": {"k8s.v1.cni.cncf.io/networks": "sriov, sriov"}},

@@ -46,7 +46,8 @@ pub struct PartsFlags {
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
     /// Also run the NAD controller, which makes the linkerd-cni NAD in each
-    /// enabled namespace, with its rights [default: false].
+    /// enabled namespace: a Deployment apart from the webhook's, with its
+    /// own ServiceAccount and rights [default: false].
     #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true,
           default_missing_value = "true", value_parser = go::parse_bool)]
     manage_nads: Option<bool>,
@@ -56,8 +57,9 @@ pub struct PartsFlags {
     cni_namespace: Option<String>,
     /// The NAD controller also restarts the workloads that opted in
     /// (multus.linkerd.io/restart-on-config-change) whose pods run an older
-    /// Linkerd-CNI config, paced, with the rights to read and patch them;
-    /// only with --manage-nads [default: false].
+    /// Linkerd-CNI config, paced, with the rights to read and patch them
+    /// and the ValidatingAdmissionPolicy that narrows those rights (Kubernetes
+    /// 1.30 or later); only with --manage-nads [default: false].
     #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true,
           default_missing_value = "true", value_parser = go::parse_bool)]
     restart_stale_workloads: Option<bool>,

@@ -1,7 +1,8 @@
 //! The extension's own objects: its Namespace (the one labelled
 //! `linkerd.io/extension=multus`), the webhook's Deployment and what its
 //! arguments tell of the rules' settings, and the webhook configuration.
-//! The certificate and the probe through the API server are in
+//! The NAD controller's Deployment and Lease are in [`super::controller`],
+//! the certificate and the probe through the API server in
 //! [`super::certificate`] and [`super::probe`].
 
 use k8s_openapi::api::admissionregistration::v1::MutatingWebhookConfiguration;
@@ -13,6 +14,7 @@ use super::report::Check;
 use super::snapshot::{Meta, ReadError, get_opt};
 use super::wait::{Pass, Retry};
 use super::{EXTENSION, INSTALL_HINT, Options, capped};
+use crate::extension::install::NAD_CONTROLLER;
 use crate::extension::{DEFAULT_NAMESPACE, EXTENSION_LABEL, NAME};
 use crate::krm::function_config::SettingsKind;
 use crate::linkerd_cni::settings::Settings;
@@ -29,18 +31,20 @@ pub struct Installed {
     pub namespace: String,
     /// The rules' settings, as the webhook's arguments give them.
     pub settings: Settings,
-    /// Whether the webhook runs the NAD controller (`--manage-nads`).
+    /// Whether the NAD controller runs (its Deployment; or, in an earlier
+    /// release's layout, the webhook's `--manage-nads`).
     pub manage_nads: bool,
 }
 
-/// The Namespace and the Deployment; `None` when the extension's Namespace
-/// is not there (the remaining checks of the extension are then skipped).
+/// The Namespace and the webhook's Deployment, with the webhook's arguments;
+/// `None` when the extension's Namespace is not there (the remaining checks
+/// of the extension are then skipped).
 pub async fn namespace_and_deployment(
     client: &Client,
     options: &Options,
     namespaces: &Result<Vec<Meta>, ReadError>,
     pass: &mut Pass,
-) -> Option<Installed> {
+) -> Option<(Installed, Vec<String>)> {
     let description = "linkerd-multus extension Namespace exists";
     let namespace = match namespaces {
         Err(e) => {
@@ -79,43 +83,68 @@ pub async fn namespace_and_deployment(
     }
     pass.add(EXTENSION, Check::success(description), Retry::No);
     let description = format!("{WEBHOOK} Deployment is ready");
-    let api: Api<Deployment> = Api::namespaced(client.clone(), &namespace);
     let mut installed = Installed {
         settings: default_settings(options),
         namespace,
         manage_nads: false,
     };
-    let at = format!("Deployment {}/{WEBHOOK}", installed.namespace);
-    let (check, retry) = match get_opt(api.get(WEBHOOK)).await {
-        Err(e) => (read_error(&description, &at, &e), Retry::Yes),
-        Ok(None) => (
-            Check::error(&description, format!("{at} not found"), INSTALL_HINT),
-            Retry::No,
-        ),
-        Ok(Some(deployment)) => {
-            let args = webhook_args(&deployment);
-            (installed.settings, installed.manage_nads) =
-                settings_from_args(&args, installed.settings);
-            match deployment::ready(&deployment) {
-                Ok(()) => (Check::success(&description), Retry::No),
-                Err(problem) => {
-                    let ns = &installed.namespace;
-                    let (error, hint) = match deployment::why(client, &deployment).await {
-                        Some(why) => (format!("{at}: {problem}\n{}", why.reason), why.hint),
-                        None => (
-                            format!("{at}: {problem}"),
-                            format!(
-                                "see why: kubectl -n {ns} describe deployment {WEBHOOK}; kubectl -n {ns} get pods -l app.kubernetes.io/name={WEBHOOK}"
-                            ),
-                        ),
-                    };
-                    (Check::error(&description, error, hint), Retry::Yes)
-                }
-            }
-        }
-    };
+    let (check, retry, deployment) =
+        deployment_ready(client, &installed.namespace, WEBHOOK, &description).await;
     pass.add(EXTENSION, check, retry);
-    Some(installed)
+    let args = deployment
+        .as_ref()
+        .map(|d| container_args(d, "webhook"))
+        .unwrap_or_default();
+    installed.settings = settings_from_args(&args, installed.settings).0;
+    Some((installed, args))
+}
+
+/// Whether Deployment `namespace/name` is ready, and why not: the check
+/// described `description`, and the Deployment when it was read.
+pub async fn deployment_ready(
+    client: &Client,
+    namespace: &str,
+    name: &str,
+    description: &str,
+) -> (Check, Retry, Option<Deployment>) {
+    let api: Api<Deployment> = Api::namespaced(client.clone(), namespace);
+    let at = format!("Deployment {namespace}/{name}");
+    let deployment = match get_opt(api.get(name)).await {
+        Err(e) => return (read_error(description, &at, &e), Retry::Yes, None),
+        Ok(None) => {
+            let check = Check::error(description, format!("{at} not found"), INSTALL_HINT);
+            return (check, Retry::No, None);
+        }
+        Ok(Some(deployment)) => deployment,
+    };
+    let (check, retry) = readiness(client, &deployment, description).await;
+    (check, retry, Some(deployment))
+}
+
+/// Whether `deployment` is ready, and why not: the check described `description`.
+pub async fn readiness(
+    client: &Client,
+    deployment: &Deployment,
+    description: &str,
+) -> (Check, Retry) {
+    let namespace = deployment.metadata.namespace.as_deref().unwrap_or_default();
+    let name = deployment.metadata.name.as_deref().unwrap_or_default();
+    let at = format!("Deployment {namespace}/{name}");
+    match deployment::ready(deployment) {
+        Ok(()) => (Check::success(description), Retry::No),
+        Err(problem) => {
+            let (error, hint) = match deployment::why(client, deployment).await {
+                Some(why) => (format!("{at}: {problem}\n{}", why.reason), why.hint),
+                None => (
+                    format!("{at}: {problem}"),
+                    format!(
+                        "see why: kubectl -n {namespace} describe deployment {name}; kubectl -n {namespace} get pods -l app.kubernetes.io/name={name}"
+                    ),
+                ),
+            };
+            (Check::error(description, error, hint), Retry::Yes)
+        }
+    }
 }
 
 /// The rules' settings when the webhook's arguments cannot be read: the
@@ -127,16 +156,26 @@ pub fn default_settings(options: &Options) -> Settings {
     }
 }
 
-/// The rules' settings the installed webhook runs with, read without
-/// checking anything: the defaults when the extension cannot be found.
+/// The rules' settings the installed webhook and NAD controller run with,
+/// read without checking anything: the defaults when the extension cannot
+/// be found.
 pub async fn resolve(client: &Client, options: &Options, namespaces: &[Meta]) -> Installed {
     let namespace = extension_namespace(namespaces).unwrap_or_else(|_| DEFAULT_NAMESPACE.into());
     let api: Api<Deployment> = Api::namespaced(client.clone(), &namespace);
-    let args = match get_opt(api.get(WEBHOOK)).await {
-        Ok(Some(deployment)) => webhook_args(&deployment),
-        _ => Vec::new(),
+    let args = |name: &'static str, container: &'static str| {
+        let api = api.clone();
+        async move {
+            match get_opt(api.get(name)).await {
+                Ok(Some(deployment)) => Some(container_args(&deployment, container)),
+                _ => None,
+            }
+        }
     };
-    let (settings, manage_nads) = settings_from_args(&args, default_settings(options));
+    let webhook = args(WEBHOOK, "webhook").await.unwrap_or_default();
+    let (settings, old_layout) = settings_from_args(&webhook, default_settings(options));
+    let controller = args(NAD_CONTROLLER, "controller").await;
+    let manage_nads = old_layout || controller.is_some();
+    let settings = settings_from_args(&controller.unwrap_or_default(), settings).0;
     Installed {
         namespace,
         settings,
@@ -165,7 +204,9 @@ pub fn extension_namespace(namespaces: &[Meta]) -> Result<String, String> {
         .ok_or_else(|| format!("no Namespace is labelled {EXTENSION_LABEL}={NAME}"))
 }
 
-fn webhook_args(deployment: &Deployment) -> Vec<String> {
+/// The arguments of the Deployment's container that runs `command` (its
+/// first argument), else of its first container.
+pub fn container_args(deployment: &Deployment, command: &str) -> Vec<String> {
     let containers = deployment
         .spec
         .template
@@ -178,16 +219,17 @@ fn webhook_args(deployment: &Deployment) -> Vec<String> {
         .find(|c| {
             c.args
                 .as_ref()
-                .is_some_and(|a| a.first().map(String::as_str) == Some("webhook"))
+                .is_some_and(|a| a.first().map(String::as_str) == Some(command))
         })
         .or(containers.first())
         .and_then(|c| c.args.clone())
         .unwrap_or_default()
 }
 
-/// The rules' settings from the webhook's arguments (`--linkerd-namespace`,
-/// `--nad-name`, `--cni-namespace`, ... as `--flag=value` or `--flag value`)
-/// over `base`, and whether it runs the NAD controller (`--manage-nads`).
+/// The rules' settings from the webhook's or the controller's arguments
+/// (`--linkerd-namespace`, `--nad-name`, `--cni-namespace`, ... as
+/// `--flag=value` or `--flag value`) over `base`, and whether they run the NAD
+/// controller in the webhook's process (`--manage-nads`, an earlier release's).
 pub fn settings_from_args(args: &[String], base: Settings) -> (Settings, bool) {
     let mut settings = base;
     let mut manage_nads = false;

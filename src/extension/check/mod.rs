@@ -10,6 +10,7 @@
 
 pub mod certificate;
 pub mod cni;
+pub mod controller;
 pub mod deployment;
 pub mod extension;
 pub mod nads;
@@ -106,7 +107,14 @@ pub async fn run(target: &Target, options: &Options) -> Report {
 /// The installed extension: its objects, the CNI side, the NADs.
 async fn installed(client: &Client, options: &Options, pass: &mut Pass) {
     let namespaces = snapshot::namespaces(client).await;
-    let installed = extension::namespace_and_deployment(client, options, &namespaces, pass).await;
+    let installed =
+        match extension::namespace_and_deployment(client, options, &namespaces, pass).await {
+            Some((mut installed, webhook_args)) => {
+                controller::check(client, &mut installed, &webhook_args, pass).await;
+                Some(installed)
+            }
+            None => None,
+        };
     let settings = installed
         .as_ref()
         .map(|i| i.settings.clone())

@@ -6,11 +6,12 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use super::extension::{Installed, WEBHOOK};
+use super::extension::Installed;
 use super::report::Check;
 use super::snapshot::{Meta, Nad};
 use super::wait::{Pass, Retry};
 use super::{NADS, capped};
+use crate::extension::install::NAD_CONTROLLER;
 use crate::linkerd_cni::cluster;
 use crate::linkerd_cni::cni_config::other_network;
 use crate::linkerd_cni::settings::Settings;
@@ -97,7 +98,7 @@ pub fn check(
                 description,
                 format!("NetworkAttachmentDefinitions missing: {}", capped(&absent)),
                 format!(
-                    "the NAD controller (webhook --manage-nads) makes them; see why it did not: kubectl -n {ns} logs deploy/{WEBHOOK}; kubectl get events -n default --field-selector reason=NADFailed"
+                    "the NAD controller makes them; see why it did not: kubectl -n {ns} logs deploy/{NAD_CONTROLLER}; kubectl get events -n default --field-selector reason=NADFailed"
                 ),
             ),
             Retry::Yes,
@@ -106,7 +107,7 @@ pub fn check(
             Check::error(
                 description,
                 format!("NetworkAttachmentDefinitions missing: {}", capped(&absent)),
-                "render them from Git and apply them (kpt fn render, or linkerd-multus render DIR | kubectl apply -f -), or run the webhook with --manage-nads (deploy-nad-controller/) to make them",
+                "render them from Git and apply them (kpt fn render, or linkerd-multus render DIR | kubectl apply -f -), or run the NAD controller (linkerd multus install --manage-nads, or deploy-nad-controller/) to make them",
             ),
             Retry::No,
         ),
@@ -181,7 +182,7 @@ fn stale_check(
             "made by the NAD controller: {}",
             capped(&controller)
         ));
-        hints.push(format!("the NAD controller updates its own within seconds; if it does not, see its log (kubectl -n {ns} logs deploy/{WEBHOOK}) or restart it (kubectl -n {ns} rollout restart deploy/{WEBHOOK})"));
+        hints.push(format!("the NAD controller updates its own within seconds; if it does not, see its log (kubectl -n {ns} logs deploy/{NAD_CONTROLLER}) or restart it (kubectl -n {ns} rollout restart deploy/{NAD_CONTROLLER})"));
     }
     if !rendered.is_empty() {
         errors.push(format!("rendered from Git: {}", capped(&rendered)));

@@ -288,8 +288,38 @@ pub async fn check(client: &Client, options: &Options, pass: &mut Pass) {
         }
     };
     namespace(client, install, pass).await;
+    if install.restart_stale_workloads {
+        policy_served(client, pass).await;
+    }
     rights_check(client, install, pass).await;
 }
+
+/// With the restarts, the API server serves the ValidatingAdmissionPolicy that cuts their
+/// rights (Kubernetes 1.30 or later).
+async fn policy_served(client: &Client, pass: &mut Pass) {
+    let description = "the API server serves ValidatingAdmissionPolicies (the restarts' policy)";
+    let group = "admissionregistration.k8s.io/v1";
+    let (check, retry) = match call(client.list_api_group_resources(group)).await {
+        Ok(list) if list.resources.iter().any(|r| r.name == POLICIES) => {
+            (Check::success(description), Retry::No)
+        }
+        Ok(_) => (
+            Check::error(
+                description,
+                format!(
+                    "the API server does not serve {group} {POLICIES}: Kubernetes 1.30 or later does"
+                ),
+                "upgrade the cluster to Kubernetes 1.30 or later, or install without --restart-stale-workloads",
+            ),
+            Retry::No,
+        ),
+        Err(e) => (extension::read_error(description, group, &e), Retry::Yes),
+    };
+    pass.add(PRE, check, retry);
+}
+
+/// The resource of the restarts' policy.
+const POLICIES: &str = "validatingadmissionpolicies";
 
 /// The extension's namespace is free, or the extension's own.
 async fn namespace(client: &Client, install: &InstallOptions, pass: &mut Pass) {

@@ -105,7 +105,7 @@ pub async fn check(
             "no namespace that MutatingWebhookConfiguration {WEBHOOK} selects has the NAD {nad}: the probe was not run"
         );
         let hint = format!(
-            "enable a namespace: kubectl annotate namespace NAME {MULTUS_ANNOTATION}=enabled, and give it the NAD (linkerd-multus webhook --manage-nads makes it)"
+            "enable a namespace: kubectl annotate namespace NAME {MULTUS_ANNOTATION}=enabled, and give it the NAD (the NAD controller makes it: linkerd multus install --manage-nads)"
         );
         pass.add(
             EXTENSION,

@@ -156,7 +156,13 @@ pub fn objects(
             Some("NetworkPolicy") if !options.api_server_cidrs.is_empty() => {
                 admit_only(object, &options.api_server_cidrs);
             }
-            Some("Deployment") if options.restart_stale_workloads => {
+            Some("Deployment")
+                if options.restart_stale_workloads
+                    && object
+                        .get_path(&["metadata", "name"])
+                        .and_then(Node::as_str)
+                        == Some(NAD_CONTROLLER) =>
+            {
                 for arg in restart_args(options) {
                     append_arg(object, &arg);
                 }
@@ -169,12 +175,13 @@ pub fn objects(
     Ok(objects)
 }
 
-/// The webhook's flag for [`Options::restart_stale_workloads`]: not a setter
-/// of `deploy/`, whose users add it by hand with `deploy-restarts/`.
+/// The NAD controller's flag for [`Options::restart_stale_workloads`]: not a
+/// setter of `deploy-nad-controller/`, whose users add it by hand with
+/// `deploy-restarts/`.
 pub const RESTART_STALE_WORKLOADS: &str = "--restart-stale-workloads=true";
 
-/// The webhook's flags of the restarts: [`RESTART_STALE_WORKLOADS`], then the concurrency
-/// and deadline where they are not the webhook's defaults.
+/// The NAD controller's flags of the restarts: [`RESTART_STALE_WORKLOADS`], then the
+/// concurrency and deadline where they are not its defaults.
 pub fn restart_args(options: &Options) -> Vec<String> {
     let defaults = Options::default();
     let mut args = vec![RESTART_STALE_WORKLOADS.to_string()];
@@ -193,8 +200,8 @@ pub fn restart_args(options: &Options) -> Vec<String> {
     args
 }
 
-/// The Deployment's `webhook` container.
-fn webhook_container(deployment: &mut Node) -> Option<&mut Map> {
+/// The NAD controller's Deployment `controller` container.
+fn controller_container(deployment: &mut Node) -> Option<&mut Map> {
     let Some(Node::Seq(containers)) = deployment
         .as_map_mut()
         .and_then(|d| d.map_entry("spec"))
@@ -205,29 +212,30 @@ fn webhook_container(deployment: &mut Node) -> Option<&mut Map> {
         return None;
     };
     (containers.items.iter_mut())
-        .find(|c| c.get_path(&["name"]).and_then(Node::as_str) == Some(WEBHOOK_CONTAINER))?
+        .find(|c| c.get_path(&["name"]).and_then(Node::as_str) == Some(CONTROLLER_CONTAINER))?
         .as_map_mut()
 }
 
-/// The Deployment's `webhook` container gets `arg` after its other args.
+/// The Deployment's `controller` container gets `arg` after its other args.
 fn append_arg(deployment: &mut Node, arg: &str) {
-    if let Some(Node::Seq(args)) = webhook_container(deployment).and_then(|c| c.get_mut("args")) {
+    if let Some(Node::Seq(args)) = controller_container(deployment).and_then(|c| c.get_mut("args"))
+    {
         // Plain, as the package writes its flags: `--…=true` reads back
         // as that string (`Node::string` would quote it, being cautious).
         args.items.push(Node::plain(arg));
     }
 }
 
-/// The webhook container's memory limit with the restarts on, for their watches of every
+/// The controller container's memory limit with the restarts on, for their watches of every
 /// pod (as metadata) and workload: measured by `cargo bench --bench controller` at 10,000
 /// namespaces, 5,000 workloads and 50,000 pods, 66 MiB held and 78 MiB at a replica's start,
-/// where the package's 64Mi holds the webhook and the NAD controller alone (52 MiB).
-/// docs/benchmarks.md has the figures.
+/// where the package's 64Mi holds the NAD controller alone. docs/benchmarks.md has the
+/// figures.
 pub const RESTARTS_MEMORY_LIMIT: &str = "128Mi";
 
-/// The Deployment's `webhook` container gets the memory limit `limit`.
+/// The Deployment's `controller` container gets the memory limit `limit`.
 fn set_memory_limit(deployment: &mut Node, limit: &str) {
-    if let Some(limits) = webhook_container(deployment)
+    if let Some(limits) = controller_container(deployment)
         .and_then(|c| c.map_entry("resources"))
         .and_then(|r| r.map_entry("limits"))
     {
@@ -235,8 +243,10 @@ fn set_memory_limit(deployment: &mut Node, limit: &str) {
     }
 }
 
-/// The name of the Deployment's container that runs the webhook.
-const WEBHOOK_CONTAINER: &str = "webhook";
+/// The NAD controller's Deployment.
+pub const NAD_CONTROLLER: &str = "linkerd-multus-nad-controller";
+/// The name of its container.
+const CONTROLLER_CONTAINER: &str = "controller";
 
 /// The labels of every object of the extension.
 fn labels() -> Node {

@@ -145,9 +145,10 @@ pub struct Options {
     pub replicas: u32,
     /// What the API server does while no replica answers (default [`FailurePolicy::Fail`]).
     pub failure_policy: FailurePolicy,
-    /// The webhook pods' PriorityClass (default `system-cluster-critical`).
+    /// The webhook's and the NAD controller's pods' PriorityClass (default
+    /// `system-cluster-critical`).
     pub priority_class_name: String,
-    /// The NAD controller (default off).
+    /// The NAD controller, in a Deployment of its own (default off).
     pub manage_nads: bool,
     /// The Linkerd-CNI ConfigMap's namespace (default `linkerd-cni`).
     pub cni_namespace: String,

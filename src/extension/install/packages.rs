@@ -45,10 +45,21 @@ pub const WEBHOOK: [File; 6] = [
 ];
 /// cert-manager's Issuers and Certificates.
 pub const CERT_MANAGER: File = file!("deploy/cert-manager/certificates.yaml");
-/// The NAD controller's rights.
-pub const NAD_CONTROLLER: [File; 1] = [file!("deploy-nad-controller/rbac.yaml")];
-/// The rights of the NAD controller's restarts of stale workloads.
-pub const RESTARTS: [File; 1] = [file!("deploy-restarts/rbac.yaml")];
+/// The NAD controller's ServiceAccount and rights.
+pub const NAD_CONTROLLER_RBAC: File = file!("deploy-nad-controller/rbac.yaml");
+/// The NAD controller's workload, after the webhook's.
+pub const NAD_CONTROLLER: [File; 4] = [
+    file!("deploy-nad-controller/metrics-service.yaml"),
+    file!("deploy-nad-controller/networkpolicy.yaml"),
+    file!("deploy-nad-controller/poddisruptionbudget.yaml"),
+    file!("deploy-nad-controller/deployment.yaml"),
+];
+/// The rights of the NAD controller's restarts of stale workloads, and the
+/// ValidatingAdmissionPolicy that cuts them to what the restarts do.
+pub const RESTARTS: [File; 2] = [
+    file!("deploy-restarts/rbac.yaml"),
+    file!("deploy-restarts/policy.yaml"),
+];
 /// The network-resources rules' rights and settings.
 pub const NETWORK_RESOURCES: [File; 2] = [
     file!("deploy-network-resources/rbac.yaml"),
@@ -74,7 +85,15 @@ pub fn setter_values(options: &Options) -> BTreeMap<&'static str, String> {
         ("priority-class-name", options.priority_class_name.clone()),
         ("linkerd-namespace", options.linkerd_namespace.clone()),
         ("image", options.image.clone()),
-        ("manage-nads", options.manage_nads.to_string()),
+        (
+            "missing-nad",
+            if options.manage_nads {
+                "attach"
+            } else {
+                "deny"
+            }
+            .to_string(),
+        ),
         ("cni-namespace", options.cni_namespace.clone()),
         (
             "skip-secondary-subnets",
@@ -108,7 +127,7 @@ pub fn setter_values(options: &Options) -> BTreeMap<&'static str, String> {
 pub fn files(options: &Options) -> (Vec<File>, Vec<File>) {
     let mut rights = vec![NAMESPACE, WEBHOOK_RBAC];
     if options.manage_nads {
-        rights.extend(NAD_CONTROLLER);
+        rights.push(NAD_CONTROLLER_RBAC);
     }
     if options.restart_stale_workloads {
         rights.extend(RESTARTS);
@@ -121,6 +140,9 @@ pub fn files(options: &Options) -> (Vec<File>, Vec<File>) {
         rest.push(CERT_MANAGER);
     }
     rest.extend(WEBHOOK);
+    if options.manage_nads {
+        rest.extend(NAD_CONTROLLER);
+    }
     (rights, rest)
 }
 
@@ -128,6 +150,7 @@ pub fn files(options: &Options) -> (Vec<File>, Vec<File>) {
 pub fn all() -> Vec<File> {
     let mut all = vec![NAMESPACE, WEBHOOK_RBAC, CERT_MANAGER];
     all.extend(WEBHOOK);
+    all.push(NAD_CONTROLLER_RBAC);
     all.extend(NAD_CONTROLLER);
     all.extend(RESTARTS);
     all.extend(NETWORK_RESOURCES);
@@ -233,6 +256,8 @@ mod tests {
             of::<rbac::v1::Role>(),
             of::<rbac::v1::RoleBinding>(),
             of::<admissionregistration::v1::MutatingWebhookConfiguration>(),
+            of::<admissionregistration::v1::ValidatingAdmissionPolicy>(),
+            of::<admissionregistration::v1::ValidatingAdmissionPolicyBinding>(),
             ("Issuer", "issuers"),
             ("Certificate", "certificates"),
         ];

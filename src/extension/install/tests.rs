@@ -199,9 +199,26 @@ fn options_reach_the_objects() {
             )
         ]
     );
+    let policies: Vec<_> = objects
+        .iter()
+        .filter(|o| o.get_path(&["kind"]).and_then(Node::as_str) == Some("NetworkPolicy"))
+        .collect();
+    assert_eq!(
+        ingress(policies[1]),
+        [(
+            "ops",
+            vec!["openshift-monitoring", "openshift-user-workload-monitoring"]
+        )],
+        "the NAD controller's: its ops port alone"
+    );
     let ids = ids(&yaml);
     assert_eq!(ids[0], "Namespace//mesh");
     for id in [
+        "ServiceAccount/mesh/linkerd-multus-nad-controller",
+        "ClusterRoleBinding//linkerd-multus-nad-controller",
+        "Deployment/mesh/linkerd-multus-nad-controller",
+        "PodDisruptionBudget/mesh/linkerd-multus-nad-controller",
+        "Service/mesh/linkerd-multus-nad-controller-metrics",
         "Role/cni/linkerd-multus-nad-controller",
         "Role/default/linkerd-multus-nad-controller-events",
         "RoleBinding/default/linkerd-multus-nad-controller-events",
@@ -232,16 +249,35 @@ fn options_reach_the_objects() {
         "failurePolicy: Ignore\n",
         "priorityClassName: high\n",
         "- --linkerd-namespace=l5d\n",
-        "- --manage-nads=true\n",
-        "- --cni-namespace=cni\n",
+        "- --missing-nad=attach\n",
         "- --network-resources=/etc/linkerd-multus/network-resources/network-resources.yaml\n",
         "- --skip-secondary-subnets=enabled\n",
-        "- --cluster-cidrs=[10.244.0.0/16, fd00:10::/56]\n        - --restart-stale-workloads=true\n        - --restart-concurrency=3\n        - --restart-deadline=15m\n",
-        "memory: 128Mi\n",
+        "- --cluster-cidrs=[10.244.0.0/16, fd00:10::/56]\n        ports:",
+        "- --cni-namespace=cni\n        - --restart-stale-workloads=true\n        - --restart-concurrency=3\n        - --restart-deadline=15m\n",
         "cert-manager.io/inject-ca-from: mesh/linkerd-multus-webhook\n",
         "image: mirror.example:5000/linkerd/multus:v0.1.0\n",
         "expression: \"!'[openshift, openshift-*]'.replace(",
     ] {
         assert!(yaml.contains(want), "{want:?} not in:\n{yaml}");
     }
+    let deployments: Vec<_> = objects
+        .iter()
+        .filter(|o| o.get_path(&["kind"]).and_then(Node::as_str) == Some("Deployment"))
+        .collect();
+    let limit = |d: &Node| {
+        let container = &d
+            .get_path(&["spec", "template", "spec", "containers"])
+            .and_then(Node::as_seq)
+            .unwrap()
+            .items[0];
+        container
+            .get_path(&["resources", "limits", "memory"])
+            .and_then(Node::as_str)
+            .map(str::to_string)
+    };
+    assert_eq!(
+        deployments.iter().map(|d| limit(d)).collect::<Vec<_>>(),
+        [Some("64Mi".to_string()), Some("128Mi".to_string())],
+        "the webhook's limit, then the controller's with the restarts"
+    );
 }

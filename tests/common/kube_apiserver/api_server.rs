@@ -89,7 +89,6 @@ impl ApiServer {
             args,
             binary: assets.join("kube-apiserver"),
             log: dir.join(format!("kube-apiserver-{port}.log")),
-            pids: dir.join("pids"),
             child: Mutex::new(None),
         }
     }
@@ -101,7 +100,7 @@ impl ApiServer {
 
     /// Its process ID while it runs.
     pub fn pid(&self) -> Option<u32> {
-        self.child.lock().unwrap().as_ref().map(Child::id)
+        self.child.lock().unwrap().as_ref().map(Guard::id)
     }
 
     /// Starts the process (again, on the same port) without waiting.
@@ -117,23 +116,20 @@ impl ApiServer {
             .append(true)
             .open(&self.log)
             .expect("the API server's log");
-        let process = Command::new(&self.binary)
-            .args(&self.args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(log)
-            .spawn()
-            .unwrap_or_else(|e| panic!("starting {}: {e}", self.binary.display()));
-        record_pid(&self.pids, process.id());
+        let process = Guard::spawn(
+            Command::new(&self.binary)
+                .args(&self.args)
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(log),
+        )
+        .unwrap_or_else(|e| panic!("starting {}: {e}", self.binary.display()));
         *child = Some(process);
     }
 
     /// Stops the process (SIGKILL, as a crash would) and waits for it.
     pub fn stop(&self) {
-        if let Some(mut process) = self.child.lock().unwrap().take() {
-            process.kill().ok();
-            process.wait().ok();
-        }
+        drop(self.child.lock().unwrap_or_else(|p| p.into_inner()).take());
     }
 
     /// Waits until `kubectl get --raw /readyz` answers `ok` with `kubeconfig`.

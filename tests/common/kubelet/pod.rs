@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::fs::File;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::apps::v1::Deployment;
@@ -17,6 +17,7 @@ use kube::api::{DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use serde_json::json;
 
 use super::super::kube_apiserver::free_port;
+use super::super::process::Guard;
 use super::Node;
 use super::image::{ImageConfig, PUBLISHED_IMAGE, Runtime, program};
 use super::probes::Prober;
@@ -59,7 +60,7 @@ pub struct Pod {
     volumes: Vec<Volume>,
     /// Each `containerPort` → the port it listens on here.
     pub ports: BTreeMap<i32, u16>,
-    child: Option<Child>,
+    child: Option<Guard>,
     readiness: Prober,
     liveness: Prober,
     waiting: Option<String>,
@@ -305,7 +306,7 @@ impl Pod {
             }
             if Instant::now() > deadline {
                 self.signal("KILL");
-                let _ = self.child.as_mut().map(Child::wait);
+                let _ = self.child.as_mut().map(Guard::wait);
                 return;
             }
             std::thread::sleep(Duration::from_millis(50));
@@ -328,8 +329,7 @@ impl Pod {
                     } else {
                         nix::sys::signal::Signal::SIGTERM
                     };
-                    let pid = nix::unistd::Pid::from_raw(child.id() as i32);
-                    let _ = nix::sys::signal::kill(pid, signal);
+                    let _ = child.signal(signal);
                 }
             }
         }
@@ -500,8 +500,7 @@ impl Pod {
             .stdin(Stdio::null())
             .stdout(log.try_clone().expect("the log"))
             .stderr(log);
-        let child = command
-            .spawn()
+        let child = Guard::spawn(&mut command)
             .unwrap_or_else(|e| panic!("starting the container of pod {}: {e}", self.name));
         self.child = Some(child);
         self.readiness = Prober::readiness(&self.container);

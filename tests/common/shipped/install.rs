@@ -19,7 +19,7 @@ const DEFAULT_SETTERS: [(&str, &str); 15] = [
     ("replicas", "2"),
     ("failure-policy", "Fail"),
     ("linkerd-namespace", "linkerd"),
-    ("manage-nads", "false"),
+    ("missing-nad", "deny"),
     ("cni-namespace", "linkerd-cni"),
     ("network-resources", ""),
     ("skip-secondary-subnets", "disabled"),
@@ -137,7 +137,7 @@ fn deploy(cluster: &Cluster, nad_controller: bool, network_resources: bool, dir:
     let mut setters = DEFAULT_SETTERS.to_vec();
     for (name, value) in &mut setters {
         match *name {
-            "manage-nads" if nad_controller => *value = "true",
+            "missing-nad" if nad_controller => *value = "attach",
             "network-resources" if network_resources => *value = NETWORK_RESOURCES_FILE,
             _ => {}
         }

@@ -1,12 +1,13 @@
 //! What ships, run as shipped: an option set of `deploy/` (with its
 //! additions) or of `linkerd multus install` installed into a fresh cluster
-//! as its README says, and the webhook's Deployment run from what the API
-//! server stored, by the [`kubelet`](super::kubelet) (its own args, env,
-//! mounts, user, probes and grace period). [`runs_as_shipped`] checks what a
-//! user gets: ready replicas, a pod admitted through the API server (Service
-//! → Endpoints → replica) with linkerd-cni attached, what the options add,
-//! `linkerd multus check` passing, no warning in the logs, and an exit 0 on
-//! SIGTERM within the grace period with no restart before. `tests/shipped.rs`
+//! as its README says, and the webhook's Deployment (and the NAD
+//! controller's, when the options have it) run from what the API server
+//! stored, by the [`kubelet`](super::kubelet) (each its own args, env,
+//! mounts, ServiceAccount, user, probes and grace period). [`runs_as_shipped`]
+//! checks what a user gets: ready replicas, a pod admitted through the API
+//! server (Service → Endpoints → replica) with linkerd-cni attached, what the
+//! options add, `linkerd multus check` passing, no warning in the logs, and an
+//! exit 0 on SIGTERM within the grace period with no restart before. `tests/shipped.rs`
 //! runs every option set; `tests/container.rs` runs the image once.
 
 use super as common;
@@ -31,6 +32,8 @@ pub use install::{OptionSet, install};
 pub const NS: &str = "linkerd-multus";
 /// The webhook's Deployment.
 pub const WEBHOOK: &str = "linkerd-multus-webhook";
+/// The NAD controller's Deployment.
+pub const NAD_CONTROLLER: &str = "linkerd-multus-nad-controller";
 /// The Linkerd-CNI ConfigMap the NADs are made from.
 const CNI_CONFIG_MAP: &str =
     include_str!("../../../../shared/fixtures/linkerd-cni/version-2.19.yaml");
@@ -176,14 +179,20 @@ fn package(name: &str, dir: &Path) -> std::path::PathBuf {
     to
 }
 
-/// Installs `options`, runs the webhook's Deployment and checks what a user
-/// gets from it; returns the replicas' exits.
+/// Installs `options`, runs the webhook's Deployment (and the NAD
+/// controller's) and checks what a user gets from them; returns the
+/// replicas' exits.
 pub fn runs_as_shipped(options: OptionSet, runtime: Runtime) -> Vec<Exit> {
     let cluster = cluster(runtime);
     let dir = tempfile::tempdir().unwrap();
     install(&cluster, options, dir.path());
     let deployment = cluster.run_deployment(NS, WEBHOOK);
     deployment.wait_ready(2, READY);
+    let controller = options.manages_nads().then(|| {
+        let controller = cluster.run_deployment(NS, NAD_CONTROLLER);
+        controller.wait_ready(2, READY);
+        controller
+    });
 
     // A pod of an enabled namespace, created through the API server, which
     // reaches a replica through the Service's Endpoints.
@@ -208,11 +217,16 @@ pub fn runs_as_shipped(options: OptionSet, runtime: Runtime) -> Vec<Exit> {
     }
     check_passes(&cluster);
     no_warnings(&deployment);
-    stops_cleanly(deployment)
+    let mut exits = stops_cleanly(deployment);
+    if let Some(controller) = controller {
+        no_warnings(&controller);
+        exits.extend(stops_cleanly(controller));
+    }
+    exits
 }
 
-/// With `--manage-nads`, the NAD controller writes the NAD of a namespace
-/// enabled after it started.
+/// With the NAD controller, it writes the NAD of a namespace enabled after
+/// it started.
 fn wait_for_nad(cluster: &Cluster, namespace: &str) {
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
     loop {
