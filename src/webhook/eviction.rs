@@ -72,6 +72,11 @@ impl Doing {
     }
 }
 
+/// A candidate's place in the order of eviction, least first: proven, the
+/// connections its peer holds (most first), its stage, how long it has been
+/// unproductive (longest first), its id (oldest first).
+type Rank = (bool, Reverse<usize>, u8, Reverse<Duration>, u64);
+
 /// One connection as [`choose`] weighs it.
 #[derive(Debug, Clone, Copy)]
 pub struct Candidate {
@@ -90,7 +95,7 @@ pub struct Candidate {
 impl Candidate {
     /// Its place in the order of eviction, least first; `None` when it may not go: answering,
     /// or unproductive for less than `grace`.
-    fn rank(&self, grace: Duration) -> Option<(bool, Reverse<usize>, u8, Reverse<Duration>, u64)> {
+    fn rank(&self, grace: Duration) -> Option<Rank> {
         if self.unproductive < grace {
             return None;
         }
