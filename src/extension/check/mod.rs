@@ -14,6 +14,7 @@ pub mod controller;
 pub mod deployment;
 pub mod extension;
 pub mod nads;
+pub mod network_policy;
 pub mod pre;
 pub mod probe;
 pub mod proxy;
@@ -111,6 +112,7 @@ async fn installed(client: &Client, options: &Options, pass: &mut Pass) {
         match extension::namespace_and_deployment(client, options, &namespaces, pass).await {
             Some((mut installed, webhook_args)) => {
                 controller::check(client, &mut installed, &webhook_args, pass).await;
+                network_policy::check(client, &installed.namespace, &webhook_args, pass).await;
                 Some(installed)
             }
             None => None,
