@@ -7,6 +7,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
+use super::decide::Decision;
 use super::{Action, Cluster, Key, Pacer, Pod, Subject, Workload};
 
 /// What the controller would do, in order.
@@ -19,15 +20,20 @@ pub struct Preview {
     pub evictions: Vec<String>,
     /// The workloads and pods left to the user, each with why and the fix.
     pub left: Vec<(Subject, String)>,
+    /// The workloads with stale pods that did not opt in (nor their namespace): neither
+    /// restarted nor reported.
+    pub unopted: Vec<Key>,
 }
 
 /// Plans over `cluster` with the controller's `limit` and `deadline` until nothing more is
 /// restarted.
 pub fn preview(cluster: &Cluster<'_>, limit: usize, deadline: Duration) -> Preview {
-    // The workloads the plan may change, copied: each restart rolls its copy.
+    // The workloads of stale pods, copied: each restart rolls its copy.
     let mut workloads: BTreeMap<Key, Workload> = BTreeMap::new();
     (cluster.pods)(&mut |pod: &Pod| {
+        let stale = |hash: &String| pod.hash.as_ref().is_some_and(|h| h != hash);
         if let super::Owner::Workload(key) = &pod.owner
+            && cluster.nad_hashes.get(&pod.namespace).is_some_and(stale)
             && !workloads.contains_key(key)
             && let Some(w) = (cluster.workload)(key)
         {
@@ -92,6 +98,11 @@ pub fn preview(cluster: &Cluster<'_>, limit: usize, deadline: Duration) -> Previ
             preview.waves.push(wave);
         }
     }
+    // Not opted in: the planner skips them before any other reason.
+    preview.unopted = (workloads.keys())
+        .filter(|key| super::decide::workload(cluster, key) == Decision::Skip)
+        .cloned()
+        .collect();
     preview
 }
 

@@ -1,5 +1,5 @@
 use super::super::test_world::*;
-use super::super::{EVICT_ANNOTATION, Holder, Owner, Subject};
+use super::super::{EVICT_ANNOTATION, Holder, OPT_IN_ANNOTATION, Owner, Subject};
 use super::*;
 
 fn waves(preview: &Preview) -> Vec<Vec<String>> {
@@ -64,6 +64,14 @@ fn a_current_cluster_previews_nothing() {
     let mut world = World::stale(&[&current, &out]);
     world.rolled(&current, NEW);
     world.workloads.get_mut(&out).unwrap().opted_in = Some(false);
+    assert_eq!(
+        world.preview(1),
+        Preview {
+            unopted: vec![out.clone()],
+            ..Preview::default()
+        }
+    );
+    world.rolled(&out, NEW);
     assert_eq!(world.preview(1), Preview::default());
     let planted = pod(
         "a",
@@ -85,4 +93,31 @@ fn a_current_cluster_previews_nothing() {
             name: "planted".into()
         }]
     );
+}
+
+/// The stale workloads that did not opt in are listed apart, each once, whatever their
+/// number of pods: one opted out on its template, one of a namespace that is not opted in;
+/// one opted in through its namespace is restarted, and one rendered with the new hash and
+/// still rolling is neither.
+#[test]
+fn the_workloads_not_opted_in_are_listed_apart() {
+    let (out, plain, by_namespace, rendered) = (
+        deployment("a", "out"),
+        deployment("b", "plain"),
+        deployment("c", "by-namespace"),
+        deployment("a", "rendered"),
+    );
+    let mut world = World::stale(&[&out, &plain, &by_namespace, &rendered]);
+    world.workloads.get_mut(&out).unwrap().opted_in = Some(false);
+    for key in [&plain, &by_namespace] {
+        world.workloads.get_mut(key).unwrap().opted_in = None;
+    }
+    world.patched(&rendered, NEW);
+    world.pods.push(pod("a", "out-2", Owner::Workload(out.clone()), OLD));
+    let world = world.annotate("c", OPT_IN_ANNOTATION, "enabled");
+
+    let preview = world.preview(1);
+    assert_eq!(preview.unopted, [out, plain]);
+    assert_eq!(waves(&preview), [vec!["Deployment c/by-namespace"]]);
+    assert!(preview.left.is_empty(), "{:?}", preview.left);
 }
