@@ -18,8 +18,8 @@ use crate::extension::check::{Options as CheckOptions, snapshot};
 use crate::extension::client::{Target, anyhow_text};
 use crate::k8s::reserved;
 use crate::linkerd_cni::restarts::{Cluster, Key, Pod, Preview, preview};
-use crate::linkerd_cni::settings::Settings;
 use crate::linkerd_cni::rollout::config_hash;
+use crate::linkerd_cni::settings::Settings;
 use read::Snapshot;
 use show::Pacing;
 
@@ -74,11 +74,10 @@ pub async fn run(target: &Target, options: &Options) -> Result<String, PreviewEr
         return Err(PreviewError::NoController(installed.namespace));
     }
     let settings = &installed.settings;
-    let text =
-        show::config_text(&options.text, settings).map_err(|why| PreviewError::File {
-            file: options.file.clone(),
-            why,
-        })?;
+    let text = show::config_text(&options.text, settings).map_err(|why| PreviewError::File {
+        file: options.file.clone(),
+        why,
+    })?;
     let snapshot = Snapshot::read(&client, namespaces, &settings.nad_name)
         .await
         .map_err(read)?;
@@ -132,11 +131,7 @@ fn plan(
 
 /// The installed extension's settings and the controller's pacing, from their Deployments'
 /// arguments.
-async fn installed(
-    client: &Client,
-    options: &Options,
-    namespaces: &[snapshot::Meta],
-) -> Installed {
+async fn installed(client: &Client, options: &Options, namespaces: &[snapshot::Meta]) -> Installed {
     let check = CheckOptions {
         linkerd_namespace: options.linkerd_namespace.clone(),
         namespace: None,

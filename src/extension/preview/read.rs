@@ -15,8 +15,7 @@ use crate::extension::check::cni;
 use crate::extension::check::snapshot::{self, Meta, Nad, ReadError, list_pages};
 use crate::k8s::namespace::switch;
 use crate::linkerd_cni::restarts::{
-    ControllerRef, EVICT_ANNOTATION, HASH_ANNOTATION, Key, Live, Pod, ReplicaSetOf, Workload,
-    owner,
+    ControllerRef, EVICT_ANNOTATION, HASH_ANNOTATION, Key, Live, Pod, ReplicaSetOf, Workload, owner,
 };
 
 /// A controller reference: kind, name, uid.

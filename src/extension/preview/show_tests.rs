@@ -127,8 +127,17 @@ not opted in, neither restarted nor reported (annotate the pod template or the n
 nothing was changed
 "
     );
-    let off = Pacing { on: false, ..pacing };
-    let quiet = text("new.yaml", "0123456789abcdef", &[], off, &Preview::default());
+    let off = Pacing {
+        on: false,
+        ..pacing
+    };
+    let quiet = text(
+        "new.yaml",
+        "0123456789abcdef",
+        &[],
+        off,
+        &Preview::default(),
+    );
     assert_eq!(
         quiet.lines().skip(1).collect::<Vec<_>>(),
         [

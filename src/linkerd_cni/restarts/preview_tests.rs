@@ -113,7 +113,9 @@ fn the_workloads_not_opted_in_are_listed_apart() {
         world.workloads.get_mut(key).unwrap().opted_in = None;
     }
     world.patched(&rendered, NEW);
-    world.pods.push(pod("a", "out-2", Owner::Workload(out.clone()), OLD));
+    world
+        .pods
+        .push(pod("a", "out-2", Owner::Workload(out.clone()), OLD));
     let world = world.annotate("c", OPT_IN_ANNOTATION, "enabled");
 
     let preview = world.preview(1);
