@@ -4,17 +4,23 @@
 //! controller acts on every namespace, so each test has an API server of its
 //! own (`ControlPlane::own`). Here its life with one replica and a simple
 //! failover; what it owns in `ownership`, failovers with renewals failing in
-//! `failover`, its retries under a persistent refusal in `retries`.
+//! `failover`, its retries under a persistent refusal in `retries`; its restarts in `restarts`,
+//! fair to every tenant in `fairness`, as `preview` says they will be, Git's and Helm's
+//! workloads in `preview`.
 
 #[path = "controller/audit.rs"]
 mod audit;
 use crate::common;
 #[path = "controller/failover.rs"]
 mod failover;
+#[path = "controller/fairness.rs"]
+mod fairness;
 #[path = "controller/harness.rs"]
 mod harness;
 #[path = "controller/ownership.rs"]
 mod ownership;
+#[path = "controller/preview.rs"]
+mod preview;
 #[path = "controller/proxy.rs"]
 mod proxy;
 #[path = "controller/restarts.rs"]

@@ -12,7 +12,8 @@ use kube::{Api, Client};
 
 use super::EXTENSION;
 use super::extension::{
-    Installed, WEBHOOK, container_args, read_error, readiness, settings_from_args,
+    Installed, WEBHOOK, container_args, read_error, readiness, restarts_from_args,
+    settings_from_args,
 };
 use super::report::Check;
 use super::snapshot::{call, get_opt};
@@ -57,6 +58,7 @@ pub async fn check(
     let args = container_args(&deployment, "controller");
     let base = std::mem::take(&mut installed.settings);
     installed.settings = settings_from_args(&args, base).0;
+    installed.restarts = restarts_from_args(&args);
     let lease = lease_name(&args, &ns);
     let (check, retry) = leadership(client, &deployment, &lease).await;
     pass.add(EXTENSION, check, retry);

@@ -146,6 +146,7 @@ async fn installed(client: &Client, options: &Options, pass: &mut Pass) {
         namespace: super::DEFAULT_NAMESPACE.into(),
         settings,
         manage_nads: false,
+        restarts: None,
     });
     match (&namespaces, &nads) {
         (Ok(all), Ok(Some(nads))) => nads::check(&installed, all, nads, config.as_deref(), pass),

@@ -19,7 +19,7 @@ use super::snapshot::{self, Ipams, Meta, Nad, Pod, VALIDATOR_CONTAINER, VALIDATO
 use super::wait::{Pass, Retry};
 use super::{DATA_PLANE, Options, capped, cni, extension, rollouts};
 use crate::linkerd_cni::attach::{self, PROXY_UID_ANNOTATION};
-use crate::linkerd_cni::restarts::{OPT_IN_ANNOTATION, Subject};
+use crate::linkerd_cni::restarts::Subject;
 use crate::linkerd_cni::rollout::{HASH_ANNOTATION, config_hash};
 use crate::linkerd_cni::settings::Settings;
 use crate::linkerd_cni::skip_subnets::{self, ADDED_ANNOTATION, Network, PluginSettings};
@@ -296,7 +296,7 @@ pub async fn check(client: &Client, options: &Options, pass: &mut Pass) {
         return pass.add(DATA_PLANE, check, Retry::Yes);
     }
     found.sort();
-    report(&found, settings, pass);
+    report(&found, settings, installed.restarts.is_some(), pass);
     rollouts::check(
         client,
         options.namespace.as_deref(),
@@ -306,7 +306,7 @@ pub async fn check(client: &Client, options: &Options, pass: &mut Pass) {
     .await;
 }
 
-fn report(found: &Findings, settings: &Settings, pass: &mut Pass) {
+fn report(found: &Findings, settings: &Settings, restarts: bool, pass: &mut Pass) {
     let nad = &settings.nad_name;
     let restart = "restart them so that the webhook attaches them: kubectl -n NAMESPACE rollout restart deployment NAME (or delete the pod)";
     let checks = [
@@ -321,9 +321,7 @@ fn report(found: &Findings, settings: &Settings, pass: &mut Pass) {
             format!("meshed pods run with their namespace's current {nad} config"),
             &found.old_config,
             format!("created under an older {nad} config ({HASH_ANNOTATION} differs):"),
-            format!(
-                "Linkerd-CNI reads its config when a pod starts: restart them (kubectl -n NAMESPACE rollout restart deployment NAME), or let the NAD controller do it, paced: run it with --restart-stale-workloads and annotate their namespaces or pod templates {OPT_IN_ANNOTATION}=enabled (docs/config-rollouts.md)"
-            ),
+            rollouts::old_config_hint(restarts),
             true,
         ),
         (
