@@ -316,7 +316,7 @@ fn every_unknown_setting_is_named_with_the_one_meant() {
     assert_eq!((out.code, out.stdout.as_str()), (1, ""));
     assert_eq!(
         out.stderr,
-        "error: linkerd-multus.yaml: unknown settings \"nadNme\" (did you mean nadName?), \"cniNamspace\" (did you mean cniNamespace?) and \"colour\"; valid settings are cniNamespace, linkerdNamespace, nadName, cniKubeconfig, cniVersion, uidRangeAnnotation, proxyUIDOffset, namespaces, workloadKinds, defaultNamespace, configRollout, nadSyncWave, skipSecondarySubnets, clusterCIDRs\n"
+        "error: linkerd-multus.yaml: unknown settings \"nadNme\" (did you mean nadName?), \"cniNamspace\" (did you mean cniNamespace?) and \"colour\"; valid settings are cniNamespace, linkerdNamespace, nadName, cniKubeconfig, cniVersion, uidRangeAnnotation, proxyUIDOffset, namespaces, workloadKinds, defaultNamespace, configRollout, nadSyncWave, skipSecondarySubnets, clusterCIDRs, protectedCIDRs\n"
     );
 }
 

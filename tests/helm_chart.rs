@@ -277,6 +277,14 @@ fn a_bad_value_is_refused_by_the_schema_naming_it() {
             "at '/clusterCIDRs/0'",
         ),
         (
+            r#"{"protectedCIDRs": ["192.168.0.0/16", "192.168.0.0"]}"#,
+            "at '/protectedCIDRs/1'",
+        ),
+        (
+            r#"{"protectedCIDRs": "192.168.0.0/16"}"#,
+            "at '/protectedCIDRs'",
+        ),
+        (
             r#"{"metricsNamespaces": "monitoring"}"#,
             "at '/metricsNamespaces'",
         ),
@@ -370,38 +378,57 @@ fn restarting_stale_workloads_needs_the_nad_controller() {
 }
 
 /// skipSecondarySubnets enabled without clusterCIDRs is refused with the webhook's reason (it
-/// would not start), as `install` refuses it; the cluster's networks alone are fine.
+/// would not start), as `install` refuses it; the cluster's networks alone are fine, and the
+/// protected networks are optional, given to the webhook as a list ([] for none).
 #[test]
 fn skipping_secondary_subnets_needs_the_cluster_networks() {
     assert_refused(
         r#"{"skipSecondarySubnets": "enabled"}"#,
         "skipSecondarySubnets is enabled but clusterCIDRs is empty: without the cluster's pod and service networks, a secondary network's subnet that overlaps them would take meshed traffic away from the proxy, so the webhook refuses to start;",
     );
-    let docs = template(
-        "linkerd-multus",
-        &serde_json::json!({"clusterCIDRs": ["10.244.0.0/16"]}),
-    )
-    .unwrap();
-    let deployment = docs
-        .iter()
-        .find(|d| d.str_at(&["kind"]) == Some("Deployment"))
-        .unwrap();
-    let container = &deployment
-        .at(&["spec", "template", "spec", "containers"])
-        .unwrap()
-        .seq()[0];
-    let args: Vec<&str> = container
-        .get("args")
-        .unwrap()
-        .seq()
-        .iter()
-        .filter_map(Yaml::as_str)
-        .collect();
+    assert_refused(
+        r#"{"skipSecondarySubnets": "enabled", "protectedCIDRs": ["192.168.0.0/16"]}"#,
+        "skipSecondarySubnets is enabled but clusterCIDRs is empty:",
+    );
+    let args = |values: serde_json::Value| -> Vec<String> {
+        let docs = template("linkerd-multus", &values).unwrap();
+        let deployment = docs
+            .iter()
+            .find(|d| d.str_at(&["kind"]) == Some("Deployment"))
+            .unwrap();
+        let container = &deployment
+            .at(&["spec", "template", "spec", "containers"])
+            .unwrap()
+            .seq()[0];
+        (container.get("args").unwrap().seq().iter())
+            .filter_map(Yaml::as_str)
+            .map(str::to_string)
+            .collect()
+    };
+    let cluster = args(serde_json::json!({"clusterCIDRs": ["10.244.0.0/16"]}));
     for want in [
         "--skip-secondary-subnets=disabled",
         "--cluster-cidrs=[10.244.0.0/16]",
+        "--protected-cidrs=[]",
     ] {
-        assert!(args.contains(&want), "{want} not in {args:?}");
+        assert!(
+            cluster.iter().any(|a| a == want),
+            "{want} not in {cluster:?}"
+        );
+    }
+    let protected = args(serde_json::json!({
+        "skipSecondarySubnets": "enabled",
+        "clusterCIDRs": ["10.244.0.0/16"],
+        "protectedCIDRs": ["192.168.0.0/16", "fd00:20::/48"],
+    }));
+    for want in [
+        "--skip-secondary-subnets=enabled",
+        "--protected-cidrs=[192.168.0.0/16, fd00:20::/48]",
+    ] {
+        assert!(
+            protected.iter().any(|a| a == want),
+            "{want} not in {protected:?}"
+        );
     }
 }
 

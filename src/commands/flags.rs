@@ -56,6 +56,10 @@ pub struct PodSettings {
     /// subnet may overlap them (10.244.0.0/16,10.96.0.0/12)
     #[arg(long, value_name = "CIDRS")]
     cluster_cidrs: Option<String>,
+    /// Other networks that stay meshed (node networks, load-balancer pools),
+    /// comma-separated: no skipped subnet may overlap them either
+    #[arg(long, value_name = "CIDRS")]
+    protected_cidrs: Option<String>,
 }
 
 impl PodSettings {
@@ -67,6 +71,7 @@ impl PodSettings {
             ("proxyUIDOffset", self.proxy_uid_offset),
             ("skipSecondarySubnets", self.skip_secondary_subnets),
             ("clusterCIDRs", self.cluster_cidrs),
+            ("protectedCIDRs", self.protected_cidrs),
         ]));
         flags
     }

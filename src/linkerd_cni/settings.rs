@@ -34,6 +34,7 @@ pub const KEYS: &[&str] = &[
     "nadSyncWave",
     "skipSecondarySubnets",
     "clusterCIDRs",
+    "protectedCIDRs",
 ];
 
 /// What the function works with.
@@ -71,6 +72,9 @@ pub struct Settings {
     pub skip_secondary_subnets: bool,
     /// The cluster's pod and service networks, which no skipped subnet may overlap.
     pub cluster_cidrs: Vec<IpNet>,
+    /// Other networks whose traffic stays meshed (the nodes', load-balancer pools), which no
+    /// skipped subnet may overlap either.
+    pub protected_cidrs: Vec<IpNet>,
 }
 
 impl Default for Settings {
@@ -90,6 +94,7 @@ impl Default for Settings {
             nad_sync_wave: None,
             skip_secondary_subnets: false,
             cluster_cidrs: Vec::new(),
+            protected_cidrs: Vec::new(),
         }
     }
 }
@@ -121,14 +126,8 @@ impl SettingsKind for Settings {
                 "configRollout" => self.config_rollout = config_rollout(key, value)?,
                 "nadSyncWave" => self.nad_sync_wave = Some(sync_wave(key, value)?),
                 "skipSecondarySubnets" => self.skip_secondary_subnets = switch(key, value)?,
-                "clusterCIDRs" => {
-                    // An empty flag or variable is no networks, not a YAML error.
-                    let blank = value.as_text().is_some_and(|t| t.trim().is_empty());
-                    self.cluster_cidrs = match blank {
-                        true => Vec::new(),
-                        false => cidrs(key, &structured(key, value, from_config_map)?)?,
-                    };
-                }
+                "clusterCIDRs" => self.cluster_cidrs = cidrs(key, value, from_config_map)?,
+                "protectedCIDRs" => self.protected_cidrs = cidrs(key, value, from_config_map)?,
                 _ => {
                     return Err(SettingsError::UnknownKeys {
                         keys: vec![key.to_string()],
@@ -216,8 +215,12 @@ fn switch(key: &str, value: &Node) -> Result<bool, SettingsError> {
 }
 
 /// A list of CIDRs: a YAML list, or one string of them split at commas (a ConfigMap's,
-/// a flag's or a variable's).
-fn cidrs(key: &str, value: &Node) -> Result<Vec<IpNet>, SettingsError> {
+/// a flag's or a variable's); an empty string (flag or variable) is none, not a YAML error.
+fn cidrs(key: &str, value: &Node, from_config_map: bool) -> Result<Vec<IpNet>, SettingsError> {
+    if value.as_text().is_some_and(|t| t.trim().is_empty()) {
+        return Ok(Vec::new());
+    }
+    let value = &structured(key, value, from_config_map)?;
     let what = "must be a list of CIDRs such as 10.244.0.0/16";
     let texts: Vec<&str> = match (value.as_seq(), value.as_text()) {
         (Some(list), _) => list
@@ -290,41 +293,57 @@ mod tests {
     }
 
     /// A list in the typed object, a list or a comma-separated string in a ConfigMap (and so
-    /// in a flag or variable): the same networks, masked, each once.
+    /// in a flag or variable): the same networks, masked, each once; for the cluster's
+    /// networks and the protected ones alike.
     #[test]
-    fn cluster_cidrs_forms_agree() {
-        let typed = read(
-            "apiVersion: multus.linkerd.io/v1alpha1\nkind: LinkerdMultus\nspec:\n  skipSecondarySubnets: enabled\n  clusterCIDRs: [10.244.0.0/16, 10.96.0.1/12, fd00:10::/56]\n",
-        )
-        .unwrap();
+    fn cidr_list_forms_agree() {
         let want: Vec<IpNet> = ["10.244.0.0/16", "10.96.0.0/12", "fd00:10::/56"]
             .iter()
             .map(|n| n.parse().unwrap())
             .collect();
-        assert_eq!(typed.cluster_cidrs, want);
-        assert!(typed.skip_secondary_subnets);
-        for data in [
-            "clusterCIDRs: 10.244.0.0/16, 10.96.0.1/12,fd00:10::/56,10.244.0.0/16",
-            "clusterCIDRs: '[10.244.0.0/16, 10.96.0.0/12, fd00:10::/56]'",
-        ] {
-            let cm = read(&format!(
-                "apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: c}}\ndata:\n  {data}\n"
+        type Field = fn(&Settings) -> &Vec<IpNet>;
+        let cases: [(&str, Field); 2] = [
+            ("clusterCIDRs", |s| &s.cluster_cidrs),
+            ("protectedCIDRs", |s| &s.protected_cidrs),
+        ];
+        for (key, field) in cases {
+            let typed = read(&format!(
+                "apiVersion: multus.linkerd.io/v1alpha1\nkind: LinkerdMultus\nspec:\n  {key}: [10.244.0.0/16, 10.96.0.1/12, fd00:10::/56]\n"
             ))
             .unwrap();
-            assert_eq!(cm.cluster_cidrs, want, "{data}");
+            assert_eq!(field(&typed), &want, "{key}");
+            for data in [
+                "10.244.0.0/16, 10.96.0.1/12,fd00:10::/56,10.244.0.0/16",
+                "'[10.244.0.0/16, 10.96.0.0/12, fd00:10::/56]'",
+            ] {
+                let cm = read(&format!(
+                    "apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: c}}\ndata:\n  {key}: {data}\n"
+                ))
+                .unwrap();
+                assert_eq!(field(&cm), &want, "{key}: {data}");
+            }
+            let empty = read(&format!(
+                "apiVersion: v1\nkind: ConfigMap\ndata:\n  {key}: ''\n"
+            ))
+            .unwrap();
+            assert_eq!(field(&empty), &Vec::<IpNet>::new(), "{key}");
         }
-        let empty = read("apiVersion: v1\nkind: ConfigMap\ndata:\n  clusterCIDRs: ''\n").unwrap();
-        assert_eq!(empty.cluster_cidrs, []);
-        assert_eq!(typed.conflict(), None);
-        let alone = Settings {
+    }
+
+    /// skipSecondarySubnets needs the cluster's networks; the protected ones are optional.
+    #[test]
+    fn skipping_needs_the_cluster_networks_only() {
+        let on = |cluster: &[&str], protected: &[&str]| Settings {
             skip_secondary_subnets: true,
+            cluster_cidrs: cluster.iter().map(|n| n.parse().unwrap()).collect(),
+            protected_cidrs: protected.iter().map(|n| n.parse().unwrap()).collect(),
             ..Settings::default()
         };
+        assert_eq!(on(&["10.244.0.0/16"], &[]).conflict(), None);
+        let conflict = on(&[], &["192.168.0.0/16"]).conflict().unwrap();
         assert!(
-            alone
-                .conflict()
-                .unwrap()
-                .starts_with("skipSecondarySubnets is enabled but clusterCIDRs is not set")
+            conflict.starts_with("skipSecondarySubnets is enabled but clusterCIDRs is not set"),
+            "{conflict}"
         );
     }
 
@@ -428,6 +447,14 @@ mod tests {
             (
                 "clusterCIDRs: '{a: b}'",
                 "setting clusterCIDRs: must be a list of CIDRs such as 10.244.0.0/16",
+            ),
+            (
+                "protectedCIDRs: 192.168.0.0/16,192.168.1",
+                "setting protectedCIDRs: \"192.168.1\" is not a CIDR such as 10.244.0.0/16",
+            ),
+            (
+                "protectedCIDRs: '[[192.168.0.0/16]]'",
+                "setting protectedCIDRs: must be a list of CIDRs such as 10.244.0.0/16",
             ),
             (
                 "namespaces: '{Demo: {}}'",

@@ -8,9 +8,9 @@
 //! its namespace's, else the plugin's own `subnets-to-ignore`, split at commas as written. Each
 //! subnet gets a RETURN before the redirect.
 //!
-//! This module is the pure part: from the networks a pod selects (their IPAM, read by
-//! [`crate::multus::ipam`]), the subnets to skip ([`secondary_subnets`]), refused when they
-//! would open the mesh; and the pod's new annotations ([`merge`]), which carry over the value
+//! This module is the pure part: from the networks a pod selects in its own namespace (their
+//! IPAM, read by [`crate::multus::ipam`]; another namespace's NAD is only warned about), the
+//! subnets to skip ([`secondary_subnets`]), refused when they would open the mesh; and the pod's new annotations ([`merge`]), which carry over the value
 //! Linkerd-CNI would otherwise use and record what they added, so that a later render takes
 //! exactly that back. `check --proxy` reads a live pod with the same vocabulary: the list
 //! Linkerd-CNI uses for it ([`effective`], with [`plugin_settings`]) and the subnets it leaves
@@ -102,6 +102,18 @@ pub enum Refusal {
         /// The cluster network it overlaps.
         cluster: IpNet,
     },
+    /// A range that overlaps a protected network: the nodes', a load-balancer pool.
+    #[error(
+        "NetworkAttachmentDefinition {nad} brings {range}, which overlaps the protected network {protected}: skipping it would take traffic from that network away from the proxy (no mTLS, no policy); give the secondary network a range of its own, or correct the protectedCIDRs setting"
+    )]
+    Protected {
+        /// The NAD.
+        nad: String,
+        /// The range.
+        range: IpNet,
+        /// The protected network it overlaps.
+        protected: IpNet,
+    },
     /// More ranges to examine than [`WORK_BUDGET`].
     #[error(
         "the pod's secondary networks bring {units} ranges to examine (the subnets and routes of each NAD and the ips of each selection, summed over the networks it selects); at most {WORK_BUDGET} are examined for one pod (the work budget): select fewer networks, or give their NADs fewer ranges and routes"
@@ -140,13 +152,33 @@ pub struct Subnets {
     pub warnings: Vec<String>,
 }
 
+/// The networks no skipped subnet may overlap.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Guarded<'a> {
+    /// The cluster's pod and service networks (the `clusterCIDRs` setting).
+    pub cluster: &'a [IpNet],
+    /// Other networks that stay meshed: the nodes', load-balancer pools (the
+    /// `protectedCIDRs` setting).
+    pub protected: &'a [IpNet],
+}
+
+impl<'a> Guarded<'a> {
+    /// The networks the settings guard.
+    pub fn of(settings: &'a Settings) -> Self {
+        Guarded {
+            cluster: &settings.cluster_cidrs,
+            protected: &settings.protected_cidrs,
+        }
+    }
+}
+
 /// The subnets `networks` bring, for a pod whose Linkerd-CNI has IPv6 `ipv6`, in a cluster
-/// whose pod and service networks are `cluster`. With IPv6 off, Linkerd-CNI sets up iptables
-/// only: IPv6 subnets are left out (its IPv6 traffic is not redirected at all). With IPv6 on,
-/// any subnet is refused ([`Refusal::Ipv6`]).
+/// whose pod and service networks, and other networks that stay meshed, are `guarded`. With
+/// IPv6 off, Linkerd-CNI sets up iptables only: IPv6 subnets are left out (its IPv6 traffic
+/// is not redirected at all). With IPv6 on, any subnet is refused ([`Refusal::Ipv6`]).
 pub fn secondary_subnets(
     networks: &[Network<'_>],
-    cluster: &[IpNet],
+    guarded: Guarded<'_>,
     ipv6: bool,
 ) -> Result<Subnets, Refusal> {
     work::count(networks.len());
@@ -202,12 +234,19 @@ pub fn secondary_subnets(
             if range.prefix_len() == 0 {
                 return Err(Refusal::Everything { nad, range: *range });
             }
-            work::count(cluster.len());
-            if let Some(cluster) = cluster.iter().find(|c| overlap(c, range)) {
+            work::count(guarded.cluster.len() + guarded.protected.len());
+            if let Some(cluster) = guarded.cluster.iter().find(|c| overlap(c, range)) {
                 return Err(Refusal::Overlap {
                     nad,
                     range: *range,
                     cluster: *cluster,
+                });
+            }
+            if let Some(protected) = guarded.protected.iter().find(|p| overlap(p, range)) {
+                return Err(Refusal::Protected {
+                    nad,
+                    range: *range,
+                    protected: *protected,
                 });
             }
             if ipv6 {
@@ -311,7 +350,7 @@ pub trait NadIpams {
 
 /// What the rule reads besides the pod.
 pub struct Context<'a> {
-    /// The Linkerd-CNI settings: the default opt-in, the cluster networks, the NAD's name.
+    /// The Linkerd-CNI settings: the default opt-in, the guarded networks, the NAD's name.
     pub settings: &'a Settings,
     /// The pod's namespace.
     pub pod_namespace: &'a str,
@@ -423,7 +462,8 @@ fn opted_in(
 /// The rule on one pod (template), whose annotations are `annotations` and whose networks
 /// annotation, once the Linkerd-CNI rules are applied, is `networks`; `attached` says whether
 /// they attach it. For an attached pod that opted in, [`ANNOTATION`] skips the subnets of
-/// every network it selects but Linkerd-CNI's ([`secondary_subnets`], [`merge`]); for any
+/// every network of its namespace it selects but Linkerd-CNI's ([`secondary_subnets`],
+/// [`merge`]); for any
 /// other, what the rule added before is taken back. The KRM function, the renderer and the
 /// webhook all call this.
 pub fn plan(
@@ -476,7 +516,8 @@ pub fn plan(
     Ok(planned)
 }
 
-/// The subnets of the networks `networks` selects but Linkerd-CNI's, and the warnings.
+/// The subnets of the networks `networks` selects in the pod's namespace but Linkerd-CNI's,
+/// and the warnings (one for each NAD of another namespace).
 fn secondary(networks: Option<&str>, cx: &Context<'_>) -> Result<Subnets, Problem> {
     let networks = networks.map(Networks::parse).transpose()?;
     let selections = networks.as_ref().map_or(&[][..], Networks::selections);
@@ -485,17 +526,26 @@ fn secondary(networks: Option<&str>, cx: &Context<'_>) -> Result<Subnets, Proble
     let mut warnings = Vec::new();
     // A network selected twice (two interfaces on it) brings the same subnets: read it once.
     let mut seen = HashSet::new();
+    let mut foreign = HashSet::new();
     for selection in selections {
         work::count(1);
         if selection.refers_to(nad_name, cx.pod_namespace) {
             continue;
         }
         let namespace = selection.namespace_or(cx.pod_namespace);
+        let nad = format!("{namespace}/{}", selection.name);
+        // Another namespace's NAD is not the pod's to trust: neither its subnets nor its
+        // ranges (not even in the warning) come from it.
+        if namespace != cx.pod_namespace {
+            if foreign.insert(nad.clone()) {
+                warnings.push(foreign_warning(&nad, namespace, cx.pod_namespace));
+            }
+            continue;
+        }
         if !seen.insert((namespace, selection.name.as_str(), &selection.ips[..])) {
             continue;
         }
         let nads = cx.nads.ok_or(Problem::NoNads)?;
-        let nad = format!("{namespace}/{}", selection.name);
         match nads.ipam(namespace, &selection.name) {
             Some(ipam) => read.push((nad, ipam, &selection.ips[..])),
             None => warnings.push(format!(
@@ -517,10 +567,18 @@ fn secondary(networks: Option<&str>, cx: &Context<'_>) -> Result<Subnets, Proble
         .iter()
         .map(|(nad, ipam, ips)| Network { nad, ipam, ips })
         .collect();
-    let mut found = secondary_subnets(&networks, &cx.settings.cluster_cidrs, plugin.ipv6)?;
+    let mut found = secondary_subnets(&networks, Guarded::of(cx.settings), plugin.ipv6)?;
     warnings.append(&mut found.warnings);
     found.warnings = warnings;
     Ok(found)
+}
+
+/// The warning for a selection of NAD `nad` of `namespace`, not the pod's `pod_namespace`: it
+/// names the NAD, and nothing of its IPAM.
+fn foreign_warning(nad: &str, namespace: &str, pod_namespace: &str) -> String {
+    format!(
+        "NetworkAttachmentDefinition {nad} is in namespace {namespace}, not the pod's namespace {pod_namespace}: only the NADs of the pod's own namespace give subnets to skip, so none of it is skipped and inbound TCP on that network is still sent to the proxy, which refuses it; select a NAD of namespace {pod_namespace} for that network"
+    )
 }
 
 #[cfg(test)]
@@ -530,3 +588,7 @@ mod tests;
 #[cfg(test)]
 #[path = "skip_subnets/bounds_tests.rs"]
 mod bounds_tests;
+
+#[cfg(test)]
+#[path = "skip_subnets/scope_tests.rs"]
+mod scope_tests;

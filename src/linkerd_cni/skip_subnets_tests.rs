@@ -18,7 +18,12 @@ fn subnets(configs: &[(&str, &str)], cluster: &[&str], ipv6: bool) -> Result<Sub
             ips: &[],
         })
         .collect();
-    secondary_subnets(&networks, &nets(cluster), ipv6)
+    let cluster = nets(cluster);
+    let guarded = Guarded {
+        cluster: &cluster,
+        protected: &[],
+    };
+    secondary_subnets(&networks, guarded, ipv6)
 }
 
 const STATIC: &str = r#"{"type": "macvlan", "ipam": {"type": "static", "addresses": [{"address": "10.10.0.5/24"}], "routes": [{"dst": "172.20.0.0/16"}]}}"#;
@@ -310,7 +315,7 @@ fn merge_carries_over_what_linkerd_cni_would_read_and_takes_back_what_it_added()
 }
 
 /// The NADs of the [`plan`] cases, in namespace `demo` unless named.
-struct TestNads(Vec<(&'static str, &'static str, Result<Ipam, IpamError>)>);
+pub(super) struct TestNads(Vec<(&'static str, &'static str, Result<Ipam, IpamError>)>);
 
 impl NadIpams for TestNads {
     fn ipam(&self, namespace: &str, name: &str) -> Option<&Result<Ipam, IpamError>> {
@@ -321,9 +326,10 @@ impl NadIpams for TestNads {
     }
 }
 
-fn test_nads() -> TestNads {
+pub(super) fn test_nads() -> TestNads {
     TestNads(vec![
         ("demo", "storage", ipam::read(STATIC)),
+        ("demo", "data", ipam::read(DUAL)),
         ("other", "data", ipam::read(DUAL)),
         (
             "demo",
@@ -374,8 +380,8 @@ const PLANS: &[PlanCase] = &[
         ]),
     },
     PlanCase {
-        what: "opted in on the namespace, a network of another namespace, IPv4 only",
-        pod: &[(NETWORKS, "other/data,linkerd-cni")],
+        what: "opted in on the namespace, a network named with its namespace, IPv4 only",
+        pod: &[(NETWORKS, "demo/data,linkerd-cni")],
         attached: true,
         namespace: &[ON],
         setting: false,

@@ -360,6 +360,7 @@ pub(super) mod tests {
             ("defaultNamespace", "DEFAULT_NAMESPACE"),
             ("configRollout", "CONFIG_ROLLOUT"),
             ("clusterCIDRs", "CLUSTER_CIDRS"),
+            ("protectedCIDRs", "PROTECTED_CIDRS"),
             ("skipSecondarySubnets", "SKIP_SECONDARY_SUBNETS"),
         ] {
             assert_eq!(variable(key), want);
@@ -411,7 +412,7 @@ pub(super) mod tests {
                 "environment variable LINKERD_MULTUS_PROXY_UID_OFSET is not one linkerd-multus reads; did you mean LINKERD_MULTUS_PROXY_UID_OFFSET?",
                 "environment variable linkerd_multus_nad_name is not one linkerd-multus reads; did you mean LINKERD_MULTUS_NAD_NAME?",
                 "environment variable ARGOCD_ENV_LINKERD_MULTUS_CNINAMESPACE (LINKERD_MULTUS_CNINAMESPACE in the Application's plugin env) is not one linkerd-multus reads; did you mean LINKERD_MULTUS_CNI_NAMESPACE?",
-                "environment variable LINKERD_MULTUS_COLOUR is not one linkerd-multus reads; it reads LINKERD_MULTUS_<NAME> for NAME in CNI_NAMESPACE, LINKERD_NAMESPACE, NAD_NAME, CNI_KUBECONFIG, CNI_VERSION, UID_RANGE_ANNOTATION, PROXY_UID_OFFSET, NAMESPACES, WORKLOAD_KINDS, DEFAULT_NAMESPACE, CONFIG_ROLLOUT, NAD_SYNC_WAVE, SKIP_SECONDARY_SUBNETS, CLUSTER_CIDRS, NETWORK_RESOURCES",
+                "environment variable LINKERD_MULTUS_COLOUR is not one linkerd-multus reads; it reads LINKERD_MULTUS_<NAME> for NAME in CNI_NAMESPACE, LINKERD_NAMESPACE, NAD_NAME, CNI_KUBECONFIG, CNI_VERSION, UID_RANGE_ANNOTATION, PROXY_UID_OFFSET, NAMESPACES, WORKLOAD_KINDS, DEFAULT_NAMESPACE, CONFIG_ROLLOUT, NAD_SYNC_WAVE, SKIP_SECONDARY_SUBNETS, CLUSTER_CIDRS, PROTECTED_CIDRS, NETWORK_RESOURCES",
             ]
         );
     }

@@ -5,7 +5,7 @@ use super::*;
 pub(crate) use crate::common::setters::apply_setters;
 
 const NEW: &str = "mesh-webhook";
-const SETTERS: [(&str, &str); 14] = [
+const SETTERS: [(&str, &str); 15] = [
     (
         "image",
         "mirror.example:5000/linkerd/multus@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
@@ -23,6 +23,7 @@ const SETTERS: [(&str, &str); 14] = [
     ("network-resources", "/etc/nr.yaml"),
     ("skip-secondary-subnets", "enabled"),
     ("cluster-cidrs", "[10.244.0.0/16, 10.96.0.0/12]"),
+    ("protected-cidrs", "[192.168.0.0/16, 203.0.113.0/24]"),
 ];
 
 /// `text` with every `# kpt-set:` line set to [`SETTERS`]' values.
@@ -171,6 +172,7 @@ fn other_setters_take_effect(pkg: &Package) {
         ("--network-resources", "/etc/nr.yaml"),
         ("--skip-secondary-subnets", "enabled"),
         ("--cluster-cidrs", "[10.244.0.0/16, 10.96.0.0/12]"),
+        ("--protected-cidrs", "[192.168.0.0/16, 203.0.113.0/24]"),
     ] {
         assert_eq!(pkg.arg(flag).as_deref(), Some(value), "{flag}");
     }

@@ -120,12 +120,13 @@ pub(crate) const CASES: &[Case] = &[
         values: r#"{"apiServerCIDRs": ["10.0.0.0/24", "fd00::/64"], "metricsNamespaces": ["openshift-monitoring", "openshift-user-workload-monitoring"]}"#,
     },
     Case {
-        name: "secondary networks' subnets skipped, the cluster's networks",
+        name: "secondary networks' subnets skipped, the cluster's networks and protected ones",
         flags: &[
             "--skip-secondary-subnets=enabled",
             "--cluster-cidr=10.244.0.0/16,fd00:10::/56",
             "--cluster-cidr",
             "10.96.0.0/12",
+            "--protected-cidr=192.168.0.0/16,203.0.113.0/24",
         ],
         setters: &[
             ("skip-secondary-subnets", "enabled"),
@@ -133,12 +134,13 @@ pub(crate) const CASES: &[Case] = &[
                 "cluster-cidrs",
                 "[10.244.0.0/16, fd00:10::/56, 10.96.0.0/12]",
             ),
+            ("protected-cidrs", "[192.168.0.0/16, 203.0.113.0/24]"),
         ],
         nad_controller: false,
         restarts: false,
         network_resources: false,
         cert_manager: false,
-        values: r#"{"skipSecondarySubnets": "enabled", "clusterCIDRs": ["10.244.0.0/16", "fd00:10::/56", "10.96.0.0/12"]}"#,
+        values: r#"{"skipSecondarySubnets": "enabled", "clusterCIDRs": ["10.244.0.0/16", "fd00:10::/56", "10.96.0.0/12"], "protectedCIDRs": ["192.168.0.0/16", "203.0.113.0/24"]}"#,
     },
     Case {
         name: "OpenShift, a mirror's image, namespaces kept away from the webhook",
@@ -189,7 +191,7 @@ pub(crate) const CASES: &[Case] = &[
 ];
 
 /// The packages' defaults of every setter, as their READMEs document them.
-const DEFAULTS: [(&str, &str); 15] = [
+const DEFAULTS: [(&str, &str); 16] = [
     ("image", "ghcr.io/linkerd-multus/linkerd-multus:v0.1.0"),
     ("webhook-excluded-namespaces", "[]"),
     ("namespace", "linkerd-multus"),
@@ -202,6 +204,7 @@ const DEFAULTS: [(&str, &str); 15] = [
     ("network-resources", ""),
     ("skip-secondary-subnets", "disabled"),
     ("cluster-cidrs", "[]"),
+    ("protected-cidrs", "[]"),
     ("api-server-cidr", "0.0.0.0/0"),
     ("api-server-cidr-ipv6", "::/0"),
     ("metrics-namespaces", "[monitoring]"),
@@ -491,6 +494,21 @@ fn bad_input_is_refused_with_what_to_do() {
                 "--cluster-cidr (clusterCIDRs) \"10.244.0.0\" is not a CIDR: write ADDRESS/PREFIX",
             ],
         ),
+        (
+            vec![
+                "--protected-cidr=192.168.0.0/16,203.0.113.9/24",
+                "--ignore-cluster",
+            ],
+            vec![
+                "error: --protected-cidr (protectedCIDRs) \"203.0.113.9/24\" has host bits set: the network is 203.0.113.0/24; write that, or 203.0.113.9/32 for the one address\n",
+            ],
+        ),
+        (
+            vec!["--protected-cidr=192.168.0.0", "--ignore-cluster"],
+            vec![
+                "--protected-cidr (protectedCIDRs) \"192.168.0.0\" is not a CIDR: write ADDRESS/PREFIX",
+            ],
+        ),
         // Skipping by default without the cluster's networks: the webhook would not start.
         (
             vec!["--skip-secondary-subnets=enabled", "--ignore-cluster"],
@@ -682,6 +700,7 @@ fn help_shows_an_example_and_warns_of_the_private_key() {
             "--metrics-namespace <NAMESPACE>",
             "--skip-secondary-subnets <enabled|disabled>",
             "--cluster-cidr <CIDR>",
+            "--protected-cidr <CIDR>",
         ] {
             assert!(
                 run.stdout.contains(want),

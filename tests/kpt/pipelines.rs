@@ -296,7 +296,7 @@ fn settings_mistakes_name_what_the_user_wrote() {
                 "linkerdNamespace=linkerd",
             ],
             &|_| {},
-            "[error]: the arguments `nadNme=mesh` and `cniNamspace=cni` after `--`: unknown settings \"nadNme\" (did you mean nadName?) and \"cniNamspace\" (did you mean cniNamespace?); valid settings are cniNamespace, linkerdNamespace, nadName, cniKubeconfig, cniVersion, uidRangeAnnotation, proxyUIDOffset, namespaces, workloadKinds, defaultNamespace, configRollout, nadSyncWave, skipSecondarySubnets, clusterCIDRs\n",
+            "[error]: the arguments `nadNme=mesh` and `cniNamspace=cni` after `--`: unknown settings \"nadNme\" (did you mean nadName?) and \"cniNamspace\" (did you mean cniNamespace?); valid settings are cniNamespace, linkerdNamespace, nadName, cniKubeconfig, cniVersion, uidRangeAnnotation, proxyUIDOffset, namespaces, workloadKinds, defaultNamespace, configRollout, nadSyncWave, skipSecondarySubnets, clusterCIDRs, protectedCIDRs\n",
         ),
         (
             &["--", "proxyUIDOffset=-1"],

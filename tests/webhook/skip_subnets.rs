@@ -3,7 +3,8 @@
 //! the NADs the webhook watches; a NAD whose range changes gives the pods created after it
 //! the new range; a network that overlaps the cluster's is not written (the `--on-error`
 //! answer: admitted unchanged, as the packages ship it), nor one past a cap, whose warning
-//! names it.
+//! names it, nor one that overlaps `--protected-cidrs`; another namespace's NAD gives nothing
+//! but a warning naming it.
 
 use super::config_hash::{Registration, created, pod, wait_for_annotation};
 use super::*;
@@ -179,5 +180,101 @@ fn a_pod_past_a_cap_gets_the_on_error_answer_naming_it() {
         "full",
         vec!["storage"; 64].join(","),
         "selects 64 networks, the most that are read (the selections cap)",
+    );
+}
+
+/// Creates `manifest` (no dry run) and gives the annotations the API server stored and the
+/// warnings kubectl printed, each without its `Warning: ` prefix.
+fn created_with_warnings(c: &Cluster, manifest: &str) -> (Value, Vec<String>) {
+    let out = c
+        .plane
+        .kubectl_input(&["create", "-o", "json", "-f", "-"], manifest);
+    let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(out.status.success(), "{stderr}");
+    let stored: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let warnings = (stderr.lines())
+        .filter_map(|line| line.strip_prefix("Warning: "))
+        .map(str::to_string)
+        .collect();
+    (stored["metadata"]["annotations"].clone(), warnings)
+}
+
+/// Only the NADs of the pod's own namespace give subnets: a pod that also selects another
+/// namespace's NAD is stored with its own network's subnets alone and a warning naming the
+/// other NAD, none of whose ranges it shows; one selecting only that NAD gets no skip-subnets.
+/// A network that overlaps `--protected-cidrs` gets the `--on-error` answer (admitted
+/// unchanged, as the packages ship it), its warning naming the protected network.
+#[test]
+fn only_the_pods_namespace_gives_subnets_and_protected_networks_are_refused() {
+    let c = cluster();
+    let namespace = c.plane.namespace(
+        "tenant",
+        &[
+            (MULTUS, "enabled"),
+            (INJECT, "enabled"),
+            (OPT_IN, "enabled"),
+        ],
+    );
+    let elsewhere = c.plane.namespace("elsewhere", &[]);
+    c.put_nad(&namespace, "linkerd-cni", &[]);
+    c.put_nad_config(&namespace, "storage", &[], &whereabouts("10.10.0.0/24"));
+    c.put_nad_config(&namespace, "nodes", &[], &whereabouts("192.168.1.0/24"));
+    let shared = r#"{"cniVersion": "0.3.1", "type": "macvlan", "master": "eth1", "ipam": {"type": "whereabouts", "range": "198.18.0.0/24", "routes": [{"dst": "198.19.0.0/16"}]}}"#;
+    c.put_nad_config(&elsewhere, "shared", &[], shared);
+    let ca = Ca::new("own-namespace CA");
+    let webhook = Webhook::start(
+        &c.webhook_account(),
+        &ca.leaf(&["127.0.0.1"]),
+        &[
+            "--cluster-cidrs=10.244.0.0/16,10.96.0.0/12",
+            "--protected-cidrs=192.168.0.0/16,203.0.113.0/24",
+        ],
+    );
+    let _registration = Registration::new(c.plane, &namespace, &webhook.addr, &ca.pem);
+    wait_for_skip(&c, &namespace, "10.10.0.0/24,172.20.0.0/16");
+
+    let foreign = format!(
+        "linkerd-multus: NetworkAttachmentDefinition {elsewhere}/shared is in namespace {elsewhere}, not the pod's namespace {namespace}: only the NADs of the pod's own namespace give subnets to skip, so none of it is skipped and inbound TCP on that network is still sent to the proxy, which refuses it; select a NAD of namespace {namespace} for that network"
+    );
+    let both = format!("storage,{elsewhere}/shared");
+    let (annotations, warnings) =
+        created_with_warnings(&c, &pod(&namespace, "both", json!({NETWORKS: both})));
+    assert_eq!(
+        annotations,
+        json!({
+            NETWORKS: format!("{both},linkerd-cni"),
+            OWNED: "network=appended",
+            SKIP: "10.10.0.0/24,172.20.0.0/16",
+            RECORD: "10.10.0.0/24,172.20.0.0/16",
+            HASH: NAD_HASH,
+        })
+    );
+    assert_eq!(warnings, std::slice::from_ref(&foreign));
+
+    let alone = format!("{elsewhere}/shared");
+    let (annotations, warnings) =
+        created_with_warnings(&c, &pod(&namespace, "alone", json!({NETWORKS: alone})));
+    assert_eq!(
+        annotations,
+        json!({
+            NETWORKS: format!("{alone},linkerd-cni"),
+            OWNED: "network=appended",
+            HASH: NAD_HASH,
+        })
+    );
+    assert_eq!(warnings, [foreign]);
+
+    let (annotations, warnings) =
+        created_with_warnings(&c, &pod(&namespace, "nodes", json!({NETWORKS: "nodes"})));
+    assert_eq!(
+        annotations,
+        json!({NETWORKS: "nodes"}),
+        "admitted unchanged"
+    );
+    assert_eq!(
+        warnings,
+        [format!(
+            "linkerd-multus: NetworkAttachmentDefinition {namespace}/nodes brings 192.168.1.0/24, which overlaps the protected network 192.168.0.0/16: skipping it would take traffic from that network away from the proxy (no mTLS, no policy); give the secondary network a range of its own, or correct the protectedCIDRs setting"
+        )]
     );
 }

@@ -73,6 +73,10 @@ fn bad_start_up_settings_are_named() {
             "--cluster-cidrs: setting clusterCIDRs: \"10.96.0.0\" is not a CIDR such as 10.244.0.0/16",
         ),
         (
+            with_tls(&["--protected-cidrs=192.168.0.0/16,192.168.1"]),
+            "--protected-cidrs: setting protectedCIDRs: \"192.168.1\" is not a CIDR such as 10.244.0.0/16",
+        ),
+        (
             with_tls(&[
                 "--skip-secondary-subnets=enabled",
                 "--cluster-cidrs=10.244.0.0/16",
@@ -169,6 +173,7 @@ fn help_lists_only_the_flags_the_webhook_uses() {
             "proxy-uid-offset",
             "skip-secondary-subnets",
             "cluster-cidrs",
+            "protected-cidrs",
         ]
     );
     // A render-only flag is refused, not silently ignored.

@@ -1,6 +1,7 @@
 //! The secondary-network rule in the webhook: the exact patch on the pod path, the same pod
-//! on the tree path, nothing more when the API server calls again, and the `--on-error`
-//! answer for what would open the mesh.
+//! on the tree path, nothing more when the API server calls again, the `--on-error` answer
+//! for what would open the mesh (the cluster's networks, the protected ones), and another
+//! namespace's NAD warned about, never read.
 
 use super::*;
 use crate::linkerd_cni::rollout;
@@ -13,14 +14,18 @@ const LINKERD: &str = r#"{"cniVersion":"1.0.0","name":"linkerd-cni","plugins":[{
 const STORAGE: &str = r#"{"type":"macvlan","ipam":{"type":"whereabouts","range":"10.10.0.0/24","routes":[{"dst":"172.20.0.0/16"}]}}"#;
 const WIDE: &str = r#"{"type":"macvlan","ipam":{"type":"host-local","subnet":"10.0.0.0/8"}}"#;
 const LEASE: &str = r#"{"type":"macvlan","ipam":{"type":"dhcp"}}"#;
+/// In the protected node network 192.168.0.0/16.
+const NODES: &str = r#"{"type":"macvlan","ipam":{"type":"whereabouts","range":"192.168.5.0/24"}}"#;
+/// Namespace `other`'s: none of its ranges may reach a pod of `demo`.
+const SHARED: &str = r#"{"type":"macvlan","ipam":{"type":"whereabouts","range":"198.18.0.0/24","routes":[{"dst":"198.19.0.0/16"}]}}"#;
 
 const SKIP: &str = "/metadata/annotations/config.linkerd.io~1skip-subnets";
 const RECORD: &str = "/metadata/annotations/multus.linkerd.io~1skip-subnets";
 
-/// The cluster's NADs in `demo`, as the NAD cache keeps them.
+/// The cluster's NADs in `demo` and `other`, as the NAD cache keeps them.
 struct Cluster {
     table: NadTable,
-    ipams: BTreeMap<&'static str, Result<Ipam, IpamError>>,
+    ipams: BTreeMap<(&'static str, &'static str), Result<Ipam, IpamError>>,
     plugin: PluginSettings,
     hash: String,
 }
@@ -29,9 +34,15 @@ impl Cluster {
     fn new() -> Self {
         let mut table = NadTable::default();
         let mut ipams = BTreeMap::new();
-        for (name, config) in [("storage", STORAGE), ("wide", WIDE), ("lease", LEASE)] {
-            table.insert("demo".into(), name.into(), BTreeMap::new());
-            ipams.insert(name, ipam::read(config));
+        for (namespace, name, config) in [
+            ("demo", "storage", STORAGE),
+            ("demo", "wide", WIDE),
+            ("demo", "lease", LEASE),
+            ("demo", "nodes", NODES),
+            ("other", "shared", SHARED),
+        ] {
+            table.insert(namespace.into(), name.into(), BTreeMap::new());
+            ipams.insert((namespace, name), ipam::read(config));
         }
         table.insert("demo".into(), "linkerd-cni".into(), BTreeMap::new());
         Cluster {
@@ -57,7 +68,9 @@ impl NadConfigs for Cluster {
         None
     }
     fn ipam(&self, namespace: &str, name: &str) -> Option<&Result<Ipam, IpamError>> {
-        self.ipams.get(name).filter(|_| namespace == "demo")
+        (self.ipams.iter())
+            .find(|((ns, n), _)| *ns == namespace && *n == name)
+            .map(|(_, ipam)| ipam)
     }
     fn plugin_settings(&self, namespace: &str, name: &str) -> Option<&PluginSettings> {
         (namespace == "demo" && name == "linkerd-cni").then_some(&self.plugin)
@@ -67,6 +80,7 @@ impl NadConfigs for Cluster {
 fn settings() -> Settings {
     Settings {
         cluster_cidrs: vec!["10.244.0.0/16".parse().unwrap()],
+        protected_cidrs: vec!["192.168.0.0/16".parse().unwrap()],
         ..Settings::default()
     }
 }
@@ -212,4 +226,55 @@ fn without_nad_reads_an_opted_in_pod_with_secondary_networks_is_a_problem() {
         "{:?}",
         answer.warnings
     );
+}
+
+#[test]
+fn a_network_that_overlaps_a_protected_one_gets_the_on_error_answer() {
+    let object = pod("storage,nodes");
+    let denied = skip_answer("CREATE", &object, false, true, OnError::Deny);
+    assert_eq!(denied.outcome, Outcome::Denied);
+    assert_eq!(
+        response(&denied)["status"]["message"],
+        "linkerd-multus: NetworkAttachmentDefinition demo/nodes brings 192.168.5.0/24, which overlaps the protected network 192.168.0.0/16: skipping it would take traffic from that network away from the proxy (no mTLS, no policy); give the secondary network a range of its own, or correct the protectedCIDRs setting"
+    );
+    for tree in [false, true] {
+        let allowed = skip_answer("CREATE", &object, tree, true, OnError::Allow);
+        assert_eq!(allowed.outcome, Outcome::Warned, "tree {tree}");
+        assert!(response(&allowed).get("patch").is_none());
+    }
+}
+
+/// Another namespace's NAD (known to the cache) gives a warning naming it and nothing else:
+/// the pod's own network's subnets alone are written, and no range of the other NAD is shown.
+#[test]
+fn another_namespaces_nad_is_warned_about_and_never_read() {
+    let warning = "linkerd-multus: NetworkAttachmentDefinition other/shared is in namespace other, not the pod's namespace demo: only the NADs of the pod's own namespace give subnets to skip, so none of it is skipped and inbound TCP on that network is still sent to the proxy, which refuses it; select a NAD of namespace demo for that network";
+    let object = pod("storage,other/shared");
+    let answer = skip_answer("CREATE", &object, false, true, OnError::Deny);
+    assert_eq!(answer.outcome, Outcome::Patched, "{:?}", answer.warnings);
+    let value = "192.0.2.0/24,10.10.0.0/24,172.20.0.0/16";
+    assert_eq!(
+        patch_of(&response(&answer)),
+        json!([
+            {"op": "replace", "path": "/metadata/annotations/k8s.v1.cni.cncf.io~1networks", "value": "storage,other/shared,linkerd-cni"},
+            {"op": "add", "path": "/metadata/annotations/multus.linkerd.io~1owned", "value": "network=appended"},
+            {"op": "add", "path": SKIP, "value": value},
+            {"op": "add", "path": RECORD, "value": value},
+            {"op": "add", "path": "/metadata/annotations/multus.linkerd.io~1config-hash", "value": rollout::config_hash(LINKERD)},
+        ])
+    );
+    assert_eq!(answer.warnings, [warning]);
+    // Alone, it gives no skip-subnets at all, and the same warning.
+    let alone = skip_answer("CREATE", &pod("other/shared"), false, true, OnError::Deny);
+    assert_eq!(alone.outcome, Outcome::Patched);
+    assert_eq!(alone.skip_subnets, None);
+    assert_eq!(alone.warnings, [warning]);
+    let patch = patch_of(&response(&alone)).to_string();
+    assert!(!patch.contains("skip-subnets"), "{patch}");
+    for range in ["198.18", "198.19"] {
+        assert!(
+            !patch.contains(range) && !warning.contains(range),
+            "{range}"
+        );
+    }
 }

@@ -167,6 +167,12 @@ pub struct InstallFlags {
     /// gets the webhook's --on-error answer [default: none].
     #[arg(long = "cluster-cidr", value_name = "CIDR")]
     cluster_cidrs: Vec<String>,
+    /// Other networks whose traffic stays meshed, such as the nodes' networks
+    /// and load-balancer pools (ADDRESS/PREFIX), repeated or comma-separated:
+    /// the webhook never skips a secondary subnet that overlaps them either
+    /// [default: none].
+    #[arg(long = "protected-cidr", value_name = "CIDR")]
+    protected_cidrs: Vec<String>,
     /// A namespace allowed to scrape the ops port 9090, repeated or
     /// comma-separated (on OpenShift, openshift-monitoring and
     /// openshift-user-workload-monitoring) [default: monitoring; with
@@ -237,6 +243,7 @@ impl InstallArgs {
             api_server_cidrs: list(&f.api_server_cidrs),
             skip_secondary_subnets: f.skip_secondary_subnets,
             cluster_cidrs: list(&f.cluster_cidrs),
+            protected_cidrs: list(&f.protected_cidrs),
             metrics_namespaces: list(&f.metrics_namespaces),
             ..Settings::default()
         }
@@ -341,6 +348,9 @@ mod tests {
             "192.0.2.0/24",
             "--skip-secondary-subnets=enabled",
             "--cluster-cidr=10.244.0.0/16,10.96.0.0/12",
+            "--protected-cidr=192.168.0.0/16",
+            "--protected-cidr",
+            "203.0.113.0/24,198.51.100.0/24",
             "--metrics-namespace=openshift-monitoring",
             "--metrics-namespace=openshift-user-workload-monitoring",
             "--image=mirror.example:5000/linkerd/multus:0.1.0",
@@ -370,6 +380,11 @@ mod tests {
                 ]),
                 skip_secondary_subnets: Some(true),
                 cluster_cidrs: Some(vec!["10.244.0.0/16".into(), "10.96.0.0/12".into()]),
+                protected_cidrs: Some(vec![
+                    "192.168.0.0/16".into(),
+                    "203.0.113.0/24".into(),
+                    "198.51.100.0/24".into()
+                ]),
                 metrics_namespaces: Some(vec![
                     "openshift-monitoring".into(),
                     "openshift-user-workload-monitoring".into()

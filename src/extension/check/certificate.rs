@@ -228,8 +228,13 @@ mod tests {
     }
 
     fn leaf(issuer: &Issuer<'static, KeyPair>, dns: &str, days: i64) -> String {
+        leaf_at(issuer, dns, days, SystemTime::now())
+    }
+
+    /// A leaf valid from a day before `now` to `days` after it (whole seconds, as X.509
+    /// writes them).
+    fn leaf_at(issuer: &Issuer<'static, KeyPair>, dns: &str, days: i64, now: SystemTime) -> String {
         let mut params = CertificateParams::new(vec![dns.to_string()]).unwrap();
-        let now = SystemTime::now();
         let day = Duration::from_secs(86_400);
         params.not_before = (now - day).into();
         params.not_after = match days {
@@ -270,17 +275,20 @@ mod tests {
         assert!(verify(pem.as_bytes(), expired.as_bytes(), &dns, now).is_err());
     }
 
+    /// The leaves expire relative to one fixed instant, half a second past a whole one: a
+    /// leaf made after `now` (as under load, seconds later) would expire a day later than
+    /// counted.
     #[test]
     fn expiry_within_sixty_days_warns() {
         let (_, issuer) = ca("a");
-        let now = SystemTime::now();
+        let now = SystemTime::UNIX_EPOCH + Duration::from_millis(1_800_000_000_500);
         for (days, want) in [
             (365, Expiry::Later),
             (61, Expiry::Later),
             (30, Expiry::Soon(29)),
             (-2, Expiry::Expired),
         ] {
-            let cert = leaf(&issuer, "x.svc", days);
+            let cert = leaf_at(&issuer, "x.svc", days, now);
             assert_eq!(
                 expiry(not_after(cert.as_bytes()).unwrap(), now),
                 want,

@@ -202,7 +202,7 @@ fn secondary_given(
                         ipam,
                         ips: &selection.ips,
                     };
-                    skip_subnets::secondary_subnets(&[network], &[], false)
+                    skip_subnets::secondary_subnets(&[network], Default::default(), false)
                         .ok()
                         .map(|found| found.subnets)
                 }

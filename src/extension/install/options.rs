@@ -36,6 +36,7 @@ pub const KEYS: &[&str] = &[
     "networkResources",
     "skipSecondarySubnets",
     "clusterCIDRs",
+    "protectedCIDRs",
     "certs",
     "ignoreCluster",
     "apiServerCIDRs",
@@ -118,6 +119,8 @@ pub struct Settings {
     pub skip_secondary_subnets: Option<bool>,
     /// The cluster's pod and service networks, which no skipped subnet may overlap.
     pub cluster_cidrs: Option<Vec<String>>,
+    /// Other networks that stay meshed, which no skipped subnet may overlap either.
+    pub protected_cidrs: Option<Vec<String>>,
     /// Where the certificates come from.
     pub certs: Option<Certs>,
     /// Whether to read nothing from the cluster.
@@ -168,6 +171,9 @@ pub struct Options {
     pub skip_secondary_subnets: bool,
     /// The cluster's pod and service networks, canonical (default none).
     pub cluster_cidrs: Vec<String>,
+    /// Other networks that stay meshed (the nodes', load-balancer pools), canonical
+    /// (default none).
+    pub protected_cidrs: Vec<String>,
     /// Where the certificates come from (default [`Certs::Generate`]).
     pub certs: Certs,
     /// Read nothing from the cluster (default off).
@@ -199,6 +205,7 @@ impl Default for Options {
             network_resources: false,
             skip_secondary_subnets: false,
             cluster_cidrs: Vec::new(),
+            protected_cidrs: Vec::new(),
             certs: Certs::Generate,
             ignore_cluster: false,
             api_server_cidrs: Vec::new(),
@@ -264,6 +271,7 @@ impl Settings {
             network_resources: flags.network_resources.or(self.network_resources),
             skip_secondary_subnets: flags.skip_secondary_subnets.or(self.skip_secondary_subnets),
             cluster_cidrs: flags.cluster_cidrs.or(self.cluster_cidrs),
+            protected_cidrs: flags.protected_cidrs.or(self.protected_cidrs),
             certs: flags.certs.or(self.certs),
             ignore_cluster: flags.ignore_cluster.or(self.ignore_cluster),
             api_server_cidrs: flags.api_server_cidrs.or(self.api_server_cidrs),
@@ -370,6 +378,7 @@ impl Settings {
                     settings.skip_secondary_subnets = Some(switch(&text()?)?);
                 }
                 "clusterCIDRs" => settings.cluster_cidrs = Some(list()?),
+                "protectedCIDRs" => settings.protected_cidrs = Some(list()?),
                 "certs" => settings.certs = Some(certs(&text()?)?),
                 "ignoreCluster" => settings.ignore_cluster = Some(boolean()?),
                 "apiServerCIDRs" => settings.api_server_cidrs = Some(list()?),
@@ -399,6 +408,7 @@ impl Settings {
         };
         let api_server_cidrs = cidrs(self.api_server_cidrs, API_SERVER_CIDR)?;
         let cluster_cidrs = cidrs(self.cluster_cidrs, CLUSTER_CIDR)?;
+        let protected_cidrs = cidrs(self.protected_cidrs, PROTECTED_CIDR)?;
         let platform = self.platform.unwrap_or(defaults.platform);
         let mut webhook_excluded_namespaces = strings(platform.excluded_namespaces());
         for pattern in self.webhook_excluded_namespaces.unwrap_or_default() {
@@ -430,6 +440,7 @@ impl Settings {
                 .skip_secondary_subnets
                 .unwrap_or(defaults.skip_secondary_subnets),
             cluster_cidrs,
+            protected_cidrs,
             certs: self.certs.unwrap_or(defaults.certs),
             ignore_cluster: self.ignore_cluster.unwrap_or(defaults.ignore_cluster),
             api_server_cidrs,
@@ -552,7 +563,7 @@ impl Options {
     pub fn to_file(&self) -> String {
         let list = |items: &[String]| format!("[{}]", items.join(", "));
         format!(
-            "apiVersion: {API_VERSION}\nkind: {KIND}\nspec:\n  namespace: {}\n  linkerdNamespace: {}\n  image: {}\n  platform: {}\n  replicas: {}\n  failurePolicy: {}\n  priorityClassName: {}\n  manageNADs: {}\n  cniNamespace: {}\n  restartStaleWorkloads: {}\n  restartConcurrency: {}\n  restartDeadline: {}\n  networkResources: {}\n  skipSecondarySubnets: {}\n  clusterCIDRs: {}\n  certs: {}\n  ignoreCluster: {}\n  apiServerCIDRs: {}\n  metricsNamespaces: {}\n  webhookExcludedNamespaces: {}\n",
+            "apiVersion: {API_VERSION}\nkind: {KIND}\nspec:\n  namespace: {}\n  linkerdNamespace: {}\n  image: {}\n  platform: {}\n  replicas: {}\n  failurePolicy: {}\n  priorityClassName: {}\n  manageNADs: {}\n  cniNamespace: {}\n  restartStaleWorkloads: {}\n  restartConcurrency: {}\n  restartDeadline: {}\n  networkResources: {}\n  skipSecondarySubnets: {}\n  clusterCIDRs: {}\n  protectedCIDRs: {}\n  certs: {}\n  ignoreCluster: {}\n  apiServerCIDRs: {}\n  metricsNamespaces: {}\n  webhookExcludedNamespaces: {}\n",
             self.namespace,
             self.linkerd_namespace,
             self.image,
@@ -568,6 +579,7 @@ impl Options {
             self.network_resources,
             switch_text(self.skip_secondary_subnets),
             list(&self.cluster_cidrs),
+            list(&self.protected_cidrs),
             self.certs.as_str(),
             self.ignore_cluster,
             list(&self.api_server_cidrs),
@@ -581,6 +593,8 @@ impl Options {
 const API_SERVER_CIDR: &str = "--api-server-cidr (apiServerCIDRs)";
 /// The option of the cluster's CIDRs, as errors name it.
 const CLUSTER_CIDR: &str = "--cluster-cidr (clusterCIDRs)";
+/// The option of the protected CIDRs, as errors name it.
+const PROTECTED_CIDR: &str = "--protected-cidr (protectedCIDRs)";
 
 /// `enabled` or `disabled`, as the webhook's switches are written.
 pub fn switch_text(on: bool) -> &'static str {
@@ -715,6 +729,7 @@ mod tests {
             network_resources: true,
             skip_secondary_subnets: true,
             cluster_cidrs: vec!["10.128.0.0/14".into(), "172.30.0.0/16".into()],
+            protected_cidrs: vec!["192.168.0.0/16".into(), "fd00:20::/48".into()],
             certs: Certs::CertManager,
             ignore_cluster: true,
             api_server_cidrs: vec!["10.0.0.0/24".into(), "fd00::/64".into()],
@@ -836,6 +851,10 @@ mod tests {
                 "spec.clusterCIDRs: must be a list of strings, not a scalar",
             ),
             (
+                "spec:\n  protectedCIDRs: 192.168.0.0/16\n",
+                "spec.protectedCIDRs: must be a list of strings, not a scalar",
+            ),
+            (
                 "spec:\n  certs: vault\n",
                 "spec.certs: must be generate or cert-manager",
             ),
@@ -949,6 +968,20 @@ mod tests {
                     ..Settings::default()
                 },
                 "--cluster-cidr (clusterCIDRs) \"10.96.0.0\" is not a CIDR: write ADDRESS/PREFIX",
+            ),
+            (
+                Settings {
+                    protected_cidrs: Some(vec!["192.168.0.0/16".into(), "192.168.0.0".into()]),
+                    ..Settings::default()
+                },
+                "--protected-cidr (protectedCIDRs) \"192.168.0.0\" is not a CIDR: write ADDRESS/PREFIX",
+            ),
+            (
+                Settings {
+                    protected_cidrs: Some(vec!["192.168.4.1/16".into()]),
+                    ..Settings::default()
+                },
+                "--protected-cidr (protectedCIDRs) \"192.168.4.1/16\" has host bits set: the network is 192.168.0.0/16; write that, or 192.168.4.1/32 for the one address",
             ),
             (
                 Settings {
@@ -1075,6 +1108,15 @@ mod tests {
             ..Settings::default()
         };
         assert_eq!(cidrs.resolve().unwrap().cluster_cidrs, ["fd00:10::/56"]);
+        // The protected networks are optional, alone or beside skipSecondarySubnets.
+        let protected = Settings {
+            protected_cidrs: Some(vec!["FD00:20::/48".into(), "192.168.0.0/16".into()]),
+            ..Settings::default()
+        };
+        assert_eq!(
+            protected.resolve().unwrap().protected_cidrs,
+            ["fd00:20::/48", "192.168.0.0/16"]
+        );
     }
 
     #[test]

@@ -104,6 +104,10 @@ pub fn setter_values(options: &Options) -> BTreeMap<&'static str, String> {
             format!("[{}]", options.cluster_cidrs.join(", ")),
         ),
         (
+            "protected-cidrs",
+            format!("[{}]", options.protected_cidrs.join(", ")),
+        ),
+        (
             "metrics-namespaces",
             format!("[{}]", options.metrics_namespaces.join(", ")),
         ),

@@ -187,6 +187,7 @@ fn options_reach_the_objects() {
         network_resources: true,
         skip_secondary_subnets: true,
         cluster_cidrs: vec!["10.244.0.0/16".into(), "fd00:10::/56".into()],
+        protected_cidrs: vec!["192.168.0.0/16".into()],
         certs: Certs::CertManager,
         ignore_cluster: false,
         api_server_cidrs: vec![
@@ -265,7 +266,7 @@ fn options_reach_the_objects() {
         "- --missing-nad=attach\n",
         "- --network-resources=/etc/linkerd-multus/network-resources/network-resources.yaml\n",
         "- --skip-secondary-subnets=enabled\n",
-        "- --cluster-cidrs=[10.244.0.0/16, fd00:10::/56]\n        ports:",
+        "- --cluster-cidrs=[10.244.0.0/16, fd00:10::/56]\n        - --protected-cidrs=[192.168.0.0/16]\n        ports:",
         "- --cni-namespace=cni\n        - --restart-stale-workloads=true\n        - --restart-concurrency=3\n        - --restart-deadline=15m\n",
         "cert-manager.io/inject-ca-from: mesh/linkerd-multus-webhook\n",
         "image: mirror.example:5000/linkerd/multus:v0.1.0\n",

@@ -39,7 +39,12 @@ fn found(read: &[(String, Result<Ipam, IpamError>)]) -> Result<Subnets, Refusal>
             ips: &[],
         })
         .collect();
-    secondary_subnets(&networks, &["10.244.0.0/16".parse().unwrap()], false)
+    let cluster = ["10.244.0.0/16".parse().unwrap()];
+    let guarded = Guarded {
+        cluster: &cluster,
+        protected: &[],
+    };
+    secondary_subnets(&networks, guarded, false)
 }
 
 /// At the subnets cap every subnet is written; one past it the pod is refused, naming the NAD

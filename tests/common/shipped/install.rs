@@ -8,7 +8,7 @@ use super::*;
 use common::kubelet::CertManager;
 
 /// The setters of `deploy/` at their values in the package.
-const DEFAULT_SETTERS: [(&str, &str); 15] = [
+const DEFAULT_SETTERS: [(&str, &str); 16] = [
     ("image", "ghcr.io/linkerd-multus/linkerd-multus:v0.1.0"),
     ("webhook-excluded-namespaces", "[]"),
     ("namespace", "linkerd-multus"),
@@ -24,6 +24,7 @@ const DEFAULT_SETTERS: [(&str, &str); 15] = [
     ("network-resources", ""),
     ("skip-secondary-subnets", "disabled"),
     ("cluster-cidrs", "[]"),
+    ("protected-cidrs", "[]"),
 ];
 
 /// The settings file `deploy-network-resources/` mounts, as its README sets it.
