@@ -159,7 +159,7 @@ fn unlabelled_it_is_the_user_s(o: &Owned) {
 }
 
 /// A user's NAD made where the controller's cache has none yet (its view of
-/// the cluster held back 8 s by a proxy): the controller's create answers
+/// the cluster held back 5 s by a proxy): the controller's create answers
 /// AlreadyExists, the NAD stays the user's, an Event says why, and nothing
 /// retries.
 #[test]
@@ -167,8 +167,16 @@ fn a_user_s_nad_its_cache_has_not_seen_is_never_adopted() {
     let s = setup();
     let namespace = s.plane.namespace("late", &[]);
     let proxy = DelayProxy::start(s.plane.url());
-    let controller =
-        Controller::start_with(&s, "only", &s.kubeconfig_through(&proxy.address), "15s");
+    // A Lease of 45 s (renewed within 30 s) and 30 s for each call: a call on
+    // a new connection waits for two answers (the TLS handshake's, then its
+    // own), each 5 s late below, and a renewal for two calls.
+    let controller = Controller::start_args(
+        &s,
+        "only",
+        &s.kubeconfig_through(&proxy.address),
+        "45s",
+        &["--api-timeout=30s"],
+    );
     eventually("leading", BOUND, || controller.leader() == Some(1.0));
     eventually("every namespace reconciled", BOUND, || {
         controller
@@ -176,14 +184,14 @@ fn a_user_s_nad_its_cache_has_not_seen_is_never_adopted() {
             .is_some_and(|n| n >= 3.0)
     });
     let writes = controller.writes();
-    // Enabled now, the user's NAD 4 s later: the controller learns of the
-    // annotation 8 s late and its create reaches the API server at once, so
-    // the user's NAD is there 4 s before the create (the time kubectl has to
-    // write it), and the controller learns of it 4 s after it decided to
-    // create (the time it has to decide, on a loaded machine).
-    proxy.set_delay(Duration::from_secs(8));
+    // Enabled now, the user's NAD 2.5 s later: the controller learns of the
+    // annotation 5 s late and its create reaches the API server at once, so
+    // the user's NAD is there up to 2.5 s before the create (the time kubectl
+    // has to write it), and the controller learns of it 2.5 s after it
+    // decided to create (the time it has to decide, on a loaded machine).
+    proxy.set_delay(Duration::from_secs(5));
     s.annotate(&namespace, "enabled");
-    std::thread::sleep(Duration::from_secs(4));
+    std::thread::sleep(Duration::from_millis(2500));
     s.put_nad(&namespace, None);
     let version = s.version(&namespace).unwrap();
     let took = eventually("the Event saying the NAD exists", BOUND, || {
