@@ -3,7 +3,8 @@
 //! its package (deploy-nad-controller/rbac.yaml), none of the webhook's. The
 //! controller acts on every namespace, so each test has an API server of its
 //! own (`ControlPlane::own`). Here its life with one replica and a simple
-//! failover; what it owns in `ownership`, failovers with renewals failing in
+//! failover; what it owns in `ownership`, how it meets Git's apply in `git`, what it says of
+//! opt-in annotations written wrong in `opt_ins`, failovers with renewals failing in
 //! `failover`, its retries under a persistent refusal in `retries`.
 
 #[path = "controller/audit.rs"]
@@ -11,8 +12,12 @@ mod audit;
 use crate::common;
 #[path = "controller/failover.rs"]
 mod failover;
+#[path = "controller/git.rs"]
+mod git;
 #[path = "controller/harness.rs"]
 mod harness;
+#[path = "controller/opt_ins.rs"]
+mod opt_ins;
 #[path = "controller/ownership.rs"]
 mod ownership;
 #[path = "controller/proxy.rs"]

@@ -14,6 +14,7 @@ pub mod controller;
 pub mod deployment;
 pub mod extension;
 pub mod nads;
+pub mod opt_ins;
 pub mod pre;
 pub mod probe;
 pub mod proxy;
@@ -144,6 +145,7 @@ async fn installed(client: &Client, options: &Options, pass: &mut Pass) {
         namespace: super::DEFAULT_NAMESPACE.into(),
         settings,
         manage_nads: false,
+        restarts: false,
     });
     match (&namespaces, &nads) {
         (Ok(all), Ok(Some(nads))) => nads::check(&installed, all, nads, config.as_deref(), pass),
@@ -153,6 +155,9 @@ async fn installed(client: &Client, options: &Options, pass: &mut Pass) {
             let check = extension::read_error(description, "Namespaces and NADs", e);
             pass.add(NADS, check, Retry::Yes);
         }
+    }
+    if let Ok(all) = &namespaces {
+        opt_ins::check(all, pass);
     }
 }
 
