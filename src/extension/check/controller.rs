@@ -12,7 +12,8 @@ use kube::{Api, Client};
 
 use super::EXTENSION;
 use super::extension::{
-    Installed, WEBHOOK, container_args, read_error, readiness, settings_from_args,
+    Installed, WEBHOOK, container_args, read_error, readiness, restarts_stale_workloads,
+    settings_from_args,
 };
 use super::report::Check;
 use super::snapshot::{call, get_opt};
@@ -55,6 +56,7 @@ pub async fn check(
     pass.add(EXTENSION, check, retry);
     installed.manage_nads = true;
     let args = container_args(&deployment, "controller");
+    installed.restarts = restarts_stale_workloads(&args);
     let base = std::mem::take(&mut installed.settings);
     installed.settings = settings_from_args(&args, base).0;
     let lease = lease_name(&args, &ns);

@@ -34,6 +34,8 @@ pub struct Installed {
     /// Whether the NAD controller runs (its Deployment; or, in an earlier
     /// release's layout, the webhook's `--manage-nads`).
     pub manage_nads: bool,
+    /// Whether the NAD controller restarts stale workloads (`--restart-stale-workloads`).
+    pub restarts: bool,
 }
 
 /// The Namespace and the webhook's Deployment, with the webhook's arguments;
@@ -87,6 +89,7 @@ pub async fn namespace_and_deployment(
         settings: default_settings(options),
         namespace,
         manage_nads: false,
+        restarts: false,
     };
     let (check, retry, deployment) =
         deployment_ready(client, &installed.namespace, WEBHOOK, &description).await;
@@ -175,12 +178,21 @@ pub async fn resolve(client: &Client, options: &Options, namespaces: &[Meta]) ->
     let (settings, old_layout) = settings_from_args(&webhook, default_settings(options));
     let controller = args(NAD_CONTROLLER, "controller").await;
     let manage_nads = old_layout || controller.is_some();
-    let settings = settings_from_args(&controller.unwrap_or_default(), settings).0;
+    let controller = controller.unwrap_or_default();
+    let restarts = restarts_stale_workloads(&controller);
+    let settings = settings_from_args(&controller, settings).0;
     Installed {
         namespace,
         settings,
         manage_nads,
+        restarts,
     }
+}
+
+/// Whether the NAD controller's arguments turn the restarts on.
+pub fn restarts_stale_workloads(args: &[String]) -> bool {
+    args.iter()
+        .any(|a| a == "--restart-stale-workloads" || a == "--restart-stale-workloads=true")
 }
 
 /// A check that failed because a read did.

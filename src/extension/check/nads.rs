@@ -311,6 +311,7 @@ mod tests {
             namespace: "linkerd-multus".into(),
             settings: Settings::default(),
             manage_nads,
+            restarts: false,
         };
         let namespaces = [ns("a", Some("enabled"), false)];
         for (manage, want_retry) in [(true, true), (false, false)] {
