@@ -15,6 +15,7 @@ use common::*;
 
 mod additions;
 mod admission;
+mod docs;
 mod package;
 mod scripts;
 pub(crate) mod setters;
