@@ -1,5 +1,5 @@
-//! Can one pod keep the API server from reaching the webhook by stalling
-//! requests?
+//! Can a pod keep the API server from reaching the webhook by stalling
+//! requests, or by asking about namespaces that do not exist?
 //!
 //! `cargo bench --bench stalled` starts the release `linkerd-multus webhook`
 //! with its defaults against the stand-in API server
@@ -7,11 +7,16 @@
 //! with its NAD) and attacks it for 25 s, once per variant, each on a webhook
 //! of its own (benches/common/stalling.rs):
 //!
-//! * **HTTP/1.1**: 300 connections from one pod's address (127.0.0.2), each
-//!   sending a request head announcing a 1-byte body and never the body; one
-//!   the server closes is opened again at once;
+//! * **HTTP/1.1**: 300 connections, each sending a request head announcing a
+//!   1-byte body and never the body; one the server closes is opened again at
+//!   once. From another pod's address (127.0.0.2), then from the API server's
+//!   own (127.0.0.1: host-network pods on control-plane nodes share it);
 //! * **HTTP/2**: the same 300 connections over HTTP/2, each opening as many
-//!   streams as the server allows, headers without a DATA frame.
+//!   streams as the server allows, headers without a DATA frame; from each
+//!   address too;
+//! * **forged reviews**: 200 keep-alive connections from 5 addresses
+//!   (127.0.0.3 to 127.0.0.7), each sending AdmissionReviews for namespaces
+//!   that do not exist, each again as soon as it is answered.
 //!
 //! Meanwhile, from the API server's address (127.0.0.1), a keep-alive
 //! connection sends a review every 100 ms, and a fresh connection sends one
@@ -48,12 +53,14 @@ mod servers;
 #[path = "common/stalling.rs"]
 mod stalling;
 
+use std::net::{IpAddr, Ipv4Addr};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Result, bail};
+use bytes::Bytes;
 use serde_json::Value;
 
 use attack::Outcomes;
@@ -79,21 +86,57 @@ const EVERY: Duration = Duration::from_millis(100);
 /// The attack's shape.
 struct Plan {
     quick: bool,
+    /// Connections stalling their requests.
     attackers: usize,
+    /// Connections sending forged reviews, across [`FORGERS`].
+    forgers: usize,
     attack: Duration,
 }
 
+/// The API server's address, where its reviews come from.
+const API_SERVER: IpAddr = IpAddr::V4(Ipv4Addr::LOCALHOST);
+/// The addresses the forged reviews come from.
+const FORGERS: [IpAddr; 5] = [
+    IpAddr::V4(Ipv4Addr::new(127, 0, 0, 3)),
+    IpAddr::V4(Ipv4Addr::new(127, 0, 0, 4)),
+    IpAddr::V4(Ipv4Addr::new(127, 0, 0, 5)),
+    IpAddr::V4(Ipv4Addr::new(127, 0, 0, 6)),
+    IpAddr::V4(Ipv4Addr::new(127, 0, 0, 7)),
+];
+
 #[derive(Clone, Copy)]
 enum Variant {
-    Http1,
-    Http2,
+    /// Request heads without their bodies, from this address.
+    Http1(IpAddr),
+    /// HTTP/2 streams without DATA, from this address.
+    Http2(IpAddr),
+    /// Reviews for namespaces that do not exist, from [`FORGERS`].
+    Forged,
 }
 
 impl Variant {
-    fn name(self) -> &'static str {
+    const ALL: [Variant; 5] = [
+        Variant::Http1(attack::ATTACKER),
+        Variant::Http2(attack::ATTACKER),
+        Variant::Http1(API_SERVER),
+        Variant::Http2(API_SERVER),
+        Variant::Forged,
+    ];
+
+    fn name(self) -> String {
+        let from = |source: IpAddr| match source == API_SERVER {
+            true => format!("from the API server's address ({source})"),
+            false => format!("from another pod ({source})"),
+        };
         match self {
-            Variant::Http1 => "HTTP/1.1: request heads, no body",
-            Variant::Http2 => "HTTP/2: streams opened, no DATA",
+            Variant::Http1(source) => format!("HTTP/1.1: request heads, no body, {}", from(source)),
+            Variant::Http2(source) => format!("HTTP/2: streams opened, no DATA, {}", from(source)),
+            Variant::Forged => format!(
+                "forged reviews for namespaces that do not exist, from {} addresses ({} to {})",
+                FORGERS.len(),
+                FORGERS[0],
+                FORGERS[FORGERS.len() - 1]
+            ),
         }
     }
 }
@@ -105,12 +148,14 @@ fn main() -> ExitCode {
         Plan {
             quick,
             attackers: 100,
+            forgers: 100,
             attack: Duration::from_secs(4),
         }
     } else {
         Plan {
             quick,
             attackers: 300,
+            forgers: 200,
             attack: Duration::from_secs(25),
         }
     };
@@ -134,10 +179,10 @@ fn run(plan: &Plan) -> Result<usize> {
     };
     println!("stalled requests against {}", bin.display());
     println!(
-        "attack: {:.0} s per variant, {} connections from {}, reopened at once; a review every {} ms on a keep-alive connection and on a fresh one from 127.0.0.1",
+        "attack: {:.0} s per variant, {} stalling connections or {} forging ones, reopened at once; a review every {} ms on a keep-alive connection and on a fresh one from {API_SERVER}",
         plan.attack.as_secs_f64(),
         plan.attackers,
-        attack::ATTACKER,
+        plan.forgers,
         EVERY.as_millis()
     );
     let api = FakeApiServer::start();
@@ -146,7 +191,7 @@ fn run(plan: &Plan) -> Result<usize> {
         api.put_nad(&namespace(i), "linkerd-cni", &[]);
     }
     let mut failures = 0;
-    for variant in [Variant::Http1, Variant::Http2] {
+    for variant in Variant::ALL {
         failures += attack_once(plan, &bin, &api, variant)?;
     }
     Ok(failures)
@@ -192,19 +237,43 @@ fn attack_once(plan: &Plan, bin: &Path, api: &FakeApiServer, variant: Variant) -
         );
     }
     let attacker_tls = match variant {
-        Variant::Http1 => connector(&ca.pem, None, &[b"http/1.1"]),
-        Variant::Http2 => connector(&ca.pem, None, &[b"h2"]),
+        Variant::Http2(_) => connector(&ca.pem, None, &[b"h2"]),
+        _ => connector(&ca.pem, None, &[b"http/1.1"]),
     };
+    let forged: Arc<Vec<Bytes>> = Arc::new(
+        (0..NAMESPACES)
+            .map(|i| {
+                let uid = format!("{i:08x}-f0a6-410b-9f67-c7462560ec49");
+                attack::review(&fixture, &format!("made-up-{i:05}"), &uid, None)
+            })
+            .collect(),
+    );
     let outcomes = Arc::new(Outcomes::default());
     let (keep_alive, fresh) = runtime.block_on(async {
         let until = Instant::now() + plan.attack;
-        let attackers: Vec<_> = (0..plan.attackers)
-            .map(|_| {
+        let count = match variant {
+            Variant::Forged => plan.forgers,
+            _ => plan.attackers,
+        };
+        let attackers: Vec<_> = (0..count)
+            .map(|i| {
                 let (addr, tls, out) =
                     (server.addr.clone(), attacker_tls.clone(), outcomes.clone());
                 match variant {
-                    Variant::Http1 => tokio::spawn(stalling::stalled_http1(addr, tls, until, out)),
-                    Variant::Http2 => tokio::spawn(stalling::stalled_http2(addr, tls, until, out)),
+                    Variant::Http1(source) => {
+                        tokio::spawn(stalling::stalled_http1(source, addr, tls, until, out))
+                    }
+                    Variant::Http2(source) => {
+                        tokio::spawn(stalling::stalled_http2(source, addr, tls, until, out))
+                    }
+                    Variant::Forged => tokio::spawn(stalling::forged(
+                        FORGERS[i % FORGERS.len()],
+                        addr,
+                        tls,
+                        forged.clone(),
+                        until,
+                        out,
+                    )),
                 }
             })
             .collect();

@@ -13,7 +13,7 @@
 #   scripts/fuzz.sh krm networks     only these targets
 #
 # The targets and their invariants are in fuzz/src/targets.rs: krm, manifests, networks,
-# cni-config, ipam, settings, admission. Findings stay in target/fuzz/out/TARGET/default/crashes/
+# cni-config, ipam, settings, admission, work. Findings stay in target/fuzz/out/TARGET/default/crashes/
 # and hangs/. Exits 1 when a target crashed (an invariant broke or the code panicked): copy
 # each crash into testdata/fuzz/TARGET/, where tests/fuzz_regressions.rs runs it, and fix the
 # code. A hang (an input slower than AFL++'s timeout) is reported, not failed on: on a
@@ -34,7 +34,7 @@ for arg in "$@"; do
     *) targets+=("$arg") ;;
   esac
 done
-[ "${#targets[@]}" -gt 0 ] || targets=(krm manifests networks cni-config ipam settings admission)
+[ "${#targets[@]}" -gt 0 ] || targets=(krm manifests networks cni-config ipam settings admission work)
 
 cargo afl --version >/dev/null 2>&1 \
   || { echo "error: cargo-afl is not installed: run scripts/install-test-tools.sh" >&2; exit 1; }

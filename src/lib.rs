@@ -1,7 +1,7 @@
 //! linkerd-multus: attaches Linkerd-CNI to workloads through Multus, at render time.
 //!
 //! Layers, each importing only those below it and none beside it
-//! (`tests/layering.rs`): [`yaml`]; the Kubernetes vocabulary [`k8s`]; the
+//! (`tests/layering.rs`): the work meter [`work`]; [`yaml`]; the Kubernetes vocabulary [`k8s`]; the
 //! KRM protocol [`krm`] and [`multus`]; three rule sets ([`linkerd_cni`],
 //! [`network_resources`], [`validation`]); the [`pipeline`] (settings resolved
 //! from every source, a package handed to one rule set) and [`admission`]
@@ -26,4 +26,5 @@ pub mod pipeline;
 pub mod validation;
 #[cfg(feature = "webhook")]
 pub mod webhook;
+pub mod work;
 pub mod yaml;

@@ -16,6 +16,7 @@ use std::path::Path;
 
 /// The layers, bottom first, and the top-level modules in each.
 const LAYERS: &[(&str, &[&str])] = &[
+    ("the work meter", &["work"]),
     ("the YAML tree", &["yaml"]),
     ("the Kubernetes vocabulary", &["k8s"]),
     ("the KRM protocol and Multus", &["krm", "multus"]),
@@ -36,7 +37,7 @@ const LAYERS: &[(&str, &[&str])] = &[
 ];
 
 /// The layers below the rule sets, which must not name them.
-const BELOW_THE_RULE_SETS: &[&str] = &["yaml", "k8s", "krm", "multus"];
+const BELOW_THE_RULE_SETS: &[&str] = &["work", "yaml", "k8s", "krm", "multus"];
 
 /// How the rule sets are named: their modules and the kinds of their settings.
 const RULE_SET_NAMES: &[&str] = &[

@@ -182,3 +182,118 @@ fn validate_names_settings_objects_that_are_not_what_they_seem() {
         run.stdout
     );
 }
+
+/// A workload or NAD past a cap of the secondary-network rule: the render refuses the
+/// workload, naming its file, the resource, the field, the cap and the count, in a render's
+/// error and in the KRM function's error result; the other workloads render.
+#[test]
+fn the_render_refuses_a_workload_past_a_cap_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    copy_dir(
+        &repo_path("functions/linkerd-multus/examples/secondary-networks"),
+        dir.path(),
+    );
+    let routes: Vec<String> = (0..129)
+        .map(|i| format!(r#"{{"dst": "172.20.{}.{}/32"}}"#, i / 256, i % 256))
+        .collect();
+    let nads = dir.path().join("nads.yaml");
+    let mut text = std::fs::read_to_string(&nads).unwrap();
+    text.push_str(&format!(
+        "---\napiVersion: k8s.cni.cncf.io/v1\nkind: NetworkAttachmentDefinition\nmetadata:\n  name: wide\n  namespace: storage-demo\nspec:\n  config: '{{\"cniVersion\": \"0.3.1\", \"type\": \"macvlan\", \"ipam\": {{\"type\": \"static\", \"addresses\": [{{\"address\": \"10.60.0.5/24\"}}], \"routes\": [{}]}}}}'\n",
+        routes.join(", ")
+    ));
+    std::fs::write(&nads, text).unwrap();
+    let apps = dir.path().join("apps.yaml");
+    let text = std::fs::read_to_string(&apps)
+        .unwrap()
+        .replacen("networks: storage", "networks: wide", 1)
+        .replacen(
+            "networks: lan",
+            &format!("networks: {}", vec!["storage"; 65].join(",")),
+            1,
+        );
+    std::fs::write(&apps, text).unwrap();
+
+    let run = linkerd_multus(&["render", "."], dir.path(), "");
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert_eq!(
+        run.stderr,
+        "error: Deployment storage-demo/cache (apps.yaml (document 2)): annotation k8s.v1.cni.cncf.io/networks: selects 65 networks; at most 64 are read (the selections cap): Multus attaches each as an interface of the pod, and SR-IOV and macvlan pods select a handful; select fewer networks, or split the workload\n\
+         error: Deployment storage-demo/db (apps.yaml): NetworkAttachmentDefinition storage-demo/wide: its spec.config \"ipam.routes\" lists 129 routes; at most 128 are read (the routes cap): each becomes a subnet the pods that select the network skip; summarize them in fewer, wider routes\n"
+    );
+
+    // The KRM function: an error result on each workload, naming its file and field.
+    let mut items = Vec::new();
+    for file in [
+        "namespace.yaml",
+        "linkerd-cni.yaml",
+        "nads.yaml",
+        "apps.yaml",
+        "settings.yaml",
+    ] {
+        let text = std::fs::read_to_string(dir.path().join(file)).unwrap();
+        for (index, doc) in linkerd_multus::yaml::parse_stream(&text)
+            .unwrap()
+            .iter()
+            .enumerate()
+        {
+            let mut doc = doc.to_json();
+            let annotations = &mut doc["metadata"]["annotations"];
+            if !annotations.is_object() {
+                *annotations = serde_json::json!({});
+            }
+            annotations["config.kubernetes.io/path"] = file.into();
+            annotations["config.kubernetes.io/index"] = index.to_string().into();
+            items.push(doc);
+        }
+    }
+    let list = serde_json::json!({"apiVersion": "config.kubernetes.io/v1", "kind": "ResourceList", "items": items});
+    let run = common::run(list.to_string().as_bytes());
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    let output = linkerd_multus::yaml::parse_document(&run.stdout)
+        .unwrap()
+        .to_json();
+    let errors: Vec<(String, String, String, String)> = output["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["severity"] == "error")
+        .map(|r| {
+            (
+                r["file"]["path"].as_str().unwrap_or_default().to_string(),
+                r["resourceRef"]["name"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_string(),
+                r["field"]["path"].as_str().unwrap_or_default().to_string(),
+                r["message"].as_str().unwrap_or_default().to_string(),
+            )
+        })
+        .collect();
+    let caps: Vec<(&str, &str, &str, bool)> = errors
+        .iter()
+        .map(|(file, name, field, message)| {
+            let named =
+                message.contains("(the routes cap)") || message.contains("(the selections cap)");
+            (file.as_str(), name.as_str(), field.as_str(), named)
+        })
+        .collect();
+    assert_eq!(
+        caps,
+        [
+            (
+                "apps.yaml",
+                "cache",
+                "spec.template.metadata.annotations",
+                true
+            ),
+            (
+                "apps.yaml",
+                "db",
+                "spec.template.metadata.annotations",
+                true
+            ),
+        ],
+        "{errors:?}"
+    );
+}

@@ -617,7 +617,10 @@ fn the_released_packages_pin_the_image_by_tag_and_digest_and_change_nothing_else
         }
     }
     assert!(files > 10, "{files} files");
-    assert_eq!(pinned, 1, "the webhook's one container image");
+    assert_eq!(
+        pinned, 2,
+        "the webhook's and the NAD controller's container images, one each"
+    );
 
     // Reproducible: the same input gives the same bytes.
     let again = tempfile::tempdir().unwrap();

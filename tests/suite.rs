@@ -38,6 +38,7 @@ mod validate;
 mod versions;
 mod webhook;
 mod webhook_property;
+mod work_property;
 mod workflows;
 
 /// Every child process of the tests and benchmarks is started by `common::process::Guard`,

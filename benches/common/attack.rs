@@ -27,9 +27,14 @@ pub const ATTACKER: IpAddr = IpAddr::V4(Ipv4Addr::new(127, 0, 0, 2));
 
 /// A TCP connection to `addr` from [`ATTACKER`].
 pub async fn connect_from_attacker(addr: &str) -> std::io::Result<TcpStream> {
+    connect_from(ATTACKER, addr).await
+}
+
+/// A TCP connection to `addr` from `source`, an IPv4 address of this host.
+pub async fn connect_from(source: IpAddr, addr: &str) -> std::io::Result<TcpStream> {
     let addr: SocketAddr = addr.parse().map_err(std::io::Error::other)?;
     let socket = tokio::net::TcpSocket::new_v4()?;
-    socket.bind(SocketAddr::new(ATTACKER, 0))?;
+    socket.bind(SocketAddr::new(source, 0))?;
     let tcp = socket.connect(addr).await?;
     tcp.set_nodelay(true)?;
     Ok(tcp)
@@ -84,7 +89,16 @@ pub async fn connect_tls(
     addr: &str,
     tls: &TlsConnector,
 ) -> std::io::Result<tokio_rustls::client::TlsStream<TcpStream>> {
-    let tcp = connect_from_attacker(addr).await?;
+    connect_tls_from(ATTACKER, addr, tls).await
+}
+
+/// [`connect_tls`] from `source`.
+pub async fn connect_tls_from(
+    source: IpAddr,
+    addr: &str,
+    tls: &TlsConnector,
+) -> std::io::Result<tokio_rustls::client::TlsStream<TcpStream>> {
+    let tcp = connect_from(source, addr).await?;
     tls.connect("127.0.0.1".try_into().expect("a name"), tcp)
         .await
 }

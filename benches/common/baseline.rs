@@ -65,7 +65,7 @@ struct Constant {
 }
 
 impl server::Handler for Constant {
-    async fn handle(&self, body: Bytes) -> server::Reply {
+    async fn handle(&self, body: Bytes, _: &server::Call<'_>) -> server::Reply {
         if self.read
             && let Err(e) = admission::parse(&body)
         {
@@ -91,9 +91,9 @@ impl server::Handler for Constant {
             answer.extend_from_slice(before);
             answer.extend_from_slice(uid);
             answer.extend_from_slice(after);
-            return server::Reply::json(answer);
+            return server::Reply::json(answer).vouching(true);
         }
-        server::Reply::json(self.answer.clone())
+        server::Reply::json(self.answer.clone()).vouching(true)
     }
 }
 
@@ -193,6 +193,7 @@ pub fn baseline(addr: OsString) -> Result<()> {
                 limits,
                 handler,
                 Arc::new(Metrics::new()),
+                tokio::sync::watch::channel(false).1,
                 shutdown,
             )
             .await;

@@ -1,14 +1,15 @@
 //! A stand-in for the one part of kube-apiserver the webhook uses: list and
 //! watch of Namespaces (as metadata) and of NetworkAttachmentDefinitions (all
-//! namespaces, whole: each with [`NAD_CONFIG`]), over plain HTTP. It answers what the webhook's caches ask:
+//! namespaces, whole: each with [`NAD_CONFIG`], or a config of its own), over
+//! plain HTTP. It answers what the webhook's caches ask:
 //! `GET /api/v1/namespaces` or
 //! `GET /apis/k8s.cni.cncf.io/v1/network-attachment-definitions` (a list with a
 //! resourceVersion) and the same with `watch=true` (newline-delimited events
 //! after a resourceVersion, held open), and it can go down and come back,
 //! wholly or for one resource.
 //!
-//! Only the webhook benchmark uses it; every test runs against a real
-//! kube-apiserver (tests/common/kube_apiserver.rs). The benchmark measures the
+//! Only the benchmarks use it; every test runs against a real kube-apiserver
+//! (tests/common/kube_apiserver.rs). The webhook benchmark measures the
 //! webhook's own HTTP path with 10,000 namespaces in its cache: through a real
 //! API server those take about a minute to create on every run, and the API
 //! server's own work would share the machine's two cores with the servers
@@ -165,7 +166,7 @@ impl FakeApiServer {
 
     /// Creates or updates a namespace.
     pub fn put(&self, name: &str, annotations: &[(&str, &str)]) {
-        self.put_object(NAMESPACES, None, name, annotations);
+        self.put_object(NAMESPACES, None, name, annotations, NAD_CONFIG);
     }
 
     /// Deletes a namespace.
@@ -175,7 +176,18 @@ impl FakeApiServer {
 
     /// Creates or updates a NetworkAttachmentDefinition.
     pub fn put_nad(&self, namespace: &str, name: &str, annotations: &[(&str, &str)]) {
-        self.put_object(NADS, Some(namespace), name, annotations);
+        self.put_object(NADS, Some(namespace), name, annotations, NAD_CONFIG);
+    }
+
+    /// Creates or updates a NetworkAttachmentDefinition whose `spec.config` is `config`.
+    pub fn put_nad_config(
+        &self,
+        namespace: &str,
+        name: &str,
+        annotations: &[(&str, &str)],
+        config: &str,
+    ) {
+        self.put_object(NADS, Some(namespace), name, annotations, config);
     }
 
     /// Deletes a NetworkAttachmentDefinition.
@@ -189,6 +201,7 @@ impl FakeApiServer {
         namespace: Option<&str>,
         name: &str,
         annotations: &[(&str, &str)],
+        config: &str,
     ) {
         let annotations: BTreeMap<String, String> = annotations
             .iter()
@@ -211,7 +224,7 @@ impl FakeApiServer {
         if path == NADS {
             object["apiVersion"] = json!("k8s.cni.cncf.io/v1");
             object["kind"] = json!("NetworkAttachmentDefinition");
-            object["spec"] = json!({ "config": NAD_CONFIG });
+            object["spec"] = json!({ "config": config });
         }
         collection.objects.insert(key, object.clone());
         publish(collection, version, kind, object);

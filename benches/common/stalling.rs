@@ -1,8 +1,9 @@
 //! The clients of the stalled-requests benchmark (benches/stalled.rs): one
-//! pod's connections whose requests announce a body and never send it, over
-//! HTTP/1.1 or HTTP/2, reopened at once when closed; and the API server's
-//! reviews, on a keep-alive connection or a fresh one each, every one given a
-//! deadline to be answered right.
+//! address's connections whose requests announce a body and never send it,
+//! over HTTP/1.1 or HTTP/2, reopened at once when closed; connections that
+//! send reviews for namespaces that do not exist, each again as soon as it is
+//! answered; and the API server's reviews, on a keep-alive connection or a
+//! fresh one each, every one given a deadline to be answered right.
 #![allow(dead_code)]
 
 use std::sync::Arc;
@@ -14,7 +15,9 @@ use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio_rustls::TlsConnector;
 
-use super::attack::{Outcomes, connect_tls, judge};
+use std::net::IpAddr;
+
+use super::attack::{Outcomes, connect_tls_from, judge};
 use super::https::Connection;
 
 /// How long a stalled client waits after a connection could not be made at
@@ -28,12 +31,18 @@ const MAX_STREAMS: usize = 100;
 const HEAD: &[u8] =
     b"POST /mutate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1\r\n\r\n";
 
-/// One connection after another from the attacker's address until `until`,
-/// each sending [`HEAD`] and nothing more, the next opened as soon as the
-/// server closes the last.
-pub async fn stalled_http1(addr: String, tls: TlsConnector, until: Instant, out: Arc<Outcomes>) {
+/// One connection after another from `source` until `until`, each sending
+/// [`HEAD`] and nothing more, the next opened as soon as the server closes
+/// the last.
+pub async fn stalled_http1(
+    source: IpAddr,
+    addr: String,
+    tls: TlsConnector,
+    until: Instant,
+    out: Arc<Outcomes>,
+) {
     while Instant::now() < until {
-        let Ok(mut stream) = connect_tls(&addr, &tls).await else {
+        let Ok(mut stream) = connect_tls_from(source, &addr, &tls).await else {
             out.add("refused");
             tokio::time::sleep(AFTER_REFUSAL).await;
             continue;
@@ -59,9 +68,15 @@ pub async fn stalled_http1(addr: String, tls: TlsConnector, until: Instant, out:
 /// [`stalled_http1`] over HTTP/2: each connection opens as many streams as
 /// the server's SETTINGS allow (up to [`MAX_STREAMS`]), each with headers
 /// announcing a 1-byte body and no DATA frame, and holds them.
-pub async fn stalled_http2(addr: String, tls: TlsConnector, until: Instant, out: Arc<Outcomes>) {
+pub async fn stalled_http2(
+    source: IpAddr,
+    addr: String,
+    tls: TlsConnector,
+    until: Instant,
+    out: Arc<Outcomes>,
+) {
     while Instant::now() < until {
-        let Ok(stream) = connect_tls(&addr, &tls).await else {
+        let Ok(stream) = connect_tls_from(source, &addr, &tls).await else {
             out.add("refused");
             tokio::time::sleep(AFTER_REFUSAL).await;
             continue;
@@ -103,6 +118,40 @@ pub async fn stalled_http2(addr: String, tls: TlsConnector, until: Instant, out:
             () = tokio::time::sleep_until(until.into()) => {
                 connection.abort();
                 return;
+            }
+        }
+    }
+}
+
+/// One connection after another from `source` until `until`, each a
+/// keep-alive connection sending `reviews` (for namespaces that do not exist)
+/// in turn, each as soon as the last is answered.
+pub async fn forged(
+    source: IpAddr,
+    addr: String,
+    tls: TlsConnector,
+    reviews: Arc<Vec<Bytes>>,
+    until: Instant,
+    out: Arc<Outcomes>,
+) {
+    let mut k = 0;
+    while Instant::now() < until {
+        let Ok(mut conn) = Connection::open_from(Some(source), &addr, &tls).await else {
+            out.add("refused");
+            tokio::time::sleep(AFTER_REFUSAL).await;
+            continue;
+        };
+        loop {
+            let left = until.saturating_duration_since(Instant::now());
+            let review = reviews[k % reviews.len()].clone();
+            k += 1;
+            match tokio::time::timeout(left, conn.post("/mutate", review)).await {
+                Err(_) => return,
+                Ok(Ok((status, _))) => out.add(format!("answered {status}")),
+                Ok(Err(_)) => {
+                    out.add("cut unanswered");
+                    break;
+                }
             }
         }
     }

@@ -16,7 +16,10 @@ use linkerd_multus::k8s::namespace::Lookup;
 use linkerd_multus::krm::resource_list::ResourceList;
 use linkerd_multus::linkerd_cni::cni_config::{nad_config, to_text};
 use linkerd_multus::linkerd_cni::settings::Settings;
-use linkerd_multus::multus::ipam::{self as ipam_reader, Ipam};
+use linkerd_multus::linkerd_cni::skip_subnets::{
+    self, Context, NadIpams, OPT_IN_ANNOTATION, PluginSettings, WORK_BUDGET,
+};
+use linkerd_multus::multus::ipam::{self as ipam_reader, Ipam, IpamError};
 use linkerd_multus::multus::networks::Networks;
 use linkerd_multus::network_resources::Nads;
 use linkerd_multus::pipeline::settings::{self, Given, Sources, Takes};
@@ -35,6 +38,7 @@ pub const TARGETS: &[Target] = &[
     ("ipam", ipam),
     ("settings", settings),
     ("admission", admission_review),
+    ("work", work_per_byte),
 ];
 
 /// The target of a name.
@@ -375,6 +379,75 @@ pub fn admission_review(data: &[u8]) {
     );
 }
 
+/// Units of work the `work` target allows per byte of its input.
+pub const WORK_PER_BYTE: u64 = 16;
+/// Units it allows whatever the input: the rule's own steps, and the ranges the work budget
+/// lets one pod examine.
+pub const WORK_FIXED: u64 = 4 * WORK_BUDGET as u64 + 2_000;
+
+/// Every NAD of the `work` target: the one IPAM read from its input.
+struct OneIpam(Result<Ipam, IpamError>);
+
+impl NadIpams for OneIpam {
+    fn ipam(&self, _: &str, _: &str) -> Option<&Result<Ipam, IpamError>> {
+        Some(&self.0)
+    }
+}
+
+/// A NAD's CNI configuration and, after a NUL byte, a networks annotation whose every
+/// selection is that NAD: the secondary-network rule reads the NAD as the webhook's watch
+/// stores it and decides on a pod opted in, within [`WORK_PER_BYTE`] units of work
+/// (`linkerd_multus::work`) per byte of input, plus [`WORK_FIXED`]. A loop nested in another
+/// over the same input breaks it.
+pub fn work_per_byte(data: &[u8]) {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    let (config, networks) = text.split_once('\0').unwrap_or((text, ""));
+    let settings = Settings {
+        cluster_cidrs: vec![
+            "10.128.0.0/14".parse().unwrap(),
+            "10.96.0.0/12".parse().unwrap(),
+        ],
+        ..Settings::default()
+    };
+    let plugin = PluginSettings::default();
+    let namespace: std::collections::BTreeMap<String, String> = std::collections::BTreeMap::new();
+    let annotations: std::collections::BTreeMap<String, String> = [
+        ("k8s.v1.cni.cncf.io/networks", networks),
+        (OPT_IN_ANNOTATION, "enabled"),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect();
+    let (planned, units) = linkerd_multus::work::measure(|| {
+        let nads = OneIpam(ipam_reader::read(config));
+        let cx = Context {
+            settings: &settings,
+            pod_namespace: "demo",
+            namespace: &namespace,
+            nads: Some(&nads),
+            plugin: Some(&plugin),
+        };
+        skip_subnets::plan(&annotations, Some(networks), true, &cx)
+    });
+    let bound = WORK_PER_BYTE * data.len() as u64 + WORK_FIXED;
+    assert!(
+        units <= bound,
+        "{units} units of work for {} bytes: past {WORK_PER_BYTE} a byte and {WORK_FIXED}",
+        data.len()
+    );
+    if let Ok(planned) = planned {
+        for (key, value) in &planned.edits {
+            let entries = value.as_deref().map_or(0, |v| v.split(',').count());
+            assert!(
+                *key != skip_subnets::ANNOTATION || entries <= skip_subnets::MAX_SUBNETS,
+                "{entries} entries written to {key}"
+            );
+        }
+    }
+}
+
 /// The seed corpus of each target, made from `testdata/` under `root`: whole files for
 /// the stream readers; networks annotations, CNI configs, settings objects and pods
 /// (wrapped in AdmissionReviews) picked out of them for the others.
@@ -442,6 +515,23 @@ pub fn seeds(root: &Path) -> Vec<(&'static str, Vec<u8>)> {
                 seeds.push(("admission", review.to_string().into_bytes()));
             }
         }
+    }
+    // The `work` target: each NAD config beside a networks annotation.
+    let configs: Vec<Vec<u8>> = seeds
+        .iter()
+        .filter(|(t, _)| *t == "ipam")
+        .map(|(_, d)| d.clone())
+        .collect();
+    let networks: Vec<Vec<u8>> = seeds
+        .iter()
+        .filter(|(t, _)| *t == "networks")
+        .map(|(_, d)| d.clone())
+        .collect();
+    for (config, networks) in configs.iter().zip(networks.iter().cycle()) {
+        let mut seed = config.clone();
+        seed.push(0);
+        seed.extend_from_slice(networks);
+        seeds.push(("work", seed));
     }
     seeds.sort();
     seeds.dedup();

@@ -21,7 +21,7 @@ use crate::linkerd_cni::attach::{self, Change, Edit, WorkloadOutcome};
 use crate::linkerd_cni::cni_config::PLUGIN_TYPE;
 use crate::linkerd_cni::rollout;
 use crate::linkerd_cni::settings::Settings;
-use crate::multus::networks::NETWORKS_ANNOTATION;
+use crate::multus::networks::{DEFAULT_NETWORK_ANNOTATION, NETWORKS_ANNOTATION, Networks};
 use crate::network_resources::{self, Nads};
 use crate::yaml::Node;
 
@@ -165,6 +165,36 @@ pub fn acts_on(request: &Request) -> bool {
         && request.sub_resource.is_empty()
         && matches!(&*request.operation, "CREATE" | "UPDATE")
         && request.object.is_some()
+}
+
+/// The NADs (namespace, name) the rules may read to answer `request`, each once: the
+/// Linkerd-CNI NAD of the pod's namespace, then each network the pod selects (its networks
+/// and default-network annotations; a selection without a namespace is in the pod's). What
+/// a front takes from its caches before it runs the rules on them; an annotation that does
+/// not read (past the selections cap among others) gives none, as the rules refuse it.
+pub fn nads_read(request: &Request, settings: &Settings) -> Vec<(String, String)> {
+    let pod_namespace = &*request.namespace;
+    let mut nads = crate::work::Distinct::default();
+    if !acts_on(request) {
+        return Vec::new();
+    }
+    nads.insert((pod_namespace.to_string(), settings.nad_name.clone()));
+    let annotations = request
+        .object
+        .as_ref()
+        .and_then(|o| o.metadata.as_ref())
+        .and_then(|m| m.annotations.as_ref());
+    for key in [NETWORKS_ANNOTATION, DEFAULT_NETWORK_ANNOTATION] {
+        let text = annotations.and_then(|a| a.get(key)).and_then(|m| m.text());
+        let Some(Ok(networks)) = text.map(Networks::parse) else {
+            continue;
+        };
+        for selection in networks.selections() {
+            let namespace = selection.namespace_or(pod_namespace).to_string();
+            nads.insert((namespace, selection.name.clone()));
+        }
+    }
+    nads.into_vec()
 }
 
 /// The answer for a pod the webhook cannot decide on (its namespace or a NAD

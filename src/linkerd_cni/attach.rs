@@ -18,11 +18,16 @@ use crate::k8s::workload::{
 };
 use crate::linkerd_cni::settings::Settings;
 use crate::multus::interface_name;
-use crate::multus::networks::{NETWORKS_ANNOTATION, Networks, NetworksError, Selection};
+use crate::multus::networks::{
+    MAX_SELECTIONS, NETWORKS_ANNOTATION, Networks, NetworksError, Selection,
+};
 use crate::yaml::{Map, Node};
 
-/// Records on a workload what the function added to it.
-pub const OWNED_ANNOTATION: &str = "multus.linkerd.io/owned";
+mod owned;
+
+use owned::record_edit;
+pub use owned::{NetworkOwnership, OWNED_ANNOTATION, Owned};
+
 /// Linkerd's proxy UID override.
 pub const PROXY_UID_ANNOTATION: &str = "config.linkerd.io/proxy-uid";
 /// Marks Linkerd control-plane pods.
@@ -103,67 +108,6 @@ fn proxy_uid(range: &str, offset: u64) -> Result<u64, String> {
         .ok_or_else(|| format!("{range:?} plus the offset {offset} is not a valid UID"))
 }
 
-/// How the function came to own the networks entry.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum NetworkOwnership {
-    /// It created the annotation.
-    Created,
-    /// It appended its entry to the user's annotation.
-    Appended,
-}
-
-/// What the function added to a workload, as recorded in [`OWNED_ANNOTATION`].
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Owned {
-    /// The networks entry.
-    pub network: Option<NetworkOwnership>,
-    /// The proxy UID value it set.
-    pub proxy_uid: Option<String>,
-}
-
-impl Owned {
-    /// Reads the record; `None` when absent.
-    pub fn parse(text: &str) -> Result<Self, String> {
-        let mut owned = Owned::default();
-        for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-            match part.split_once('=') {
-                Some(("network", "created")) => owned.network = Some(NetworkOwnership::Created),
-                Some(("network", "appended")) => owned.network = Some(NetworkOwnership::Appended),
-                Some(("proxy-uid", v)) if !v.is_empty() => owned.proxy_uid = Some(v.to_string()),
-                _ => {
-                    return Err(format!(
-                        "{part:?} is not one of network=created, network=appended, proxy-uid=<uid>; the function writes this annotation, remove it to start afresh"
-                    ));
-                }
-            }
-        }
-        Ok(owned)
-    }
-
-    /// Whether nothing is owned.
-    pub fn is_empty(&self) -> bool {
-        self.network.is_none() && self.proxy_uid.is_none()
-    }
-}
-
-impl fmt::Display for Owned {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let network = match self.network {
-            Some(NetworkOwnership::Created) => Some("network=created"),
-            Some(NetworkOwnership::Appended) => Some("network=appended"),
-            None => None,
-        };
-        if let Some(network) = network {
-            f.write_str(network)?;
-        }
-        if let Some(uid) = &self.proxy_uid {
-            let comma = if network.is_some() { "," } else { "" };
-            write!(f, "{comma}proxy-uid={uid}")?;
-        }
-        Ok(())
-    }
-}
-
 /// One change made to a pod template.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Change {
@@ -203,6 +147,15 @@ pub enum AttachError {
     /// A field has the wrong shape.
     #[error("{0}")]
     Shape(String),
+    /// An annotation at the selections cap, with no room for the NAD.
+    #[error(
+        "annotation {NETWORKS_ANNOTATION} selects {MAX_SELECTIONS} networks, the most that are read (the selections cap): the Linkerd-CNI NAD {nad} would be one more, so the pod is not attached; select at most {} networks besides it",
+        MAX_SELECTIONS - 1
+    )]
+    Full {
+        /// The NAD the rules would add.
+        nad: String,
+    },
 }
 
 /// The result of [`apply`].
@@ -305,6 +258,19 @@ pub fn plan(
 ) -> Result<(Applied, Vec<Edit>), AttachError> {
     let nad = settings.nad_name.as_str();
     let networks = current.networks.map(Networks::parse).transpose()?;
+    let full = networks
+        .as_ref()
+        .is_some_and(|n| n.selections().len() >= MAX_SELECTIONS);
+    if decision.attach
+        && full
+        && !networks
+            .as_ref()
+            .is_some_and(|n| n.references(nad, pod_namespace))
+    {
+        return Err(AttachError::Full {
+            nad: nad.to_string(),
+        });
+    }
     let mut out = Applied::default();
     let new_networks = plan_network(
         networks.as_ref(),
@@ -436,14 +402,6 @@ fn references(after: Option<&Networks>, nad: &str, owns_entry: bool) -> Vec<NadR
             }
         })
         .collect()
-}
-
-/// The edit of the record of what the function owns, when it changes.
-fn record_edit(before: &Owned, after: &Owned) -> Option<Edit> {
-    (after != before).then(|| {
-        let value = (!after.is_empty()).then(|| after.to_string());
-        (OWNED_ANNOTATION, value)
-    })
 }
 
 /// What [`workload`] did with one workload object.

@@ -122,8 +122,11 @@ pub fn near_miss(key: &str) -> Option<&'static str> {
         return None;
     }
     let lower = key.to_ascii_lowercase();
+    // The distance is at least the difference of the lengths: a key far longer or shorter
+    // than every opt-in key costs no comparison (a review's annotations are the tenant's).
     KEYS.iter()
         .copied()
+        .filter(|want| want.len().abs_diff(lower.len()) <= MAX_EDITS)
         .map(|want| (strsim::osa_distance(&lower, want), want))
         .filter(|(edits, _)| *edits <= MAX_EDITS)
         .min()

@@ -16,16 +16,21 @@
 //! Linkerd-CNI uses for it ([`effective`], with [`plugin_settings`]) and the subnets it leaves
 //! out ([`uncovered`]).
 
+use std::collections::HashSet;
 use std::fmt;
 
 use ipnet::IpNet;
 
 use super::attach::Edit;
-use super::cni_config::PLUGIN_TYPE;
 use super::settings::Settings;
 use crate::k8s::namespace::Lookup;
 use crate::multus::ipam::{Ipam, IpamError};
 use crate::multus::networks::{NETWORKS_ANNOTATION, Networks, NetworksError};
+use crate::work::{self, Distinct};
+
+mod plugin;
+
+pub use plugin::{PluginSettings, effective, linkerd_cni_settings, plugin_settings, uncovered};
 
 /// The annotation Linkerd-CNI reads.
 pub const ANNOTATION: &str = "config.linkerd.io/skip-subnets";
@@ -37,6 +42,18 @@ pub const ADDED_ANNOTATION: &str = "multus.linkerd.io/skip-subnets";
 pub const OPT_IN_ANNOTATION: &str = "multus.linkerd.io/skip-secondary-subnets";
 /// The upstream issue behind the IPv6 refusal.
 pub const IPV6_ISSUE: &str = "https://github.com/linkerd/linkerd2-proxy-init/issues/696";
+
+/// The most distinct subnets the rule writes into one pod's [`ANNOTATION`] (the subnets cap):
+/// Linkerd-CNI adds an iptables RETURN rule for each, which every inbound packet walks before
+/// the redirect. One NAD at every cap of its IPAM (`multus::ipam`: ranges, addresses, routes)
+/// with a selection's `ips` fits; a pod whose networks bring more is refused.
+pub const MAX_SUBNETS: usize = 256;
+/// The work budget of the rule on one pod: the ranges it examines, each NAD's subnets and
+/// routes and each selection's `ips`, summed over the distinct networks the pod selects
+/// (`multus::networks` caps the selections at 64). It holds the 8 largest NADs the caps allow
+/// with room to spare, and far more than real pods select; past it the pod is refused
+/// before any range is examined, so one review's work stays a few milliseconds.
+pub const WORK_BUDGET: usize = 4096;
 
 /// One network a pod selects: its NAD (`namespace/name`), what its IPAM says, and the
 /// addresses the pod's selection asks for.
@@ -85,6 +102,22 @@ pub enum Refusal {
         /// The cluster network it overlaps.
         cluster: IpNet,
     },
+    /// More ranges to examine than [`WORK_BUDGET`].
+    #[error(
+        "the pod's secondary networks bring {units} ranges to examine (the subnets and routes of each NAD and the ips of each selection, summed over the networks it selects); at most {WORK_BUDGET} are examined for one pod (the work budget): select fewer networks, or give their NADs fewer ranges and routes"
+    )]
+    OverBudget {
+        /// The ranges to examine.
+        units: usize,
+    },
+    /// More distinct subnets to write than [`MAX_SUBNETS`].
+    #[error(
+        "the pod's secondary networks bring more than {MAX_SUBNETS} distinct subnets to skip (NetworkAttachmentDefinition {nad} brings the one past it); at most {MAX_SUBNETS} are written to {ANNOTATION} (the subnets cap): Linkerd-CNI adds an iptables rule for each; summarize the networks' ranges and routes in fewer, wider ones"
+    )]
+    TooManySubnets {
+        /// The NAD that brings the subnet past the cap.
+        nad: String,
+    },
     /// IPv6 on in Linkerd-CNI, with a subnet to write.
     #[error(
         "NetworkAttachmentDefinition {nad} brings {range}, and Linkerd-CNI runs with ipv6 on: it passes the same skip-subnets to iptables and ip6tables, so a subnet of either family fails the pod's sandbox ({IPV6_ISSUE}); turn the secondary-networks rule off for this pod, or IPv6 off in Linkerd-CNI"
@@ -116,7 +149,21 @@ pub fn secondary_subnets(
     cluster: &[IpNet],
     ipv6: bool,
 ) -> Result<Subnets, Refusal> {
+    work::count(networks.len());
+    let units: usize = networks
+        .iter()
+        .map(|network| match network.ipam {
+            Ok(Ipam::Subnets { subnets, routes }) => {
+                subnets.len() + routes.len() + network.ips.len()
+            }
+            _ => 0,
+        })
+        .sum();
+    if units > WORK_BUDGET {
+        return Err(Refusal::OverBudget { units });
+    }
     let mut out = Subnets::default();
+    let mut written = Distinct::default();
     for network in networks {
         let nad = network.nad.to_string();
         let (subnets, routes) = match network.ipam {
@@ -155,6 +202,7 @@ pub fn secondary_subnets(
             if range.prefix_len() == 0 {
                 return Err(Refusal::Everything { nad, range: *range });
             }
+            work::count(cluster.len());
             if let Some(cluster) = cluster.iter().find(|c| overlap(c, range)) {
                 return Err(Refusal::Overlap {
                     nad,
@@ -165,93 +213,18 @@ pub fn secondary_subnets(
             if ipv6 {
                 return Err(Refusal::Ipv6 { nad, range: *range });
             }
-            if !out.subnets.contains(range) {
-                out.subnets.push(*range);
+            if written.insert(*range) && written.len() > MAX_SUBNETS {
+                return Err(Refusal::TooManySubnets { nad });
             }
         }
     }
+    out.subnets = written.into_vec();
     Ok(out)
 }
 
 /// Whether two networks share an address.
 fn overlap(a: &IpNet, b: &IpNet) -> bool {
     a.contains(&b.network()) || b.contains(&a.network())
-}
-
-/// What Linkerd-CNI's own settings say (the `linkerd` section of its plugin in the NAD config):
-/// its `subnets-to-ignore`, which a pod or namespace [`ANNOTATION`] replaces, and `ipv6`.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct PluginSettings {
-    /// `subnets-to-ignore`, as written.
-    pub subnets_to_ignore: Vec<String>,
-    /// `ipv6`.
-    pub ipv6: bool,
-}
-
-/// The [`PluginSettings`] of the Linkerd-CNI NAD config `config` (a configuration list or a
-/// single configuration whose type is [`PLUGIN_TYPE`]); the defaults when it has none.
-pub fn plugin_settings(config: &str) -> PluginSettings {
-    serde_json::from_str::<serde_json::Value>(config)
-        .ok()
-        .and_then(|value| linkerd_cni_settings(&value))
-        .unwrap_or_default()
-}
-
-/// The [`PluginSettings`] of a parsed NAD config; `None` when no plugin of it is
-/// [`PLUGIN_TYPE`].
-pub fn linkerd_cni_settings(config: &serde_json::Value) -> Option<PluginSettings> {
-    let plugins = match config.get("plugins").and_then(|p| p.as_array()) {
-        Some(plugins) => plugins.iter().collect::<Vec<_>>(),
-        None => vec![config],
-    };
-    let plugin = plugins
-        .iter()
-        .find(|p| p.get("type").and_then(|t| t.as_str()) == Some(PLUGIN_TYPE))?;
-    let Some(linkerd) = plugin.get("linkerd") else {
-        return Some(PluginSettings::default());
-    };
-    Some(PluginSettings {
-        subnets_to_ignore: linkerd
-            .get("subnets-to-ignore")
-            .and_then(|s| s.as_array())
-            .map(|list| {
-                list.iter()
-                    .filter_map(|e| e.as_str().map(str::to_string))
-                    .collect()
-            })
-            .unwrap_or_default(),
-        ipv6: linkerd
-            .get("ipv6")
-            .and_then(|v| v.as_bool())
-            .unwrap_or(false),
-    })
-}
-
-/// The skip-subnets Linkerd-CNI uses for a pod: its [`ANNOTATION`] when set, else its
-/// namespace's, else the plugin's list; each entry as written.
-pub fn effective<'a>(
-    pod: Option<&'a str>,
-    namespace: Option<&'a str>,
-    plugin: &'a [String],
-) -> Vec<&'a str> {
-    match pod
-        .filter(|v| !v.is_empty())
-        .or(namespace.filter(|v| !v.is_empty()))
-    {
-        Some(value) => value.split(',').filter(|e| !e.is_empty()).collect(),
-        None => plugin.iter().map(String::as_str).collect(),
-    }
-}
-
-/// Of `subnets`, those no entry of `skipped` covers (an entry that is not a CIDR covers
-/// nothing: iptables would refuse it).
-pub fn uncovered(subnets: &[IpNet], skipped: &[&str]) -> Vec<IpNet> {
-    let skipped: Vec<IpNet> = skipped.iter().filter_map(|e| e.parse().ok()).collect();
-    subnets
-        .iter()
-        .filter(|s| !skipped.iter().any(|k| k.contains(*s)))
-        .copied()
-        .collect()
 }
 
 /// A pod's skip-subnets annotations after the rule: [`ANNOTATION`] and [`ADDED_ANNOTATION`],
@@ -286,12 +259,15 @@ pub fn merge(
         text.map(|t| {
             t.split(',')
                 .filter(|e| !e.is_empty())
-                .map(str::to_string)
+                .map(|e| {
+                    work::count(1);
+                    e.to_string()
+                })
                 .collect()
         })
         .unwrap_or_default()
     };
-    let ours = entries(added);
+    let ours: HashSet<String> = entries(added).into_iter().collect();
     let own: Vec<String> = entries(pod)
         .into_iter()
         .filter(|e| !ours.contains(e))
@@ -310,12 +286,15 @@ pub fn merge(
     } else {
         plugin.to_vec()
     };
+    let mut present: HashSet<String> = value.iter().cloned().collect();
     for subnet in subnets {
+        work::count(1);
         let text = subnet.to_string();
-        if !value.contains(&text) {
+        if present.insert(text.clone()) {
             value.push(text);
         }
     }
+    let own: HashSet<&String> = own.iter().collect();
     let record: Vec<String> = value.iter().filter(|e| !own.contains(e)).cloned().collect();
     Annotations {
         value: joined(&value),
@@ -504,11 +483,17 @@ fn secondary(networks: Option<&str>, cx: &Context<'_>) -> Result<Subnets, Proble
     let nad_name = &cx.settings.nad_name;
     let mut read = Vec::new();
     let mut warnings = Vec::new();
+    // A network selected twice (two interfaces on it) brings the same subnets: read it once.
+    let mut seen = HashSet::new();
     for selection in selections {
+        work::count(1);
         if selection.refers_to(nad_name, cx.pod_namespace) {
             continue;
         }
         let namespace = selection.namespace_or(cx.pod_namespace);
+        if !seen.insert((namespace, selection.name.as_str(), &selection.ips[..])) {
+            continue;
+        }
         let nads = cx.nads.ok_or(Problem::NoNads)?;
         let nad = format!("{namespace}/{}", selection.name);
         match nads.ipam(namespace, &selection.name) {
@@ -541,3 +526,7 @@ fn secondary(networks: Option<&str>, cx: &Context<'_>) -> Result<Subnets, Proble
 #[cfg(test)]
 #[path = "skip_subnets_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "skip_subnets/bounds_tests.rs"]
+mod bounds_tests;

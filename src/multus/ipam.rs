@@ -22,6 +22,21 @@
 use ipnet::IpNet;
 use serde_json::{Map as JsonMap, Value};
 
+use crate::work::{self, Distinct};
+
+/// The most ranges one NAD's IPAM may list (the ranges cap): host-local's `ranges`, summed
+/// over its range sets, and its `subnet`; whereabouts' `ipRanges` and `range`. A network has
+/// a range per family, and a pool split in a few; each range becomes a subnet a pod skips.
+pub const MAX_RANGES: usize = 32;
+/// The most static addresses one NAD's IPAM may list (the addresses cap): `addresses` of the
+/// static IPAM (and whereabouts beside its ranges); an interface has one address per family.
+pub const MAX_ADDRESSES: usize = 32;
+/// The most routes one NAD's IPAM may list (the routes cap): `routes`. A secondary network
+/// routes a few prefixes through its gateway, a storage or telco network a few dozen; each
+/// destination becomes a subnet a pod skips, which Linkerd-CNI turns into an iptables rule
+/// of its own.
+pub const MAX_ROUTES: usize = 128;
+
 /// What a network's IPAM tells of the networks its interface joins.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Ipam {
@@ -72,6 +87,22 @@ pub enum IpamError {
         value: String,
         /// What it should be.
         expected: &'static str,
+    },
+    /// A list longer than its cap ([`MAX_RANGES`], [`MAX_ADDRESSES`], [`MAX_ROUTES`]).
+    #[error(
+        "\"{field}\" lists {count} {what}; at most {cap} are read (the {what} cap): each becomes a subnet the pods that select the network skip; {fix}"
+    )]
+    TooMany {
+        /// The field, as a path in the configuration.
+        field: String,
+        /// `ranges`, `addresses` or `routes`: what the cap counts.
+        what: &'static str,
+        /// How many it lists.
+        count: usize,
+        /// The cap.
+        cap: usize,
+        /// What to do.
+        fix: &'static str,
     },
     /// An IPAM that names no range where its type needs one.
     #[error("\"{field}\" has no {what}: its type {kind} needs one")]
@@ -129,7 +160,7 @@ pub fn read_value(config: &Value) -> Result<Ipam, IpamError> {
             });
         }
     };
-    let mut subnets = Vec::new();
+    let mut subnets = Distinct::default();
     match kind {
         "dhcp" => return Ok(Ipam::Dhcp),
         "static" => static_addresses(ipam, &path, &mut subnets)?,
@@ -161,13 +192,17 @@ pub fn read_value(config: &Value) -> Result<Ipam, IpamError> {
             });
         }
     }
-    let mut routes = Vec::new();
-    for (i, route) in array(ipam, "routes").iter().enumerate() {
+    let mut routes = Distinct::default();
+    let listed = capped(ipam, "routes", path.as_str(), MAX_ROUTES, ROUTES_FIX)?;
+    for (i, route) in listed.iter().enumerate() {
         let field = format!("{path}.routes[{i}].dst");
         let why = "is not a string: a route names its destination";
         push(&mut routes, cidr_at(route.get("dst"), &field, why, cidr)?);
     }
-    Ok(Ipam::Subnets { subnets, routes })
+    Ok(Ipam::Subnets {
+        subnets: subnets.into_vec(),
+        routes: routes.into_vec(),
+    })
 }
 
 fn is_empty(ipam: &Value) -> bool {
@@ -182,12 +217,47 @@ fn array<'a>(object: &'a JsonMap<String, Value>, key: &str) -> &'a [Value] {
         .map_or(&[], Vec::as_slice)
 }
 
-/// `net` masked to its network, once.
-fn push(list: &mut Vec<IpNet>, net: IpNet) {
-    let net = net.trunc();
-    if !list.contains(&net) {
-        list.push(net);
+/// What to do about too many routes.
+const ROUTES_FIX: &str = "summarize them in fewer, wider routes";
+/// What to do about too many ranges or addresses.
+const RANGES_FIX: &str = "give the network fewer, wider ranges";
+
+/// The array at `key` of `ipam` (at `path`), refused when it holds more than `cap` entries.
+fn capped<'a>(
+    ipam: &'a JsonMap<String, Value>,
+    key: &'static str,
+    path: &str,
+    cap: usize,
+    fix: &'static str,
+) -> Result<&'a [Value], IpamError> {
+    let list = array(ipam, key);
+    too_many(list.len(), cap, || format!("{path}.{key}"), key, fix)?;
+    Ok(list)
+}
+
+/// Refuses `count` entries of `what` (at `field`) over `cap`.
+fn too_many(
+    count: usize,
+    cap: usize,
+    field: impl FnOnce() -> String,
+    what: &'static str,
+    fix: &'static str,
+) -> Result<(), IpamError> {
+    match count > cap {
+        true => Err(IpamError::TooMany {
+            field: field(),
+            what,
+            count,
+            cap,
+            fix,
+        }),
+        false => Ok(()),
     }
+}
+
+/// `net` masked to its network, once.
+fn push(list: &mut Distinct<IpNet>, net: IpNet) {
+    list.insert(net.trunc());
 }
 
 /// The string at `field` (`value`), read by `parse`; `why` says what is wrong when it is
@@ -219,9 +289,10 @@ fn cidr(text: &str, field: &str) -> Result<IpNet, IpamError> {
 fn static_addresses(
     ipam: &JsonMap<String, Value>,
     path: &str,
-    subnets: &mut Vec<IpNet>,
+    subnets: &mut Distinct<IpNet>,
 ) -> Result<(), IpamError> {
-    for (i, entry) in array(ipam, "addresses").iter().enumerate() {
+    let listed = capped(ipam, "addresses", path, MAX_ADDRESSES, RANGES_FIX)?;
+    for (i, entry) in listed.iter().enumerate() {
         let field = format!("{path}.addresses[{i}].address");
         let why = "is not a string: a static address is ADDRESS/PREFIX";
         push(subnets, cidr_at(entry.get("address"), &field, why, cidr)?);
@@ -232,9 +303,23 @@ fn static_addresses(
 fn host_local(
     ipam: &JsonMap<String, Value>,
     path: &str,
-    subnets: &mut Vec<IpNet>,
+    subnets: &mut Distinct<IpNet>,
 ) -> Result<(), IpamError> {
-    for (i, set) in array(ipam, "ranges").iter().enumerate() {
+    let sets = array(ipam, "ranges");
+    work::count(sets.len());
+    let count = sets
+        .iter()
+        .map(|set| set.as_array().map_or(1, Vec::len))
+        .sum::<usize>()
+        + usize::from(ipam.contains_key("subnet"));
+    too_many(
+        count,
+        MAX_RANGES,
+        || format!("{path}.ranges"),
+        "ranges",
+        RANGES_FIX,
+    )?;
+    for (i, set) in sets.iter().enumerate() {
         let Value::Array(set) = set else {
             return Err(IpamError::Shape {
                 field: format!("{path}.ranges[{i}]"),
@@ -260,9 +345,18 @@ fn host_local(
 fn whereabouts(
     ipam: &JsonMap<String, Value>,
     path: &str,
-    subnets: &mut Vec<IpNet>,
+    subnets: &mut Distinct<IpNet>,
 ) -> Result<(), IpamError> {
-    for (i, entry) in array(ipam, "ipRanges").iter().enumerate() {
+    let listed = array(ipam, "ipRanges");
+    let count = listed.len() + usize::from(ipam.contains_key("range"));
+    too_many(
+        count,
+        MAX_RANGES,
+        || format!("{path}.ipRanges"),
+        "ranges",
+        RANGES_FIX,
+    )?;
+    for (i, entry) in listed.iter().enumerate() {
         let field = format!("{path}.ipRanges[{i}].range");
         let range = cidr_at(
             entry.get("range"),
@@ -297,150 +391,5 @@ fn whereabouts_range(text: &str, field: &str) -> Result<IpNet, IpamError> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn nets(list: &[&str]) -> Vec<IpNet> {
-        list.iter().map(|n| n.parse().unwrap()).collect()
-    }
-
-    /// (what, the CNI configuration, the subnets, the routes) for each shape read.
-    const SHAPES: &[(&str, &str, &[&str], &[&str])] = &[
-        (
-            "static, its address masked",
-            r#"{"type": "macvlan", "ipam": {"type": "static", "addresses": [{"address": "10.10.0.5/24", "gateway": "10.10.0.1"}]}}"#,
-            &["10.10.0.0/24"],
-            &[],
-        ),
-        (
-            "host-local ranges, two sets (dual stack)",
-            r#"{"type": "bridge", "ipam": {"type": "host-local", "ranges": [[{"subnet": "10.1.0.0/16", "rangeStart": "10.1.2.10", "rangeEnd": "10.1.2.50"}], [{"subnet": "fd10::/64"}]]}}"#,
-            &["10.1.0.0/16", "fd10::/64"],
-            &[],
-        ),
-        (
-            "host-local, the older subnet",
-            r#"{"type": "bridge", "ipam": {"type": "host-local", "subnet": "192.168.50.0/24"}}"#,
-            &["192.168.50.0/24"],
-            &[],
-        ),
-        (
-            "whereabouts range, host bits set",
-            r#"{"type": "macvlan", "ipam": {"type": "whereabouts", "range": "192.168.2.225/28"}}"#,
-            &["192.168.2.224/28"],
-            &[],
-        ),
-        (
-            "whereabouts range_start, range_end and exclude do not narrow the network",
-            r#"{"type": "macvlan", "ipam": {"type": "whereabouts", "range": "192.168.2.0/24", "range_start": "192.168.2.10", "range_end": "192.168.2.20", "exclude": ["192.168.2.12/32"]}}"#,
-            &["192.168.2.0/24"],
-            &[],
-        ),
-        (
-            "whereabouts FIRST-LAST/PREFIX",
-            r#"{"type": "macvlan", "ipam": {"type": "whereabouts", "range": "192.168.2.225-192.168.2.230/28"}}"#,
-            &["192.168.2.224/28"],
-            &[],
-        ),
-        (
-            "whereabouts ipRanges then range",
-            r#"{"type": "macvlan", "ipam": {"type": "whereabouts", "ipRanges": [{"range": "192.168.10.1/24"}, {"range": "176.168.10.1/16"}], "range": "abcd::1/64"}}"#,
-            &["192.168.10.0/24", "176.168.0.0/16", "abcd::/64"],
-            &[],
-        ),
-        (
-            "routes, each destination once",
-            r#"{"type": "macvlan", "ipam": {"type": "static", "addresses": [{"address": "10.10.0.5/24"}], "routes": [{"dst": "172.16.0.0/12", "gw": "10.10.0.1"}, {"dst": "172.16.5.0/12"}]}}"#,
-            &["10.10.0.0/24"],
-            &["172.16.0.0/12"],
-        ),
-        (
-            "a configuration list: the main plugin's IPAM",
-            r#"{"cniVersion": "0.4.0", "plugins": [{"type": "tuning"}, {"type": "macvlan", "ipam": {"type": "host-local", "subnet": "10.9.0.0/16"}}, {"type": "sbr"}]}"#,
-            &["10.9.0.0/16"],
-            &[],
-        ),
-    ];
-
-    #[test]
-    fn each_ipam_shape_gives_its_networks() {
-        for (what, config, subnets, routes) in SHAPES {
-            assert_eq!(
-                read(config),
-                Ok(Ipam::Subnets {
-                    subnets: nets(subnets),
-                    routes: nets(routes),
-                }),
-                "{what}"
-            );
-        }
-    }
-
-    #[test]
-    fn dhcp_and_no_ipam_give_no_subnet() {
-        for (config, expected) in [
-            (
-                r#"{"type": "macvlan", "ipam": {"type": "dhcp"}}"#,
-                Ipam::Dhcp,
-            ),
-            (r#"{"type": "macvlan"}"#, Ipam::None),
-            (r#"{"type": "macvlan", "ipam": {}}"#, Ipam::None),
-            (r#"{"plugins": [{"type": "macvlan"}]}"#, Ipam::None),
-        ] {
-            assert_eq!(read(config), Ok(expected), "{config}");
-        }
-    }
-
-    /// Configurations that cannot be read, and the message each gives.
-    const REFUSED: &[(&str, &str)] = &[
-        ("[]", "is not a JSON object"),
-        (r#"{"ipam": "static"}"#, "\"ipam\" is not an object"),
-        (
-            r#"{"ipam": {"subnet": "10.0.0.0/8"}}"#,
-            "\"ipam.type\" is not a string",
-        ),
-        (
-            r#"{"ipam": {"type": "calico-ipam"}}"#,
-            "\"ipam.type\" is \"calico-ipam\", an IPAM whose addresses cannot be known",
-        ),
-        (
-            r#"{"ipam": {"type": "static", "addresses": [{"address": "10.0.0.5"}]}}"#,
-            "\"ipam.addresses[0].address\" \"10.0.0.5\" is not an address with its prefix length",
-        ),
-        (
-            r#"{"ipam": {"type": "host-local", "ranges": [{"subnet": "10.0.0.0/8"}]}}"#,
-            "\"ipam.ranges[0]\" is not a list",
-        ),
-        (
-            r#"{"ipam": {"type": "host-local"}}"#,
-            "\"ipam\" has no \"ranges\" or \"subnet\": its type host-local needs one",
-        ),
-        (
-            r#"{"ipam": {"type": "whereabouts", "range": "192.168.2.225-192.168.2.230"}}"#,
-            "\"ipam.range\" \"192.168.2.225-192.168.2.230\" is not a CIDR or FIRST-LAST/PREFIX",
-        ),
-        (
-            r#"{"ipam": {"type": "whereabouts", "ipRanges": [{"range_start": "10.0.0.1"}]}}"#,
-            "\"ipam.ipRanges[0].range\" is not a string",
-        ),
-        (
-            r#"{"ipam": {"type": "static", "addresses": [{"address": "10.0.0.5/24"}], "routes": [{"gw": "10.0.0.1"}]}}"#,
-            "\"ipam.routes[0].dst\" is not a string",
-        ),
-        (
-            r#"{"plugins": [{"type": "macvlan", "ipam": {"type": "whereabouts"}}]}"#,
-            "\"plugins[0].ipam\" has no \"range\", \"ipRanges\" or \"addresses\"",
-        ),
-    ];
-
-    #[test]
-    fn what_cannot_be_read_is_named() {
-        for (config, expected) in REFUSED {
-            let error = read(config).expect_err(config).to_string();
-            assert!(
-                error.starts_with(expected),
-                "{config}: {error:?} does not start with {expected:?}"
-            );
-        }
-    }
-}
+#[path = "ipam_tests.rs"]
+mod tests;

@@ -14,6 +14,7 @@ use crate::k8s::workload::{
     WorkloadKind, metadata_is_a_map, remove_annotation, template_annotations, template_labels,
 };
 use crate::multus::networks::{DEFAULT_NETWORK_ANNOTATION, NETWORKS_ANNOTATION, Networks};
+use crate::work::Distinct;
 use crate::yaml::{Map, Node, Scalar, Style};
 
 mod choices;
@@ -337,13 +338,12 @@ fn wanted(
     nads: &dyn Nads,
 ) -> Result<Wanted, Error> {
     let mut wanted = Wanted::default();
-    let mut missing: Vec<String> = Vec::new();
+    let mut missing: Distinct<String> = Distinct::default();
     for (namespace, name) in selected {
+        crate::work::count(1);
         let id = || format!("{namespace}/{name}");
         let Some(annotations) = nads.annotations(namespace, name) else {
-            if !missing.contains(&id()) {
-                missing.push(id());
-            }
+            missing.insert(id());
             continue;
         };
         let resources: BTreeSet<&str> = settings
@@ -388,7 +388,7 @@ fn wanted(
         }
     }
     if !missing.is_empty() {
-        return Err(Error::MissingNads(missing));
+        return Err(Error::MissingNads(missing.into_vec()));
     }
     Ok(wanted)
 }

@@ -11,7 +11,9 @@ use crate::k8s::workload::{WorkloadKind, WorkloadKinds};
 use crate::krm::results::{self, FnResult, Position, Severity, plural};
 use crate::multus::cni_config::{CniConfigError, check_cni_config};
 use crate::multus::nad;
-use crate::multus::networks::{DEFAULT_NETWORK_ANNOTATION, NETWORKS_ANNOTATION, Networks};
+use crate::multus::networks::{
+    DEFAULT_NETWORK_ANNOTATION, ItemProblem, NETWORKS_ANNOTATION, Networks, NetworksError,
+};
 use crate::yaml::{JsonError, Map, Node};
 
 use super::settings::Settings;
@@ -241,6 +243,20 @@ fn check_workload(
         };
         let networks = match Networks::parse(text) {
             Ok(networks) => networks,
+            // A cap is this project's, not Multus's.
+            Err(e @ NetworksError::TooManySelections { .. }) => {
+                problems.push(Problem::error(field, format!("{name} {e}")));
+                continue;
+            }
+            Err(
+                e @ NetworksError::Element {
+                    problem: ItemProblem::TooManyIps { .. },
+                    ..
+                },
+            ) => {
+                problems.push(Problem::error(field, format!("{name}: {e}")));
+                continue;
+            }
             Err(e) => {
                 problems.push(Problem::error(field, format!("Multus rejects {name}: {e}")));
                 continue;

@@ -26,132 +26,10 @@ use kube::api::{Api, DynamicObject, ListParams, WatchEvent, WatchParams};
 use kube::core::{ObjectMeta, PartialObjectMeta};
 use serde::de::DeserializeOwned;
 
-use crate::admission::NadConfigs;
-use crate::k8s::namespace::{INJECT_ANNOTATION, Lookup, MULTUS_ANNOTATION};
-use crate::linkerd_cni::cni_config::other_network;
-use crate::linkerd_cni::rollout;
-use crate::linkerd_cni::skip_subnets::{self, PluginSettings, linkerd_cni_settings};
-use crate::multus::ipam::{self, Ipam, IpamError};
-use crate::multus::nad::{self, Maker};
-use crate::network_resources::{Nads, nad_annotation_keys};
-
-/// The annotations of one object that the rules read (the others are not
-/// kept) and, for a NAD, the hash of its config and what it runs when that is
-/// not Linkerd-CNI. Short keys and values are held inline, so a lookup reads
-/// no other memory.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Annotations {
-    pairs: Vec<(CompactString, CompactString)>,
-    config_hash: Option<CompactString>,
-    other_network: Option<Box<str>>,
-    network: Option<Box<Network>>,
-}
-
-/// What a NAD's config says for the secondary-network rule: Linkerd-CNI's own settings, or
-/// the IPAM of another network.
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Network {
-    LinkerdCni(PluginSettings),
-    Other(Result<Ipam, IpamError>),
-}
-
-impl Lookup for Annotations {
-    fn lookup(&self, key: &str) -> Option<&str> {
-        self.pairs
-            .iter()
-            .find(|(k, _)| k == key)
-            .map(|(_, v)| v.as_str())
-    }
-}
-
-impl Annotations {
-    /// No annotations.
-    pub const EMPTY: Annotations = Annotations {
-        pairs: Vec::new(),
-        config_hash: None,
-        other_network: None,
-        network: None,
-    };
-
-    /// The annotations of `meta` among `keys`, with the hash of the NAD
-    /// config `config` when given, and what it runs when it is not
-    /// Linkerd-CNI and the NAD is not this project's.
-    pub fn of(meta: &ObjectMeta, keys: &[String], config: Option<&str>) -> Self {
-        let network = config.map(|config| {
-            let parsed = serde_json::from_str::<serde_json::Value>(config);
-            Box::new(match parsed.as_ref().ok().and_then(linkerd_cni_settings) {
-                Some(plugin) => Network::LinkerdCni(plugin),
-                None => Network::Other(
-                    parsed.map_or(Err(IpamError::NotObject), |v| ipam::read_value(&v)),
-                ),
-            })
-        });
-        Annotations {
-            network,
-            pairs: meta
-                .annotations
-                .iter()
-                .flatten()
-                .filter(|(k, _)| keys.contains(k))
-                .map(|(k, v)| (k.as_str().into(), v.as_str().into()))
-                .collect(),
-            config_hash: config.map(|c| rollout::config_hash(c).into()),
-            other_network: config
-                .filter(|_| made_by_someone_else(meta))
-                .and_then(other_network)
-                .map(String::into_boxed_str),
-        }
-    }
-
-    /// The [`rollout::config_hash`] of the NAD's `spec.config`, computed once
-    /// when the NAD was stored; `None` when it has none.
-    pub fn config_hash(&self) -> Option<&str> {
-        self.config_hash.as_deref()
-    }
-
-    /// The IPAM of the NAD's `spec.config` when it is not Linkerd-CNI's, read once when the
-    /// NAD was stored.
-    pub fn ipam(&self) -> Option<&Result<Ipam, IpamError>> {
-        match self.network.as_deref()? {
-            Network::Other(ipam) => Some(ipam),
-            Network::LinkerdCni(_) => None,
-        }
-    }
-
-    /// Linkerd-CNI's settings in the NAD's `spec.config` when it runs it, read once when the
-    /// NAD was stored.
-    pub fn plugin_settings(&self) -> Option<&PluginSettings> {
-        match self.network.as_deref()? {
-            Network::LinkerdCni(plugin) => Some(plugin),
-            Network::Other(_) => None,
-        }
-    }
-
-    /// What the NAD's `spec.config` runs when no plugin of it is Linkerd-CNI
-    /// ([`other_network`]), computed once when the NAD was stored.
-    pub fn other_network(&self) -> Option<&str> {
-        self.other_network.as_deref()
-    }
-}
-
-/// Whether a NAD is held by neither a render nor the NAD controller of this project
-/// ([`nad::Record::holder`], the rule the controller and `check` read): only such a NAD is
-/// judged by what it runs, as the render and `check` judge it.
-fn made_by_someone_else(meta: &ObjectMeta) -> bool {
-    let empty = std::collections::BTreeMap::new();
-    let writes = meta.managed_fields.iter().flatten().map(|entry| {
-        (
-            entry.manager.as_deref().unwrap_or_default(),
-            entry.operation.as_deref().unwrap_or_default(),
-        )
-    });
-    let client_side = meta
-        .annotations
-        .as_ref()
-        .is_some_and(|a| a.contains_key(nad::LAST_APPLIED_ANNOTATION));
-    let labels = meta.labels.as_ref().unwrap_or(&empty);
-    nad::Record::read(labels, writes, client_side).holder() == Maker::Other
-}
+use crate::k8s::namespace::{INJECT_ANNOTATION, MULTUS_ANNOTATION};
+use crate::linkerd_cni::skip_subnets;
+use crate::network_resources::nad_annotation_keys;
+pub use crate::webhook::entries::{Annotations, Entry, Picked, nad_key};
 
 /// An object a cache is fed: its metadata, and the NAD config it holds.
 pub trait Cached: kube::Resource + Clone + DeserializeOwned + Debug + Send + 'static {
@@ -184,7 +62,9 @@ struct Health {
     error: Option<String>,
 }
 
-type Entries = HashMap<CompactString, Annotations>;
+/// The objects of a cache by key, each behind an `Arc`: a review takes the ones it needs
+/// under the read lock and reads them after releasing it.
+type Entries = HashMap<CompactString, Arc<Annotations>>;
 
 /// What a cache holds: how objects are keyed, and what logs call them.
 #[derive(Debug, Clone, Copy)]
@@ -236,11 +116,6 @@ pub struct CacheStatus {
     /// How many full lists it has made: one at the start, and one each time
     /// its resourceVersion expired (410 Gone).
     pub lists: u64,
-}
-
-/// The key of NAD `namespace/name` in a [`NadCache`].
-pub fn nad_key(namespace: &str, name: &str) -> CompactString {
-    compact_str::format_compact!("{namespace}/{name}")
 }
 
 impl WatchCache {
@@ -359,10 +234,25 @@ impl WatchCache {
         ))
     }
 
-    /// The cache at this moment, for one review; writes from the watch wait
-    /// while the view lives.
-    pub fn view(&self) -> View<'_> {
-        View(self.read())
+    /// The entry of `key` (a namespace's name, or [`nad_key`]), if the cache holds it. The
+    /// read lock is held for the lookup only: the watch's writes never wait for a review.
+    pub fn get(&self, key: &str) -> Option<Arc<Annotations>> {
+        self.read().get(key).cloned()
+    }
+
+    /// The entries of `keys` at one moment, for the rules of one review: taken under one
+    /// read lock, released before this returns, so that no rule runs while holding a lock
+    /// the watch's writes (and every reader after them) would queue on.
+    pub fn pick<'k>(&self, keys: impl IntoIterator<Item = &'k str>) -> Picked {
+        let entries = self.read();
+        Picked(
+            keys.into_iter()
+                .map(|key| {
+                    crate::work::count(1);
+                    (CompactString::from(key), entries.get(key).cloned())
+                })
+                .collect(),
+        )
     }
 
     /// Whether a full list has completed once.
@@ -398,9 +288,9 @@ impl WatchCache {
         &self,
         meta: &ObjectMeta,
         config: Option<&str>,
-    ) -> Option<(CompactString, Annotations)> {
+    ) -> Option<(CompactString, Arc<Annotations>)> {
         let key = (self.kind.key)(meta)?;
-        Some((key, Annotations::of(meta, &self.keys, config)))
+        Some((key, Arc::new(Annotations::of(meta, &self.keys, config))))
     }
 
     fn read(&self) -> RwLockReadGuard<'_, Entries> {
@@ -544,7 +434,9 @@ impl WatchCache {
         match change {
             Change::Listed(listed) => {
                 let count = listed.len();
-                *self.write() = listed;
+                let replaced = std::mem::replace(&mut *self.write(), listed);
+                // The old entries are freed after the lock is released.
+                drop(replaced);
                 self.lists.fetch_add(1, Ordering::Relaxed);
                 let was_synced = self.synced.swap(true, Ordering::AcqRel);
                 if !was_synced {
@@ -573,7 +465,7 @@ enum Change {
     /// A full list: the cache becomes exactly this.
     Listed(Entries),
     /// An object added or changed, as kept (`None`: it has no key).
-    Applied(Option<(CompactString, Annotations)>),
+    Applied(Option<(CompactString, Arc<Annotations>)>),
     /// An object deleted, by its key (`None`: it has none).
     Deleted(Option<CompactString>),
 }
@@ -607,41 +499,6 @@ async fn within<T>(
 /// continuation) expired.
 fn is_gone(error: &kube::Error) -> bool {
     matches!(error, kube::Error::Api(status) if status.code == 410)
-}
-
-/// A cache at one moment, for the rules of one review.
-pub struct View<'a>(RwLockReadGuard<'a, Entries>);
-
-impl View<'_> {
-    /// The annotations of an object, by key (a namespace's name), if the cache holds it.
-    pub fn get(&self, key: &str) -> Option<&Annotations> {
-        self.0.get(key)
-    }
-}
-
-/// The NADs of a [`NadCache`].
-impl Nads for View<'_> {
-    fn annotations(&self, namespace: &str, name: &str) -> Option<&dyn Lookup> {
-        self.0
-            .get(&nad_key(namespace, name))
-            .map(|a| a as &dyn Lookup)
-    }
-}
-
-/// The NADs of a [`NadCache`], with the hashes of their configs.
-impl NadConfigs for View<'_> {
-    fn config_hash(&self, namespace: &str, name: &str) -> Option<&str> {
-        self.0.get(&nad_key(namespace, name))?.config_hash()
-    }
-    fn other_network(&self, namespace: &str, name: &str) -> Option<&str> {
-        self.0.get(&nad_key(namespace, name))?.other_network()
-    }
-    fn ipam(&self, namespace: &str, name: &str) -> Option<&Result<Ipam, IpamError>> {
-        self.0.get(&nad_key(namespace, name))?.ipam()
-    }
-    fn plugin_settings(&self, namespace: &str, name: &str) -> Option<&PluginSettings> {
-        self.0.get(&nad_key(namespace, name))?.plugin_settings()
-    }
 }
 
 /// Runs a Namespace cache over the metadata of every Namespace.

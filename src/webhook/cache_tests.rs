@@ -6,8 +6,15 @@ use kube::Resource;
 use kube::core::PartialObjectMetaExt;
 
 use super::*;
+use crate::admission::NadConfigs;
+use crate::k8s::namespace::Lookup;
 use crate::linkerd_cni::rollout;
-use crate::network_resources::NODE_SELECTOR_ANNOTATION;
+use crate::network_resources::{NODE_SELECTOR_ANNOTATION, Nads};
+
+/// NAD `namespace/name` picked from `cache`.
+fn pick_nad(cache: &WatchCache, namespace: &str, name: &str) -> Picked {
+    cache.pick([nad_key(namespace, name).as_str()])
+}
 
 fn object<K>(
     namespace: Option<&str>,
@@ -48,21 +55,19 @@ fn events_build_the_cache() {
             &[("linkerd.io/multus", "enabled"), ("other", "x")],
         )],
     ));
-    let view = cache.view();
-    let demo = view.get("demo").unwrap();
+    let demo = cache.get("demo").unwrap();
     assert_eq!(demo.lookup("linkerd.io/multus"), Some("enabled"));
     assert_eq!(
         demo.lookup("other"),
         None,
         "only the rule annotations are kept"
     );
-    drop(view);
     cache.apply(Change::Applied(cache.keep(
         &ns("web", &[("openshift.io/sa.scc.uid-range", "1/2")]),
         None,
     )));
     cache.apply(Change::Deleted((cache.kind.key)(&ns("demo", &[]))));
-    assert!(cache.view().get("demo").is_none());
+    assert!(cache.get("demo").is_none());
     assert_eq!(
         cache.status(),
         CacheStatus {
@@ -76,8 +81,8 @@ fn events_build_the_cache() {
     // A new list replaces the whole cache.
     cache.apply(listed(&cache, &[ns("other", &[])]));
     assert_eq!(cache.status().lists, 2);
-    assert!(cache.view().get("web").is_none());
-    assert!(cache.view().get("other").is_some());
+    assert!(cache.get("web").is_none());
+    assert!(cache.get("other").is_some());
 }
 
 const RESOURCE: &str = "k8s.v1.cni.cncf.io/resourceName";
@@ -183,9 +188,9 @@ fn the_nad_cache_keeps_what_the_rules_read_by_namespace_and_name() {
             });
         }
         assert!(cache.synced(), "{name}");
-        let view = cache.view();
         for ((namespace, nad), want) in lookups {
-            let got = view.annotations(namespace, nad).map(|a| {
+            let picked = pick_nad(&cache, namespace, nad);
+            let got = picked.annotations(namespace, nad).map(|a| {
                 [
                     RESOURCE,
                     NODE_SELECTOR_ANNOTATION,
@@ -281,8 +286,7 @@ fn the_nad_cache_keeps_the_hash_of_each_config() {
     .collect();
     cache.apply(Change::Listed(listed));
     let hash = |ns: &str| {
-        cache
-            .view()
+        pick_nad(&cache, ns, "linkerd-cni")
             .config_hash(ns, "linkerd-cni")
             .map(str::to_string)
     };
@@ -299,7 +303,11 @@ fn the_nad_cache_keeps_the_hash_of_each_config() {
         Some(rollout::config_hash(new)),
         "a change re-hashes"
     );
-    assert!(cache.view().annotations("demo", "linkerd-cni").is_some());
+    assert!(
+        pick_nad(&cache, "demo", "linkerd-cni")
+            .annotations("demo", "linkerd-cni")
+            .is_some()
+    );
     let metadata = object::<DynamicObject>(Some("demo"), "m", &[]);
     assert_eq!(metadata.config(), None, "metadata holds no config");
 }
@@ -334,7 +342,6 @@ fn the_nad_cache_keeps_what_a_foreign_nad_runs() {
     .filter_map(kept)
     .collect();
     cache.apply(Change::Listed(listed));
-    let view = cache.view();
     for (ns, want) in [
         ("taken", Some("macvlan")),
         ("chained", None),
@@ -343,6 +350,41 @@ fn the_nad_cache_keeps_what_a_foreign_nad_runs() {
         ("rendered", None),
         ("absent", None),
     ] {
-        assert_eq!(view.other_network(ns, "linkerd-cni"), want, "{ns}");
+        let picked = pick_nad(&cache, ns, "linkerd-cni");
+        assert_eq!(picked.other_network(ns, "linkerd-cni"), want, "{ns}");
     }
+}
+
+/// What a review picks holds no lock: the watch writes while a review still reads what it
+/// picked (a guard held here would deadlock this thread), and the review keeps the entries
+/// as they were when picked, while the next pick sees the write.
+#[test]
+fn a_pick_holds_no_lock_and_keeps_what_it_took() {
+    let cache = WatchCache::nads(&[RESOURCE.to_string()]);
+    let nad =
+        |value: &str| object::<Namespace>(Some("demo"), "data", &[(RESOURCE, value)]).metadata;
+    cache.apply(listed(&cache, &[nad("intel/sriov")]));
+    let picked = pick_nad(&cache, "demo", "data");
+    let unpicked = pick_nad(&cache, "demo", "other");
+    cache.apply(Change::Applied(cache.keep(&nad("mellanox/sriov"), None)));
+    cache.apply(listed(&cache, &[]));
+    let resource = |p: &Picked| {
+        p.annotations("demo", "data")
+            .and_then(|a| a.lookup(RESOURCE))
+            .map(str::to_string)
+    };
+    assert_eq!(resource(&picked).as_deref(), Some("intel/sriov"));
+    assert!(matches!(
+        picked.entry(&nad_key("demo", "other")),
+        Entry::NotPicked
+    ));
+    assert!(matches!(
+        unpicked.entry(&nad_key("demo", "other")),
+        Entry::Lacked
+    ));
+    assert_eq!(
+        resource(&pick_nad(&cache, "demo", "data")),
+        None,
+        "the list removed it"
+    );
 }

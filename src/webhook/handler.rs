@@ -25,14 +25,20 @@ use crate::linkerd_cni::settings::Settings;
 use crate::linkerd_cni::skip_subnets::PluginSettings;
 use crate::multus::ipam::{Ipam, IpamError};
 use crate::network_resources::{self, Nads};
-use crate::webhook::cache::{Annotations, NadCache, NamespaceCache, View, nad_key};
+use crate::webhook::cache::{Annotations, Entry, NadCache, NamespaceCache, Picked, nad_key};
 use crate::webhook::live::{Live, LiveReader, Tenant};
 use crate::webhook::metrics::Metrics;
-use crate::webhook::server::{Handler, Reply};
+use crate::webhook::server::{Call, Handler, Reply};
+use crate::work::Distinct;
 
 /// NADs one review may read live; a pod selecting more that the cache lacks
 /// gets the `--on-error` answer.
 const MAX_LIVE_NADS: usize = 8;
+
+/// The most passes of one review: waiting for the namespace, reading it live, waiting for
+/// the NADs, reading them live, picking NADs the rules read beyond those foreseen, and
+/// the last, which answers.
+const PASSES: usize = 6;
 
 /// Answers admission reviews with the core's pod rules.
 pub struct Admission {
@@ -65,8 +71,8 @@ pub struct Admission {
 
 /// What one pass over the caches came to.
 enum Pass {
-    /// The answer.
-    Answered(Answer),
+    /// The answer, and whether the namespace exists (the answer vouches for its caller).
+    Answered(Answer, bool),
     /// The namespace cache lacks the namespace, its watch up: wait for it.
     AwaitNamespace,
     /// The namespace cache lacks it still, its watch up: it does not exist.
@@ -82,6 +88,9 @@ enum Pass {
         missed: Vec<(CompactString, CompactString)>,
         known: bool,
     },
+    /// The rules read NADs (these keys) that were not picked from the cache
+    /// before they ran: pick them too, and run the rules again.
+    Unpicked(Vec<CompactString>),
 }
 
 /// What one review has learnt beyond the caches.
@@ -95,6 +104,8 @@ struct Learnt {
     waited_namespace: bool,
     /// Waited for the NAD cache's watch.
     waited_nads: bool,
+    /// NADs to pick besides those [`admission::nads_read`] names.
+    unpicked: Vec<CompactString>,
 }
 
 /// The NADs read live for one review: their annotations, or `None` for one
@@ -102,7 +113,7 @@ struct Learnt {
 type Fetched = HashMap<CompactString, Option<Annotations>>;
 
 impl Handler for Admission {
-    async fn handle(&self, body: Bytes) -> Reply {
+    async fn handle(&self, body: Bytes, call: &Call<'_>) -> Reply {
         let start = Instant::now();
         let request = match admission::parse(&body) {
             Ok(request) => request,
@@ -113,7 +124,7 @@ impl Handler for Admission {
                 return Reply::text(StatusCode::BAD_REQUEST, e.to_string());
             }
         };
-        let answer = self.answer(&request).await;
+        let (answer, vouches) = self.answer(&request, call).await;
         self.metrics.answered(
             answer.outcome,
             &answer.changes,
@@ -121,26 +132,29 @@ impl Handler for Admission {
             start.elapsed(),
         );
         log(&request, &answer);
-        Reply::json(answer.body)
+        Reply::json(answer.body).vouching(vouches)
     }
 }
 
 impl Admission {
     /// Decides on the request from the caches, waiting for their watches or
     /// reading live what they lack: at most the namespace, then the NADs,
-    /// then a last pass.
-    async fn answer(&self, request: &Request<'_>) -> Answer {
+    /// then a last pass. While it waits for a watch, the request holds no
+    /// connection's place ([`Call::waiting`]). Whether the namespace exists
+    /// comes with the answer.
+    async fn answer(&self, request: &Request<'_>, call: &Call<'_>) -> (Answer, bool) {
         let mut learnt = Learnt::default();
-        for _ in 0..5 {
+        for _ in 0..PASSES {
             match self.pass(request, &learnt) {
-                Pass::Answered(answer) => return answer,
+                Pass::Answered(answer, vouches) => return (answer, vouches),
                 Pass::AwaitNamespace => {
                     let deadline = tokio::time::Instant::now() + self.watch_lag;
+                    let _waiting = call.waiting();
                     self.cache.holds_by(&request.namespace, deadline).await;
                     learnt.waited_namespace = true;
                 }
                 Pass::NoNamespace => {
-                    return self.unavailable(
+                    return self.unvouched(
                         request,
                         format!(
                             "namespace {} does not exist: the webhook's cache, whose watch is up, does not hold it",
@@ -152,7 +166,7 @@ impl Admission {
                     match self.live.namespace(&request.namespace, known).await {
                         Live::Found(annotations) => learnt.namespace = Some(annotations),
                         Live::Absent => {
-                            return self.unavailable(
+                            return self.unvouched(
                             request,
                             format!(
                                 "namespace {} is in neither the webhook's cache nor the API server",
@@ -160,12 +174,13 @@ impl Admission {
                             ),
                         );
                         }
-                        Live::Failed(why) => return self.unavailable(request, why),
+                        Live::Failed(why) => return self.unvouched(request, why),
                     }
                 }
                 Pass::AwaitNads(keys) => {
                     if let Some(nads) = &self.nads {
                         let deadline = tokio::time::Instant::now() + self.watch_lag;
+                        let _waiting = call.waiting();
                         for key in keys {
                             nads.holds_by(&key, deadline).await;
                         }
@@ -173,7 +188,7 @@ impl Admission {
                     learnt.waited_nads = true;
                 }
                 Pass::Nads { missed, .. } if missed.len() > MAX_LIVE_NADS => {
-                    return self.unavailable(
+                    return self.unvouched(
                         request,
                         format!(
                             "the pod selects {} NetworkAttachmentDefinitions the webhook's cache does not hold; it reads at most {MAX_LIVE_NADS} live",
@@ -181,6 +196,7 @@ impl Admission {
                         ),
                     );
                 }
+                Pass::Unpicked(keys) => learnt.unpicked.extend(keys),
                 Pass::Nads { missed, known } => {
                     let tenant = Tenant {
                         namespace: &request.namespace,
@@ -190,7 +206,7 @@ impl Admission {
                         let found = match self.live.nad(&ns, &name, tenant).await {
                             Live::Found(annotations) => Some(annotations),
                             Live::Absent => None,
-                            Live::Failed(why) => return self.unavailable(request, why),
+                            Live::Failed(why) => return self.unvouched(request, why),
                         };
                         learnt.fetched.insert(nad_key(&ns, &name), found);
                     }
@@ -198,26 +214,28 @@ impl Admission {
             }
         }
         // Each pass waits for or reads what the previous one lacked, so the last answers.
-        self.unavailable(request, "the caches and live reads did not settle".into())
+        self.unvouched(request, "the caches and live reads did not settle".into())
     }
 
-    fn unavailable(&self, request: &Request<'_>, why: String) -> Answer {
-        admission::unavailable(request, self.on_error, why)
+    /// The `--on-error` answer, which vouches for no caller.
+    fn unvouched(&self, request: &Request<'_>, why: String) -> (Answer, bool) {
+        (admission::unavailable(request, self.on_error, why), false)
     }
 
     /// One pass: the namespace read live or from the cache, the NADs read
-    /// live or from the cache. The caches are read under their read locks,
-    /// for this pass only.
+    /// live or from the cache. The entries of the caches the rules read are
+    /// picked first, each cache's read lock held only while it is picked; the
+    /// rules run on those, with no lock held, so the watches' writes (and the
+    /// reviews after them) never wait for a review's rules.
     fn pass(&self, request: &Request<'_>, learnt: &Learnt) -> Pass {
-        let namespaces = self.cache.view();
-        let cached = namespaces.get(&request.namespace);
+        let cached = self.cache.get(&request.namespace);
         let known = cached.is_some();
         let namespace: &dyn Lookup = match &learnt.namespace {
             Some(live) => live,
             // The rules do not read the namespace of what they do not act on.
             None if !admission::acts_on(request) => &NO_ANNOTATIONS,
-            None => match cached {
-                Some(cached) if self.cache.vouches(self.max_watch_outage) => cached,
+            None => match &cached {
+                Some(cached) if self.cache.vouches(self.max_watch_outage) => &**cached,
                 None if self.cache.watching() && learnt.waited_namespace => {
                     return Pass::NoNamespace;
                 }
@@ -225,14 +243,22 @@ impl Admission {
                 _ => return Pass::Namespace { known },
             },
         };
-        let view = self
+        let picked = self
             .nads
             .as_ref()
             .filter(|nads| nads.vouches(self.max_watch_outage))
-            .map(|nads| nads.view());
+            .map(|nads| {
+                let read = admission::nads_read(request, &self.settings);
+                let keys: Vec<CompactString> = read
+                    .iter()
+                    .map(|(ns, name)| nad_key(ns, name))
+                    .chain(learnt.unpicked.iter().cloned())
+                    .collect();
+                nads.pick(keys.iter().map(CompactString::as_str))
+            });
         let watching = self.nads.as_ref().is_some_and(|nads| nads.watching());
         let nads = Recorded {
-            view: view.as_ref(),
+            picked: picked.as_ref(),
             fetched: &learnt.fetched,
             lacking: match (watching, learnt.waited_nads) {
                 (true, true) => Lacking::Absent,
@@ -240,6 +266,7 @@ impl Admission {
                 (false, _) => Lacking::Read,
             },
             missed: RefCell::default(),
+            unpicked: RefCell::default(),
         };
         let network_resources = self
             .network_resources
@@ -260,9 +287,14 @@ impl Admission {
             nad_check.as_ref(),
             self.on_error,
         );
-        let missed = nads.missed.into_inner();
+        let unpicked = nads.unpicked.into_inner();
+        if !unpicked.is_empty() {
+            return Pass::Unpicked(unpicked.into_vec());
+        }
+        let missed = nads.missed.into_inner().into_vec();
+        let vouches = known || learnt.namespace.is_some();
         match (missed.is_empty(), nads.lacking) {
-            (true, _) => Pass::Answered(answer),
+            (true, _) => Pass::Answered(answer, vouches),
             (false, Lacking::Await) => {
                 Pass::AwaitNads(missed.iter().map(|(ns, name)| nad_key(ns, name)).collect())
             }
@@ -284,33 +316,43 @@ enum Lacking {
     Read,
 }
 
-/// The NADs of one pass: those read live, then the cache's (when it
-/// vouches); a NAD in neither is recorded as missed (to wait for or read
-/// live), unless the cache's watch says it does not exist.
+/// The NADs of one pass: those read live, then those picked from the cache
+/// (when it vouches); a NAD in neither is recorded as missed (to wait for or
+/// read live), unless the cache's watch says it does not exist; one the
+/// cache was not asked for is recorded as unpicked (to pick, then run the
+/// rules again).
 struct Recorded<'a> {
-    view: Option<&'a View<'a>>,
+    picked: Option<&'a Picked>,
     fetched: &'a Fetched,
     lacking: Lacking,
-    missed: RefCell<Vec<(CompactString, CompactString)>>,
+    missed: RefCell<Distinct<(CompactString, CompactString)>>,
+    unpicked: RefCell<Distinct<CompactString>>,
 }
 
 impl Nads for Recorded<'_> {
     fn annotations(&self, namespace: &str, name: &str) -> Option<&dyn Lookup> {
+        let key = nad_key(namespace, name);
         if !self.fetched.is_empty()
-            && let Some(live) = self.fetched.get(&nad_key(namespace, name))
+            && let Some(live) = self.fetched.get(&key)
         {
             return live.as_ref().map(|a| a as &dyn Lookup);
         }
-        if let Some(cached) = self.view.and_then(|v| v.annotations(namespace, name)) {
-            return Some(cached);
+        if let Some(picked) = self.picked {
+            match picked.entry(&key) {
+                Entry::Held(cached) => return Some(cached),
+                Entry::Lacked => {}
+                Entry::NotPicked => {
+                    self.unpicked.borrow_mut().insert(key);
+                    return None;
+                }
+            }
         }
         if self.lacking == Lacking::Absent {
             return None;
         }
-        let mut missed = self.missed.borrow_mut();
-        if !missed.iter().any(|(ns, n)| ns == namespace && n == name) {
-            missed.push((namespace.into(), name.into()));
-        }
+        self.missed
+            .borrow_mut()
+            .insert((namespace.into(), name.into()));
         None
     }
 }
@@ -319,12 +361,13 @@ impl Recorded<'_> {
     /// The entry of a NAD as [`Recorded::annotations`] finds it, live read
     /// first, without recording a miss.
     fn entry(&self, namespace: &str, name: &str) -> Option<&Annotations> {
+        let key = nad_key(namespace, name);
         if !self.fetched.is_empty()
-            && let Some(live) = self.fetched.get(&nad_key(namespace, name))
+            && let Some(live) = self.fetched.get(&key)
         {
             return live.as_ref();
         }
-        self.view?.get(&nad_key(namespace, name))
+        self.picked?.get(&key)
     }
 }
 

@@ -64,6 +64,7 @@ impl Limits {
             per_peer: self.max_connections_per_peer,
             requests_per_peer: self.max_requests_per_peer,
             stalled_after: self.body_stall_timeout,
+            grace: crate::webhook::eviction::GRACE,
         }
     }
 

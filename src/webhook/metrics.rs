@@ -62,10 +62,13 @@ pub enum Refusal {
     PeerConnectionLimit,
     /// A request from a peer with `--max-requests-per-peer` in flight: 503, unread.
     PeerRequestLimit,
+    /// A second request on a connection that has had no review answered, still
+    /// waiting for the first after `--body-timeout`: 503, unread.
+    Unproven,
 }
 
 impl Refusal {
-    const ALL: [Refusal; 8] = [
+    const ALL: [Refusal; 9] = [
         Refusal::TooLarge,
         Refusal::Timeout,
         Refusal::NotFound,
@@ -74,6 +77,7 @@ impl Refusal {
         Refusal::ConnectionLimit,
         Refusal::PeerConnectionLimit,
         Refusal::PeerRequestLimit,
+        Refusal::Unproven,
     ];
 
     fn as_str(self) -> &'static str {
@@ -86,29 +90,43 @@ impl Refusal {
             Refusal::ConnectionLimit => "connection_limit",
             Refusal::PeerConnectionLimit => "peer_connection_limit",
             Refusal::PeerRequestLimit => "peer_request_limit",
+            Refusal::Unproven => "unproven_connection",
         }
     }
 }
 
-/// What a connection evicted at `--max-connections` was doing.
+/// What a connection evicted for a new one, a request or the body budget was doing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Eviction {
     /// Its TLS handshake, or waiting for its first byte.
     Handshake,
     /// Nothing: idle between requests, or before its first.
     Idle,
-    /// Waiting for request bodies that made no progress for a second.
+    /// Waiting for request bodies that made no progress for `--body-stall-timeout`.
     Stalled,
+    /// Waiting for request bodies still arriving, on a connection that has had no
+    /// review answered.
+    Reading,
+    /// Waiting for a cache's watch to bring the object a review names.
+    Waiting,
 }
 
 impl Eviction {
-    const ALL: [Eviction; 3] = [Eviction::Handshake, Eviction::Idle, Eviction::Stalled];
+    const ALL: [Eviction; 5] = [
+        Eviction::Handshake,
+        Eviction::Idle,
+        Eviction::Stalled,
+        Eviction::Reading,
+        Eviction::Waiting,
+    ];
 
     fn as_str(self) -> &'static str {
         match self {
             Eviction::Handshake => "handshake",
             Eviction::Idle => "idle",
             Eviction::Stalled => "stalled",
+            Eviction::Reading => "reading",
+            Eviction::Waiting => "waiting",
         }
     }
 }
@@ -212,6 +230,7 @@ struct HttpGauges {
     evictions: Vec<Counter>,
     idle_closes: Counter,
     body_bytes: Gauge,
+    watch_waits: Gauge,
 }
 
 impl HttpGauges {
@@ -233,7 +252,7 @@ impl HttpGauges {
             .collect();
         registry.register(
             "linkerd_multus_http_evictions",
-            "Connections closed to make room for a new one at --max-connections or --max-connections-per-peer, or for the body budget, by what they were doing",
+            "Connections closed to make room for a new one at --max-connections or --max-connections-per-peer, for a request at --max-requests-per-peer, or for the body budget, by what they were doing",
             family,
         );
         let idle_closes = Counter::default();
@@ -248,11 +267,18 @@ impl HttpGauges {
             "Bytes of request bodies held now, against --max-body-bytes-in-flight",
             body_bytes.clone(),
         );
+        let watch_waits = Gauge::default();
+        registry.register(
+            "linkerd_multus_admission_watch_waits",
+            "Reviews waiting now for a cache's watch to bring the namespace or NADs they name (each at most --live-read-timeout), holding no connection's place",
+            watch_waits.clone(),
+        );
         HttpGauges {
             connections,
             evictions,
             idle_closes,
             body_bytes,
+            watch_waits,
         }
     }
 }
@@ -461,7 +487,7 @@ impl Metrics {
             .set(i64::try_from(open).unwrap_or(i64::MAX));
     }
 
-    /// Counts a connection evicted at `--max-connections`.
+    /// Counts a connection evicted for a new one, a request or the body budget.
     pub fn evicted(&self, eviction: Eviction) {
         self.http.evictions[eviction as usize].inc();
     }
@@ -469,6 +495,11 @@ impl Metrics {
     /// Counts a connection closed after `--idle-timeout`.
     pub fn idle_closed(&self) {
         self.http.idle_closes.inc();
+    }
+
+    /// Adds `delta` to the reviews waiting for a cache's watch.
+    pub fn watch_waits(&self, delta: i64) {
+        self.http.watch_waits.inc_by(delta);
     }
 
     /// Adds `delta` to the body bytes held.

@@ -8,6 +8,8 @@
 pub mod body;
 pub mod cache;
 pub mod connections;
+pub mod entries;
+pub mod eviction;
 pub mod handler;
 pub mod limits;
 pub mod listen;
@@ -145,7 +147,9 @@ pub struct Args {
     #[arg(long, value_name = "DURATION", default_value = "1s", value_parser = humantime::parse_duration)]
     pub live_read_timeout: Duration,
     /// After SIGTERM, how long to keep serving while /readyz fails, so the
-    /// pod leaves the Service's endpoints before it stops accepting.
+    /// pod leaves the Service's endpoints before it stops accepting; each
+    /// HTTP/1 answer meanwhile closes its connection, so the API server's next
+    /// review goes over a new one to a current replica.
     #[arg(long, value_name = "DURATION", default_value = "5s", value_parser = humantime::parse_duration)]
     pub shutdown_delay: Duration,
     /// How long to wait for requests in flight once it stops accepting.
@@ -249,6 +253,9 @@ async fn serve(
         true => Metrics::with_nad_cache(),
         false => Metrics::new(),
     });
+    // True from SIGTERM on: the server then closes each HTTP/1 connection
+    // after its answer.
+    let (stop, draining) = tokio::sync::watch::channel(false);
     let caches = start_caches(
         &args,
         &client,
@@ -290,8 +297,17 @@ async fn serve(
         watch_lag: args.live_read_timeout,
         metrics: metrics.clone(),
     });
-    let shutdown = shutdown(health, args.shutdown_delay);
-    server::serve(listener, tls, limits(&args), handler, metrics, shutdown).await;
+    let shutdown = shutdown(stop, health, args.shutdown_delay);
+    server::serve(
+        listener,
+        tls,
+        limits(&args),
+        handler,
+        metrics,
+        draining,
+        shutdown,
+    )
+    .await;
     tracing::info!("stopped");
     Ok(())
 }
@@ -346,10 +362,17 @@ fn start_caches(
     }
 }
 
-/// Waits for SIGTERM or SIGINT, then fails /readyz and keeps serving for
-/// `delay`, for the pod to leave the Service's endpoints.
-async fn shutdown(health: Arc<ops::Health>, delay: Duration) {
+/// Waits for SIGTERM or SIGINT, then fails /readyz, has each HTTP/1 answer
+/// close its connection (`stop` turned true tells the server), and keeps
+/// serving for `delay`, for the pod to leave the Service's endpoints and the
+/// API server its connections to the pod.
+async fn shutdown(
+    stop: tokio::sync::watch::Sender<bool>,
+    health: Arc<ops::Health>,
+    delay: Duration,
+) {
     let signal = termination().await;
+    stop.send_replace(true);
     health.shutting_down.store(true, Ordering::Relaxed);
     tracing::info!(signal, delay = ?delay, "shutting down: /readyz fails from now on");
     tokio::time::sleep(delay).await;

@@ -33,6 +33,9 @@ pub const OPS_LIMITS: ConnectionLimits = ConnectionLimits {
     requests_per_peer: 8,
     // No request to it has a body.
     stalled_after: Duration::from_secs(1),
+    // A probe's connection sends its request at once; a new one may take the
+    // place of one that has not.
+    grace: Duration::ZERO,
 };
 /// Deadline for a connection's first byte and for each request's headers.
 const HEADER_TIMEOUT: Duration = Duration::from_secs(5);

@@ -13,14 +13,57 @@ use hyper::header::{ALLOW, CONNECTION, CONTENT_LENGTH, CONTENT_TYPE, HeaderValue
 use hyper::{Method, Request, Response, StatusCode, Version};
 
 use crate::webhook::body::{self, BodyError, Budget};
-use crate::webhook::connections::{Connections, Full as Refused, InFlight};
+use crate::webhook::connections::{Conn, Connections, Full as Refused, InFlight, Waiting};
 use crate::webhook::limits::Limits;
 use crate::webhook::metrics::{Metrics, Refusal};
 
 /// What answers the POSTs to the admission paths.
 pub trait Handler: Send + Sync + 'static {
-    /// Answers one request body; may wait (a live read of the API server).
-    fn handle(&self, body: Bytes) -> impl Future<Output = Reply> + Send;
+    /// Answers one request body, on `call`; may wait (for a cache's watch, or
+    /// a live read of the API server).
+    fn handle(&self, body: Bytes, call: &Call<'_>) -> impl Future<Output = Reply> + Send;
+}
+
+/// The request a [`Handler`] answers: what it may tell the connection.
+pub struct Call<'a> {
+    in_flight: Option<&'a InFlight>,
+    metrics: Option<&'a Metrics>,
+}
+
+impl<'a> Call<'a> {
+    /// A call on no connection (a benchmark's, a test's).
+    pub const NONE: Call<'static> = Call {
+        in_flight: None,
+        metrics: None,
+    };
+
+    /// The handler waits for a cache's watch, not for its caller: until the
+    /// guard is dropped, the request may be cut with its connection to make
+    /// room ([`crate::webhook::eviction`]), and it counts in
+    /// `linkerd_multus_admission_watch_waits`.
+    pub fn waiting(&self) -> WatchWait<'a> {
+        if let Some(metrics) = self.metrics {
+            metrics.watch_waits(1);
+        }
+        WatchWait {
+            _conn: self.in_flight.map(InFlight::waiting),
+            metrics: self.metrics,
+        }
+    }
+}
+
+/// A review's wait for a cache's watch, from [`Call::waiting`].
+pub struct WatchWait<'a> {
+    _conn: Option<Waiting<'a>>,
+    metrics: Option<&'a Metrics>,
+}
+
+impl Drop for WatchWait<'_> {
+    fn drop(&mut self) {
+        if let Some(metrics) = self.metrics {
+            metrics.watch_waits(-1);
+        }
+    }
 }
 
 /// An HTTP answer.
@@ -32,6 +75,9 @@ pub struct Reply {
     pub content_type: &'static str,
     /// The body.
     pub body: Bytes,
+    /// Whether the answer vouches for its caller: a review of objects that
+    /// exist, answered. Such a connection ranks with the API server's.
+    pub vouches: bool,
 }
 
 impl Reply {
@@ -41,7 +87,14 @@ impl Reply {
             status: StatusCode::OK,
             content_type: "application/json",
             body: body.into(),
+            vouches: false,
         }
+    }
+
+    /// The same reply, vouching for its caller when `vouches`.
+    pub fn vouching(mut self, vouches: bool) -> Self {
+        self.vouches = vouches;
+        self
     }
 
     /// A plain-text body, a line ending with a newline.
@@ -52,12 +105,15 @@ impl Reply {
             status,
             content_type: "text/plain; charset=utf-8",
             body: message.into(),
+            vouches: false,
         }
     }
 }
 
 /// How long a request the body budget cannot take waits for the bytes that
-/// stalled connections, evicted for them, give back.
+/// stalled connections, evicted for them, give back; and how long a request
+/// over its peer's limit waits for the requests of the connection evicted
+/// for it to end.
 const BUDGET_WAIT: Duration = Duration::from_millis(250);
 
 /// What every request shares: the limits, the handler, the body budget, the
@@ -111,14 +167,38 @@ impl From<Reply> for Answer {
     }
 }
 
+/// Answers `request`, entered on `conn` as hyper took it (`in_flight`).
 pub(super) async fn route<H: Handler>(
     request: Request<Incoming>,
-    in_flight: Result<InFlight, Refused>,
+    mut in_flight: Result<InFlight, Refused>,
+    conn: &Arc<Conn>,
     server: &Requests<H>,
 ) -> Response<Full<Bytes>> {
+    // An unproven connection's next request waits for the one in flight.
+    if matches!(in_flight, Err(Refused::Unproven)) {
+        in_flight = conn.enter_in_turn(server.limits.body_timeout).await;
+    }
+    // Over its peer's requests: room is made among the peer's connections
+    // whose requests all wait, once.
+    if matches!(in_flight, Err(Refused::PeerRequests))
+        && server.connections.room_for_request(conn, BUDGET_WAIT).await
+    {
+        in_flight = conn.enter();
+    }
     let answer = match in_flight {
         Ok(mut in_flight) => read_and_handle(request, &mut in_flight, server).await,
         Err(Refused::PeerRequests) => peer_limit(server, request.version() < Version::HTTP_2),
+        Err(Refused::Unproven) => {
+            server.metrics.refused(Refusal::Unproven);
+            Answer {
+                reply: Reply::text(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "this connection's first request is still unanswered: until a review is answered on it, a connection carries one request at a time; retry shortly",
+                ),
+                retry_after: Some(1),
+                close: request.version() < Version::HTTP_2,
+            }
+        }
         // Evicted as the request arrived: the connection is being dropped,
         // and this request unanswered with it, so that the client sends it
         // again on another, as if the eviction had come a moment sooner (the
@@ -240,8 +320,12 @@ async fn read_and_handle<H: Handler>(
         // The body's bytes stay reserved until the reply is made.
         Ok(Ok(bytes)) => {
             in_flight.read();
-            let reply = server.handler.handle(bytes).await;
-            if reply.status == StatusCode::OK {
+            let call = Call {
+                in_flight: Some(&*in_flight),
+                metrics: Some(metrics.as_ref()),
+            };
+            let reply = server.handler.handle(bytes, &call).await;
+            if reply.status == StatusCode::OK && reply.vouches {
                 in_flight.answered();
             }
             reply.into()

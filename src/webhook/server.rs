@@ -5,6 +5,15 @@
 //! connections ([`crate::webhook::connections`]), idle connections closed,
 //! small HTTP/2 windows and stream caps, and a budget of request-body bytes
 //! held at once ([`crate::webhook::body`]).
+//!
+//! From SIGTERM on, every HTTP/1 answer closes its connection. The API server
+//! pools its webhook connections by the Service's name, not by endpoint: it
+//! keeps sending reviews over a kept-alive connection to a replica that has
+//! left the endpoints, until that connection closes. Closed by the server
+//! while it looks idle, it may be carrying the next review (HTTP/1 has no
+//! GOAWAY), which is lost: Go retries a POST only when none of it was
+//! written. Closed after an answer that says so, no review can meet it, and
+//! the next one goes over a new connection to a current endpoint.
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -13,17 +22,20 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::FutureExt;
+use hyper::header::{CONNECTION, HeaderValue};
 use hyper::service::service_fn;
+use hyper::{Request, Response, Version};
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto::Builder;
 use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::watch;
 use tokio_rustls::TlsAcceptor;
 use tokio_rustls::server::TlsStream;
 
 use crate::webhook::connections::{Conn, Connections, Full, Ticket};
 pub use crate::webhook::limits::{Limits, LimitsError};
 use crate::webhook::metrics::{Metrics, Refusal};
-pub use crate::webhook::requests::{Handler, Reply};
+pub use crate::webhook::requests::{Call, Handler, Reply};
 use crate::webhook::requests::{Requests, Throttle, route};
 use crate::webhook::tls::Tls;
 
@@ -50,17 +62,21 @@ struct Server<H> {
     connections: Arc<Connections>,
     /// What each request shares.
     requests: Requests<H>,
+    /// True from SIGTERM on: HTTP/1 answers close their connections.
+    draining: watch::Receiver<bool>,
 }
 
 /// Serves HTTPS on `listener` until `shutdown` completes, then stops
 /// accepting, lets the requests in flight finish (up to the drain timeout)
-/// and returns.
+/// and returns. Once `draining` is true (the shutdown delay has begun), each
+/// HTTP/1 answer closes its connection.
 pub async fn serve<H: Handler>(
     listener: TcpListener,
     tls: Arc<Tls>,
     limits: Limits,
     handler: Arc<H>,
     metrics: Arc<Metrics>,
+    draining: watch::Receiver<bool>,
     shutdown: impl Future<Output = ()>,
 ) {
     let connections = Connections::new(limits.connections(), Some(metrics.clone()));
@@ -71,6 +87,7 @@ pub async fn serve<H: Handler>(
         connections,
         limits,
         metrics,
+        draining,
     });
     let refusals_warned = Throttle::default();
     tokio::pin!(shutdown);
@@ -199,12 +216,17 @@ async fn handshake_and_serve<H: Handler>(
     conn.serving();
     let service = {
         let (server, conn) = (server.clone(), conn.clone());
-        service_fn(move |request| {
+        service_fn(move |request: Request<_>| {
             // Entered here, as hyper takes the request: the connection is
             // busy from now, before the request's task first runs.
             let in_flight = conn.enter();
             let server = server.clone();
-            async move { Ok::<_, Infallible>(route(request, in_flight, &server.requests).await) }
+            let conn = conn.clone();
+            async move {
+                let version = request.version();
+                let response = route(request, in_flight, &conn, &server.requests).await;
+                Ok::<_, Infallible>(close_when_draining(response, version, &server.draining))
+            }
         })
     };
     let http = server.http.serve_connection(TokioIo::new(stream), service);
@@ -252,6 +274,22 @@ async fn handshake_and_serve<H: Handler>(
     }
 }
 
+/// `response`, made to close its HTTP/1 connection once `draining` is true:
+/// hyper closes it after writing an answer that says `Connection: close`, and
+/// the client, told so, sends nothing more on it.
+fn close_when_draining<B>(
+    mut response: Response<B>,
+    version: Version,
+    draining: &watch::Receiver<bool>,
+) -> Response<B> {
+    if version < Version::HTTP_2 && *draining.borrow() {
+        response
+            .headers_mut()
+            .insert(CONNECTION, HeaderValue::from_static("close"));
+    }
+    response
+}
+
 /// The TLS handshake, by `deadline`; `None` when it fails, times out, or
 /// the connection is evicted meanwhile.
 async fn handshake<H>(
@@ -289,7 +327,7 @@ mod tests {
     struct Nothing;
 
     impl Handler for Nothing {
-        async fn handle(&self, _: Bytes) -> Reply {
+        async fn handle(&self, _: Bytes, _: &Call<'_>) -> Reply {
             Reply::json("{}")
         }
     }
@@ -334,7 +372,32 @@ mod tests {
             connections,
             limits,
             metrics,
+            draining: watch::channel(false).1,
         })
+    }
+
+    #[test]
+    fn from_sigterm_on_http1_answers_close_their_connections() {
+        // (version, draining, whether the answer says Connection: close);
+        // HTTP/2 forbids the header: GOAWAY ends its connections.
+        let cases = [
+            (Version::HTTP_10, false, false),
+            (Version::HTTP_11, false, false),
+            (Version::HTTP_2, false, false),
+            (Version::HTTP_10, true, true),
+            (Version::HTTP_11, true, true),
+            (Version::HTTP_2, true, false),
+        ];
+        for (version, draining, closes) in cases {
+            let (_tx, rx) = watch::channel(draining);
+            let response = close_when_draining(Response::new(()), version, &rx);
+            let header = response.headers().get(CONNECTION);
+            assert_eq!(
+                header.is_some_and(|v| v == "close"),
+                closes,
+                "{version:?}, draining {draining}: {header:?}"
+            );
+        }
     }
 
     #[test]

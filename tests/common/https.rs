@@ -132,7 +132,27 @@ pub struct Connection {
 impl Connection {
     /// Connects to `addr` and completes the TLS handshake.
     pub async fn open(addr: &str, connector: &TlsConnector) -> std::io::Result<Self> {
-        let tcp = TcpStream::connect(addr).await?;
+        Self::open_from(None, addr, connector).await
+    }
+
+    /// [`Connection::open`] from `source` (an address of this host), when given.
+    pub async fn open_from(
+        source: Option<std::net::IpAddr>,
+        addr: &str,
+        connector: &TlsConnector,
+    ) -> std::io::Result<Self> {
+        let tcp = match source {
+            None => TcpStream::connect(addr).await?,
+            Some(source) => {
+                let target: std::net::SocketAddr = addr.parse().map_err(std::io::Error::other)?;
+                let socket = match source {
+                    std::net::IpAddr::V4(_) => tokio::net::TcpSocket::new_v4()?,
+                    std::net::IpAddr::V6(_) => tokio::net::TcpSocket::new_v6()?,
+                };
+                socket.bind(std::net::SocketAddr::new(source, 0))?;
+                socket.connect(target).await?
+            }
+        };
         tcp.set_nodelay(true)?;
         let host = addr.rsplit_once(':').map_or(addr, |(h, _)| h).to_string();
         // `[::1]` in an address and a Host header, `::1` as a name.

@@ -137,7 +137,7 @@ fn git_takes_the_controller_s_nad_over_without_a_conflict() {
 }
 
 /// Git's NAD first: applied before the controller runs, or while its view of the cluster lags
-/// (a proxy holds what it reads back 3 s), so that its create meets Git's NAD and is refused
+/// (a proxy holds what it reads back 8 s), so that its create meets Git's NAD and is refused
 /// AlreadyExists. Either way the NAD stays Git's, the controller writes no more, and no
 /// `NADExists` Warning Event is written: a healthy flow says nothing.
 #[test]
@@ -161,10 +161,12 @@ fn git_s_nad_first_is_left_to_git_without_a_word() {
 
     let raced = s.plane.unique_name("raced");
     let stream = rendered(&raced, CONFIG_MAP);
-    proxy.set_delay(Duration::from_secs(3));
+    // 4 s on each side of the race, as ownership.rs's: the controller learns of the Namespace
+    // 8 s late, Git's NAD is there 4 s before its create, which it learns of 4 s after.
+    proxy.set_delay(Duration::from_secs(8));
     let (ok, stderr) = apply(&s, &namespace_only(&stream), "argocd-controller", &[]);
     assert!(ok, "{stderr}");
-    std::thread::sleep(Duration::from_secs(1));
+    std::thread::sleep(Duration::from_secs(4));
     let (ok, stderr) = apply(&s, &stream, "argocd-controller", &[]);
     assert!(ok, "{stderr}");
     eventually("the controller's create, refused", BOUND, || {

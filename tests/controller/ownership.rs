@@ -162,7 +162,7 @@ fn unlabelled_it_is_the_user_s(o: &Owned) {
 }
 
 /// A user's NAD made by hand where the controller's cache has none yet (its
-/// view of the cluster held back 3 s by a proxy): the controller's create
+/// view of the cluster held back 8 s by a proxy): the controller's create
 /// answers AlreadyExists, the NAD stays the user's, a Warning Event says why,
 /// and nothing retries. (One Git holds is left without a word: `git`.)
 #[test]
@@ -179,11 +179,14 @@ fn a_user_s_nad_its_cache_has_not_seen_is_never_adopted() {
             .is_some_and(|n| n >= 3.0)
     });
     let writes = controller.writes();
-    // Enabled now, the user's NAD a second later: the controller learns of
-    // the annotation 3 s late, its create reaches the API server at once.
-    proxy.set_delay(Duration::from_secs(3));
+    // Enabled now, the user's NAD 4 s later: the controller learns of the
+    // annotation 8 s late and its create reaches the API server at once, so
+    // the user's NAD is there 4 s before the create (the time kubectl has to
+    // write it), and the controller learns of it 4 s after it decided to
+    // create (the time it has to decide, on a loaded machine).
+    proxy.set_delay(Duration::from_secs(8));
     s.annotate(&namespace, "enabled");
-    std::thread::sleep(Duration::from_secs(1));
+    std::thread::sleep(Duration::from_secs(4));
     // Made by hand (kubectl create): no render's mark, no one's apply.
     s.plane.kubectl_ok(
         &["create", "-f", "-"],

@@ -105,7 +105,8 @@ fn the_controller_s_readiness_and_leadership_are_checked_and_an_earlier_layout_n
         (
             Some("controller-b"),
             60,
-            Some("not renewed by controller-b for 60 s, longer than its 15 s"),
+            // The seconds counted when check runs: 60 or more on a loaded machine.
+            Some("not renewed by controller-b for 6"),
         ),
         (Some(""), 0, Some("released: no replica holds it")),
         (Some("controller-a"), 0, None),
@@ -123,6 +124,9 @@ fn the_controller_s_readiness_and_leadership_are_checked_and_an_earlier_layout_n
                     "{error}"
                 );
                 assert!(error.contains(want), "{error}");
+                if holder == Some("controller-b") {
+                    assert!(error.contains(" s, longer than its 15 s"), "{error}");
+                }
             }
         }
     }

@@ -388,7 +388,7 @@ fn not_ready_until_synced_and_sigterm_drains_requests_in_flight() {
     let (_, kubeconfig) = c.account_on(&server, WEBHOOK_ROLE);
     let ca = Ca::new("CA");
     let leaf = ca.leaf(&["127.0.0.1"]);
-    let webhook = json_logging_webhook(&kubeconfig, &leaf);
+    let webhook = json_logging_webhook(&kubeconfig, &leaf, "500ms");
     let body = webhook.wait_for("/readyz", 503);
     assert!(body.contains("not synced"), "{body}");
     assert_eq!(webhook.ops_get("/healthz").unwrap().0, 200);
@@ -427,8 +427,8 @@ fn not_ready_until_synced_and_sigterm_drains_requests_in_flight() {
     );
 }
 
-/// A webhook logging JSON (each patch at debug) with a short shutdown delay.
-fn json_logging_webhook(kubeconfig: &Path, leaf: &Leaf) -> Webhook {
+/// A webhook logging JSON (each patch at debug) with `shutdown_delay`.
+fn json_logging_webhook(kubeconfig: &Path, leaf: &Leaf, shutdown_delay: &str) -> Webhook {
     let dir = tempfile::tempdir().unwrap();
     let (cert, key) = leaf.write(dir.path());
     let (port, ops_port) = (free_port(), free_port());
@@ -442,7 +442,7 @@ fn json_logging_webhook(kubeconfig: &Path, leaf: &Leaf) -> Webhook {
                 "--log-level",
                 "info,linkerd_multus=debug",
                 "--shutdown-delay",
-                "500ms",
+                shutdown_delay,
             ])
             .args(["--listen", &format!("127.0.0.1:{port}")])
             .args(["--ops-listen", &format!("127.0.0.1:{ops_port}")])
@@ -495,4 +495,109 @@ async fn sigterm_mid_request(webhook: &Webhook, ca: &Ca, c: &Cluster) -> (u16, S
     let text = String::from_utf8(text).unwrap();
     let status: u16 = text.split(' ').nth(1).unwrap().parse().unwrap();
     (status, text)
+}
+
+/// The API server pools its webhook connections by the Service, not by
+/// endpoint: it keeps sending reviews over a kept-alive HTTP/1 connection to
+/// a replica that has left the endpoints, and one sent as the replica closes
+/// that connection, idle between two reviews, is lost (as in the rollout of
+/// tests/shipped/rollout.rs). From SIGTERM on, each answer says
+/// `Connection: close` and the connection closes after it, so no review can
+/// meet its closing; a new connection is still answered during the delay.
+#[test]
+fn after_sigterm_each_http1_answer_closes_its_connection() {
+    let c = cluster();
+    let ca = Ca::new("CA");
+    // A delay long enough for the exchanges after SIGTERM, however slow.
+    let webhook = json_logging_webhook(&c.webhook_account(), &ca.leaf(&["127.0.0.1"]), "10s");
+    webhook.wait_for("/readyz", 200);
+    let rt = runtime();
+    let review = || review_in(&c.demo, json!({}));
+    let mut kept = rt.block_on(open_http1(&webhook, &ca));
+    let first = rt.block_on(exchange(&mut kept, &review()));
+    assert!(first.starts_with("HTTP/1.1 200"), "{first}");
+    assert!(!closes(&first), "kept alive before SIGTERM:\n{first}");
+    webhook.signal(nix::sys::signal::Signal::SIGTERM);
+    webhook.wait_for("/readyz", 503);
+    // The next review over the kept-alive connection: answered, and the
+    // connection closed after it.
+    let second = rt.block_on(exchange(&mut kept, &review()));
+    assert!(second.starts_with("HTTP/1.1 200"), "{second}");
+    assert!(second.contains("\"allowed\":true"), "{second}");
+    assert!(
+        closes(&second),
+        "no Connection: close after SIGTERM:\n{second}"
+    );
+    assert!(
+        rt.block_on(closed(&mut kept)),
+        "the connection stayed open after an answer that closes it"
+    );
+    // A client that still picks this replica gets a new connection answered.
+    let mut new = rt.block_on(open_http1(&webhook, &ca));
+    let third = rt.block_on(exchange(&mut new, &review()));
+    assert!(third.starts_with("HTTP/1.1 200"), "{third}");
+    assert!(closes(&third), "{third}");
+}
+
+type Http1 = tokio_rustls::client::TlsStream<tokio::net::TcpStream>;
+
+/// A TLS connection to the webhook speaking HTTP/1.1.
+async fn open_http1(webhook: &Webhook, ca: &Ca) -> Http1 {
+    let tcp = tokio::net::TcpStream::connect(&webhook.addr).await.unwrap();
+    connector(&ca.pem, None, &[b"http/1.1"])
+        .connect("127.0.0.1".try_into().unwrap(), tcp)
+        .await
+        .unwrap()
+}
+
+/// POSTs `review` over `stream` (kept alive: no `Connection` header) and
+/// reads one answer, head and body, by its Content-Length.
+async fn exchange(stream: &mut Http1, review: &[u8]) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let head = format!(
+        "POST /mutate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+        review.len()
+    );
+    stream.write_all(head.as_bytes()).await.unwrap();
+    stream.write_all(review).await.unwrap();
+    stream.flush().await.unwrap();
+    let mut answer = Vec::new();
+    let mut byte = [0u8; 1];
+    while !answer.ends_with(b"\r\n\r\n") {
+        let n = stream.read(&mut byte).await.unwrap();
+        assert_eq!(n, 1, "closed before the answer's head ended: {answer:?}");
+        answer.push(byte[0]);
+    }
+    let text = String::from_utf8(answer.clone()).unwrap();
+    let length: usize = text
+        .lines()
+        .find_map(|l| {
+            l.to_ascii_lowercase()
+                .strip_prefix("content-length:")?
+                .trim()
+                .parse()
+                .ok()
+        })
+        .unwrap_or_else(|| panic!("no Content-Length in {text}"));
+    let mut body = vec![0u8; length];
+    stream.read_exact(&mut body).await.unwrap();
+    answer.extend_from_slice(&body);
+    String::from_utf8(answer).unwrap()
+}
+
+/// Whether `answer`'s head says `Connection: close`.
+fn closes(answer: &str) -> bool {
+    let head = answer.split("\r\n\r\n").next().unwrap_or_default();
+    head.lines()
+        .any(|l| l.eq_ignore_ascii_case("connection: close"))
+}
+
+/// Whether the server closes `stream` (EOF or reset) within 5 s, nothing more sent.
+async fn closed(stream: &mut Http1) -> bool {
+    use tokio::io::AsyncReadExt;
+    let mut buf = [0u8; 64];
+    match tokio::time::timeout(Duration::from_secs(5), stream.read(&mut buf)).await {
+        Ok(Ok(0) | Err(_)) => true,
+        Ok(Ok(_)) | Err(_) => false,
+    }
 }

@@ -13,6 +13,12 @@ use tokio_rustls::client::TlsStream;
 use super::*;
 
 const IN_FLIGHT: &str = "linkerd_multus_http_body_bytes_in_flight";
+
+/// Waits past the time a connection is kept before it may make room
+/// (`webhook::eviction::GRACE`): a documented threshold, not a synchronisation.
+fn past_grace() {
+    std::thread::sleep(linkerd_multus::webhook::eviction::GRACE + Duration::from_millis(50));
+}
 const CONNECTIONS: &str = "linkerd_multus_http_connections";
 
 /// The patch of a pod in an enabled namespace.
@@ -79,14 +85,6 @@ async fn read_to_close(stream: &mut TlsStream<TcpStream>) -> String {
     let read = tokio::time::timeout(Duration::from_secs(60), stream.read_to_end(&mut out)).await;
     assert!(read.is_ok(), "the server never closed: {out:?}");
     String::from_utf8_lossy(&out).into_owned()
-}
-
-/// Sends the rest of `busy`'s body; the review's response.
-async fn finish(mut stream: TlsStream<TcpStream>, body: &[u8]) -> Value {
-    stream.write_all(&body[body.len() / 2..]).await.unwrap();
-    let text = read_to_close(&mut stream).await;
-    assert!(text.starts_with("HTTP/1.1 200"), "{text}");
-    response_of(text.split_once("\r\n\r\n").unwrap().1.as_bytes())
 }
 
 /// An HTTP/2 connection, driven by a task of its own: its sender, and the
@@ -205,8 +203,11 @@ fn a_body_over_the_budget_gets_a_fast_503_while_ordinary_reviews_are_answered() 
     webhook.wait_for_metric(IN_FLIGHT, 0.0, "the reservation was never given back");
 }
 
+/// At the connection limit, connections that answer nothing make room: a
+/// stranger before a connection that has had a review answered, and among
+/// strangers the one owing its bytes the longest, whatever it owes them for.
 #[test]
-fn at_the_connection_limit_unproductive_connections_make_room_and_busy_ones_are_kept() {
+fn at_the_connection_limit_strangers_make_room_the_longest_owing_first() {
     let c = cluster();
     let ca = Ca::new("CA");
     let webhook = Webhook::start(
@@ -233,56 +234,158 @@ fn at_the_connection_limit_unproductive_connections_make_room_and_busy_ones_are_
             &webhook.addr,
             &connector(&ca.pem, None, &[]),
         ))
+        .unwrap()
     };
     let evictions = |state: &str| {
         webhook.metric(&format!(
             "linkerd_multus_http_evictions_total{{state=\"{state}\"}}"
         ))
     };
-    // A request in flight, a connection that never says a word, an idle one.
-    let first = rt.block_on(busy(&webhook.addr, &ca, &review));
-    webhook.wait_for_metric(IN_FLIGHT, len, "the first request never started");
+    // A connection that has had a review answered, then a stranger that
+    // never says a word, then one whose body is half sent.
+    let mut kept = open(&rt);
+    answered(&rt, &mut kept, &review);
     let mut silent = std::net::TcpStream::connect(&webhook.addr).unwrap();
-    let mut idle = open(&rt).unwrap();
-    let (status, _) = rt.block_on(idle.post("/mutate", review.clone())).unwrap();
-    assert_eq!(status, 200);
-    webhook.wait_for_metric(CONNECTIONS, 3.0, "three connections never showed");
-    // A new client is answered: the silent connection, unproductive the longest, made room.
-    let mut newer = open(&rt).unwrap();
-    let (status, body) = rt.block_on(newer.post("/mutate", review.clone())).unwrap();
-    assert_eq!(status, 200);
-    assert_eq!(patch_of(&response_of(&body)), attached());
+    webhook.wait_for_metric(CONNECTIONS, 2.0, "the silent connection never showed");
+    let mut half_sent = rt.block_on(busy(&webhook.addr, &ca, &review));
+    webhook.wait_for_metric(IN_FLIGHT, len, "the half-sent request never started");
+    past_grace();
+    // A new client is answered: the silent stranger, owing the longest, made room.
+    let mut newer = open(&rt);
+    answered(&rt, &mut newer, &review);
     silent
         .set_read_timeout(Some(Duration::from_secs(60)))
         .unwrap();
     assert_eq!(silent.read(&mut [0; 16]).unwrap(), 0, "evicted: closed");
     assert_eq!(evictions("handshake"), 1.0);
-    // Two more requests in flight: the idle connections go, longest idle first.
-    let second = rt.block_on(busy(&webhook.addr, &ca, &review));
-    webhook.wait_for_metric(IN_FLIGHT, 2.0 * len, "the second request never started");
-    assert!(
-        rt.block_on(idle.post("/mutate", review.clone())).is_err(),
-        "the idle connection was evicted"
-    );
-    let third = rt.block_on(busy(&webhook.addr, &ca, &review));
-    webhook.wait_for_metric(IN_FLIGHT, 3.0 * len, "the third request never started");
-    assert!(rt.block_on(newer.post("/mutate", review.clone())).is_err());
-    assert_eq!(evictions("idle"), 2.0);
-    // Every connection has a request in flight: a new one is closed at once.
-    assert!(open(&rt).is_err(), "a fourth connection was let in");
+    // The next: the half-sent body goes, a stranger's, though its bytes
+    // came after the proven connections' last review.
+    past_grace();
+    let mut third = open(&rt);
+    answered(&rt, &mut third, &review);
     assert_eq!(
-        webhook.metric("linkerd_multus_http_refusals_total{reason=\"connection_limit\"}"),
+        rt.block_on(read_to_close(&mut half_sent)),
+        "",
+        "cut unanswered"
+    );
+    assert_eq!(evictions("reading"), 1.0);
+    assert_eq!(evictions("idle"), 0.0);
+    // The proven connections were kept.
+    answered(&rt, &mut kept, &review);
+    answered(&rt, &mut newer, &review);
+    webhook.wait_for_metric(IN_FLIGHT, 0.0, "a reservation was never given back");
+}
+
+/// Posts `review` on `conn`: answered with the attach patch.
+fn answered(rt: &tokio::runtime::Runtime, conn: &mut Connection, review: &Bytes) {
+    let (status, body) = rt.block_on(conn.post("/mutate", review.clone())).unwrap();
+    assert_eq!(status, 200);
+    assert_eq!(patch_of(&response_of(&body)), attached());
+}
+
+/// A review for a namespace the cache does not hold, while its watch is up,
+/// waits for the watch without holding a connection's place, and its answer
+/// does not rank its connection with the API server's.
+#[test]
+fn a_review_for_a_namespace_that_does_not_exist_holds_no_place_and_earns_no_rank() {
+    let c = cluster();
+    let ca = Ca::new("CA");
+    let review = review_in(&c.demo, json!({}));
+    let forged = review_in("no-such-namespace", json!({}));
+    let rt = runtime();
+    let start = |live_read_timeout: &str| {
+        Webhook::start(
+            &c.webhook_account(),
+            &ca.leaf(&["127.0.0.1"]),
+            &[
+                "--max-connections",
+                "2",
+                "--live-read-timeout",
+                live_read_timeout,
+                "--header-timeout",
+                "120s",
+                "--idle-timeout",
+                "300s",
+            ],
+        )
+    };
+    let open = |rt: &tokio::runtime::Runtime, webhook: &Webhook| {
+        rt.block_on(Connection::open(
+            &webhook.addr,
+            &connector(&ca.pem, None, &[]),
+        ))
+        .unwrap()
+    };
+    // Waiting: up to --live-read-timeout, two minutes here.
+    let webhook = start("120s");
+    let mut kept = open(&rt, &webhook);
+    answered(&rt, &mut kept, &review);
+    let mut waiting = rt.block_on(busy(&webhook.addr, &ca, &forged));
+    rt.block_on(async {
+        waiting.write_all(&forged[forged.len() / 2..]).await?;
+        waiting.flush().await
+    })
+    .unwrap();
+    webhook.wait_for_metric(
+        "linkerd_multus_admission_watch_waits",
+        1.0,
+        "the forged review never waited for the namespace watch",
+    );
+    past_grace();
+    // At the limit, it makes room for a new client.
+    let mut newer = open(&rt, &webhook);
+    answered(&rt, &mut newer, &review);
+    assert_eq!(
+        rt.block_on(read_to_close(&mut waiting)),
+        "",
+        "cut unanswered"
+    );
+    assert_eq!(
+        webhook.metric("linkerd_multus_http_evictions_total{state=\"waiting\"}"),
         1.0
     );
-    // And the requests in flight were never cut.
-    for stream in [first, second, third] {
-        assert_eq!(patch_of(&rt.block_on(finish(stream, &review))), attached());
-    }
+    answered(&rt, &mut kept, &review);
+    drop(webhook);
+
+    // Answered after a short wait: the on-error answer, and its connection
+    // stays a stranger's.
+    let webhook = start("100ms");
+    let mut kept = open(&rt, &webhook);
+    answered(&rt, &mut kept, &review);
+    let mut stranger = open(&rt, &webhook);
+    let (status, body) = rt
+        .block_on(stranger.post("/mutate", forged.clone()))
+        .unwrap();
+    assert_eq!(status, 200);
+    let answer = response_of(&body);
+    assert_eq!(answer["allowed"], true, "{answer}");
+    assert!(
+        answer["warnings"][0]
+            .as_str()
+            .is_some_and(|w| w.contains("namespace no-such-namespace does not exist")),
+        "{answer}"
+    );
+    // The kept connection has been idle the longer, yet the stranger's goes.
+    past_grace();
+    let mut newer = open(&rt, &webhook);
+    answered(&rt, &mut newer, &review);
+    assert!(
+        rt.block_on(stranger.post("/mutate", forged.clone()))
+            .is_err(),
+        "the stranger's connection was evicted"
+    );
+    answered(&rt, &mut kept, &review);
+    assert_eq!(
+        webhook.metric("linkerd_multus_http_evictions_total{state=\"idle\"}"),
+        1.0
+    );
 }
 
 /// One pod (another source address) holds at most its share: its
 /// connections and its requests in flight are capped, over HTTP/1.1 and
-/// HTTP/2, and the API server's address is answered meanwhile.
+/// HTTP/2, making room among its own; a connection that has had no review
+/// answered carries one request at a time; and the API server's address is
+/// answered meanwhile.
 #[test]
 fn one_address_holds_at_most_its_connections_and_requests() {
     let c = cluster();
@@ -292,7 +395,7 @@ fn one_address_holds_at_most_its_connections_and_requests() {
         &ca.leaf(&["127.0.0.1"]),
         &[
             "--max-connections-per-peer",
-            "2",
+            "3",
             "--max-requests-per-peer",
             "2",
             "--header-timeout",
@@ -303,10 +406,8 @@ fn one_address_holds_at_most_its_connections_and_requests() {
             "300s",
         ],
     );
-    let refusals = |reason: &str| {
-        webhook.metric(&format!(
-            "linkerd_multus_http_refusals_total{{reason=\"{reason}\"}}"
-        ))
+    let metric = |name: &str, label: &str| {
+        webhook.metric(&format!("linkerd_multus_http_{name}_total{{{label}}}"))
     };
     // The runtime has a thread of its own: the HTTP/2 connection is driven
     // while this one waits for the metrics.
@@ -316,36 +417,56 @@ fn one_address_holds_at_most_its_connections_and_requests() {
         .build()
         .unwrap();
     // A request on HTTP/1.1 and a stream on HTTP/2, their bodies never sent.
-    let _first = rt.block_on(stalled(OTHER_POD, &webhook.addr, &ca, 1));
-    let (sender, _connection) = rt.block_on(h2_connect_from(OTHER_POD, &webhook.addr, &ca));
+    let mut first = rt.block_on(stalled(OTHER_POD, &webhook.addr, &ca, 1));
+    let (sender, connection) = rt.block_on(h2_connect_from(OTHER_POD, &webhook.addr, &ca));
     let mut sender = rt.block_on(sender.ready()).unwrap();
     let _held = sender.send_request(h2_request(1), false).unwrap();
     webhook.wait_for_metric(IN_FLIGHT, 2.0, "the two requests never started");
-    rt.block_on(async {
-        // A second stream: over the address's requests, 503 at once.
+    // A second stream on the HTTP/2 connection, which has had no review
+    // answered: it waits for the first, holding nothing.
+    let _queued = rt.block_on(async {
         let mut sender = sender.ready().await.unwrap();
-        let (response, _send) = sender.send_request(h2_request(1), false).unwrap();
-        let (status, body) = h2_answer(response).await;
-        let body = String::from_utf8_lossy(&body);
-        assert_eq!(status, 503, "{body}");
-        assert_eq!(
-            body,
-            "this address has 2 requests in flight (--max-requests-per-peer): retry shortly\n"
-        );
-        // A third connection: both of its own are busy, so it is closed at once.
-        assert!(
-            tls_from(OTHER_POD, &webhook.addr, &ca, false)
-                .await
-                .is_err(),
-            "a third connection from one address was let in"
-        );
+        sender.send_request(h2_request(1), false).unwrap()
     });
-    assert_eq!(refusals("peer_request_limit"), 1.0);
-    assert_eq!(refusals("peer_connection_limit"), 1.0);
-    assert_eq!(refusals("connection_limit"), 0.0);
-    // The API server's address is answered meanwhile.
+    // A third request, on a new connection: over the address's requests, so
+    // the connection owing the longest, the first, is cut for it.
+    past_grace();
+    let _third = rt.block_on(stalled(OTHER_POD, &webhook.addr, &ca, 1));
+    assert_eq!(
+        rt.block_on(read_to_close(&mut first)),
+        "",
+        "cut for the third"
+    );
+    webhook.wait_for_metric(IN_FLIGHT, 2.0, "the third request never started");
+    assert_eq!(metric("evictions", "state=\"reading\""), 1.0);
+    // Two more connections: the second makes room among the address's own,
+    // taking the HTTP/2 connection, owing its body longer than the others.
+    let fourth = rt.block_on(tls_from(OTHER_POD, &webhook.addr, &ca, false));
+    assert!(fourth.is_ok());
+    webhook.wait_for_metric(CONNECTIONS, 3.0, "the fourth connection never showed");
+    past_grace();
+    let fifth = rt.block_on(tls_from(OTHER_POD, &webhook.addr, &ca, false));
+    assert!(fifth.is_ok());
+    webhook.wait_for_metric(
+        "linkerd_multus_http_evictions_total{state=\"reading\"}",
+        2.0,
+        "the address's fifth connection never made room",
+    );
+    assert!(
+        rt.block_on(connection).is_ok(),
+        "the HTTP/2 connection ended"
+    );
+    // The API server's address is answered meanwhile; nothing was refused.
     let response = post_once(&webhook, &ca, review_in(&c.demo, json!({})));
     assert_eq!(patch_of(&response), attached());
+    for reason in [
+        "connection_limit",
+        "peer_connection_limit",
+        "peer_request_limit",
+        "unproven_connection",
+    ] {
+        assert_eq!(metric("refusals", &format!("reason=\"{reason}\"")), 0.0);
+    }
 }
 
 /// A request whose body makes no progress for --body-stall-timeout is

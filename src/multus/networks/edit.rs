@@ -98,11 +98,14 @@ impl<'a> Networks<'a> {
         let mut out = String::new();
         let mut copied = 0;
         let mut changed = false;
+        // Read once, not for each selection: the edits stay linear in the text.
+        let spaced = self.text.contains(", ");
         for selection in self.selections.iter().filter(|s| s.interface.is_none()) {
+            crate::work::count(1);
             let Some(interface) = name_for(selection) else {
                 continue;
             };
-            let (range, insert) = self.interface_edit(selection, &interface);
+            let (range, insert) = self.interface_edit(selection, &interface, spaced);
             out.push_str(&self.text[copied..range.start]);
             out.push_str(&insert);
             copied = range.end;
@@ -112,8 +115,14 @@ impl<'a> Networks<'a> {
         changed.then_some(out)
     }
 
-    /// The span to replace and the text to put there to give `selection` its `interface`.
-    fn interface_edit(&self, selection: &Selection, interface: &str) -> (Range<usize>, String) {
+    /// The span to replace and the text to put there to give `selection` its `interface`;
+    /// `spaced`: whether the text holds `, ` anywhere.
+    fn interface_edit(
+        &self,
+        selection: &Selection,
+        interface: &str,
+        spaced: bool,
+    ) -> (Range<usize>, String) {
         let text = self.text;
         match &selection.slot {
             Slot::Comma => {
@@ -145,7 +154,7 @@ impl<'a> Networks<'a> {
                                 format!(",{}", &indent[nl - 1..])
                             }
                             Some(nl) => format!(",{}", &indent[nl..]),
-                            None if colon.contains(' ') || text.contains(", ") => ", ".to_owned(),
+                            None if colon.contains(' ') || spaced => ", ".to_owned(),
                             None => ",".to_owned(),
                         }
                     }

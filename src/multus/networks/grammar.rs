@@ -10,7 +10,7 @@ use serde_json::Value;
 use serde_json::error::Category;
 use serde_json::value::RawValue;
 
-use super::{Selection, Slot};
+use super::{MAX_IPS, MAX_SELECTIONS, Selection, Slot};
 use crate::k8s::names::is_dns1123_label;
 use crate::yaml::describe_json;
 
@@ -37,6 +37,14 @@ pub enum NetworksError {
     /// The value looks like JSON but is not well-formed.
     #[error("invalid JSON: {0}")]
     Syntax(String),
+    /// More selections than [`MAX_SELECTIONS`].
+    #[error(
+        "selects {count} networks; at most {MAX_SELECTIONS} are read (the selections cap): Multus attaches each as an interface of the pod, and SR-IOV and macvlan pods select a handful; select fewer networks, or split the workload"
+    )]
+    TooManySelections {
+        /// How many it selects.
+        count: usize,
+    },
 }
 
 /// What is wrong with one item or element.
@@ -85,6 +93,14 @@ pub enum ItemProblem {
         /// The type Multus reads it as.
         expected: &'static str,
     },
+    /// An `ips` listing more than [`MAX_IPS`] addresses.
+    #[error(
+        "\"ips\" lists {count} addresses; at most {MAX_IPS} are read (the ips cap): an interface has one address per family, a few at most; list fewer"
+    )]
+    TooManyIps {
+        /// How many it lists.
+        count: usize,
+    },
     /// A MAC address, InfiniBand GUID or IP address Multus cannot parse.
     #[error("{key:?} {value:?} is not {expected}")]
     BadValue {
@@ -104,10 +120,21 @@ fn span_in(text: &str, part: &str) -> Option<Range<usize>> {
     (text.get(span.clone()) == Some(part)).then_some(span)
 }
 
+/// Refuses more than [`MAX_SELECTIONS`] selections before any is read.
+fn capped(count: usize) -> Result<(), NetworksError> {
+    crate::work::count(1);
+    match count > MAX_SELECTIONS {
+        true => Err(NetworksError::TooManySelections { count }),
+        false => Ok(()),
+    }
+}
+
 pub(super) fn parse_comma(text: &str) -> Result<Vec<Selection>, NetworksError> {
+    capped(text.bytes().filter(|&b| b == b',').count() + 1)?;
     let mut selections = Vec::new();
     let mut offset = 0;
     for (i, raw) in text.split(',').enumerate() {
+        crate::work::count(1);
         let item = raw.trim();
         let start = offset + raw.len() - raw.trim_start().len();
         offset += raw.len() + 1;
@@ -165,10 +192,14 @@ pub(super) fn parse_json(text: &str) -> Result<Vec<Selection>, NetworksError> {
         Category::Data => NetworksError::NotList(e.to_string()),
         _ => NetworksError::Syntax(e.to_string()),
     })?;
+    capped(elements.len())?;
     elements
         .iter()
         .enumerate()
-        .map(|(i, raw)| json_selection(text, i + 1, raw.get()))
+        .map(|(i, raw)| {
+            crate::work::count(1);
+            json_selection(text, i + 1, raw.get())
+        })
         .collect()
 }
 
@@ -209,6 +240,11 @@ fn json_selection(text: &str, index: usize, element: &str) -> Result<Selection, 
     }
     let mut ips = Vec::new();
     if let [Some(list), ..] = &fields.typed {
+        let count = list.as_array().map_or(0, Vec::len);
+        if count > MAX_IPS {
+            return Err(fail(ItemProblem::TooManyIps { count }));
+        }
+        crate::work::count(count);
         ip_list("ips", list, true).map_err(fail)?;
         // Checked above as Multus reads them; ipnet reads the same forms.
         ips = list

@@ -413,3 +413,60 @@ fn error_variants() {
         Err(NetworksError::NotList(_))
     ));
 }
+
+/// A networks annotation of `count` selections in `form` (`comma`, `json`), each of network
+/// `n<i>`, JSON elements with `ips` addresses.
+fn selecting(count: usize, form: &str, ips: usize) -> String {
+    let ips: Vec<String> = (0..ips).map(|i| format!("\"10.0.{i}.1/24\"")).collect();
+    let items: Vec<String> = (0..count)
+        .map(|i| match form {
+            "comma" => format!("n{i}"),
+            _ => format!(r#"{{"name": "n{i}", "ips": [{}]}}"#, ips.join(", ")),
+        })
+        .collect();
+    match form {
+        "comma" => items.join(", "),
+        _ => format!("[{}]", items.join(", ")),
+    }
+}
+
+/// At each cap the annotation reads; one over it, it is refused with the cap named.
+#[test]
+fn the_caps_read_up_to_their_limit_and_name_themselves_past_it() {
+    for form in ["comma", "json"] {
+        let at = selecting(MAX_SELECTIONS, form, 1);
+        let parsed = Networks::parse(&at).unwrap_or_else(|e| panic!("{form}: {e}"));
+        assert_eq!(parsed.selections().len(), MAX_SELECTIONS, "{form}");
+        for over in [MAX_SELECTIONS + 1, 20_000] {
+            let error = Networks::parse(&selecting(over, form, 1)).unwrap_err();
+            assert_eq!(error, NetworksError::TooManySelections { count: over });
+            assert!(
+                error.to_string().starts_with(&format!(
+                    "selects {over} networks; at most 64 are read (the selections cap)"
+                )),
+                "{form}: {error}"
+            );
+        }
+    }
+    let at = selecting(1, "json", MAX_IPS);
+    let parsed = Networks::parse(&at).unwrap();
+    assert_eq!(parsed.selections()[0].ips.len(), MAX_IPS);
+    let error = Networks::parse(&selecting(2, "json", MAX_IPS + 1)).unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        format!(
+            "JSON element 1: \"ips\" lists {} addresses; at most 16 are read (the ips cap): an interface has one address per family, a few at most; list fewer",
+            MAX_IPS + 1
+        )
+    );
+}
+
+/// Past the cap, nothing but the count is read: the work does not grow with what follows.
+#[test]
+fn an_annotation_past_the_cap_is_refused_after_one_pass() {
+    for form in ["comma", "json"] {
+        let units =
+            |count| crate::work::measure(|| Networks::parse(&selecting(count, form, 1)).is_ok()).1;
+        assert_eq!(units(1_000), units(16_000), "{form}");
+    }
+}

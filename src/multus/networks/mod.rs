@@ -21,6 +21,18 @@ pub const NETWORKS_ANNOTATION: &str = "k8s.v1.cni.cncf.io/networks";
 /// The pod annotation selecting the cluster default network.
 pub const DEFAULT_NETWORK_ANNOTATION: &str = "v1.multus-cni.io/default-network";
 
+/// The most selections one networks annotation may hold (the selections cap): more are not
+/// read, and the annotation is refused. Multus attaches each selection as an interface of the
+/// pod; SR-IOV and macvlan pods select a handful (one per VF or VLAN they use), and a CNF
+/// with a data plane a dozen or two. Every rule walks the selections, and the
+/// secondary-network rule reads a NAD's IPAM for each, so without a cap one pod's 256 KiB of
+/// annotations could select tens of thousands of networks.
+pub const MAX_SELECTIONS: usize = 64;
+/// The most addresses one selection's `ips` may list (the ips cap): a static IPAM with the
+/// `ips` capability gives the interface these, and an interface has one address per family,
+/// a few at most.
+pub const MAX_IPS: usize = 16;
+
 /// The form of a networks annotation, decided the way Multus decides it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Form {

@@ -1,0 +1,203 @@
+//! The entries of the watch caches: what a cache keeps of one object ([`Annotations`]: the
+//! annotations the rules read and, of a NAD, the hash of its config and what that config
+//! says for the rules, Linkerd-CNI's settings or another network's IPAM, worked out once when
+//! the watch stores it, with the IPAM's caps of `multus::ipam`, so that no review parses a
+//! NAD's config), and the entries one review picks ([`Picked`]), which its rules read with
+//! no lock held.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use compact_str::CompactString;
+use kube::core::ObjectMeta;
+
+use crate::admission::NadConfigs;
+use crate::k8s::namespace::Lookup;
+use crate::linkerd_cni::cni_config::other_network;
+use crate::linkerd_cni::rollout;
+use crate::linkerd_cni::skip_subnets::{PluginSettings, linkerd_cni_settings};
+use crate::multus::ipam::{self, Ipam, IpamError};
+use crate::multus::nad::{self, Maker};
+use crate::network_resources::Nads;
+
+/// The annotations of one object that the rules read (the others are not
+/// kept) and, for a NAD, the hash of its config and what it runs when that is
+/// not Linkerd-CNI. Short keys and values are held inline, so a lookup reads
+/// no other memory.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Annotations {
+    pairs: Vec<(CompactString, CompactString)>,
+    config_hash: Option<CompactString>,
+    other_network: Option<Box<str>>,
+    network: Option<Box<Network>>,
+}
+
+/// What a NAD's config says for the secondary-network rule: Linkerd-CNI's own settings, or
+/// the IPAM of another network.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Network {
+    LinkerdCni(PluginSettings),
+    Other(Result<Ipam, IpamError>),
+}
+
+impl Lookup for Annotations {
+    fn lookup(&self, key: &str) -> Option<&str> {
+        self.pairs
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+impl Annotations {
+    /// No annotations.
+    pub const EMPTY: Annotations = Annotations {
+        pairs: Vec::new(),
+        config_hash: None,
+        other_network: None,
+        network: None,
+    };
+
+    /// The annotations of `meta` among `keys`, with the hash of the NAD
+    /// config `config` when given, and what it runs when it is not
+    /// Linkerd-CNI and the NAD is not this project's.
+    pub fn of(meta: &ObjectMeta, keys: &[String], config: Option<&str>) -> Self {
+        let network = config.map(|config| {
+            let parsed = serde_json::from_str::<serde_json::Value>(config);
+            Box::new(match parsed.as_ref().ok().and_then(linkerd_cni_settings) {
+                Some(plugin) => Network::LinkerdCni(plugin),
+                None => Network::Other(
+                    parsed.map_or(Err(IpamError::NotObject), |v| ipam::read_value(&v)),
+                ),
+            })
+        });
+        Annotations {
+            network,
+            pairs: meta
+                .annotations
+                .iter()
+                .flatten()
+                .filter(|(k, _)| keys.contains(k))
+                .map(|(k, v)| (k.as_str().into(), v.as_str().into()))
+                .collect(),
+            config_hash: config.map(|c| rollout::config_hash(c).into()),
+            other_network: config
+                .filter(|_| made_by_someone_else(meta))
+                .and_then(other_network)
+                .map(String::into_boxed_str),
+        }
+    }
+
+    /// The [`rollout::config_hash`] of the NAD's `spec.config`, computed once
+    /// when the NAD was stored; `None` when it has none.
+    pub fn config_hash(&self) -> Option<&str> {
+        self.config_hash.as_deref()
+    }
+
+    /// The IPAM of the NAD's `spec.config` when it is not Linkerd-CNI's, read once when the
+    /// NAD was stored.
+    pub fn ipam(&self) -> Option<&Result<Ipam, IpamError>> {
+        match self.network.as_deref()? {
+            Network::Other(ipam) => Some(ipam),
+            Network::LinkerdCni(_) => None,
+        }
+    }
+
+    /// Linkerd-CNI's settings in the NAD's `spec.config` when it runs it, read once when the
+    /// NAD was stored.
+    pub fn plugin_settings(&self) -> Option<&PluginSettings> {
+        match self.network.as_deref()? {
+            Network::LinkerdCni(plugin) => Some(plugin),
+            Network::Other(_) => None,
+        }
+    }
+
+    /// What the NAD's `spec.config` runs when no plugin of it is Linkerd-CNI
+    /// ([`other_network`]), computed once when the NAD was stored.
+    pub fn other_network(&self) -> Option<&str> {
+        self.other_network.as_deref()
+    }
+}
+
+/// Whether a NAD is held by neither a render nor the NAD controller of this project
+/// ([`nad::Record::holder`], the rule the controller and `check` read): only such a NAD is
+/// judged by what it runs, as the render and `check` judge it.
+fn made_by_someone_else(meta: &ObjectMeta) -> bool {
+    let empty = std::collections::BTreeMap::new();
+    let writes = meta.managed_fields.iter().flatten().map(|entry| {
+        (
+            entry.manager.as_deref().unwrap_or_default(),
+            entry.operation.as_deref().unwrap_or_default(),
+        )
+    });
+    let client_side = meta
+        .annotations
+        .as_ref()
+        .is_some_and(|a| a.contains_key(nad::LAST_APPLIED_ANNOTATION));
+    let labels = meta.labels.as_ref().unwrap_or(&empty);
+    nad::Record::read(labels, writes, client_side).holder() == Maker::Other
+}
+
+/// The key of NAD `namespace/name` in a NAD cache.
+pub fn nad_key(namespace: &str, name: &str) -> CompactString {
+    compact_str::format_compact!("{namespace}/{name}")
+}
+
+/// Some entries of a cache at one moment ([`WatchCache::pick`]), owned: the rules of one
+/// review read them with no lock held.
+#[derive(Debug, Clone, Default)]
+pub struct Picked(pub(crate) HashMap<CompactString, Option<Arc<Annotations>>>);
+
+/// What a [`Picked`] says of a key.
+#[derive(Debug, Clone, Copy)]
+pub enum Entry<'a> {
+    /// The cache held it.
+    Held(&'a Annotations),
+    /// The cache did not hold it.
+    Lacked,
+    /// It was not picked: the cache was not asked.
+    NotPicked,
+}
+
+impl Picked {
+    /// What the cache held for `key` when it was picked.
+    pub fn entry(&self, key: &str) -> Entry<'_> {
+        match self.0.get(key) {
+            Some(Some(annotations)) => Entry::Held(annotations),
+            Some(None) => Entry::Lacked,
+            None => Entry::NotPicked,
+        }
+    }
+
+    /// The annotations of an object picked, by key, if the cache held it.
+    pub fn get(&self, key: &str) -> Option<&Annotations> {
+        match self.entry(key) {
+            Entry::Held(annotations) => Some(annotations),
+            Entry::Lacked | Entry::NotPicked => None,
+        }
+    }
+}
+
+/// The NADs picked from a [`NadCache`].
+impl Nads for Picked {
+    fn annotations(&self, namespace: &str, name: &str) -> Option<&dyn Lookup> {
+        self.get(&nad_key(namespace, name))
+            .map(|a| a as &dyn Lookup)
+    }
+}
+
+/// The NADs picked from a [`NadCache`], with the hashes of their configs.
+impl NadConfigs for Picked {
+    fn config_hash(&self, namespace: &str, name: &str) -> Option<&str> {
+        self.get(&nad_key(namespace, name))?.config_hash()
+    }
+    fn other_network(&self, namespace: &str, name: &str) -> Option<&str> {
+        self.get(&nad_key(namespace, name))?.other_network()
+    }
+    fn ipam(&self, namespace: &str, name: &str) -> Option<&Result<Ipam, IpamError>> {
+        self.get(&nad_key(namespace, name))?.ipam()
+    }
+    fn plugin_settings(&self, namespace: &str, name: &str) -> Option<&PluginSettings> {
+        self.get(&nad_key(namespace, name))?.plugin_settings()
+    }
+}
