@@ -5,13 +5,17 @@
 //! own (`ControlPlane::own`). Here its life with one replica and a simple
 //! failover; what it owns in `ownership`, how it meets Git's apply in `git`, what it says of
 //! opt-in annotations written wrong in `opt_ins`, failovers with renewals failing in
-//! `failover`, its retries under a persistent refusal in `retries`.
+//! `failover`, its retries under a persistent refusal in `retries`; its restarts in
+//! `restarts`, fair to every tenant in `fairness`, as `preview` says they will be, Git's and
+//! Helm's workloads in `preview`.
 
 #[path = "controller/audit.rs"]
 mod audit;
 use crate::common;
 #[path = "controller/failover.rs"]
 mod failover;
+#[path = "controller/fairness.rs"]
+mod fairness;
 #[path = "controller/git.rs"]
 mod git;
 #[path = "controller/harness.rs"]
@@ -20,6 +24,8 @@ mod harness;
 mod opt_ins;
 #[path = "controller/ownership.rs"]
 mod ownership;
+#[path = "controller/preview.rs"]
+mod preview;
 #[path = "controller/proxy.rs"]
 mod proxy;
 #[path = "controller/restarts.rs"]

@@ -421,6 +421,12 @@ fn install_upgrade_rollback_and_uninstall_keep_the_certificates_and_every_nad() 
         apiVersion: k8s.cni.cncf.io/v1\nkind: NetworkAttachmentDefinition\nmetadata:\n  name: macvlan\n  namespace: app\nspec:\n  config: '{\"cniVersion\":\"0.3.1\",\"type\":\"macvlan\"}'\n---\n\
         apiVersion: k8s.cni.cncf.io/v1\nkind: NetworkAttachmentDefinition\nmetadata:\n  name: linkerd-cni\n  namespace: app\n  labels:\n    app.kubernetes.io/managed-by: linkerd-multus\nspec:\n  config: '{\"cniVersion\":\"0.3.1\",\"type\":\"linkerd-cni\"}'\n";
     plane.apply(nads);
+    // The API server's addresses as one on a routable address lists them: a lone API server on
+    // a loopback address writes no EndpointSlice for itself (Kubernetes refuses loopback
+    // endpoints), so the test writes the one an API server at 192.0.2.10 would.
+    plane.apply(
+        "apiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\nmetadata:\n  name: kubernetes\n  namespace: default\n  labels:\n    kubernetes.io/service-name: kubernetes\naddressType: IPv4\nendpoints:\n- addresses: [192.0.2.10]\n  conditions: {ready: true}\n- addresses: [192.0.2.99]\n  conditions: {ready: false}\nports:\n- {name: https, port: 6443, protocol: TCP}\n",
+    );
     let kubeconfig = plane.admin_kubeconfig.as_path();
     let release = |args: &[&str]| -> Value {
         let out = helm(args, Some(kubeconfig));
@@ -478,6 +484,23 @@ fn install_upgrade_rollback_and_uninstall_keep_the_certificates_and_every_nad() 
         "the caBundle is the Secret's CA"
     );
     assert_eq!(replicas, "2");
+    // The webhook's port admits the API server's ready address alone, read with lookup, as
+    // the release's notes say.
+    let from = plane.kubectl(&[
+        "get",
+        "networkpolicy",
+        "linkerd-multus-webhook",
+        "-n",
+        ns,
+        "-o",
+        "jsonpath={.spec.ingress[0].from}",
+    ]);
+    assert_eq!(from, r#"[{"ipBlock":{"cidr":"192.0.2.10/32"}}]"#);
+    let notes = installed["notes"].as_str().unwrap_or_default();
+    assert!(
+        notes.contains("only from the API server's addresses, as the\nEndpointSlice default/kubernetes lists them (192.0.2.10/32)"),
+        "{installed}"
+    );
     let labels = plane.kubectl(&["get", "namespace", ns, "-o", "jsonpath={.metadata.labels}"]);
     assert!(
         labels.contains(r#""linkerd.io/extension":"multus""#),

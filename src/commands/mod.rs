@@ -4,7 +4,7 @@
 //! [`from_injector`] `from-injector`, network-resources-injector's settings as
 //! a `NetworkResources` object;
 //! [`webhook`] the webhook; [`controller`] the NAD controller; [`extension`] the Linkerd
-//! extension's `install`, `uninstall` and `check`. What the file commands share:
+//! extension's `install`, `uninstall`, `check` and `preview`. What the file commands share:
 //! reading manifests ([`manifests`]), unified diffs ([`diff`]) and the
 //! Linkerd-CNI settings flags ([`flags`]); what every command shares: what it
 //! prints, why it could not run and the exit code that makes ([`outcome`]).
@@ -97,6 +97,12 @@ enum Command {
     /// NetworkAttachmentDefinition.
     #[cfg(feature = "webhook")]
     Uninstall(Box<extension::install::UninstallArgs>),
+    /// What the NAD controller will do once a new Linkerd-CNI ConfigMap (-f FILE) is
+    /// applied, read from the live cluster, changing nothing: the NADs it writes, the
+    /// workloads it restarts in its order and pacing, the pods it evicts, and those it
+    /// leaves to you or that did not opt in.
+    #[cfg(feature = "webhook")]
+    Preview(Box<extension::preview::PreviewArgs>),
 }
 
 /// The binary: parses the command line, runs the command, prints what it
@@ -181,6 +187,8 @@ fn run(command: Option<Command>) -> Result<Outcome, Error> {
         Some(Command::Install(args)) => args.run()?,
         #[cfg(feature = "webhook")]
         Some(Command::Uninstall(args)) => args.run()?,
+        #[cfg(feature = "webhook")]
+        Some(Command::Preview(args)) => args.run(),
     };
     Ok(outcome)
 }

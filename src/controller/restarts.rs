@@ -2,16 +2,17 @@
 //! whose pods run an older Linkerd-CNI config than their namespace's NAD holds, paced
 //! ([`crate::linkerd_cni::restarts`] decides; this module watches and writes).
 //!
-//! It watches what the decision reads, each reduced on arrival to what it keeps: pods as
-//! metadata (only those carrying a config hash, and of them the owner, the hash and the
-//! eviction opt-in), ReplicaSets as metadata (their Deployment), and Deployments,
-//! StatefulSets and DaemonSets (their pod template's two annotations, their Git marks, their
-//! update strategy and rollout status). Every few seconds, once each watch has listed, it
-//! plans and carries out the restarts (a merge patch of the pod template's hash, under the
-//! leadership's fence) and evictions (the Eviction API, so PodDisruptionBudgets hold), and
-//! reports the rest as Events and metrics.
+//! It watches what the decision reads, each reduced on arrival to what it keeps ([`mirror`]).
+//! Every two seconds, and when a rollout in a slot reaches its deadline, once each watch has
+//! listed, it plans and carries out the restarts (a merge patch of the pod template's hash
+//! under its field manager, under the leadership's fence: an update, which no apply of the
+//! team's conflicts with unless it sets that field, and the planner leaves the workloads whose
+//! template an apply holds) and evictions (the Eviction API, so PodDisruptionBudgets hold),
+//! and reports the rest as Events and metrics.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+pub mod mirror;
+
+use std::collections::{BTreeMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -32,12 +33,13 @@ use crate::controller::events::{Events, Kind as EventKind};
 use crate::controller::lease::Fence;
 use crate::controller::metrics::Metrics;
 use crate::controller::reconcile::CONFIG_DIGEST;
-use crate::k8s::{namespace, reserved};
+use crate::k8s::reserved;
 use crate::linkerd_cni::restarts::{
-    Action, Cluster, EVICT_ANNOTATION, HASH_ANNOTATION, Key, Kind, Owner, Pacer, Pod as StalePod,
-    REPORTED_REASON, RESTARTED_REASON, STALLED_REASON, Subject, Workload,
+    Action, Cluster, HASH_ANNOTATION, Key, Kind, Pacer, Pod as StalePod, REPORTED_REASON,
+    RESTARTED_REASON, STALLED_REASON, Subject, Workload,
 };
 use crate::linkerd_cni::rollout::HASH_LEN;
+use mirror::{Interned, Mirror, Watched, read_pod, read_replica_set};
 
 /// How often the restarts are planned.
 const EVERY: Duration = Duration::from_secs(2);
@@ -51,183 +53,6 @@ pub struct Options {
     pub concurrency: usize,
     /// How long one may roll before its namespace is halted (`--restart-deadline`).
     pub deadline: Duration,
-}
-
-/// Objects by namespace, then name: each namespace's name is kept once, and a lookup by
-/// `(&str, &str)` allocates nothing.
-type ByNamespace<V> = HashMap<Box<str>, HashMap<Box<str>, V>>;
-
-/// A pod that carries a config hash, as kept. The strings many pods share (the hash, the
-/// owner's kind and name) are [`Interned`]: at 50,000 pods a pod costs its name and a few
-/// pointers.
-#[derive(Debug, Clone)]
-struct PodEntry {
-    /// Its controller: kind and name.
-    owner: Option<(Arc<str>, Arc<str>)>,
-    hash: Arc<str>,
-    evict: Option<bool>,
-}
-
-/// Strings kept once however many objects hold them.
-#[derive(Default)]
-struct Interned(HashSet<Arc<str>>);
-
-impl Interned {
-    /// The one copy of `text`.
-    fn get(&mut self, text: &str) -> Arc<str> {
-        if let Some(kept) = self.0.get(text) {
-            return kept.clone();
-        }
-        let kept: Arc<str> = Arc::from(text);
-        self.0.insert(kept.clone());
-        kept
-    }
-
-    /// Forgets the strings no object holds any more (an old ReplicaSet's name, an old hash).
-    fn prune(&mut self) {
-        self.0.retain(|kept| Arc::strong_count(kept) > 1);
-    }
-}
-
-/// The objects of one watch, reduced to what the decision reads; rebuilt whole on each list.
-struct Mirror<V> {
-    objects: ByNamespace<V>,
-    next: Option<ByNamespace<V>>,
-    listed: bool,
-    interned: Interned,
-}
-
-impl<V> Default for Mirror<V> {
-    fn default() -> Self {
-        Mirror {
-            objects: HashMap::new(),
-            next: None,
-            listed: false,
-            interned: Interned::default(),
-        }
-    }
-}
-
-impl<V> Mirror<V> {
-    /// Applies a watch event, `read` reducing an object (`None`: not kept).
-    fn apply<K: Resource>(
-        &mut self,
-        event: watcher::Event<K>,
-        read: fn(&K, &mut Interned) -> Option<V>,
-    ) {
-        let name = |k: &K| (k.namespace().unwrap_or_default(), k.name_any());
-        match event {
-            watcher::Event::Init => self.next = Some(HashMap::new()),
-            watcher::Event::InitApply(k) => {
-                if let (Some(next), Some(v)) = (&mut self.next, read(&k, &mut self.interned)) {
-                    let (namespace, name) = name(&k);
-                    insert(next, namespace, name, v);
-                }
-            }
-            watcher::Event::InitDone => {
-                if let Some(next) = self.next.take() {
-                    self.objects = next;
-                }
-                self.interned.prune();
-                self.listed = true;
-            }
-            watcher::Event::Apply(k) => {
-                let (namespace, name) = name(&k);
-                match read(&k, &mut self.interned) {
-                    Some(v) => insert(&mut self.objects, namespace, name, v),
-                    None => self.remove(&namespace, &name),
-                }
-            }
-            watcher::Event::Delete(k) => {
-                let (namespace, name) = name(&k);
-                self.remove(&namespace, &name);
-            }
-        }
-    }
-
-    fn get(&self, namespace: &str, name: &str) -> Option<&V> {
-        self.objects.get(namespace)?.get(name)
-    }
-
-    fn remove(&mut self, namespace: &str, name: &str) {
-        if let Some(names) = self.objects.get_mut(namespace) {
-            names.remove(name);
-            if names.is_empty() {
-                self.objects.remove(namespace);
-            }
-        }
-    }
-
-    /// Every object, with its namespace and name.
-    fn iter(&self) -> impl Iterator<Item = (&str, &str, &V)> {
-        (self.objects.iter())
-            .flat_map(|(ns, names)| names.iter().map(move |(name, v)| (&**ns, &**name, v)))
-    }
-}
-
-fn insert<V>(objects: &mut ByNamespace<V>, namespace: String, name: String, v: V) {
-    (objects.entry(namespace.into_boxed_str()).or_default()).insert(name.into_boxed_str(), v);
-}
-
-/// What the watches hold, one mirror per watch.
-#[derive(Default)]
-struct Watched {
-    deployments: Mirror<Workload>,
-    stateful_sets: Mirror<Workload>,
-    daemon_sets: Mirror<Workload>,
-    replica_sets: Mirror<Option<String>>,
-    pods: Mirror<PodEntry>,
-}
-
-impl Watched {
-    /// Whether every watch has listed once.
-    fn listed(&self) -> bool {
-        self.deployments.listed
-            && self.stateful_sets.listed
-            && self.daemon_sets.listed
-            && self.replica_sets.listed
-            && self.pods.listed
-    }
-}
-
-/// The controller of an object: its kind and name.
-fn controller_of(meta: &kube::core::ObjectMeta) -> Option<(String, String)> {
-    meta.owner_references
-        .iter()
-        .flatten()
-        .find(|r| r.controller == Some(true))
-        .map(|r| (r.kind.clone(), r.name.clone()))
-}
-
-/// An `enabled`/`disabled` annotation.
-fn switch(annotations: Option<&BTreeMap<String, String>>, key: &str) -> Option<bool> {
-    namespace::switch(annotations?.get(key)?)
-}
-
-/// A pod that carries a config hash, unless it is being deleted: it goes anyway (an evicted
-/// pod terminates for its grace period), and is neither evicted again nor reported.
-fn read_pod(pod: &PartialObjectMeta<Pod>, interned: &mut Interned) -> Option<PodEntry> {
-    if pod.metadata.deletion_timestamp.is_some() {
-        return None;
-    }
-    let annotations = pod.metadata.annotations.as_ref();
-    Some(PodEntry {
-        hash: interned.get(annotations?.get(HASH_ANNOTATION)?),
-        owner: controller_of(&pod.metadata)
-            .map(|(kind, name)| (interned.get(&kind), interned.get(&name))),
-        evict: switch(annotations, EVICT_ANNOTATION),
-    })
-}
-
-fn read_replica_set(
-    rs: &PartialObjectMeta<ReplicaSet>,
-    _: &mut Interned,
-) -> Option<Option<String>> {
-    Some(
-        controller_of(&rs.metadata)
-            .filter(|(kind, _)| kind == "Deployment")
-            .map(|(_, name)| name),
-    )
 }
 
 /// Feeds one watch of `api` into the mirror `pick` chooses, reduced by `read`.
@@ -326,7 +151,11 @@ async fn restart_loop(context: &Context, watched: &Mutex<Watched>) {
     let mut pacer = Pacer::new(context.options.concurrency, context.options.deadline);
     let mut reported: HashSet<Subject> = HashSet::new();
     for pass in 1u64.. {
-        tokio::time::sleep(EVERY).await;
+        // The next pass, or sooner the deadline of a rollout in a slot: a stalled one frees
+        // its slot when it is due, not up to a pass later.
+        let next = Instant::now() + EVERY;
+        let due = pacer.next_deadline().map(Instant::from_std);
+        tokio::time::sleep_until(due.map_or(next, |due| due.min(next))).await;
         let actions = {
             let mut watched = watched.lock().expect("watched lock");
             if !watched.listed() {
@@ -362,14 +191,7 @@ async fn restart_loop(context: &Context, watched: &Mutex<Watched>) {
 
 /// One plan over what the watches hold now.
 fn plan(context: &Context, watched: &Watched, pacer: &mut Pacer) -> Vec<Action> {
-    let workload = |key: &Key| {
-        let mirror = match key.kind {
-            Kind::Deployment => &watched.deployments,
-            Kind::StatefulSet => &watched.stateful_sets,
-            Kind::DaemonSet => &watched.daemon_sets,
-        };
-        mirror.get(&key.namespace, &key.name)
-    };
+    let workload = |key: &Key| watched.workload(key);
     let nad_hashes: BTreeMap<String, String> = context
         .nads
         .state()
@@ -391,7 +213,7 @@ fn plan(context: &Context, watched: &Watched, pacer: &mut Pacer) -> Vec<Action> 
             visit(&StalePod {
                 namespace: namespace.to_string(),
                 name: name.to_string(),
-                owner: owner(namespace, entry, watched),
+                owner: watched.owner(namespace, entry),
                 hash: Some(entry.hash.to_string()),
                 evict: entry.evict,
             });
@@ -418,30 +240,6 @@ fn plan(context: &Context, watched: &Watched, pacer: &mut Pacer) -> Vec<Action> 
         reserved: &reserved,
     };
     pacer.plan(&cluster, std::time::Instant::now())
-}
-
-/// The owner of a pod, its ReplicaSet resolved to its Deployment.
-fn owner(namespace: &str, pod: &PodEntry, watched: &Watched) -> Owner {
-    let key = |kind, name: &str| {
-        Owner::Workload(Key {
-            kind,
-            namespace: namespace.to_string(),
-            name: name.to_string(),
-        })
-    };
-    match &pod.owner {
-        None => Owner::Naked,
-        Some((kind, name)) => match &**kind {
-            "StatefulSet" => key(Kind::StatefulSet, name),
-            "DaemonSet" => key(Kind::DaemonSet, name),
-            "Job" => Owner::Job(name.to_string()),
-            "ReplicaSet" => match watched.replica_sets.get(namespace, name) {
-                Some(Some(deployment)) => key(Kind::Deployment, deployment),
-                _ => Owner::Other(format!("ReplicaSet {name}")),
-            },
-            other => Owner::Other(format!("{other} {name}")),
-        },
-    }
 }
 
 /// The object reference of a workload, for its Events.
@@ -537,7 +335,7 @@ async fn carry_out(
         }
         Action::Halted { key, after } => {
             let note = format!(
-                "its rollout to the new Linkerd-CNI config did not complete in {}: no other workload of namespace {} is restarted until it does; see kubectl rollout status",
+                "its rollout to the new Linkerd-CNI config did not complete in {}: its slot goes to other namespaces, and no other workload of namespace {} is restarted until it does; see kubectl rollout status",
                 humantime::format_duration(Duration::from_secs(after.as_secs())),
                 key.namespace
             );
@@ -583,7 +381,3 @@ async fn carry_out(
     }
     true
 }
-
-#[cfg(test)]
-#[path = "restarts_tests.rs"]
-mod tests;

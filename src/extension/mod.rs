@@ -1,7 +1,8 @@
 //! The Linkerd CLI extension, as Linkerd's EXTENSIONS.md defines one: `linkerd
 //! multus install` prints the cluster side from one configuration
 //! ([`install`]), `uninstall` what removes it ([`uninstall`]), `check` what is
-//! wrong in a live cluster and what to do ([`check`]). Every command reaches
+//! wrong in a live cluster and what to do ([`check`]), `preview` what the NAD
+//! controller restarts once a new Linkerd-CNI ConfigMap is applied ([`preview`]). Every command reaches
 //! the API server the way the Linkerd CLI does ([`client`]). Both `install`
 //! and `uninstall` touch only the extension's own namespace ([`ownership`]).
 
@@ -9,6 +10,7 @@ pub mod check;
 pub mod client;
 pub mod install;
 pub mod ownership;
+pub mod preview;
 pub mod uninstall;
 
 /// The extension's name: Linkerd runs `linkerd-multus` for `linkerd multus`,

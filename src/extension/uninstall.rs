@@ -111,7 +111,11 @@ fn made_by_install() -> anyhow::Result<Vec<Kind>> {
         key: String::new(),
         ca_bundle: String::new(),
     };
-    objects.extend(super::install::objects(&Options::default(), Some(&certs))?);
+    objects.extend(super::install::objects(
+        &Options::default(),
+        Some(&certs),
+        &super::install::callers::Callers::HostNetwork,
+    )?);
     let mut kinds: Vec<Kind> = Vec::new();
     for object in &objects {
         let text = |path: &[&str]| {

@@ -17,24 +17,24 @@ use super::harness::{
     Audited, BOUND, Controller, Setup, eventually, labelled_by_controller, read, setup_with,
 };
 
-const OPT_IN: &str = "multus.linkerd.io/restart-on-config-change";
-const EVICT: &str = "multus.linkerd.io/evict-on-config-change";
-const HASH: &str = "multus.linkerd.io/config-hash";
+pub(super) const OPT_IN: &str = "multus.linkerd.io/restart-on-config-change";
+pub(super) const EVICT: &str = "multus.linkerd.io/evict-on-config-change";
+pub(super) const HASH: &str = "multus.linkerd.io/config-hash";
 /// A hash no config of this test has: what pods started under an older config carry.
-const OLD: &str = "0123456789abcdef";
-const IMAGE: &str = "registry.k8s.io/pause:3.10";
+pub(super) const OLD: &str = "0123456789abcdef";
+pub(super) const IMAGE: &str = "registry.k8s.io/pause:3.10";
 
 /// The kinds of workload the controller restarts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kind {
+pub(super) enum Kind {
     Deployment,
     StatefulSet,
     DaemonSet,
 }
-use Kind::{DaemonSet, Deployment, StatefulSet};
+pub(super) use Kind::{DaemonSet, Deployment, StatefulSet};
 
 impl Kind {
-    fn name(self) -> &'static str {
+    pub(super) fn name(self) -> &'static str {
         match self {
             Deployment => "Deployment",
             StatefulSet => "StatefulSet",
@@ -43,7 +43,7 @@ impl Kind {
     }
 
     /// Its resource, as kubectl and the audit log name it.
-    fn resource(self) -> &'static str {
+    pub(super) fn resource(self) -> &'static str {
         match self {
             Deployment => "deployments",
             StatefulSet => "statefulsets",
@@ -55,7 +55,7 @@ impl Kind {
 /// A test's API server with the packages' rights and deploy-restarts/'s, another API server
 /// on its etcd whose audit log the test reads, enforcing deploy-restarts/'s policy, and the
 /// kubeconfig of the controller's account on that one.
-fn audited_setup() -> (Setup, Audited, PathBuf) {
+pub(super) fn audited_setup() -> (Setup, Audited, PathBuf) {
     let s = setup_with(|rbac| format!("{rbac}\n---\n{}", read("deploy-restarts/rbac.yaml")));
     let audited = s.audited_server();
     shipped_policy(&s, &audited);
@@ -114,7 +114,7 @@ fn shipped_policy(s: &Setup, audited: &Audited) {
 }
 
 /// Starts `controller --restart-stale-workloads` with `flags`, a Lease of 3 s.
-fn start(s: &Setup, identity: &str, kubeconfig: &Path, flags: &[&str]) -> Controller {
+pub(super) fn start(s: &Setup, identity: &str, kubeconfig: &Path, flags: &[&str]) -> Controller {
     let flags: Vec<&str> = ["--restart-stale-workloads"]
         .iter()
         .chain(flags)
@@ -125,7 +125,7 @@ fn start(s: &Setup, identity: &str, kubeconfig: &Path, flags: &[&str]) -> Contro
 
 /// A namespace (`prefix-N`) switched on with `annotations` more, once the controller made its
 /// NAD: its name and the hash of the NAD's config (what a current pod carries).
-fn namespace(s: &Setup, prefix: &str, annotations: &[(&str, &str)]) -> (String, String) {
+pub(super) fn namespace(s: &Setup, prefix: &str, annotations: &[(&str, &str)]) -> (String, String) {
     let mut all = vec![("linkerd.io/multus", "enabled")];
     all.extend_from_slice(annotations);
     let namespace = s.plane.namespace(prefix, &all);
@@ -143,7 +143,7 @@ fn namespace(s: &Setup, prefix: &str, annotations: &[(&str, &str)]) -> (String, 
 }
 
 /// The uid of `resource` `name`.
-fn uid(s: &Setup, resource: &str, namespace: &str, name: &str) -> String {
+pub(super) fn uid(s: &Setup, resource: &str, namespace: &str, name: &str) -> String {
     s.plane.kubectl(&[
         "get",
         resource,
@@ -157,12 +157,19 @@ fn uid(s: &Setup, resource: &str, namespace: &str, name: &str) -> String {
 
 /// Makes a `kind` `name` in `namespace` (its pod template annotated `template`), a Deployment's
 /// ReplicaSet, and one pod of it carrying the config hash `pod_hash`, its rollout complete.
-fn workload(s: &Setup, kind: Kind, namespace: &str, name: &str, template: Value, pod_hash: &str) {
+pub(super) fn workload(
+    s: &Setup,
+    kind: Kind,
+    namespace: &str,
+    name: &str,
+    template: Value,
+    pod_hash: &str,
+) {
     workload_with(s, kind, namespace, name, template, json!({}), pod_hash);
 }
 
 /// The same, with the fields of `spec` set in its spec.
-fn workload_with(
+pub(super) fn workload_with(
     s: &Setup,
     kind: Kind,
     namespace: &str,
@@ -194,8 +201,18 @@ fn workload_with(
     for (field, value) in spec.as_object().unwrap() {
         object["spec"][field] = value.clone();
     }
-    s.plane.apply(&object.to_string());
+    // Created in the cluster (an update of kubectl-create's), not applied from Git: a field
+    // manager that applies the template would hold it, and the controller leave it to Git.
+    s.plane
+        .kubectl_ok(&["create", "-f", "-"], &object.to_string());
     complete(s, kind, namespace, name);
+    its_pod(s, kind, namespace, name, pod_hash);
+}
+
+/// Makes the pod of `kind` `name` (through a ReplicaSet for a Deployment), carrying the
+/// config hash `pod_hash`, as its controller would.
+pub(super) fn its_pod(s: &Setup, kind: Kind, namespace: &str, name: &str, pod_hash: &str) {
+    let pod_spec = json!({"containers": [{"name": "c", "image": IMAGE}]});
     let owner = |kind: &str, object: &str, uid: String| json!([{"apiVersion": "apps/v1", "kind": kind, "name": object, "uid": uid, "controller": true}]);
     let (owner, pod) = match kind {
         Deployment => {
@@ -236,7 +253,7 @@ fn workload_with(
 }
 
 /// Writes `status` into the status of `resource` `name` (`kubectl patch --subresource=status`).
-fn write_status(s: &Setup, resource: &str, namespace: &str, name: &str, status: Value) {
+pub(super) fn write_status(s: &Setup, resource: &str, namespace: &str, name: &str, status: Value) {
     s.plane.kubectl(&[
         "patch",
         resource,
@@ -251,7 +268,7 @@ fn write_status(s: &Setup, resource: &str, namespace: &str, name: &str, status: 
 }
 
 /// The `metadata.generation` of `resource` `name`.
-fn generation(s: &Setup, resource: &str, namespace: &str, name: &str) -> i64 {
+pub(super) fn generation(s: &Setup, resource: &str, namespace: &str, name: &str) -> i64 {
     s.plane
         .kubectl(&[
             "get",
@@ -270,7 +287,7 @@ fn generation(s: &Setup, resource: &str, namespace: &str, name: &str) -> i64 {
 /// Writes `kind` `name`'s rollout status as complete for its current generation (one
 /// replica), as its controller would once its new pods are available; returns when it
 /// started the write (nothing that follows the write can be earlier).
-fn complete(s: &Setup, kind: Kind, namespace: &str, name: &str) -> Timestamp {
+pub(super) fn complete(s: &Setup, kind: Kind, namespace: &str, name: &str) -> Timestamp {
     let started = Timestamp::now();
     let observed = generation(s, kind.resource(), namespace, name);
     let status = match kind {
@@ -295,7 +312,7 @@ fn complete(s: &Setup, kind: Kind, namespace: &str, name: &str) -> Timestamp {
 }
 
 /// The hash `kind` `name`'s pod template carries.
-fn template_hash(s: &Setup, kind: Kind, namespace: &str, name: &str) -> String {
+pub(super) fn template_hash(s: &Setup, kind: Kind, namespace: &str, name: &str) -> String {
     let out = s
         .plane
         .kubectl(&["get", kind.resource(), "-n", namespace, name, "-o", "json"]);
@@ -307,12 +324,12 @@ fn template_hash(s: &Setup, kind: Kind, namespace: &str, name: &str) -> String {
 }
 
 /// The requests the controller's account sent, in the order answered.
-fn sent(s: &Setup, audited: &Audited) -> Vec<Request> {
+pub(super) fn sent(s: &Setup, audited: &Audited) -> Vec<Request> {
     requests(&audited.log, &service_account(&s.home, &s.account))
 }
 
 /// The patches of `kind` the controller's account sent, whatever the answer.
-fn patches(s: &Setup, audited: &Audited, kind: Kind) -> Vec<Request> {
+pub(super) fn patches(s: &Setup, audited: &Audited, kind: Kind) -> Vec<Request> {
     sent(s, audited)
         .into_iter()
         .filter(|r| r.resource == kind.resource() && r.subresource.is_empty())
@@ -321,12 +338,12 @@ fn patches(s: &Setup, audited: &Audited, kind: Kind) -> Vec<Request> {
 }
 
 /// The names of the objects of `requests`.
-fn names(requests: &[Request]) -> Vec<&str> {
+pub(super) fn names(requests: &[Request]) -> Vec<&str> {
     requests.iter().map(|r| r.name.as_str()).collect()
 }
 
 /// The evictions (`create` of `pods/eviction`) the controller's account sent.
-fn evictions(s: &Setup, audited: &Audited) -> Vec<Request> {
+pub(super) fn evictions(s: &Setup, audited: &Audited) -> Vec<Request> {
     sent(s, audited)
         .into_iter()
         .filter(|r| r.resource == "pods" && r.subresource == "eviction" && r.verb == "create")
@@ -334,14 +351,14 @@ fn evictions(s: &Setup, audited: &Audited) -> Vec<Request> {
 }
 
 /// Whether `name` in `namespace` has a Warning Event of `reason`.
-fn warned(s: &Setup, namespace: &str, name: &str, reason: &str) -> bool {
+pub(super) fn warned(s: &Setup, namespace: &str, name: &str, reason: &str) -> bool {
     s.events_about(namespace, name)
         .iter()
         .any(|e| e["reason"] == reason && e["type"] == "Warning")
 }
 
 /// Makes a naked pod `name` with `labels` and `annotations`, bound to `node` if any.
-fn naked(
+pub(super) fn naked(
     s: &Setup,
     namespace: &str,
     name: &str,
@@ -367,13 +384,13 @@ fn naked(
 /// Writes pod `name`'s status as running and ready, as a kubelet would: the API server
 /// checks a pod's PodDisruptionBudget before evicting it only then (a pending pod, or one
 /// not ready while its budget is met, is evicted without decrementing it).
-fn running(s: &Setup, namespace: &str, name: &str) {
+pub(super) fn running(s: &Setup, namespace: &str, name: &str) {
     let status = json!({"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]});
     write_status(s, "pod", namespace, name, status);
 }
 
 /// Whether pod `name` exists.
-fn exists(s: &Setup, namespace: &str, name: &str) -> bool {
+pub(super) fn exists(s: &Setup, namespace: &str, name: &str) -> bool {
     let out = s
         .plane
         .kubectl_input(&["get", "pod", "-n", namespace, name, "-o", "name"], "");
@@ -386,7 +403,7 @@ fn exists(s: &Setup, namespace: &str, name: &str) -> bool {
 }
 
 /// Whether pod `name` is being deleted (it has a deletion timestamp).
-fn terminating(s: &Setup, namespace: &str, name: &str) -> bool {
+pub(super) fn terminating(s: &Setup, namespace: &str, name: &str) -> bool {
     let out = s.plane.kubectl(&[
         "get",
         "pod",
@@ -496,11 +513,13 @@ fn budget(s: &Setup, namespace: &str, name: &str, healthy: i64, desired: i64, ex
     write_status(s, "pdb", namespace, name, status);
 }
 
-/// A naked pod opted in to eviction goes through the Eviction API: refused (429) while its
+/// A naked pod's eviction is opted in by its namespace alone: one annotated `enabled` on
+/// itself (whoever may patch a pod could write that) is reported and never evicted until its
+/// namespace opts in. Then each goes through the Eviction API: refused (429) while its
 /// PodDisruptionBudget allows no disruption, evicted (201) once it allows one; a naked pod
-/// of the old config not opted in stays.
+/// of the old config that opts out on itself stays.
 #[test]
-fn a_naked_pod_opted_in_is_evicted_only_when_its_disruption_budget_allows() {
+fn a_naked_pod_is_evicted_only_when_its_namespace_opts_in_and_its_disruption_budget_allows() {
     let (s, audited, kubeconfig) = audited_setup();
     let controller = start(&s, "only", &kubeconfig, &[]);
     let (ns, current) = namespace(&s, "evict", &[]);
@@ -527,7 +546,7 @@ fn a_naked_pod_opted_in_is_evicted_only_when_its_disruption_budget_allows() {
         &ns,
         "idle",
         json!({"app": "idle"}),
-        json!({HASH: OLD}),
+        json!({HASH: OLD, EVICT: "disabled"}),
         None,
     );
     running(&s, &ns, "batch-old");
@@ -535,8 +554,8 @@ fn a_naked_pod_opted_in_is_evicted_only_when_its_disruption_budget_allows() {
     // There is no controller manager here: the test writes the budget's status as the
     // disruption controller would, one healthy pod of one, one wanted: no disruption allowed.
     budget(&s, &ns, "batch", 1, 1, 1);
-    // A pod bound to a node and opted in, under no budget: evicted at once, it terminates
-    // for its grace period (for ever here: no kubelet confirms it), and is asked no more.
+    // A pod bound to a node, under no budget, that says it opts in: its namespace does not,
+    // so it is reported, saying why its own annotation is not enough, and never evicted.
     naked(
         &s,
         &ns,
@@ -545,20 +564,35 @@ fn a_naked_pod_opted_in_is_evicted_only_when_its_disruption_budget_allows() {
         json!({HASH: OLD, EVICT: "enabled"}),
         Some("node-1"),
     );
+    eventually("the StaleConfig Events on the three pods", BOUND, || {
+        ["batch-old", "idle", "bound"]
+            .iter()
+            .all(|pod| warned(&s, &ns, pod, "StaleConfig"))
+    });
+    let not_enough = |s: &Setup| {
+        s.events_about(&ns, "bound").iter().any(|e| {
+            e["reason"] == "StaleConfig"
+                && e["note"]
+                    .as_str()
+                    .is_some_and(|n| n.contains(&format!("its own {EVICT}=enabled is not enough")))
+        })
+    };
+    assert!(not_enough(&s), "{:?}", s.events_about(&ns, "bound"));
+    std::thread::sleep(Duration::from_secs(5));
+    assert!(
+        evictions(&s, &audited).is_empty(),
+        "no eviction asked before the namespace opts in:\n{}",
+        controller.log()
+    );
+    assert!(!terminating(&s, &ns, "bound"));
+
+    // The namespace opts in: the bound pod is evicted at once, and terminates for its grace
+    // period (for ever here: no kubelet confirms it), and is asked no more.
+    s.plane
+        .kubectl(&["annotate", "namespace", &ns, &format!("{EVICT}=enabled")]);
     eventually("the bound pod evicted: terminating", BOUND, || {
         terminating(&s, &ns, "bound")
     });
-    eventually("the StaleConfig Events on both pods", BOUND, || {
-        warned(&s, &ns, "batch-old", "StaleConfig") && warned(&s, &ns, "idle", "StaleConfig")
-    });
-    s.plane.kubectl(&[
-        "annotate",
-        "pod",
-        "-n",
-        &ns,
-        "batch-old",
-        &format!("{EVICT}=enabled"),
-    ]);
 
     // Refused by the budget, and asked again by each later pass: the pod stays.
     let refused = |s: &Setup| {
@@ -610,7 +644,7 @@ fn a_naked_pod_opted_in_is_evicted_only_when_its_disruption_budget_allows() {
     });
     // A few passes more: nothing else is evicted, nor asked to be.
     std::thread::sleep(Duration::from_secs(5));
-    assert!(exists(&s, &ns, "idle"), "not opted in to eviction");
+    assert!(exists(&s, &ns, "idle"), "opted out of eviction");
     assert!(exists(&s, &ns, "batch-new"), "current");
     let asked: Vec<(String, u16)> = evictions(&s, &audited)
         .into_iter()

@@ -127,9 +127,40 @@ fn a_clean_install_checks_and_each_defect_is_named_alone() {
     nad_edited(&installed);
     nad_taken_by_a_network(&installed);
     certificate_near_expiry(&installed);
+    webhook_port_open(&installed);
     service_pointing_nowhere(&mut installed);
     let (code, failing, table) = failures(&installed, &[]);
     assert!(failing.is_empty() && code == 0, "{table}");
+}
+
+/// The webhook's NetworkPolicy admitting every address to port 8443, as the package's
+/// defaults do: a warning, put back when the port admits the API server alone.
+fn webhook_port_open(installed: &Installed) {
+    let plane = installed.plane;
+    let set = |cidr: &str| {
+        let patch = format!(
+            r#"[{{"op": "replace", "path": "/spec/ingress/0/from", "value": [{{"ipBlock": {{"cidr": "{cidr}"}}}}]}}]"#
+        );
+        plane.kubectl(&[
+            "patch",
+            "networkpolicy",
+            "linkerd-multus-webhook",
+            "-n",
+            "linkerd-multus",
+            "--type=json",
+            "-p",
+            &patch,
+        ]);
+    };
+    set("0.0.0.0/0");
+    let want = (
+        "linkerd-multus",
+        "linkerd-multus-webhook admits only the API server to port 8443",
+        "warning",
+        "NetworkPolicy linkerd-multus/linkerd-multus-webhook: it admits 0.0.0.0/0 to port 8443, and the webhook asks no client certificate",
+    );
+    named_alone(installed, &[], want, 0);
+    set("127.0.0.1/32");
 }
 
 /// A NAD deleted.

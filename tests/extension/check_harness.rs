@@ -166,10 +166,13 @@ fn b64(text: &str) -> String {
 }
 
 /// What `linkerd-multus install` prints for the cluster of `kubeconfig`
-/// (which it reads for certificates to keep: none, the first time).
+/// (which it reads for certificates to keep: none, the first time), the
+/// webhook's port admitting the API server's address alone (loopback here,
+/// which the API server never lists for itself).
 fn run_install(kubeconfig: &std::path::Path) -> String {
     let out = Command::new(bin())
         .arg("install")
+        .arg("--api-server-cidr=127.0.0.1/32")
         .arg("--kubeconfig")
         .arg(kubeconfig)
         .env_remove("LINKERD_NAMESPACE")

@@ -257,6 +257,16 @@ fn from_packages(case: &Case) -> Objects {
         deployment["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]["memory"] =
             Value::from("128Mi");
     }
+    if case.flags.contains(&"--platform=openshift") {
+        // The README's step on OpenShift: host-network traffic, in place of the two blocks.
+        let policy = out
+            .iter_mut()
+            .find(|(id, _)| id.0 == "NetworkPolicy" && id.2 == "linkerd-multus-webhook")
+            .unwrap()
+            .1;
+        policy["spec"]["ingress"][0]["from"] = serde_json::json!([{"namespaceSelector":
+            {"matchLabels": {"policy-group.network.openshift.io/host-network": ""}}}]);
+    }
     if !case.cert_manager {
         let mwc = out
             .iter_mut()

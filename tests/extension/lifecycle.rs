@@ -20,6 +20,10 @@ use super::common::{Run, Yaml, parse_yaml_stream, run_with_args};
 
 const MARK: &str = "multus.linkerd.io/namespace-owner=linkerd-multus";
 
+/// What install says of the webhook's port where the API server lists no address of its own,
+/// as on a lone API server on a loopback address (whose Endpoints it never writes).
+const UNLISTED: &str = "warning: the NetworkPolicy admits the webhook's port 8443 from every address: the EndpointSlice default/kubernetes lists no address of the API server; pass --api-server-cidr (apiServerCIDRs) with your control plane's addresses, once for each range, to admit only the API server";
+
 pub(super) const APPLY: [&str; 5] = [
     "apply",
     "--server-side",
@@ -87,6 +91,7 @@ fn install_applies_again_without_change_and_uninstall_removes_only_it() {
         "{}",
         first.stderr
     );
+    assert!(first.stderr.contains(UNLISTED), "{}", first.stderr);
     plane.kubectl_ok(&APPLY, &first.stdout);
     let before = versions(plane, &first.stdout);
     assert_eq!(
@@ -131,7 +136,59 @@ fn install_applies_again_without_change_and_uninstall_removes_only_it() {
     );
 
     secrets_install_did_not_make_are_not_trusted(plane, &namespace, &flags, &first.stdout);
+    the_api_server_s_addresses_narrow_the_webhook_port(plane, &flags);
     uninstall_removes_only_what_install_made(plane, &namespace, &cni);
+}
+
+/// Where the cluster lists the API server's addresses (the EndpointSlice default/kubernetes),
+/// the webhook's port admits those alone. A lone API server on a loopback address writes no
+/// such slice (Kubernetes refuses loopback endpoints), so the test writes the one an API
+/// server at 192.0.2.10 and 2001:db8::10 would; unready addresses are left out.
+fn the_api_server_s_addresses_narrow_the_webhook_port(plane: &ControlPlane, flags: &[&str]) {
+    plane.apply(
+        &serde_json::json!({
+            "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+            "metadata": {"name": "kubernetes", "namespace": "default",
+                         "labels": {"kubernetes.io/service-name": "kubernetes"}},
+            "addressType": "IPv4",
+            "endpoints": [
+                {"addresses": ["192.0.2.10"], "conditions": {"ready": true}},
+                {"addresses": ["192.0.2.99"], "conditions": {"ready": false}},
+            ],
+            "ports": [{"name": "https", "port": 6443, "protocol": "TCP"}]
+        })
+        .to_string(),
+    );
+    let run = extension(plane, flags);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("note: the NetworkPolicy admits the webhook's port 8443 only from the API server's addresses, as the EndpointSlice default/kubernetes lists them (192.0.2.10/32); if it calls webhooks from other addresses"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        !run.stderr.contains("warning: the NetworkPolicy"),
+        "{}",
+        run.stderr
+    );
+    let docs = parse_yaml_stream(&run.stdout).unwrap();
+    let policy = docs
+        .iter()
+        .find(|d| {
+            d.str_at(&["kind"]) == Some("NetworkPolicy")
+                && d.str_at(&["metadata", "name"]) == Some("linkerd-multus-webhook")
+        })
+        .unwrap();
+    let https = &policy.get("spec").unwrap().get("ingress").unwrap().seq()[0];
+    let from: Vec<_> = https
+        .get("from")
+        .unwrap()
+        .seq()
+        .iter()
+        .map(|peer| peer.str_at(&["ipBlock", "cidr"]).unwrap().to_string())
+        .collect();
+    assert_eq!(from, ["192.0.2.10/32"]);
+    plane.kubectl(&["delete", "endpointslice", "kubernetes", "-n", "default"]);
 }
 
 /// The PEM certificates of base64 `data`.
@@ -203,7 +260,7 @@ fn secrets_install_did_not_make_are_not_trusted(
         run.stderr,
         format!(
             "kept the webhook's certificates of {namespace}/{secret}; its ca.crt is rebuilt from the CA that issued tls.crt and the previous one, without 1 certificate(s) install did not put there\n\
-             warning: the NetworkPolicy admits the webhook's port 8443 from every address: pass --api-server-cidr (apiServerCIDRs) with your control plane's addresses, once for each range, to admit only the API server\n"
+             {UNLISTED}\n"
         )
     );
     assert!(
@@ -335,7 +392,7 @@ fn uninstall_removes_only_what_install_made(plane: &ControlPlane, namespace: &st
     plane.apply(&nad("mine", "linkerd.io/extension: multus"));
     plane.apply(&nad(
         "linkerd-cni",
-        "app.kubernetes.io/managed-by: linkerd-multus-controller",
+        "app.kubernetes.io/created-by: linkerd-multus-controller",
     ));
     plane.apply(
         "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: someone-else\nrules: []\n",

@@ -123,3 +123,43 @@ cert-manager.io/inject-ca-from: {{ .Values.webhook.injectCaFrom }}
 cert-manager.io/inject-ca-from-secret: {{ .Values.webhook.injectCaFromSecret }}
 {{- end -}}
 {{- end }}
+
+{{/*
+Who may reach the webhook's port 8443, as JSON {"cidrs": [...], "hostNetwork": bool,
+"listed": bool}: apiServerCIDRs when given; on OpenShift, host-network traffic (its API server
+runs on the host's network); else the API server's ready addresses as the cluster lists them
+(the EndpointSlice default/kubernetes, read with lookup, which finds nothing in `helm template`),
+one /32 or /128 each, as `linkerd multus install` reads them; else no block: every address.
+*/}}
+{{- define "linkerd-multus.apiServerCallers" -}}
+{{- $cidrs := list -}}
+{{- $hostNetwork := false -}}
+{{- $listed := false -}}
+{{- if .Values.apiServerCIDRs -}}
+{{- $cidrs = .Values.apiServerCIDRs -}}
+{{- else if eq .Values.platform "openshift" -}}
+{{- $hostNetwork = true -}}
+{{- else -}}
+{{- $slice := lookup "discovery.k8s.io/v1" "EndpointSlice" "default" "kubernetes" -}}
+{{- range ($slice.endpoints | default list) -}}
+{{- if ne (toString (dig "conditions" "ready" true .)) "false" -}}
+{{- range .addresses -}}
+{{- $cidrs = append $cidrs (printf "%s/%s" . (ternary "128" "32" (contains ":" .))) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- $cidrs = $cidrs | uniq | sortAlpha -}}
+{{- $listed = gt (len $cidrs) 0 -}}
+{{- end -}}
+{{- dict "cidrs" $cidrs "hostNetwork" $hostNetwork "listed" $listed | toJson -}}
+{{- end }}
+
+{{/* Whether every address may reach the webhook's port: "true" or nothing. */}}
+{{- define "linkerd-multus.webhookPortOpen" -}}
+{{- $callers := include "linkerd-multus.apiServerCallers" . | fromJson -}}
+{{- $open := not (or $callers.hostNetwork $callers.cidrs) -}}
+{{- range $callers.cidrs -}}
+{{- if hasSuffix "/0" . }}{{ $open = true }}{{ end -}}
+{{- end -}}
+{{- if $open }}true{{ end -}}
+{{- end }}

@@ -149,7 +149,9 @@ pub struct InstallFlags {
     ignore_cluster: Option<bool>,
     /// A range the API server calls the webhook from (ADDRESS/PREFIX), repeated
     /// or comma-separated: the NetworkPolicy admits the webhook's port 8443 from
-    /// these only [default: every address, with a warning].
+    /// these only [default: on OpenShift, host-network traffic; elsewhere the
+    /// API server's addresses the cluster lists, or every address, with a
+    /// warning].
     #[arg(long = "api-server-cidr", value_name = "CIDR")]
     api_server_cidrs: Vec<String>,
     /// Meshed pods skip the subnets of their Multus secondary networks

@@ -1,5 +1,5 @@
 //! The Linkerd extension's commands (`linkerd multus install | uninstall |
-//! check`) and the flags Linkerd's EXTENSIONS.md requires of each: the API
+//! check | preview`) and the flags Linkerd's EXTENSIONS.md requires of each: the API
 //! server's (`--api-addr`, `--context`, `--as`, `--as-group`, `--kubeconfig`),
 //! `-L/--linkerd-namespace` and `--verbose`, read as the Linkerd CLI writes
 //! them (`linkerd check` passes `--verbose=false`, `--as-group=[]`, `--wait=5m0s`).
@@ -7,6 +7,7 @@
 pub mod check;
 pub mod go;
 pub mod install;
+pub mod preview;
 
 use std::path::PathBuf;
 

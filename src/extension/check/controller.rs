@@ -12,7 +12,7 @@ use kube::{Api, Client};
 
 use super::EXTENSION;
 use super::extension::{
-    Installed, WEBHOOK, container_args, read_error, readiness, restarts_stale_workloads,
+    Installed, WEBHOOK, container_args, read_error, readiness, restarts_from_args,
     settings_from_args,
 };
 use super::report::Check;
@@ -56,9 +56,9 @@ pub async fn check(
     pass.add(EXTENSION, check, retry);
     installed.manage_nads = true;
     let args = container_args(&deployment, "controller");
-    installed.restarts = restarts_stale_workloads(&args);
     let base = std::mem::take(&mut installed.settings);
     installed.settings = settings_from_args(&args, base).0;
+    installed.restarts = restarts_from_args(&args);
     let lease = lease_name(&args, &ns);
     let (check, retry) = leadership(client, &deployment, &lease).await;
     pass.add(EXTENSION, check, retry);

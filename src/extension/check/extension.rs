@@ -5,6 +5,8 @@
 //! the certificate and the probe through the API server in
 //! [`super::certificate`] and [`super::probe`].
 
+use std::time::Duration;
+
 use k8s_openapi::api::admissionregistration::v1::MutatingWebhookConfiguration;
 use k8s_openapi::api::apps::v1::Deployment;
 use kube::{Api, Client};
@@ -34,8 +36,47 @@ pub struct Installed {
     /// Whether the NAD controller runs (its Deployment; or, in an earlier
     /// release's layout, the webhook's `--manage-nads`).
     pub manage_nads: bool,
-    /// Whether the NAD controller restarts stale workloads (`--restart-stale-workloads`).
-    pub restarts: bool,
+    /// The NAD controller's restarts of stale workloads, when its arguments turn them on.
+    pub restarts: Option<Restarts>,
+}
+
+/// The pacing of the NAD controller's restarts (`--restart-stale-workloads`), as its
+/// arguments set it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Restarts {
+    /// `--restart-concurrency` (1 unless set).
+    pub concurrency: usize,
+    /// `--restart-deadline` (10 minutes unless set).
+    pub deadline: Duration,
+}
+
+/// The restarts the controller's arguments turn on, `None` when they do not:
+/// `--restart-stale-workloads` (or `=true`), with `--restart-concurrency` and
+/// `--restart-deadline` as `--flag=value` or `--flag value`; a value the controller would
+/// refuse is left at its default.
+pub fn restarts_from_args(args: &[String]) -> Option<Restarts> {
+    let flag = |name: &str| {
+        let inline = format!("--{name}=");
+        args.iter()
+            .enumerate()
+            .find_map(|(i, a)| match a.strip_prefix(&inline) {
+                Some(value) => Some(value.to_string()),
+                None if *a == format!("--{name}") => args.get(i + 1).cloned(),
+                None => None,
+            })
+    };
+    let on = args
+        .iter()
+        .any(|a| a == "--restart-stale-workloads" || a == "--restart-stale-workloads=true");
+    on.then(|| Restarts {
+        concurrency: flag("restart-concurrency")
+            .and_then(|n| n.parse().ok())
+            .filter(|n| *n >= 1)
+            .unwrap_or(1),
+        deadline: flag("restart-deadline")
+            .and_then(|d| humantime::parse_duration(&d).ok())
+            .unwrap_or(Duration::from_secs(600)),
+    })
 }
 
 /// The Namespace and the webhook's Deployment, with the webhook's arguments;
@@ -89,7 +130,7 @@ pub async fn namespace_and_deployment(
         settings: default_settings(options),
         namespace,
         manage_nads: false,
-        restarts: false,
+        restarts: None,
     };
     let (check, retry, deployment) =
         deployment_ready(client, &installed.namespace, WEBHOOK, &description).await;
@@ -179,20 +220,12 @@ pub async fn resolve(client: &Client, options: &Options, namespaces: &[Meta]) ->
     let controller = args(NAD_CONTROLLER, "controller").await;
     let manage_nads = old_layout || controller.is_some();
     let controller = controller.unwrap_or_default();
-    let restarts = restarts_stale_workloads(&controller);
-    let settings = settings_from_args(&controller, settings).0;
     Installed {
         namespace,
-        settings,
+        settings: settings_from_args(&controller, settings).0,
         manage_nads,
-        restarts,
+        restarts: restarts_from_args(&controller),
     }
-}
-
-/// Whether the NAD controller's arguments turn the restarts on.
-pub fn restarts_stale_workloads(args: &[String]) -> bool {
-    args.iter()
-        .any(|a| a == "--restart-stale-workloads" || a == "--restart-stale-workloads=true")
 }
 
 /// A check that failed because a read did.
@@ -356,6 +389,43 @@ mod tests {
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect(),
             ..Meta::default()
+        }
+    }
+
+    #[test]
+    fn the_restarts_are_read_from_the_controllers_arguments() {
+        let minutes = |m: u64| Duration::from_secs(60 * m);
+        for (args, want) in [
+            (vec!["controller"], None),
+            (vec!["controller", "--restart-stale-workloads=false"], None),
+            (
+                vec!["controller", "--restart-stale-workloads"],
+                Some((1, minutes(10))),
+            ),
+            (
+                // As install writes them.
+                vec![
+                    "controller",
+                    "--restart-stale-workloads=true",
+                    "--restart-concurrency=3",
+                    "--restart-deadline=15m",
+                ],
+                Some((3, minutes(15))),
+            ),
+            (
+                vec![
+                    "--restart-stale-workloads",
+                    "--restart-concurrency",
+                    "0",
+                    "--restart-deadline",
+                    "soon",
+                ],
+                Some((1, minutes(10))),
+            ),
+        ] {
+            let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+            let got = restarts_from_args(&args).map(|r| (r.concurrency, r.deadline));
+            assert_eq!(got, want, "{args:?}");
         }
     }
 

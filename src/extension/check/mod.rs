@@ -14,6 +14,7 @@ pub mod controller;
 pub mod deployment;
 pub mod extension;
 pub mod nads;
+pub mod network_policy;
 pub mod opt_ins;
 pub mod pre;
 pub mod probe;
@@ -112,6 +113,7 @@ async fn installed(client: &Client, options: &Options, pass: &mut Pass) {
         match extension::namespace_and_deployment(client, options, &namespaces, pass).await {
             Some((mut installed, webhook_args)) => {
                 controller::check(client, &mut installed, &webhook_args, pass).await;
+                network_policy::check(client, &installed.namespace, &webhook_args, pass).await;
                 Some(installed)
             }
             None => None,
@@ -145,7 +147,7 @@ async fn installed(client: &Client, options: &Options, pass: &mut Pass) {
         namespace: super::DEFAULT_NAMESPACE.into(),
         settings,
         manage_nads: false,
-        restarts: false,
+        restarts: None,
     });
     match (&namespaces, &nads) {
         (Ok(all), Ok(Some(nads))) => nads::check(&installed, all, nads, config.as_deref(), pass),

@@ -311,7 +311,7 @@ mod tests {
             namespace: "linkerd-multus".into(),
             settings: Settings::default(),
             manage_nads,
-            restarts: false,
+            restarts: None,
         };
         let namespaces = [ns("a", Some("enabled"), false)];
         for (manage, want_retry) in [(true, true), (false, false)] {

@@ -103,7 +103,8 @@ pub fn needs(options: &InstallOptions) -> anyhow::Result<Vec<Need>> {
         ca_bundle: String::new(),
     };
     let generated = options.certs == install::options::Certs::Generate;
-    let objects = install::objects(options, generated.then_some(&placeholder))?;
+    let callers = install::callers::Callers::unread(options);
+    let objects = install::objects(options, generated.then_some(&placeholder), &callers)?;
     let mut needs = Vec::new();
     for object in &objects {
         let (Some(api_version), Some(kind), Some(name)) = (

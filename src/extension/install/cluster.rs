@@ -1,11 +1,15 @@
 //! What `install` reads from the cluster: its namespace, to take only one of
-//! its own, and the webhook's TLS Secret, to keep its certificates. Every
-//! call has a deadline.
+//! its own, the webhook's TLS Secret, to keep its certificates, and the API
+//! server's addresses, to admit only it to the webhook's port. Every call has
+//! a deadline.
 
 use std::time::Duration;
 
 use anyhow::Context as _;
+use std::net::IpAddr;
+
 use k8s_openapi::api::core::v1::{Namespace, Secret};
+use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kube::Api;
 
 use super::super::ownership;
@@ -76,4 +80,23 @@ pub async fn tls_secret(
             },
         }
     }))
+}
+
+/// The API server's addresses, as it lists them in the EndpointSlice `default/kubernetes`
+/// (the `kubernetes` Service's), the ready ones, sorted as text (as the chart's `sortAlpha`
+/// sorts them); none when there is no such slice.
+pub async fn api_server_addresses(client: &kube::Client) -> anyhow::Result<Vec<IpAddr>> {
+    let api: Api<EndpointSlice> = Api::namespaced(client.clone(), "default");
+    let slice = tokio::time::timeout(API_TIMEOUT, api.get_opt("kubernetes"))
+        .await
+        .with_context(|| format!("no answer within {}s", API_TIMEOUT.as_secs()))??;
+    let mut addresses: Vec<IpAddr> = (slice.into_iter())
+        .flat_map(|slice| slice.endpoints.into_iter().flatten())
+        .filter(|e| e.conditions.as_ref().and_then(|c| c.ready) != Some(false))
+        .flat_map(|e| e.addresses)
+        .filter_map(|a| a.parse().ok())
+        .collect();
+    addresses.sort_by_key(IpAddr::to_string);
+    addresses.dedup();
+    Ok(addresses)
 }

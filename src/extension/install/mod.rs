@@ -4,10 +4,11 @@
 //! ([`setters`]), and the webhook's certificates ([`certificates`]): made
 //! here, or kept from the cluster ([`cluster`]) when `install` made them, or
 //! left to cert-manager. It takes only a namespace of its own
-//! ([`ownership`](super::ownership)), and writes the NetworkPolicy's blocks
-//! for the API server's ranges it is given. The same options and
-//! certificates give the same bytes.
+//! ([`ownership`](super::ownership)), and admits only the API server to the
+//! webhook's port where it can tell its addresses ([`callers`]). The same
+//! options, certificates and callers give the same bytes.
 
+pub mod callers;
 pub mod certificates;
 pub mod cluster;
 pub mod exclusions;
@@ -17,6 +18,7 @@ pub mod setters;
 
 use base64::Engine as _;
 
+use callers::Callers;
 use certificates::{Certificates, SECRET, SECRET_TYPE, SERVICE};
 use cluster::NamespaceState;
 use options::{Certs, Options};
@@ -102,6 +104,11 @@ pub async fn install(target: &Target, options: &Options) -> Result<Installed, Er
             NamespaceState::Absent | NamespaceState::Ours => Some((client, state)),
         }
     };
+    let callers = match (Callers::given(options), &state) {
+        (Some(callers), _) => callers,
+        (None, Some((client, _))) => Callers::read(cluster::api_server_addresses(client).await),
+        (None, None) => Callers::unread(options),
+    };
     let certificates = match (options.certs, state) {
         (Certs::CertManager, _) => None,
         (Certs::Generate, Some((client, NamespaceState::Ours))) => {
@@ -121,24 +128,26 @@ pub async fn install(target: &Target, options: &Options) -> Result<Installed, Er
             Some(new)
         }
     };
-    if options.webhook_port_open_to_all() {
-        notes.push(
-            "warning: the NetworkPolicy admits the webhook's port 8443 from every address: pass --api-server-cidr (apiServerCIDRs) with your control plane's addresses, once for each range, to admit only the API server".into(),
-        );
-    }
-    let yaml = render(options, certificates.as_ref()).map_err(Error::Packages)?;
+    notes.extend(callers.note());
+    let yaml = render(options, certificates.as_ref(), &callers).map_err(Error::Packages)?;
     Ok(Installed { yaml, notes })
 }
 
-/// The manifests for `options` with `certificates` (`None`: cert-manager's).
-pub fn render(options: &Options, certificates: Option<&Certificates>) -> anyhow::Result<String> {
-    Ok(emit_stream(&objects(options, certificates)?))
+/// The manifests for `options` with `certificates` (`None`: cert-manager's), the webhook's
+/// port open to `callers`.
+pub fn render(
+    options: &Options,
+    certificates: Option<&Certificates>,
+    callers: &Callers,
+) -> anyhow::Result<String> {
+    Ok(emit_stream(&objects(options, certificates, callers)?))
 }
 
 /// The objects `install` prints for `options`, in order.
 pub fn objects(
     options: &Options,
     certificates: Option<&Certificates>,
+    callers: &Callers,
 ) -> anyhow::Result<Vec<Node>> {
     let (rights, rest) = packages::files(options);
     let mut objects = packages::objects(&rights, options)?;
@@ -153,8 +162,10 @@ pub fn objects(
                     trust(object, &certs.ca_bundle);
                 }
             }
-            Some("NetworkPolicy") if !options.api_server_cidrs.is_empty() => {
-                admit_only(object, &options.api_server_cidrs);
+            Some("NetworkPolicy") => {
+                if let Some(from) = callers.from() {
+                    admit_only(object, from);
+                }
             }
             Some("Deployment")
                 if options.restart_stale_workloads
@@ -310,9 +321,8 @@ fn trust(configuration: &mut Node, ca_bundle: &str) {
     }
 }
 
-/// The NetworkPolicy admits the webhook's port (`https`) from `cidrs` only:
-/// one `ipBlock` for each.
-fn admit_only(policy: &mut Node, cidrs: &[String]) {
+/// The NetworkPolicy admits the webhook's port (`https`) from `from` only.
+fn admit_only(policy: &mut Node, from: Vec<Node>) {
     let Some(Node::Seq(rules)) = policy
         .as_map_mut()
         .and_then(|p| p.map_entry("spec"))
@@ -331,22 +341,14 @@ fn admit_only(policy: &mut Node, cidrs: &[String]) {
                     .any(|p| p.get_path(&["port"]).and_then(Node::as_str) == Some("https"))
             });
         if let (true, Some(rule)) = (https, rule.as_map_mut()) {
-            let blocks = cidrs
-                .iter()
-                .map(|cidr| {
-                    Node::mapping([(
-                        "ipBlock",
-                        Node::mapping([("cidr", Node::string(cidr.as_str()))]),
-                    )])
-                })
-                .collect();
             rule.insert(
                 "from",
                 Node::Seq(Seq {
-                    items: blocks,
+                    items: from,
                     ..Seq::default()
                 }),
             );
+            return;
         }
     }
 }

@@ -548,12 +548,6 @@ impl Options {
         Ok(())
     }
 
-    /// Whether the NetworkPolicy leaves the webhook's port open to every
-    /// address: no CIDR given, or one of them `/0`.
-    pub fn webhook_port_open_to_all(&self) -> bool {
-        self.api_server_cidrs.is_empty() || self.api_server_cidrs.iter().any(|c| c.ends_with("/0"))
-    }
-
     /// The options as a `LinkerdMultusInstall` file would give them.
     pub fn to_file(&self) -> String {
         let list = |items: &[String]| format!("[{}]", items.join(", "));
@@ -1118,22 +1112,6 @@ mod tests {
                 }
                 (got, want) => panic!("{text}: {got:?}, not {want:?}"),
             }
-        }
-    }
-
-    #[test]
-    fn the_webhook_port_is_open_to_all_without_a_narrower_cidr() {
-        for (cidrs, open) in [
-            (vec![], true),
-            (vec!["10.0.0.0/24"], false),
-            (vec!["10.0.0.0/24", "fd00::/64"], false),
-            (vec!["10.0.0.0/24", "::/0"], true),
-        ] {
-            let options = Options {
-                api_server_cidrs: cidrs.iter().map(|c| c.to_string()).collect(),
-                ..Options::default()
-            };
-            assert_eq!(options.webhook_port_open_to_all(), open, "{cidrs:?}");
         }
     }
 }

@@ -38,8 +38,21 @@ fn object<'a>(objects: &'a [Node], kind: &str) -> &'a Node {
 
 #[test]
 fn defaults_give_the_webhook_with_its_certificates() {
-    let yaml = render(&Options::default(), Some(&certs())).unwrap();
-    assert_eq!(yaml, render(&Options::default(), Some(&certs())).unwrap());
+    let yaml = render(
+        &Options::default(),
+        Some(&certs()),
+        &Callers::unread(&Options::default()),
+    )
+    .unwrap();
+    assert_eq!(
+        yaml,
+        render(
+            &Options::default(),
+            Some(&certs()),
+            &Callers::unread(&Options::default())
+        )
+        .unwrap()
+    );
     let ns = "linkerd-multus";
     let want = [
         "Namespace//linkerd-multus".to_string(),
@@ -187,7 +200,7 @@ fn options_reach_the_objects() {
         ],
         webhook_excluded_namespaces: vec!["openshift".into(), "openshift-*".into()],
     };
-    let yaml = render(&options, None).unwrap();
+    let yaml = render(&options, None, &Callers::unread(&options)).unwrap();
     let objects = parse_stream(&yaml).unwrap();
     assert_eq!(
         ingress(object(&objects, "NetworkPolicy")),
@@ -280,4 +293,45 @@ fn options_reach_the_objects() {
         [Some("64Mi".to_string()), Some("128Mi".to_string())],
         "the webhook's limit, then the controller's with the restarts"
     );
+}
+
+/// The webhook's port: from the ranges given, OpenShift's host network, the addresses the
+/// cluster lists for the API server, or (nothing narrower known) every address.
+#[test]
+fn the_webhook_port_admits_the_callers_install_knows() {
+    let openshift = Options {
+        platform: Platform::OpenShift,
+        ..Options::default()
+    };
+    let listed = Callers::Listed(vec![
+        "192.0.2.10".parse().unwrap(),
+        "2001:db8::1".parse().unwrap(),
+    ]);
+    for (options, callers, want) in [
+        (
+            &openshift,
+            Callers::unread(&openshift),
+            "    - port: https\n      protocol: TCP\n    from:\n    - namespaceSelector:\n        matchLabels:\n          policy-group.network.openshift.io/host-network: \"\"\n  - ports:\n",
+        ),
+        (
+            &Options::default(),
+            listed,
+            "    - port: https\n      protocol: TCP\n    from:\n    - ipBlock:\n        cidr: \"192.0.2.10/32\"\n    - ipBlock:\n        cidr: \"2001:db8::1/128\"\n  - ports:\n",
+        ),
+        (
+            &Options::default(),
+            Callers::unread(&Options::default()),
+            "    - port: https\n      protocol: TCP\n    from:\n    - ipBlock:\n        cidr: 0.0.0.0/0\n    - ipBlock:\n        cidr: ::/0\n  - ports:\n",
+        ),
+    ] {
+        let yaml = render(options, None, &callers).unwrap();
+        let policy = yaml
+            .split("\n---\n")
+            .find(|doc| {
+                doc.contains("kind: NetworkPolicy")
+                    && doc.contains("name: linkerd-multus-webhook\n")
+            })
+            .unwrap();
+        assert!(policy.contains(want), "{callers:?}: {policy}");
+    }
 }

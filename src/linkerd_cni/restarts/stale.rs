@@ -11,7 +11,7 @@ pub struct Stale {
     pub workloads: BTreeSet<Key>,
     /// Stale pods of no controller.
     pub naked: Vec<Pod>,
-    /// Pods and their owners, for those never restarted.
+    /// Stale pods whose owner is never restarted, each with why.
     pub others: Vec<(Subject, String)>,
 }
 
@@ -21,6 +21,13 @@ pub fn subject(pod: &Pod) -> Subject {
         namespace: pod.namespace.clone(),
         name: pod.name.clone(),
     }
+}
+
+/// Why a stale pod of an owner that is never restarted is left.
+fn never_restarted(owner: &str) -> String {
+    format!(
+        "runs an older Linkerd-CNI config; its owner {owner} is never restarted by linkerd-multus: its next run (a Job) or its own controller starts pods with the new config"
+    )
 }
 
 /// Keeps only the owners of stale pods (a set of workloads, the few naked and others'
@@ -42,8 +49,14 @@ pub fn stale_owners(cluster: &Cluster<'_>) -> Stale {
                 }
             }
             Owner::Naked => stale.naked.push(pod.clone()),
-            Owner::Job(name) => stale.others.push((subject(pod), format!("Job {name}"))),
-            Owner::Other(owner) => stale.others.push((subject(pod), owner.clone())),
+            Owner::Job(name) => (stale.others).push((subject(pod), never_restarted(&format!("Job {name}")))),
+            Owner::Other(owner) => stale.others.push((subject(pod), never_restarted(owner))),
+            Owner::Unverified(owner) => stale.others.push((
+                subject(pod),
+                format!(
+                    "runs an older Linkerd-CNI config; its ownerReference names {owner} under another uid than the live {owner}'s: linkerd-multus restarts an owner as the cluster shows it, never as a pod says; delete the pod and create it again if it is yours"
+                ),
+            )),
         }
     });
     stale

@@ -79,7 +79,7 @@ pub enum Controller {
 impl Controller {
     /// How the installed controller runs.
     pub fn of(installed: &Installed) -> Self {
-        match (installed.manage_nads, installed.restarts) {
+        match (installed.manage_nads, installed.restarts.is_some()) {
             (_, true) => Controller::Restarts,
             (true, false) => Controller::NoRestarts,
             (false, false) => Controller::Absent,

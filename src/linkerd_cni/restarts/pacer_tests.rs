@@ -1,122 +1,10 @@
+use std::time::{Duration, Instant};
+
+use super::super::test_world::*;
+use super::super::{
+    Action, EVICT_ANNOTATION, Holder, Kind, OPT_IN_ANNOTATION, Owner, Pod, Subject, Workload,
+};
 use super::*;
-
-const OLD: &str = "0123456789abcdef";
-const NEW: &str = "fedcba9876543210";
-const MINUTE: Duration = Duration::from_secs(60);
-
-fn key(kind: Kind, namespace: &str, name: &str) -> Key {
-    Key {
-        kind,
-        namespace: namespace.into(),
-        name: name.into(),
-    }
-}
-
-fn deployment(namespace: &str, name: &str) -> Key {
-    key(Kind::Deployment, namespace, name)
-}
-
-/// A workload at rest: its rollout of `template_hash` complete.
-fn workload(key: &Key, opted_in: Option<bool>, template_hash: Option<&str>) -> Workload {
-    Workload {
-        key: key.clone(),
-        opted_in,
-        template_hash: template_hash.map(str::to_string),
-        git: None,
-        on_delete: false,
-        progress: Progress {
-            generation: 1,
-            observed_generation: 1,
-            desired: 2,
-            updated: 2,
-            available: 2,
-        },
-    }
-}
-
-fn pod(namespace: &str, name: &str, owner: Owner, hash: &str) -> Pod {
-    Pod {
-        namespace: namespace.into(),
-        name: name.into(),
-        owner,
-        hash: Some(hash.into()),
-        evict: None,
-    }
-}
-
-/// The cluster of a case: its workloads and pods, every namespace's NAD at [`NEW`], and the
-/// namespaces' annotations.
-struct World {
-    workloads: BTreeMap<Key, Workload>,
-    pods: Vec<Pod>,
-    nad_hashes: BTreeMap<String, String>,
-    namespaces: BTreeMap<(String, String), String>,
-}
-
-impl World {
-    fn new(workloads: Vec<Workload>, pods: Vec<Pod>) -> Self {
-        let mut nad_hashes = BTreeMap::new();
-        for ns in ["a", "b", "c"] {
-            nad_hashes.insert(ns.to_string(), NEW.to_string());
-        }
-        World {
-            workloads: workloads.into_iter().map(|w| (w.key.clone(), w)).collect(),
-            pods,
-            nad_hashes,
-            namespaces: BTreeMap::new(),
-        }
-    }
-
-    fn annotate(mut self, namespace: &str, key: &str, value: &str) -> Self {
-        self.namespaces
-            .insert((namespace.into(), key.into()), value.into());
-        self
-    }
-
-    fn plan(&self, pacer: &mut Pacer, now: Instant) -> Vec<Action> {
-        let lookup = |ns: &str, key: &str| self.namespaces.get(&(ns.into(), key.into())).cloned();
-        let pods = |visit: &mut dyn FnMut(&Pod)| self.pods.iter().for_each(visit);
-        let cluster = Cluster {
-            workload: &|key| self.workloads.get(key),
-            pods: &pods,
-            nad_hashes: &self.nad_hashes,
-            namespace_annotation: &lookup,
-            reserved: &|ns| crate::k8s::reserved::reserved(ns, "linkerd", "linkerd-cni"),
-        };
-        pacer.plan(&cluster, now)
-    }
-
-    /// What a patch of `key`'s template does, as the API server and the workload's
-    /// controller see it: the template carries `hash`, a new generation not yet observed.
-    fn patched(&mut self, key: &Key, hash: &str) {
-        let w = self.workloads.get_mut(key).unwrap();
-        w.template_hash = Some(hash.into());
-        w.progress.generation += 1;
-        w.progress.updated = 0;
-    }
-
-    /// The rollout of `key` completes: its pods are replaced by pods of `hash`.
-    fn rolled(&mut self, key: &Key, hash: &str) {
-        let w = self.workloads.get_mut(key).unwrap();
-        w.progress.observed_generation = w.progress.generation;
-        w.progress.updated = w.progress.desired;
-        for pod in &mut self.pods {
-            if pod.owner == Owner::Workload(key.clone()) {
-                pod.hash = Some(hash.into());
-            }
-        }
-    }
-}
-
-fn restarts(actions: &[Action]) -> Vec<String> {
-    actions
-        .iter()
-        .filter_map(|a| match a {
-            Action::Restart { key, hash } => Some(format!("{key} -> {hash}")),
-            _ => None,
-        })
-        .collect()
-}
 
 #[test]
 fn exactly_the_opted_in_stale_workloads_are_restarted() {
@@ -225,21 +113,20 @@ fn a_watch_that_lags_the_patch_does_not_patch_twice() {
 }
 
 /// A controller restart, a leader change or a re-list: a fresh pacer over the same cluster
-/// restarts nothing current and counts what is rolling already.
+/// restarts nothing current, and counts in a slot what the controller's field manager
+/// restarted (an earlier leader's restart), not what someone else rolls.
 #[test]
-fn a_fresh_pacer_restarts_nothing_current_and_counts_what_is_rolling() {
-    let (rolling, next) = (deployment("a", "rolling"), deployment("a", "next"));
-    let mut world = World::new(
-        vec![
-            workload(&rolling, Some(true), None),
-            workload(&next, Some(true), None),
-        ],
-        vec![
-            pod("a", "rolling-1", Owner::Workload(rolling.clone()), OLD),
-            pod("a", "next-1", Owner::Workload(next.clone()), OLD),
-        ],
+fn a_fresh_pacer_restarts_nothing_current_and_counts_what_the_controller_restarted() {
+    let (rolling, rendered, next) = (
+        deployment("a", "rolling"),
+        deployment("a", "rendered"),
+        deployment("a", "next"),
     );
+    let mut world = World::stale(&[&rolling, &rendered, &next]);
     world.patched(&rolling, NEW);
+    world.workloads.get_mut(&rolling).unwrap().ours = true;
+    // Rendered with the new hash and applied: rolling, but not the controller's restart.
+    world.patched(&rendered, NEW);
     let mut fresh = Pacer::new(1, MINUTE);
     let now = Instant::now();
     assert_eq!(restarts(&world.plan(&mut fresh, now)), Vec::<String>::new());
@@ -249,9 +136,15 @@ fn a_fresh_pacer_restarts_nothing_current_and_counts_what_is_rolling() {
         restarts(&world.plan(&mut fresh, now + Duration::from_secs(1))),
         [format!("Deployment a/next -> {NEW}")]
     );
+    assert_eq!(
+        fresh.rolling().collect::<Vec<_>>(),
+        [&next],
+        "rendered holds no slot"
+    );
     // Everything current: a fresh pacer does nothing.
     world.patched(&next, NEW);
     world.rolled(&next, NEW);
+    world.rolled(&rendered, NEW);
     let actions = World::plan(&world, &mut Pacer::new(1, MINUTE), now);
     assert!(actions.is_empty(), "{actions:?}");
 }
@@ -291,7 +184,7 @@ fn a_rollout_that_does_not_progress_halts_its_namespace_only() {
         "{actions:?}"
     );
     assert_eq!(restarts(&actions), [format!("Deployment b/other -> {NEW}")]);
-    assert_eq!(pacer.halted().get("a"), Some(&slow));
+    assert_eq!(pacer.halted().get("a"), Some(&vec![&slow]));
     world.patched(&other_ns, NEW);
     world.rolled(&other_ns, NEW);
     let actions = world.plan(&mut pacer, later + Duration::from_secs(1));
@@ -380,10 +273,13 @@ fn a_restart_that_failed_alone_is_tried_again_at_the_next_pass() {
 }
 
 #[test]
-fn git_managed_workloads_and_naked_pods_are_reported_not_patched() {
+fn held_workloads_and_naked_pods_are_reported_not_patched() {
     let argo = deployment("a", "argo");
     let mut managed = workload(&argo, Some(true), None);
-    managed.git = Some("Argo CD");
+    managed.holder = Some(Holder::GitOps {
+        tool: "Argo CD",
+        by: "annotation argocd.argoproj.io/tracking-id".into(),
+    });
     let on_delete = key(Kind::StatefulSet, "a", "on-delete");
     let world = World::new(
         vec![
@@ -397,11 +293,16 @@ fn git_managed_workloads_and_naked_pods_are_reported_not_patched() {
             pod("a", "argo-1", Owner::Workload(argo.clone()), OLD),
             pod("a", "on-delete-0", Owner::Workload(on_delete.clone()), OLD),
             pod("a", "bare", Owner::Naked, OLD),
+            // Its own opt-in is not enough: whoever may patch it could write it.
             Pod {
                 evict: Some(true),
-                ..pod("a", "evictable", Owner::Naked, OLD)
+                ..pod("a", "self-opted", Owner::Naked, OLD)
             },
             pod("c", "in-evicting-ns", Owner::Naked, OLD),
+            Pod {
+                evict: Some(false),
+                ..pod("c", "opted-out", Owner::Naked, OLD)
+            },
         ],
     )
     .annotate("c", EVICT_ANNOTATION, "enabled");
@@ -414,20 +315,66 @@ fn git_managed_workloads_and_naked_pods_are_reported_not_patched() {
             _ => None,
         })
         .collect();
-    assert_eq!(evicted, ["evictable", "in-evicting-ns"]);
-    let reported: Vec<String> = actions
-        .iter()
-        .filter_map(|a| match a {
-            Action::Reported { subject, .. } => Some(subject.to_string()),
+    assert_eq!(evicted, ["in-evicting-ns"]);
+    assert_eq!(
+        reported(&actions),
+        [
+            "Deployment a/argo",
+            "StatefulSet a/on-delete",
+            "Pod a/bare",
+            "Pod a/self-opted",
+            "Pod c/opted-out"
+        ]
+    );
+    let why = |name: &str| {
+        actions.iter().find_map(|a| match a {
+            Action::Reported { subject, why } if subject.to_string().ends_with(name) => {
+                Some(why.clone())
+            }
             _ => None,
         })
-        .collect();
-    assert_eq!(
-        reported,
-        ["Deployment a/argo", "StatefulSet a/on-delete", "Pod a/bare"]
+    };
+    assert!(
+        why("argo")
+            .unwrap()
+            .contains("render it with configRollout")
     );
-    assert!(matches!(&actions[2], Action::Reported { why, .. } if why.contains("render and sync")));
-    assert!(matches!(&actions[3], Action::Reported { why, .. } if why.contains("OnDelete")));
+    assert!(why("on-delete").unwrap().contains("OnDelete"));
+    assert_eq!(
+        why("self-opted").unwrap(),
+        "runs an older Linkerd-CNI config and has no controller to restart it: its own multus.linkerd.io/evict-on-config-change=enabled is not enough (whoever may patch a pod could write it); annotate its namespace multus.linkerd.io/evict-on-config-change=enabled for the controller to evict it, or delete it and create it again"
+    );
+}
+
+/// A pod whose ownerReference names a workload under another uid than the live one's (what
+/// whoever may patch a pod could write) does not restart it: it is reported.
+#[test]
+fn a_pod_that_says_it_is_anothers_restarts_nothing() {
+    let victim = deployment("a", "victim");
+    let world = World::new(
+        vec![workload(&victim, Some(true), Some(NEW))],
+        vec![
+            pod("a", "victim-1", Owner::Workload(victim.clone()), NEW),
+            pod(
+                "a",
+                "planted",
+                Owner::Unverified("ReplicaSet victim-1".into()),
+                OLD,
+            ),
+        ],
+    );
+    let actions = world.plan(&mut Pacer::new(5, MINUTE), Instant::now());
+    assert_eq!(restarts(&actions), Vec::<String>::new());
+    assert_eq!(
+        actions,
+        [Action::Reported {
+            subject: Subject::Pod {
+                namespace: "a".into(),
+                name: "planted".into()
+            },
+            why: "runs an older Linkerd-CNI config; its ownerReference names ReplicaSet victim-1 under another uid than the live ReplicaSet victim-1's: linkerd-multus restarts an owner as the cluster shows it, never as a pod says; delete the pod and create it again if it is yours".into()
+        }]
+    );
 }
 
 /// In Kubernetes', OpenShift's, Linkerd's and Linkerd-CNI's namespaces nothing is restarted
@@ -447,14 +394,11 @@ fn nothing_is_restarted_or_evicted_in_a_reserved_namespace() {
         let key = deployment(namespace, "agent");
         workloads.push(workload(&key, Some(true), None));
         pods.push(pod(namespace, "agent-1", Owner::Workload(key), OLD));
-        pods.push(Pod {
-            evict: Some(true),
-            ..pod(namespace, "naked", Owner::Naked, OLD)
-        });
+        pods.push(pod(namespace, "naked", Owner::Naked, OLD));
     }
     let mut world = World::new(workloads, pods);
     for namespace in reserved {
-        world.nad_hashes.insert(namespace.into(), NEW.into());
+        world = world.annotate(namespace, EVICT_ANNOTATION, "enabled");
     }
     let actions = world.plan(&mut Pacer::new(10, MINUTE), Instant::now());
     assert!(
@@ -502,90 +446,4 @@ fn before_the_nad_holds_the_new_config_nothing_is_restarted() {
             .plan(&mut Pacer::new(1, MINUTE), Instant::now())
             .is_empty()
     );
-}
-
-#[test]
-fn progress_is_complete_as_rollout_status_says() {
-    let done = Progress {
-        generation: 3,
-        observed_generation: 3,
-        desired: 2,
-        updated: 2,
-        available: 2,
-    };
-    for (what, progress, complete) in [
-        ("done", done, true),
-        (
-            "not observed",
-            Progress {
-                observed_generation: 2,
-                ..done
-            },
-            false,
-        ),
-        ("not updated", Progress { updated: 1, ..done }, false),
-        (
-            "not available",
-            Progress {
-                available: 1,
-                ..done
-            },
-            false,
-        ),
-        (
-            "scaled to zero",
-            Progress {
-                desired: 0,
-                updated: 0,
-                available: 0,
-                ..done
-            },
-            true,
-        ),
-    ] {
-        assert_eq!(progress.complete(), complete, "{what}");
-    }
-}
-
-#[test]
-fn git_marks_name_their_tool() {
-    let map = |pairs: &[(&str, &str)]| -> BTreeMap<String, String> {
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
-    };
-    let none = map(&[]);
-    for (annotations, labels, want) in [
-        (
-            map(&[(
-                "argocd.argoproj.io/tracking-id",
-                "app:apps/Deployment:a/web",
-            )]),
-            none.clone(),
-            Some("Argo CD"),
-        ),
-        (
-            none.clone(),
-            map(&[("kustomize.toolkit.fluxcd.io/name", "apps")]),
-            Some("Flux"),
-        ),
-        (
-            map(&[("config.kubernetes.io/origin", "path: web.yaml")]),
-            none.clone(),
-            Some("kpt"),
-        ),
-        (
-            map(&[("deployment.kubernetes.io/revision", "3")]),
-            map(&[("app", "web")]),
-            None,
-        ),
-    ] {
-        let keys: Vec<&str> = annotations.keys().map(String::as_str).collect();
-        assert_eq!(
-            git_manager(&annotations, &labels, &keys),
-            want,
-            "{annotations:?} {labels:?}"
-        );
-    }
 }
