@@ -3,10 +3,11 @@
 //! its package (deploy-nad-controller/rbac.yaml), none of the webhook's. The
 //! controller acts on every namespace, so each test has an API server of its
 //! own (`ControlPlane::own`). Here its life with one replica and a simple
-//! failover; what it owns in `ownership`, failovers with renewals failing in
-//! `failover`, its retries under a persistent refusal in `retries`; its restarts in `restarts`,
-//! fair to every tenant in `fairness`, as `preview` says they will be, Git's and Helm's
-//! workloads in `preview`.
+//! failover; what it owns in `ownership`, how it meets Git's apply in `git`, what it says of
+//! opt-in annotations written wrong in `opt_ins`, failovers with renewals failing in
+//! `failover`, its retries under a persistent refusal in `retries`; its restarts in
+//! `restarts`, fair to every tenant in `fairness`, as `preview` says they will be, Git's and
+//! Helm's workloads in `preview`.
 
 #[path = "controller/audit.rs"]
 mod audit;
@@ -15,8 +16,12 @@ use crate::common;
 mod failover;
 #[path = "controller/fairness.rs"]
 mod fairness;
+#[path = "controller/git.rs"]
+mod git;
 #[path = "controller/harness.rs"]
 mod harness;
+#[path = "controller/opt_ins.rs"]
+mod opt_ins;
 #[path = "controller/ownership.rs"]
 mod ownership;
 #[path = "controller/preview.rs"]

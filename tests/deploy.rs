@@ -15,6 +15,7 @@ use common::*;
 
 mod additions;
 mod admission;
+mod docs;
 mod package;
 mod scripts;
 pub(crate) mod setters;
@@ -150,11 +151,25 @@ impl Package {
         })
     }
 
-    fn webhook(&self) -> &Yaml {
+    /// The configuration's webhook of that name.
+    fn webhook_named(&self, name: &str) -> &Yaml {
         let mwc = self.get("MutatingWebhookConfiguration", NAME);
         let hooks = mwc.get("webhooks").expect("webhooks").seq();
-        assert_eq!(hooks.len(), 1, "one webhook in the configuration");
-        &hooks[0]
+        let names: Vec<&str> = hooks.iter().filter_map(|h| h.str_at(&["name"])).collect();
+        assert_eq!(
+            names,
+            ["attach.multus.linkerd.io", "namespaces.multus.linkerd.io"],
+            "the pods' webhook, then the Namespaces'"
+        );
+        hooks
+            .iter()
+            .find(|h| h.str_at(&["name"]) == Some(name))
+            .unwrap()
+    }
+
+    /// The webhook of pods, which attaches them.
+    fn webhook(&self) -> &Yaml {
+        self.webhook_named("attach.multus.linkerd.io")
     }
 }
 

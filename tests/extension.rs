@@ -14,6 +14,8 @@ mod check;
 mod check_controller;
 /// The installed extension `check` runs against.
 pub(crate) mod check_harness;
+/// `check --proxy` naming the workloads on an older config and the pods selecting a NAD gone.
+mod check_proxy;
 /// Why `check` fails: a Deployment not ready, said from its objects; an API error, once.
 mod check_why;
 pub(crate) mod install;

@@ -317,7 +317,10 @@ fn nad(plane: &ControlPlane, namespace: &str) -> Option<Value> {
         .success()
         .then(|| serde_json::from_slice::<Value>(&out.stdout).unwrap())
         .filter(|n| {
-            n["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "linkerd-multus-controller"
+            // The earlier release's mark, or the one the new controller relabels it with.
+            let labels = &n["metadata"]["labels"];
+            labels["app.kubernetes.io/managed-by"] == "linkerd-multus-controller"
+                || labels["app.kubernetes.io/created-by"] == "linkerd-multus-controller"
         })
 }
 

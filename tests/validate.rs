@@ -297,3 +297,81 @@ fn function_config_errors_are_results() {
         "error: Validation validation: unknown setting \"globalNamespace\" (did you mean globalNamespaces?); valid settings are namespaceIsolation, globalNamespaces, workloadKinds, defaultNamespace"
     );
 }
+
+/// A package holding its local-config copy of the Linkerd-CNI ConfigMap, as a user applies it,
+/// on the real API server: `render DIR | kubectl apply --server-side -f -` (the way the docs
+/// show) leaves the cluster's ConfigMap, the chart's, as it is; `kubectl apply -R -f DIR`
+/// replaces it with the copy. `validate DIR` warns of that copy (and of no other
+/// local-config object), naming the ways that leave it out; exit 0.
+#[test]
+fn validate_warns_of_the_config_map_kubectl_apply_r_would_push() {
+    use common::kube_apiserver::ControlPlane;
+    let plane = ControlPlane::shared();
+    plane.install_nad_crd();
+    let cni = plane.namespace("cni", &[]);
+    let team = plane.unique_name("team");
+    let cluster_config = r#"{"name": "linkerd-cni", "type": "linkerd-cni", "log_level": "info", "kubernetes": {"kubeconfig": "__KUBECONFIG_FILEPATH__"}}"#;
+    let config_map = |config: &str, local: bool| {
+        let annotations = match local {
+            true => "  annotations:\n    config.kubernetes.io/local-config: \"true\"\n",
+            false => "",
+        };
+        format!(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: linkerd-cni-config\n  namespace: {cni}\n{annotations}data:\n  cni_network_config: '{config}'\n"
+        )
+    };
+    // The cluster's ConfigMap, as the Linkerd-CNI chart applies it.
+    plane.kubectl_ok(
+        &["apply", "--server-side", "--field-manager=helm", "-f", "-"],
+        &config_map(cluster_config, false),
+    );
+    let copy = cluster_config.replace("\"info\"", "\"debug\"");
+    let settings = format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: team-settings\n  namespace: {team}\n  annotations:\n    config.kubernetes.io/local-config: \"true\"\ndata:\n  note: not the Linkerd-CNI ConfigMap\n"
+    );
+    let namespace = format!(
+        "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {team}\n  annotations:\n    linkerd.io/multus: enabled\n"
+    );
+    let pkg = package(&[
+        ("namespace.yaml", &namespace),
+        ("linkerd-cni/configmap.yaml", &config_map(&copy, true)),
+        ("settings.yaml", &settings),
+    ]);
+
+    let got = validate(pkg.path(), &[]);
+    assert_eq!(got.code, 0, "{}{}", got.stdout, got.stderr);
+    let root = pkg.path().display().to_string();
+    assert_eq!(
+        got.stdout.replace(&root, "PKG"),
+        format!(
+            "PKG/linkerd-cni/configmap.yaml: warning: ConfigMap {cni}/linkerd-cni-config: metadata.annotations.config.kubernetes.io/local-config: local-config: kpt and linkerd-multus render leave it out, but kubectl apply -R (or -f of its file) applies it, and this copy then replaces the cluster's ConfigMap of that name, which its owner (the Linkerd-CNI chart) applies: its next upgrade conflicts on .data; apply the rendered package with kpt live apply, or linkerd-multus render DIR | kubectl apply --server-side -f -\nlinkerd-multus validate: 0 NetworkAttachmentDefinitions and 0 workloads checked; 0 errors, 1 warning\n"
+        )
+    );
+    // On stdin there are no files for kubectl apply -R to read: not a word.
+    let got = run_with_args(config_map(&copy, true).as_bytes(), &["validate", "-"]);
+    assert!(!got.stdout.contains("warning:"), "{}", got.stdout);
+
+    let live = || {
+        plane.kubectl(&[
+            "get",
+            "configmap",
+            "-n",
+            &cni,
+            "linkerd-cni-config",
+            "-o",
+            "jsonpath={.data.cni_network_config}",
+        ])
+    };
+    let dir = pkg.path().to_string_lossy().into_owned();
+    let rendered = run_with_args(b"", &["render", "--cni-namespace", &cni, &dir]);
+    assert_eq!(rendered.code, 0, "{}", rendered.stderr);
+    assert!(
+        !rendered.stdout.contains("kind: ConfigMap"),
+        "{}",
+        rendered.stdout
+    );
+    plane.kubectl_ok(&["apply", "--server-side", "-f", "-"], &rendered.stdout);
+    assert_eq!(live(), cluster_config, "the rendered stream leaves it out");
+    plane.kubectl_ok(&["apply", "-R", "-f", &dir], "");
+    assert_eq!(live(), copy, "kubectl apply -R pushes the copy");
+}

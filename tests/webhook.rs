@@ -27,6 +27,7 @@ use serde_json::{Value, json};
 mod caches;
 mod config_hash;
 mod network_resources;
+mod opt_ins;
 mod serving;
 mod skip_subnets;
 mod startup;

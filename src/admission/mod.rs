@@ -2,6 +2,7 @@
 //! the core's pod rules and a minimal JSONPatch. Pure code; the webhook server
 //! does the I/O.
 
+mod opt_ins;
 mod patch;
 mod response;
 mod review;
@@ -242,6 +243,9 @@ pub fn answer(
 ) -> Answer {
     let refuse = |outcome, message| refusal(request, outcome, message);
     let problem = |message: String| unavailable(request, on_error, message);
+    if opt_ins::is_namespace(request) {
+        return opt_ins::namespace(request);
+    }
     let resource = &request.resource;
     if !resource.group.is_empty() || resource.resource != "pods" || !request.sub_resource.is_empty()
     {
@@ -285,7 +289,9 @@ pub fn answer(
             ))),
         },
     };
-    let verdict = verdict.and_then(|v| missing_nad(request, settings, nad_check, v));
+    let verdict = verdict
+        .and_then(|v| missing_nad(request, settings, nad_check, v))
+        .map(|v| opt_ins::pod(request, v));
     match verdict {
         Ok(v) if v.patch.is_empty() => respond(request, Outcome::Unchanged, None, v),
         Ok(mut v) => {

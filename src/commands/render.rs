@@ -29,7 +29,7 @@ pub const DIFF_EXIT_CODES: &str = "\
 Exit codes:
   0  every file is rendered
   1  rendering would change a file: the diff is on stdout
-  2  the files could not be checked (an input or a setting is wrong, a linkerd.io/multus value is neither enabled nor disabled, or the rules found an error: stderr says which), or the command line is wrong";
+  2  the files could not be checked (an input or a setting is wrong, an opt-in annotation is written wrong (a value neither enabled nor disabled, a misspelt key), or the rules found an error: stderr says which), or the command line is wrong";
 
 /// `render`: files, directories or stdin to a YAML stream, or a diff.
 #[derive(Args)]
@@ -277,7 +277,7 @@ fn run_inner(
     let mut stderr = String::new();
     let mut errors = 0;
     for result in &results {
-        if result.severity == Severity::Info {
+        if result.severity == Severity::Info && !result.to_act {
             continue;
         }
         errors += usize::from(result.severity == Severity::Error);
@@ -287,8 +287,9 @@ fn run_inner(
     if let Some(warning) = namespace_warning(options, &config, &items, &is_context) {
         stderr.push_str(&warning);
     }
-    // A warning about a mistake the render goes past (a linkerd.io/multus
-    // value that is neither enabled nor disabled) fails the CI gate.
+    // A warning about a mistake the render goes past (an opt-in annotation
+    // written wrong: a value neither enabled nor disabled, a misspelt key)
+    // fails the CI gate.
     let mistakes = results.iter().filter(|r| r.fails_diff).count();
     if errors == 0 && mistakes > 0 && options.mode == Mode::Check {
         let (are, they) = if mistakes == 1 {
@@ -297,8 +298,8 @@ fn run_inner(
             ("are", "they are")
         };
         stderr.push_str(&format!(
-            "{} above {are} neither enabled nor disabled; the files are not checked until {they} fixed\n",
-            plural(mistakes, "linkerd.io/multus value")
+            "{} above {are} written wrong (a value neither enabled nor disabled, or a misspelt key); the files are not checked until {they} fixed\n",
+            plural(mistakes, "opt-in annotation")
         ));
     }
     if errors > 0 || (mistakes > 0 && options.mode == Mode::Check) {

@@ -8,8 +8,9 @@ use clap::Args;
 
 use crate::commands::manifests::{Input, Manifests};
 use crate::commands::outcome::{Error, Outcome};
-use crate::k8s::resource::{self, identify};
+use crate::k8s::resource::{self, ResourceRef, identify};
 use crate::krm::results::{FnResult, Severity};
+use crate::linkerd_cni::cni_config::NETWORK_CONFIG_KEY;
 use crate::pipeline::FunctionConfig;
 use crate::pipeline::environment::Value;
 use crate::pipeline::settings::{self, Given, Sources, Takes};
@@ -104,9 +105,11 @@ fn run_inner(
     let manifests = Manifests::read(&options.inputs, false, stdin)?;
     let settings = settings(options, &manifests)?;
     let refs = identify(&manifests.items)?;
-    let report = validation::package::validate(&manifests.items, &refs, &settings).after(
-        settings::settings_to_apply(Takes::Validation, &manifests.items),
-    );
+    let mut before = settings::settings_to_apply(Takes::Validation, &manifests.items);
+    if options.inputs.iter().any(|i| matches!(i, Input::Path(_))) {
+        before.extend(applied_by_kubectl(&manifests.items, &refs));
+    }
+    let report = validation::package::validate(&manifests.items, &refs, &settings).after(before);
     let mut stdout = String::new();
     for result in &report.problems {
         stdout.push_str(&line(result, &manifests));
@@ -123,6 +126,31 @@ fn run_inner(
         stderr: String::new(),
         code: i32::from(errors),
     })
+}
+
+/// The local-config copies of the Linkerd-CNI ConfigMap in files (a ConfigMap holding
+/// `data.cni_network_config`, which every host reads and none applies): `kubectl apply -R -f
+/// DIR` knows nothing of local-config and applies them, so the copy replaces the live ConfigMap, whose owner's next apply (the
+/// Linkerd-CNI chart's upgrade) then conflicts with it. A warning each, naming the ways to
+/// apply a rendered package that leave them out.
+fn applied_by_kubectl(items: &[Node], refs: &[ResourceRef]) -> Vec<FnResult> {
+    items
+        .iter()
+        .zip(refs)
+        .filter(|(item, r)| {
+            resource::is_local_config(item)
+                && r.kind == "ConfigMap"
+                && r.group().is_empty()
+                && item.get_path(&["data", NETWORK_CONFIG_KEY]).is_some()
+        })
+        .map(|(item, r)| {
+            let message = "local-config: kpt and linkerd-multus render leave it out, but kubectl apply -R (or -f of its file) applies it, and this copy then replaces the cluster's ConfigMap of that name, which its owner (the Linkerd-CNI chart) applies: its next upgrade conflicts on .data; apply the rendered package with kpt live apply, or linkerd-multus render DIR | kubectl apply --server-side -f -";
+            let mut result =
+                FnResult::new(Severity::Warning, message).on(r, resource::file_ref(item).as_ref());
+            result.field = Some(format!("metadata.annotations.{}", resource::LOCAL_CONFIG_ANNOTATION));
+            result
+        })
+        .collect()
 }
 
 /// The settings: `--config` or a `Validation` among the inputs, then the flags.

@@ -79,7 +79,7 @@ impl Metrics {
         );
         registry.register(
             "linkerd_multus_nads_managed",
-            "NADs in the cluster made by the NAD controller (labelled app.kubernetes.io/managed-by: linkerd-multus-controller)",
+            "NADs in the cluster the NAD controller made and holds (labelled app.kubernetes.io/created-by: linkerd-multus-controller, held by no one else)",
             metrics.managed.clone(),
         );
         registry.register(

@@ -9,9 +9,11 @@
 //! the `coordination.k8s.io` Lease ([`lease`]) writes, and only while its
 //! leadership is fresh; a replica is ready while it reaches the Lease
 //! ([`health`]). It owns exactly the NADs it made (labelled
-//! `app.kubernetes.io/managed-by: linkerd-multus-controller`): it creates new
-//! ones, never adopting one that exists, puts back the fields of its own that
-//! were edited, and deletes only its own ([`reconcile`]). Every call has a
+//! `app.kubernetes.io/created-by: linkerd-multus-controller`) while no one else
+//! holds them (`multus::nad::Record::holder`: the render's mark, another
+//! field manager's apply): it creates new ones, never adopting one that exists,
+//! puts back the fields of its own that were edited, and deletes only its own
+//! ([`reconcile`]). Every call has a
 //! deadline ([`api`]); failed namespaces back off ([`backoff`]); repeated
 //! Events fold into series ([`events`]); the ConfigMap is checked before any
 //! NAD is written from it ([`config_map`]).
@@ -23,6 +25,7 @@ pub mod events;
 pub mod health;
 pub mod lease;
 pub mod metrics;
+pub mod opt_ins;
 pub mod reconcile;
 pub mod restarts;
 
@@ -113,6 +116,7 @@ pub async fn run(
             options.api_timeout,
         )),
         backoff: Arc::new(Backoff::default()),
+        said: Arc::new(opt_ins::Said::default()),
         metrics: metrics.clone(),
         api_timeout: options.api_timeout,
         restarts: options.restarts,
@@ -145,14 +149,15 @@ struct Shared {
     settings: Arc<Settings>,
     events: Arc<Events>,
     backoff: Arc<Backoff>,
+    said: Arc<opt_ins::Said>,
     metrics: Arc<Metrics>,
     api_timeout: Duration,
     restarts: Option<restarts::Options>,
 }
 
 /// The NADs of the controller's name, and of each only what the rules read
-/// (its labels and the digest of its config): the cache and the stream of
-/// what changes in it.
+/// (who holds it, read from its labels and managedFields, and the digest of
+/// its config): the cache and the stream of what changes in it.
 fn nad_cache(
     client: &Client,
     settings: &Settings,
@@ -167,22 +172,29 @@ fn nad_cache(
     let stream = watcher(nads, by_name(&settings.nad_name))
         .default_backoff()
         .modify(|nad: &mut DynamicObject| {
+            let record = reconcile::record(nad);
+            let holder = reconcile::Holder {
+                maker: record.holder(),
+                legacy: record.legacy(),
+            };
             nad.metadata.managed_fields = None;
             nad.metadata.annotations = None;
+            nad.metadata.labels = None;
             let digest = nad
                 .data
                 .pointer("/spec/config")
                 .and_then(|c| c.as_str())
                 .map(cluster::config_digest);
             nad.data = serde_json::json!({ CONFIG_DIGEST: digest });
+            holder.keep(nad);
         })
         .reflect(writer)
         .touched_objects();
     (store, stream)
 }
 
-/// Every Namespace, metadata only and of it only the Multus annotation: the
-/// cache and the stream of those applied.
+/// Every Namespace, metadata only and of it only the opt-in annotations (and
+/// the keys that misspell them): the cache and the stream of those applied.
 fn namespace_cache(
     client: &Client,
 ) -> (
@@ -206,6 +218,7 @@ fn namespace_cache(
                 k == MULTUS_ANNOTATION
                     || k == linkerd_restarts::OPT_IN_ANNOTATION
                     || k == linkerd_restarts::EVICT_ANNOTATION
+                    || opt_ins::kept(k)
             });
         }
     })
@@ -245,6 +258,7 @@ async fn reconcile_all(client: Client, shared: &Shared, fence: Fence) {
         events: shared.events.clone(),
         metrics: shared.metrics.clone(),
         backoff: shared.backoff.clone(),
+        said: shared.said.clone(),
         fence,
         api_timeout: shared.api_timeout,
     });
@@ -332,7 +346,8 @@ fn receiver_stream<T: Send + 'static>(
 }
 
 /// Keeps the `NADs managed` gauge current from the NAD cache, writes the
-/// Event series that are due, and forgets the failures of namespaces gone.
+/// Event series that are due, and forgets the failures of namespaces gone
+/// and what was said of them.
 async fn housekeeping(
     nads: Store<DynamicObject>,
     namespaces: Store<PartialObjectMeta<Namespace>>,
@@ -351,6 +366,9 @@ async fn housekeeping(
                 .backoff
                 .retain(|name| namespaces.get(&ObjectRef::new(name)).is_some());
         }
+        shared
+            .said
+            .retain(|name| namespaces.get(&ObjectRef::new(name)).is_some());
         tokio::time::sleep(HOUSEKEEPING).await;
     }
 }

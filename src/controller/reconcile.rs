@@ -2,14 +2,17 @@
 //! ([`cluster::decide`]) carried out with the writes it needs, each behind
 //! the leadership's fence and with a deadline.
 //!
-//! * A new NAD is *created* (POST): where one of that name exists already
-//!   (the cache had not seen it yet), the API server answers AlreadyExists
-//!   and it stays whoever's it is; an Event on the Namespace says so.
-//! * Its own NAD, edited or out of date, is put back by a server-side apply
-//!   of exactly its fields (the label and `spec.config`) with `force`, so a
-//!   field taken by a hand edit is taken back; the apply carries the
-//!   resourceVersion the cache showed as its own, so a NAD taken over
-//!   meanwhile (Git's label) makes it fail with 409 instead.
+//! * A new NAD is *created* (POST), marked with the controller's label, which
+//!   no render sets: Git's apply of the rendered NAD later takes it over
+//!   without a conflict. Where one of that name exists already (the cache had
+//!   not seen it yet), the API server answers AlreadyExists and it stays
+//!   whoever's it is: read back, a NAD Git holds is left without a word, a
+//!   user's gets a Warning Event on the Namespace saying so.
+//! * Its own NAD, edited or out of date, is put back by a JSON merge patch of
+//!   exactly its fields (its label and `spec.config`; the mark of its earlier
+//!   releases removed), so a field taken by a hand edit is taken back; the
+//!   patch carries the resourceVersion the cache showed as its own, so a NAD
+//!   taken over meanwhile (Git's apply) makes it fail with 409 instead.
 //! * Its own NAD no longer needed is deleted with the uid and
 //!   resourceVersion it saw as preconditions.
 
@@ -29,20 +32,69 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 
 use crate::controller::FIELD_MANAGER;
-use crate::controller::api::{CallError, call_until};
+use crate::controller::api::{CallError, call, call_until};
 use crate::controller::backoff::Backoff;
 use crate::controller::config_map::LiveConfig;
 use crate::controller::events::{Events, Kind};
 use crate::controller::lease::Fence;
 use crate::controller::metrics::Metrics;
+use crate::controller::opt_ins;
 use crate::k8s::namespace::MULTUS_ANNOTATION;
 use crate::linkerd_cni::cluster::{self, Kept, LiveNad};
 use crate::linkerd_cni::cni_config::CONFIG_MAP_NAME;
 use crate::linkerd_cni::settings::Settings;
-use crate::multus::nad::{self, Maker};
+use crate::multus::nad::{self, Maker, Record};
 
 /// Where the NAD cache keeps the digest of a NAD's `spec.config`.
 pub const CONFIG_DIGEST: &str = "configDigest";
+/// Where the NAD cache keeps who holds a NAD ([`Holder`]).
+const HOLDER: &str = "holder";
+
+/// Who holds a NAD, read from its labels and managedFields when the cache stores it
+/// (which keeps neither).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Holder {
+    /// Who holds it.
+    pub maker: Maker,
+    /// Whether it carries the controller's earlier mark.
+    pub legacy: bool,
+}
+
+impl Holder {
+    /// Keeps it in the cached NAD's `data`.
+    pub fn keep(self, nad: &mut DynamicObject) {
+        let maker = match self.maker {
+            Maker::Rendered => "rendered",
+            Maker::Controller if self.legacy => "legacy",
+            Maker::Controller => "controller",
+            Maker::Other => "other",
+        };
+        nad.data[HOLDER] = serde_json::json!(maker);
+    }
+
+    /// What [`Holder::keep`] kept.
+    pub fn of(nad: &DynamicObject) -> Self {
+        let (maker, legacy) = match nad.data[HOLDER].as_str() {
+            Some("rendered") => (Maker::Rendered, false),
+            Some("legacy") => (Maker::Controller, true),
+            Some("controller") => (Maker::Controller, false),
+            _ => (Maker::Other, false),
+        };
+        Holder { maker, legacy }
+    }
+}
+
+/// What the cluster records of who wrote a NAD read whole ([`Record::read`]).
+pub fn record(nad: &DynamicObject) -> Record<'_> {
+    let writes = nad.metadata.managed_fields.iter().flatten().map(|entry| {
+        (
+            entry.manager.as_deref().unwrap_or_default(),
+            entry.operation.as_deref().unwrap_or_default(),
+        )
+    });
+    let client_side = nad.annotations().contains_key(nad::LAST_APPLIED_ANNOTATION);
+    Record::read(nad.labels(), writes, client_side)
+}
 
 /// What every reconcile shares.
 pub struct Context {
@@ -62,6 +114,8 @@ pub struct Context {
     pub metrics: Arc<Metrics>,
     /// Each namespace's failures in a row.
     pub backoff: Arc<Backoff>,
+    /// What was said of each namespace's opt-in annotations written wrong.
+    pub said: Arc<opt_ins::Said>,
     /// Whether this replica may write now.
     pub fence: Fence,
     /// The deadline of each call (`--api-timeout`).
@@ -84,7 +138,7 @@ pub enum Error {
         #[source]
         source: Box<CallError>,
     },
-    /// The NAD changed since the cache saw it (409 on the guarded apply).
+    /// The NAD changed since the cache saw it (409 on the guarded patch).
     #[error(
         "NetworkAttachmentDefinition {namespace}/{name} changed since the controller's cache saw it; tried again once the cache has it"
     )]
@@ -153,9 +207,9 @@ impl Context {
     }
 }
 
-/// Who made a NAD in the cache.
+/// Who holds a NAD in the cache.
 pub fn maker(nad: &DynamicObject) -> Maker {
-    Maker::of(nad.labels().get(nad::MANAGED_BY_LABEL).map(String::as_str))
+    Holder::of(nad).maker
 }
 
 /// An Event's reason and note, for a write done.
@@ -175,13 +229,20 @@ pub async fn reconcile(
     let name = namespace.name_any();
     let empty = BTreeMap::new();
     let annotations = namespace.metadata.annotations.as_ref().unwrap_or(&empty);
+    if let Some(note) = context.said.note(&name, annotations) {
+        publish(&context, &namespace, Kind::Warning, opt_ins::REASON, note).await;
+    }
     let needed = cluster::needs_nad(&name, annotations, settings);
     let terminating = namespace.metadata.deletion_timestamp.is_some();
     let key = ObjectRef::new_with(&settings.nad_name, context.nad_resource.clone()).within(&name);
     let live = context.nad_store.get(&key);
-    let live_view = live.as_deref().map(|nad| LiveNad {
-        maker: maker(nad),
-        config: nad.data[CONFIG_DIGEST].as_str(),
+    let live_view = live.as_deref().map(|nad| {
+        let holder = Holder::of(nad);
+        LiveNad {
+            maker: holder.maker,
+            config: nad.data[CONFIG_DIGEST].as_str(),
+            legacy: holder.legacy,
+        }
     });
     let digest = config.as_ref().map(|c| c.digest.as_str());
     let action = cluster::decide(needed, terminating, live_view, digest);
@@ -202,7 +263,7 @@ pub async fn reconcile(
             create(&context, &namespace, &config.text).await
         }
         cluster::Action::Update => {
-            let config = config.expect("decide applies only with a config");
+            let config = config.expect("decide patches only with a config");
             let live = live.expect("decide updates only a live NAD");
             update(&context, &name, &config.text, &live).await
         }
@@ -249,13 +310,7 @@ async fn create(
             if source.status().is_some_and(|s| s.is_already_exists()) =>
         {
             context.metrics.reconciled("skipped");
-            tracing::info!(namespace = %name, "{at} exists already: not created, left as it is");
-            let note = format!(
-                "{at} exists already (made since the controller last looked), so the controller did not create it and adopts nothing: a NAD without the label {}: {} stays with whoever made it; delete it for the controller to make its own",
-                nad::MANAGED_BY_LABEL,
-                nad::CONTROLLER_MANAGED_BY
-            );
-            publish(context, namespace, Kind::Warning, "NADExists", note).await;
+            exists_already(context, namespace, &api).await;
             return Ok(None);
         }
         Err(e) => return Err(e),
@@ -271,7 +326,50 @@ async fn create(
     )))
 }
 
-/// Puts its own NAD's fields back: a forced apply of exactly them, guarded
+/// Says why a NAD that exists already was not created, by who holds it (read back): nothing
+/// for a NAD Git holds (it won the race of a first sync: a healthy flow), a Warning Event for
+/// a user's, which the controller never adopts.
+async fn exists_already(
+    context: &Context,
+    namespace: &PartialObjectMeta<Namespace>,
+    api: &Api<DynamicObject>,
+) {
+    let name = namespace.name_any();
+    let at = format!(
+        "NetworkAttachmentDefinition {name}/{}",
+        context.settings.nad_name
+    );
+    let read = call(context.api_timeout, api.get(&context.settings.nad_name)).await;
+    let live = match &read {
+        Ok(live) => Some(record(live)),
+        Err(e) => {
+            tracing::debug!(namespace = %name, error = %e, "{at} exists already and could not be read back");
+            None
+        }
+    };
+    match live.map(|r| (r.holder(), r.applied_by)) {
+        Some((Maker::Rendered, _)) => {
+            tracing::info!(namespace = %name, "{at} exists already, rendered from Git: left to Git");
+        }
+        Some((Maker::Controller, _)) => {
+            tracing::debug!(namespace = %name, "{at} exists already, the controller's own");
+        }
+        Some((Maker::Other, Some(applier))) => {
+            tracing::info!(namespace = %name, "{at} exists already, applied by {applier}: left to it");
+        }
+        Some((Maker::Other, None)) | None => {
+            tracing::info!(namespace = %name, "{at} exists already: not created, left as it is");
+            let note = format!(
+                "{at} exists already (made since the controller last looked), so the controller did not create it and adopts nothing: a NAD without the label {}: {} stays with whoever made it; delete it for the controller to make its own",
+                nad::CREATED_BY_LABEL,
+                nad::CONTROLLER_MANAGED_BY
+            );
+            publish(context, namespace, Kind::Warning, "NADExists", note).await;
+        }
+    }
+}
+
+/// Puts its own NAD's fields back: a merge patch of exactly them, guarded
 /// by the resourceVersion the cache showed as its own.
 async fn update(
     context: &Context,
@@ -281,14 +379,24 @@ async fn update(
 ) -> Result<Done, Error> {
     let nad_name = &context.settings.nad_name;
     let at = format!("NetworkAttachmentDefinition {name}/{nad_name}");
-    let mut body = cluster::controller_nad(name, config, &context.settings);
-    body["metadata"]["resourceVersion"] = serde_json::json!(live.resource_version());
-    let params = PatchParams::apply(FIELD_MANAGER).force();
+    let version = live.resource_version().unwrap_or_default();
+    let legacy = Holder::of(live).legacy;
+    let digest = cluster::config_digest(config);
+    let relabel_only = legacy && live.data[CONFIG_DIGEST].as_str() == Some(digest.as_str());
+    let body = cluster::controller_patch(config, legacy, &version);
+    let params = PatchParams {
+        field_manager: Some(FIELD_MANAGER.to_string()),
+        ..PatchParams::default()
+    };
     let api = context.nads_in(name);
-    let patch = Patch::Apply(&body);
-    let applied = context.write("applying", name, api.patch(nad_name, &params, &patch));
-    stale_on_conflict(applied.await)?;
+    let patch = Patch::Merge(&body);
+    let patched = context.write("patching", name, api.patch(nad_name, &params, &patch));
+    stale_on_conflict(patched.await)?;
     context.metrics.reconciled("updated");
+    if relabel_only {
+        tracing::info!(namespace = %name, "{at} relabelled: {}: {} replaces the earlier mark {}: {}, which a render's server-side apply conflicts with", nad::CREATED_BY_LABEL, nad::CONTROLLER_MANAGED_BY, nad::MANAGED_BY_LABEL, nad::CONTROLLER_MANAGED_BY);
+        return Ok(None);
+    }
     tracing::info!(namespace = %name, "{at} updated");
     Ok(Some((
         "NADUpdated",

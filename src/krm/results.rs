@@ -79,6 +79,10 @@ pub struct FnResult {
     /// that `diff`, the CI gate, refuses: a `linkerd.io/multus` value that
     /// is neither `enabled` nor `disabled`. Not part of the KRM result.
     pub fails_diff: bool,
+    /// An info the user must act on (a meshed namespace whose pods are not attached): `render`
+    /// prints it on stderr with the warnings, as kpt shows every result. Not part of the KRM
+    /// result.
+    pub to_act: bool,
     /// Where in the field's value the problem is; the message says it after
     /// [`FnResult::message`] ([`FnResult::text`]).
     pub position: Option<Position>,
@@ -94,6 +98,7 @@ impl FnResult {
             field: None,
             file: None,
             fails_diff: false,
+            to_act: false,
             position: None,
         }
     }

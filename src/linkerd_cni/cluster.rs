@@ -3,9 +3,13 @@
 //! namespace has. Pure code; the controller front does the I/O.
 //!
 //! The controller owns only the NADs it made, marked
-//! `app.kubernetes.io/managed-by: linkerd-multus-controller`. A NAD rendered
-//! from Git (`linkerd-multus`) or written by anyone else is never changed or
-//! deleted: Git wins, and the two never fight.
+//! `app.kubernetes.io/created-by: linkerd-multus-controller`, and only while no
+//! one else holds them ([`nad::Record::holder`]: the render's mark
+//! `app.kubernetes.io/managed-by: linkerd-multus`, or a server-side or
+//! client-side apply by another field manager). Its mark is a label no render
+//! sets, so Git's apply of a rendered NAD over the controller's conflicts on
+//! nothing; from then on the NAD is Git's, and the controller never writes it:
+//! Git wins, and the two never fight.
 
 use std::collections::BTreeMap;
 
@@ -144,6 +148,9 @@ pub struct LiveNad<'a> {
     pub maker: Maker,
     /// The [`config_digest`] of its `spec.config`.
     pub config: Option<&'a str>,
+    /// Whether it carries the controller's earlier mark ([`nad::Record::legacy`]), which
+    /// the controller replaces.
+    pub legacy: bool,
 }
 
 /// What the controller does with one namespace's NAD.
@@ -151,7 +158,7 @@ pub struct LiveNad<'a> {
 pub enum Action {
     /// Apply a new NAD.
     Create,
-    /// Apply the NAD it made, with the new config.
+    /// Patch the NAD it made: the new config, or its earlier mark replaced.
     Update,
     /// Delete the NAD it made: the namespace no longer needs it.
     Delete,
@@ -192,23 +199,41 @@ pub fn decide(
         (false, Some(_)) => Action::Delete,
         (true, _) if config.is_none() => Action::Keep(Kept::NoConfig),
         (true, None) => Action::Create,
-        (true, Some(live)) if live.config == config => Action::Keep(Kept::UpToDate),
+        (true, Some(live)) if live.config == config && !live.legacy => Action::Keep(Kept::UpToDate),
         (true, Some(_)) if terminating => Action::Keep(Kept::Terminating),
         (true, Some(_)) => Action::Update,
     }
 }
 
-/// The NAD the controller applies in `namespace`, as JSON for server-side apply.
+/// The NAD the controller creates in `namespace`, as JSON.
 pub fn controller_nad(namespace: &str, config: &str, settings: &Settings) -> serde_json::Value {
     nad::new(
         &settings.nad_name,
         Some(namespace),
         config,
-        nad::CONTROLLER_MANAGED_BY,
+        (nad::CREATED_BY_LABEL, nad::CONTROLLER_MANAGED_BY),
         &[],
         None,
     )
     .to_json()
+}
+
+/// The JSON merge patch that puts the controller's own NAD back: its `config`, its mark,
+/// and its earlier mark removed when `legacy`; guarded by `resource_version`, so a NAD
+/// changed since the controller saw it (taken over by Git) fails it with 409.
+pub fn controller_patch(config: &str, legacy: bool, resource_version: &str) -> serde_json::Value {
+    let mut labels = serde_json::Map::new();
+    labels.insert(
+        nad::CREATED_BY_LABEL.into(),
+        nad::CONTROLLER_MANAGED_BY.into(),
+    );
+    if legacy {
+        labels.insert(nad::MANAGED_BY_LABEL.into(), serde_json::Value::Null);
+    }
+    serde_json::json!({
+        "metadata": {"resourceVersion": resource_version, "labels": labels},
+        "spec": {"config": config},
+    })
 }
 
 #[cfg(test)]
@@ -243,15 +268,23 @@ mod tests {
             Some(LiveNad {
                 maker: Maker::Controller,
                 config: Some(config),
+                legacy: false,
             })
         };
+        let legacy = Some(LiveNad {
+            maker: Maker::Controller,
+            config: Some("new"),
+            legacy: true,
+        });
         let rendered = Some(LiveNad {
             maker: Maker::Rendered,
             config: Some("old"),
+            legacy: false,
         });
         let users = Some(LiveNad {
             maker: Maker::Other,
             config: None,
+            legacy: false,
         });
         use Action::*;
         for (needed, terminating, live, config, want) in [
@@ -259,6 +292,8 @@ mod tests {
             (true, false, None, None, Keep(Kept::NoConfig)),
             (true, false, ours("new"), Some("new"), Keep(Kept::UpToDate)),
             (true, false, ours("old"), Some("new"), Update),
+            (true, false, legacy, Some("new"), Update),
+            (false, false, legacy, Some("new"), Delete),
             (true, false, ours("old"), None, Keep(Kept::NoConfig)),
             (
                 true,
@@ -425,10 +460,27 @@ mod tests {
                 "metadata": {
                     "name": "linkerd-cni",
                     "namespace": "demo",
-                    "labels": {"app.kubernetes.io/managed-by": "linkerd-multus-controller"}
+                    "labels": {"app.kubernetes.io/created-by": "linkerd-multus-controller"}
                 },
                 "spec": {"config": "{}"}
             })
+        );
+        assert_eq!(
+            controller_patch("{}", true, "7"),
+            json!({
+                "metadata": {
+                    "resourceVersion": "7",
+                    "labels": {
+                        "app.kubernetes.io/created-by": "linkerd-multus-controller",
+                        "app.kubernetes.io/managed-by": null
+                    }
+                },
+                "spec": {"config": "{}"}
+            })
+        );
+        assert_eq!(
+            controller_patch("{}", false, "7")["metadata"]["labels"],
+            json!({"app.kubernetes.io/created-by": "linkerd-multus-controller"})
         );
     }
 }

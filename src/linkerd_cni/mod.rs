@@ -4,12 +4,14 @@
 //! older config ([`restarts`]), and which
 //! namespaces of a package get, keep or lose the NAD ([`package`]), and of a
 //! live cluster, for the NAD controller ([`cluster`]); the skip-subnets a pod
-//! with secondary networks needs ([`skip_subnets`]). Settings: the
+//! with secondary networks needs ([`skip_subnets`]); the opt-in annotations
+//! written wrong, in one wording for every side ([`opt_ins`]). Settings: the
 //! `LinkerdMultus` kind ([`settings`]).
 
 pub mod attach;
 pub mod cluster;
 pub mod cni_config;
+pub mod opt_ins;
 pub mod package;
 #[cfg(feature = "webhook")]
 pub mod restarts;

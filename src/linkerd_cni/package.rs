@@ -13,6 +13,7 @@ use crate::k8s::namespace::{
 };
 use crate::k8s::resource::{self, FileRef, ResourceRef, files};
 use crate::krm::results::{self, FnResult, Severity, plural};
+use crate::linkerd_cni::opt_ins::{self, Whose};
 use crate::linkerd_cni::settings::Settings;
 use crate::yaml::Node;
 
@@ -157,13 +158,14 @@ impl Renderer<'_> {
     /// `enabled` nor `disabled` (a warning that fails `diff`), and a meshed
     /// namespace without the annotation (an info: how to enable it).
     fn namespace_multus(&mut self, i: usize, name: &str, annotations: &BTreeMap<String, String>) {
+        let pairs = annotations.iter().map(|(k, v)| (k.as_str(), v.as_str()));
+        let problems = opt_ins::problems(pairs, Whose::Namespace, "metadata.annotations.");
+        self.opt_in_problems(i, problems);
         let field = format!("metadata.annotations.{MULTUS_ANNOTATION}");
         match annotations.lookup(MULTUS_ANNOTATION) {
             Some(v) if !MULTUS_VALUES.contains(&v) => {
-                let message = format!(
-                    "{field} is {v:?}, neither enabled nor disabled: the namespace is treated as not enabled, so it gets no NAD and its pods are not attached to Linkerd-CNI; {}",
-                    multus_hint(v)
-                );
+                let message =
+                    opt_ins::value_message(MULTUS_ANNOTATION, v, Whose::Namespace, &field);
                 let result = self.report(i, Severity::Warning, message);
                 result.field = Some(field);
                 result.fails_diff = true;
@@ -175,11 +177,22 @@ impl Renderer<'_> {
                     let message = format!(
                         "the namespace is meshed ({INJECT_ANNOTATION}: {inject}) but has no {MULTUS_ANNOTATION} annotation, so its pods are attached to Linkerd-CNI only where their own template says {MULTUS_ANNOTATION}: enabled; annotate the namespace {MULTUS_ANNOTATION}=enabled to attach Linkerd-CNI"
                     );
-                    self.report(i, Severity::Info, message).field =
-                        Some("metadata.annotations".into());
+                    let result = self.report(i, Severity::Info, message);
+                    result.field = Some("metadata.annotations".into());
+                    result.to_act = true;
                 }
             }
             _ => {}
+        }
+    }
+
+    /// Reports on item `i` its opt-in annotations written wrong (warnings that fail `diff`),
+    /// but a `linkerd.io/multus` value, which the rules report themselves.
+    fn opt_in_problems(&mut self, i: usize, problems: Vec<opt_ins::Problem>) {
+        for problem in problems.into_iter().filter(|p| p.key != MULTUS_ANNOTATION) {
+            let result = self.report(i, Severity::Warning, problem.message);
+            result.field = Some(problem.field);
+            result.fails_diff = true;
         }
     }
 

@@ -1,6 +1,7 @@
 //! The NetworkAttachmentDefinition the function generates, and how it tells
 //! its own NADs from the user's.
 
+use crate::k8s::namespace::Lookup;
 use crate::k8s::resource::{FileRef, INDEX_ANNOTATIONS, PATH_ANNOTATIONS, ResourceRef};
 use crate::yaml::{Map, Node};
 
@@ -10,17 +11,28 @@ pub const GROUP: &str = "k8s.cni.cncf.io";
 pub const API_VERSION: &str = "k8s.cni.cncf.io/v1";
 /// The NAD kind.
 pub const KIND: &str = "NetworkAttachmentDefinition";
-/// The label marking NADs this project made: rendered from Git or made by the controller.
+/// The label marking the NADs the function renders (the render's mark), so Git holds them.
 pub const MANAGED_BY_LABEL: &str = "app.kubernetes.io/managed-by";
 /// Its value on the NADs the function renders (the render label).
 pub const MANAGED_BY: &str = "linkerd-multus";
-/// Its value on the NADs the controller (`linkerd-multus controller`) makes in the
-/// cluster: never written into Git, never touched by the function.
+/// The NAD controller's name (`linkerd-multus controller`): the value of
+/// [`CREATED_BY_LABEL`] on the NADs it makes in the cluster (never written into Git, never
+/// touched by the function), its field manager and its Events' reporter. Its earlier
+/// releases wrote it as the [`MANAGED_BY_LABEL`] value, which a render's apply conflicts
+/// with; it relabels those.
 pub const CONTROLLER_MANAGED_BY: &str = "linkerd-multus-controller";
+/// The label marking the NADs the controller made: a key no render sets, so Git's
+/// server-side apply of a rendered NAD over the controller's takes it without a conflict.
+pub const CREATED_BY_LABEL: &str = "app.kubernetes.io/created-by";
+/// What a client-side apply (`kubectl apply`, Argo CD's default sync) leaves on an object.
+pub const LAST_APPLIED_ANNOTATION: &str = "kubectl.kubernetes.io/last-applied-configuration";
+/// The operation a server-side apply records in `metadata.managedFields`.
+pub const APPLY_OPERATION: &str = "Apply";
 /// Argo CD's sync-wave annotation: lower waves are applied first.
 pub const ARGOCD_SYNC_WAVE: &str = "argocd.argoproj.io/sync-wave";
 
-/// Who made a NAD, read from its [`MANAGED_BY_LABEL`].
+/// Who holds a NAD: read from its [`MANAGED_BY_LABEL`] in a package, and in the cluster
+/// from what [`Record`] holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Maker {
     /// Rendered by the function, from Git.
@@ -31,14 +43,64 @@ pub enum Maker {
     Other,
 }
 
-impl Maker {
-    /// The maker a `managed-by` label value names.
-    pub fn of(managed_by: Option<&str>) -> Self {
-        match managed_by {
+/// What the cluster records of who wrote a live NAD: its marks and the appliers among its
+/// `metadata.managedFields`. [`Record::holder`] reads who holds it, one rule for the
+/// controller, `check` and the webhook.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Record<'a> {
+    /// Its [`MANAGED_BY_LABEL`].
+    pub managed_by: Option<&'a str>,
+    /// Its [`CREATED_BY_LABEL`].
+    pub created_by: Option<&'a str>,
+    /// A field manager other than the controller that applied it (a server-side apply:
+    /// `kubectl`, `argocd-controller`, `kustomize-controller`), or [`CLIENT_SIDE_APPLY`]
+    /// when a client-side apply left its [`LAST_APPLIED_ANNOTATION`].
+    pub applied_by: Option<&'a str>,
+}
+
+/// [`Record::applied_by`] for a NAD a client-side apply wrote.
+pub const CLIENT_SIDE_APPLY: &str = "a client-side apply";
+
+impl<'a> Record<'a> {
+    /// The record of a NAD with `labels`, whose managedFields hold `writes` (each entry's
+    /// manager and operation), with [`LAST_APPLIED_ANNOTATION`] or not.
+    pub fn read(
+        labels: &'a dyn Lookup,
+        writes: impl IntoIterator<Item = (&'a str, &'a str)>,
+        client_side_applied: bool,
+    ) -> Self {
+        let applied_by = writes
+            .into_iter()
+            .find(|(manager, operation)| {
+                *operation == APPLY_OPERATION && *manager != CONTROLLER_MANAGED_BY
+            })
+            .map(|(manager, _)| manager)
+            .or(client_side_applied.then_some(CLIENT_SIDE_APPLY));
+        Record {
+            managed_by: labels.lookup(MANAGED_BY_LABEL),
+            created_by: labels.lookup(CREATED_BY_LABEL),
+            applied_by,
+        }
+    }
+
+    /// Who holds the NAD. The render's mark makes it Git's ([`Maker::Rendered`]); any other
+    /// [`MANAGED_BY_LABEL`] value, or an apply by another field manager, someone else's; the
+    /// controller's mark (or its earlier releases') otherwise makes it the controller's.
+    pub fn holder(&self) -> Maker {
+        match self.managed_by {
             Some(MANAGED_BY) => Maker::Rendered,
+            Some(CONTROLLER_MANAGED_BY) | None if self.applied_by.is_some() => Maker::Other,
             Some(CONTROLLER_MANAGED_BY) => Maker::Controller,
+            None if self.created_by == Some(CONTROLLER_MANAGED_BY) => Maker::Controller,
             _ => Maker::Other,
         }
+    }
+
+    /// Whether it carries the controller's earlier mark, `app.kubernetes.io/managed-by:
+    /// linkerd-multus-controller`, which the controller replaces with its
+    /// [`CREATED_BY_LABEL`].
+    pub fn legacy(&self) -> bool {
+        self.managed_by == Some(CONTROLLER_MANAGED_BY)
     }
 }
 
@@ -116,13 +178,14 @@ pub fn file_path(namespace: Option<&str>, name: &str, namespace_file: Option<&st
     }
 }
 
-/// A new NAD, labelled with its maker's [`MANAGED_BY_LABEL`] value and
-/// carrying `annotations` (and the host's file annotations, with `file`).
+/// A new NAD, labelled with its maker's `label` (key and value: the render's
+/// [`MANAGED_BY_LABEL`], the controller's [`CREATED_BY_LABEL`]) and carrying
+/// `annotations` (and the host's file annotations, with `file`).
 pub fn new(
     name: &str,
     namespace: Option<&str>,
     config: &str,
-    managed_by: &str,
+    label: (&str, &str),
     annotations: &[(&str, &str)],
     file: Option<&FileRef>,
 ) -> Node {
@@ -132,7 +195,7 @@ pub fn new(
         meta.insert("namespace", Node::string(ns));
     }
     let mut labels = Map::default();
-    labels.insert(MANAGED_BY_LABEL, Node::string(managed_by));
+    labels.insert(label.0, Node::string(label.1));
     meta.insert("labels", labels.into());
     if file.is_some() || !annotations.is_empty() {
         let mut map = Map::default();
@@ -207,7 +270,14 @@ mod tests {
 
     #[test]
     fn annotations_of_a_generated_nad_are_set_and_removed() {
-        let mut nad = new("linkerd-cni", Some("demo"), "{}", MANAGED_BY, &[], None);
+        let mut nad = new(
+            "linkerd-cni",
+            Some("demo"),
+            "{}",
+            (MANAGED_BY_LABEL, MANAGED_BY),
+            &[],
+            None,
+        );
         assert!(set_annotation(&mut nad, ARGOCD_SYNC_WAVE, Some("-1")));
         assert!(!set_annotation(&mut nad, ARGOCD_SYNC_WAVE, Some("-1")));
         assert!(
@@ -219,16 +289,92 @@ mod tests {
         assert!(!emit_document(&nad).contains("annotations"));
     }
 
+    /// Who holds a live NAD, from its labels and the appliers its managedFields record.
     #[test]
-    fn makers_by_label() {
-        for (label, want) in [
-            (Some("linkerd-multus"), Maker::Rendered),
-            (Some("linkerd-multus-controller"), Maker::Controller),
-            (Some("helm"), Maker::Other),
-            (None, Maker::Other),
-        ] {
-            assert_eq!(Maker::of(label), want, "{label:?}");
+    fn holders_by_marks_and_appliers() {
+        use std::collections::BTreeMap;
+        let controller = (CONTROLLER_MANAGED_BY, "Update");
+        let controller_applied = (CONTROLLER_MANAGED_BY, APPLY_OPERATION);
+        let rendered = [(MANAGED_BY_LABEL, MANAGED_BY)];
+        let created = [(CREATED_BY_LABEL, CONTROLLER_MANAGED_BY)];
+        let legacy = [(MANAGED_BY_LABEL, CONTROLLER_MANAGED_BY)];
+        let git_over_created = [
+            (MANAGED_BY_LABEL, MANAGED_BY),
+            (CREATED_BY_LABEL, CONTROLLER_MANAGED_BY),
+        ];
+        let helm = [(MANAGED_BY_LABEL, "Helm")];
+        type Case<'a> = (
+            &'a [(&'a str, &'a str)],
+            &'a [(&'a str, &'a str)],
+            bool,
+            Maker,
+        );
+        let cases: &[Case] = &[
+            (&created, &[controller], false, Maker::Controller),
+            (
+                &created,
+                &[controller, controller_applied],
+                false,
+                Maker::Controller,
+            ),
+            (
+                &created,
+                &[controller, ("kubectl-edit", "Update")],
+                false,
+                Maker::Controller,
+            ),
+            (&legacy, &[controller], false, Maker::Controller),
+            (
+                &rendered,
+                &[("argocd-controller", APPLY_OPERATION)],
+                false,
+                Maker::Rendered,
+            ),
+            (
+                &git_over_created,
+                &[controller, ("kubectl", APPLY_OPERATION)],
+                false,
+                Maker::Rendered,
+            ),
+            (
+                &created,
+                &[controller, ("kustomize-controller", APPLY_OPERATION)],
+                false,
+                Maker::Other,
+            ),
+            (
+                &legacy,
+                &[controller, ("kubectl", APPLY_OPERATION)],
+                false,
+                Maker::Other,
+            ),
+            (
+                &created,
+                &[controller, ("argocd-controller", "Update")],
+                true,
+                Maker::Other,
+            ),
+            (&helm, &[("helm", "Update")], false, Maker::Other),
+            (&[], &[("tests", APPLY_OPERATION)], false, Maker::Other),
+            (&[], &[("kubectl-create", "Update")], false, Maker::Other),
+        ];
+        for (labels, writes, client_side, want) in cases {
+            let labels: BTreeMap<String, String> = labels
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect();
+            let record = Record::read(&labels, writes.iter().copied(), *client_side);
+            assert_eq!(
+                record.holder(),
+                *want,
+                "{labels:?} {writes:?} {client_side}"
+            );
         }
+        let labels: BTreeMap<String, String> = legacy
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        assert!(Record::read(&labels, [controller], false).legacy());
     }
 
     #[test]
@@ -241,7 +387,7 @@ mod tests {
             "linkerd-cni",
             Some("demo"),
             "{\n  \"a\": 1\n}",
-            MANAGED_BY,
+            (MANAGED_BY_LABEL, MANAGED_BY),
             &[],
             Some(&file),
         );

@@ -119,16 +119,23 @@ impl Annotations {
     }
 }
 
-/// Whether a NAD was made by neither a render nor the NAD controller of this
-/// project: only such a NAD is judged by what it runs, as the render and
-/// `check` judge it.
+/// Whether a NAD is held by neither a render nor the NAD controller of this project
+/// ([`nad::Record::holder`], the rule the controller and `check` read): only such a NAD is
+/// judged by what it runs, as the render and `check` judge it.
 fn made_by_someone_else(meta: &ObjectMeta) -> bool {
-    let managed_by = meta
-        .labels
+    let empty = std::collections::BTreeMap::new();
+    let writes = meta.managed_fields.iter().flatten().map(|entry| {
+        (
+            entry.manager.as_deref().unwrap_or_default(),
+            entry.operation.as_deref().unwrap_or_default(),
+        )
+    });
+    let client_side = meta
+        .annotations
         .as_ref()
-        .and_then(|l| l.get(nad::MANAGED_BY_LABEL))
-        .map(String::as_str);
-    Maker::of(managed_by) == Maker::Other
+        .is_some_and(|a| a.contains_key(nad::LAST_APPLIED_ANNOTATION));
+    let labels = meta.labels.as_ref().unwrap_or(&empty);
+    nad::Record::read(labels, writes, client_side).holder() == Maker::Other
 }
 
 /// The key of NAD `namespace/name` in a NAD cache.

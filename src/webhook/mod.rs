@@ -176,6 +176,13 @@ pub struct Args {
     pub missing_nad: MissingNad,
 }
 
+/// Whether the webhook runs its NAD cache (and its metrics): only when something reads it.
+/// With `--missing-nad ignore` and no network-resources rules, it neither watches NADs nor
+/// needs the RBAC to (deploy/README.md, Metrics).
+pub fn watches_nads(network_resources: bool, missing_nad: MissingNad) -> bool {
+    network_resources || missing_nad != MissingNad::Ignore
+}
+
 /// The API clients, one configuration: they connect when first used.
 #[derive(Clone)]
 pub struct Clients {
@@ -241,10 +248,7 @@ async fn serve(
     let (listener, listen) = listen::bind_as(args.listen, "--listen")?;
     let (ops_listener, ops_listen) = listen::bind_as(args.ops_listen, "--ops-listen")?;
     let client = api_client(api_config(args.api_timeout).await?)?;
-    // The NAD cache only when something reads it: with --missing-nad ignore
-    // and no network-resources rules, the webhook neither watches NADs nor
-    // needs the RBAC to.
-    let watch_nads = network_resources.is_some() || missing_nad != MissingNad::Ignore;
+    let watch_nads = watches_nads(network_resources.is_some(), missing_nad);
     let metrics = Arc::new(match watch_nads {
         true => Metrics::with_nad_cache(),
         false => Metrics::new(),
@@ -453,4 +457,25 @@ pub fn init_logs(format: LogFormat, level: &str) -> anyhow::Result<()> {
         LogFormat::Json => builder.json().flatten_event(true).try_init(),
     }
     .map_err(|e| anyhow!("setting up the logs: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_nad_cache_runs_unless_nothing_reads_it() {
+        for (network_resources, missing_nad, want) in [
+            (false, MissingNad::Deny, true),
+            (false, MissingNad::Attach, true),
+            (false, MissingNad::Ignore, false),
+            (true, MissingNad::Ignore, true),
+        ] {
+            assert_eq!(
+                watches_nads(network_resources, missing_nad),
+                want,
+                "{network_resources} {missing_nad:?}"
+            );
+        }
+    }
 }

@@ -326,7 +326,7 @@ fn with_nad(plane: &ControlPlane, of: &BTreeSet<String>) -> BTreeSet<String> {
         .unwrap()
         .iter()
         .filter(|n| {
-            n["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "linkerd-multus-controller"
+            n["metadata"]["labels"]["app.kubernetes.io/created-by"] == "linkerd-multus-controller"
         })
         .filter_map(|n| n["metadata"]["namespace"].as_str())
         .filter(|ns| of.contains(*ns))

@@ -384,5 +384,8 @@ impl StdinBytes for Command {
 }
 
 pub fn labelled_by_controller(nad: &Value) -> bool {
-    nad["metadata"]["labels"]["app.kubernetes.io/managed-by"] == CONTROLLER_MARK
+    nad["metadata"]["labels"]["app.kubernetes.io/created-by"] == CONTROLLER_MARK
+        && nad["metadata"]["labels"]
+            .get("app.kubernetes.io/managed-by")
+            .is_none()
 }

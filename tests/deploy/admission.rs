@@ -121,6 +121,35 @@ fn webhook_configuration_is_safe() {
     pkg.get("Certificate", NAME);
 }
 
+/// The Namespaces' webhook only warns: never fails a Namespace's write (Ignore, a short
+/// timeout), mutates nothing, is called through the same Service, and is sent only Namespaces
+/// with an annotation of Linkerd's or Multus's (what it reads). What it answers:
+/// tests/webhook/opt_ins.rs.
+#[test]
+fn the_namespaces_webhook_only_warns() {
+    let pkg = Package::load();
+    let w = pkg.webhook_named("namespaces.multus.linkerd.io");
+    assert_eq!(strings(w.get("admissionReviewVersions")), ["v1"]);
+    assert_eq!(w.str_at(&["sideEffects"]), Some("None"));
+    assert_eq!(w.str_at(&["failurePolicy"]), Some("Ignore"));
+    assert_eq!(w.str_at(&["timeoutSeconds"]), Some("2"));
+    let rules = w.get("rules").unwrap().seq();
+    assert_eq!(rules.len(), 1);
+    assert_eq!(strings(rules[0].get("operations")), ["CREATE", "UPDATE"]);
+    assert_eq!(strings(rules[0].get("apiGroups")), [""]);
+    assert_eq!(strings(rules[0].get("resources")), ["namespaces"]);
+    assert_eq!(rules[0].str_at(&["scope"]), Some("Cluster"));
+    called_through_the_service(&pkg, w);
+    let conditions = w.get("matchConditions").unwrap().seq();
+    assert_eq!(conditions.len(), 1);
+    assert_eq!(
+        conditions[0].str_at(&["expression"]),
+        Some(
+            "has(object.metadata.annotations) && object.metadata.annotations.exists(k, k.lowerAscii().contains('linkerd') || k.lowerAscii().contains('multus'))"
+        )
+    );
+}
+
 /// The webhook's matchConditions.
 fn match_conditions_skip_host_network_and_deleted_pods(w: &Yaml) {
     // Host-network pods and pods being deleted never reach it (tests/cluster.rs

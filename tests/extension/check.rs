@@ -327,7 +327,12 @@ fn service_pointing_nowhere(installed: &mut Installed) {
 
 /// A meshed pod (a `linkerd-proxy` container) in `namespace`, created through
 /// the webhook; `validator` adds Linkerd's network validator.
-fn meshed_pod(installed: &Installed, namespace: &str, name: &str, validator: bool) -> Value {
+pub(super) fn meshed_pod(
+    installed: &Installed,
+    namespace: &str,
+    name: &str,
+    validator: bool,
+) -> Value {
     let container = |name: &str| json!({"name": name, "image": "registry.k8s.io/pause:3.10"});
     let mut pod = json!({
         "apiVersion": "v1", "kind": "Pod",
@@ -841,7 +846,7 @@ fn a_secondary_network_no_skip_subnets_covers_is_named() {
 
 /// Sets the Linkerd-CNI ConfigMap's log level, and the NADs of the demo and linkerd namespaces
 /// follow it, as the NAD controller would make them: pods created before run an older config.
-fn set_log_level(plane: &ControlPlane, level: &str) {
+pub(super) fn set_log_level(plane: &ControlPlane, level: &str) {
     let config = plane.kubectl(&[
         "get",
         "configmap",
@@ -879,7 +884,7 @@ fn set_log_level(plane: &ControlPlane, level: &str) {
 }
 
 /// An Event as the NAD controller's restarts write it (`events.k8s.io/v1`), by `controller`.
-fn restarts_event(
+pub(super) fn restarts_event(
     name: &str,
     regarding: Value,
     reason: &str,
@@ -993,7 +998,7 @@ fn what_the_nad_controller_said_of_config_restarts_is_named() {
             (
                 "meshed pods run with their namespace's current linkerd-cni config",
                 "warning",
-                "created under an older linkerd-cni config (multus.linkerd.io/config-hash differs): demo/left"
+                "created under an older config than their namespace's NAD holds (multus.linkerd.io/config-hash differs): Pod demo/left"
             ),
             (
                 "no config rollout the NAD controller started is stalled",

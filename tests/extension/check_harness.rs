@@ -216,11 +216,17 @@ pub fn set_certificate(plane: &ControlPlane, leaf: &Leaf, ca: &str, ca_bundle: &
         b64(ca)
     ),
     );
-    let patch = json!([{
-        "op": "replace",
-        "path": "/webhooks/0/clientConfig/caBundle",
-        "value": b64(ca_bundle),
-    }]);
+    // Every webhook of the configuration (the pods' and the Namespaces'), as certs.sh sets them.
+    let patch: Vec<serde_json::Value> = (0..2)
+        .map(|i| {
+            json!({
+                "op": "replace",
+                "path": format!("/webhooks/{i}/clientConfig/caBundle"),
+                "value": b64(ca_bundle),
+            })
+        })
+        .collect();
+    let patch = serde_json::Value::from(patch);
     plane.kubectl(&[
         "patch",
         "mutatingwebhookconfiguration",

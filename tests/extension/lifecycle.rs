@@ -392,7 +392,7 @@ fn uninstall_removes_only_what_install_made(plane: &ControlPlane, namespace: &st
     plane.apply(&nad("mine", "linkerd.io/extension: multus"));
     plane.apply(&nad(
         "linkerd-cni",
-        "app.kubernetes.io/managed-by: linkerd-multus-controller",
+        "app.kubernetes.io/created-by: linkerd-multus-controller",
     ));
     plane.apply(
         "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: someone-else\nrules: []\n",

@@ -74,7 +74,7 @@ fn diff_help_lists_its_exit_codes() {
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(
         out.stdout.ends_with(
-            "\n\nExit codes:\n  0  every file is rendered\n  1  rendering would change a file: the diff is on stdout\n  2  the files could not be checked (an input or a setting is wrong, a linkerd.io/multus value is neither enabled nor disabled, or the rules found an error: stderr says which), or the command line is wrong\n"
+            "\n\nExit codes:\n  0  every file is rendered\n  1  rendering would change a file: the diff is on stdout\n  2  the files could not be checked (an input or a setting is wrong, an opt-in annotation is written wrong (a value neither enabled nor disabled, a misspelt key), or the rules found an error: stderr says which), or the command line is wrong\n"
         ),
         "{}",
         out.stdout

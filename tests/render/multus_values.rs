@@ -7,6 +7,10 @@ const NAMESPACE: &str = "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: sho
 const WEB: &str = "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\n  namespace: shop\nspec:\n  selector:\n    matchLabels: {app: web}\n  template:\n    metadata:\n      labels: {app: web}\n      annotations:\n        linkerd.io/multus: enable\n    spec:\n      containers:\n      - name: web\n        image: nginx:1.27\n";
 const CONFIGMAP: &str = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: linkerd-cni-config\n  namespace: linkerd-cni\n  annotations:\n    config.kubernetes.io/local-config: \"true\"\ndata:\n  cni_network_config: '{\"name\": \"linkerd-cni\", \"type\": \"linkerd-cni\", \"kubernetes\": {\"kubeconfig\": \"__KUBECONFIG_FILEPATH__\"}}'\n";
 
+/// What `validate` says of the package's local-config copy of the Linkerd-CNI ConfigMap,
+/// which `kubectl apply -R` would apply (tests/validate.rs holds the warning itself).
+const APPLIED_BY_KUBECTL: &str = "linkerd-cni/configmap.yaml: warning: ConfigMap linkerd-cni/linkerd-cni-config: metadata.annotations.config.kubernetes.io/local-config: local-config: kpt and linkerd-multus render leave it out, but kubectl apply -R (or -f of its file) applies it, and this copy then replaces the cluster's ConfigMap of that name, which its owner (the Linkerd-CNI chart) applies: its next upgrade conflicts on .data; apply the rendered package with kpt live apply, or linkerd-multus render DIR | kubectl apply --server-side -f -\n";
+
 /// The package of the README with `web` and `namespace.yaml` as given.
 fn shop(namespace: &str, web: &str) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
@@ -39,7 +43,7 @@ fn a_misspelt_value_on_a_pod_template_warns_and_fails_diff_and_validate() {
     assert_eq!(
         out.stderr,
         format!(
-            "{warning}1 linkerd.io/multus value above is neither enabled nor disabled; the files are not checked until it is fixed\n"
+            "{warning}1 opt-in annotation above is written wrong (a value neither enabled nor disabled, or a misspelt key); the files are not checked until it is fixed\n"
         )
     );
     // render --diff shows the diff and succeeds, as it always does.
@@ -49,7 +53,9 @@ fn a_misspelt_value_on_a_pod_template_warns_and_fails_diff_and_validate() {
     assert_eq!(out.code, 1, "{}{}", out.stdout, out.stderr);
     assert_eq!(
         out.stdout,
-        "apps/web.yaml: error: Deployment shop/web: spec.template.metadata.annotations.linkerd.io/multus: \"enable\" is neither enabled nor disabled: linkerd-multus and its webhook treat the pod template as not enabled, so its pods are not attached to Linkerd-CNI, whatever their namespace says; did you mean enabled?\nlinkerd-multus validate: 0 NetworkAttachmentDefinitions and 1 workload checked; 1 error, 0 warnings\n"
+        format!(
+            "{APPLIED_BY_KUBECTL}apps/web.yaml: error: Deployment shop/web: spec.template.metadata.annotations.linkerd.io/multus: \"enable\" is neither enabled nor disabled: linkerd-multus and its webhook treat the pod template as not enabled, so its pods are not attached to Linkerd-CNI, whatever their namespace says; did you mean enabled?\nlinkerd-multus validate: 0 NetworkAttachmentDefinitions and 1 workload checked; 1 error, 1 warning\n"
+        )
     );
 
     // Fixed: attached, and every command passes once rendered.
@@ -91,7 +97,7 @@ fn a_misspelt_value_on_a_namespace_warns_and_fails_diff_and_validate() {
     assert_eq!(
         out.stderr,
         format!(
-            "{warning}1 linkerd.io/multus value above is neither enabled nor disabled; the files are not checked until it is fixed\n"
+            "{warning}1 opt-in annotation above is written wrong (a value neither enabled nor disabled, or a misspelt key); the files are not checked until it is fixed\n"
         )
     );
 
@@ -99,12 +105,15 @@ fn a_misspelt_value_on_a_namespace_warns_and_fails_diff_and_validate() {
     assert_eq!(out.code, 1, "{}{}", out.stdout, out.stderr);
     assert_eq!(
         out.stdout,
-        "namespace.yaml: error: Namespace shop: metadata.annotations.linkerd.io/multus: \"true\" is neither enabled nor disabled: linkerd-multus and its webhook treat the namespace as not enabled, so it gets no NAD and its pods are not attached to Linkerd-CNI; did you mean enabled?\nlinkerd-multus validate: 0 NetworkAttachmentDefinitions and 1 workload checked; 1 error, 0 warnings\n"
+        format!(
+            "{APPLIED_BY_KUBECTL}namespace.yaml: error: Namespace shop: metadata.annotations.linkerd.io/multus: \"true\" is neither enabled nor disabled: linkerd-multus and its webhook treat the namespace as not enabled, so it gets no NAD and its pods are not attached to Linkerd-CNI; did you mean enabled?\nlinkerd-multus validate: 0 NetworkAttachmentDefinitions and 1 workload checked; 1 error, 1 warning\n"
+        )
     );
 }
 
-/// A meshed namespace that is not enabled: an info result, in the KRM
-/// function's results (`render` prints only warnings and errors).
+/// A meshed namespace that is not enabled: an info result, in the KRM function's results, and
+/// on `render`'s stderr, as kpt shows it (an info the user must act on; the others are left
+/// out); `diff` passes.
 #[test]
 fn a_meshed_namespace_that_is_not_enabled_gets_an_info_result() {
     let dir = shop(
@@ -115,8 +124,9 @@ fn a_meshed_namespace_that_is_not_enabled_gets_an_info_result() {
         ),
     );
     let p = dir.path();
+    let info = "info: Namespace shop (namespace.yaml): the namespace is meshed (linkerd.io/inject: enabled) but has no linkerd.io/multus annotation, so its pods are attached to Linkerd-CNI only where their own template says linkerd.io/multus: enabled; annotate the namespace linkerd.io/multus=enabled to attach Linkerd-CNI\n";
     let out = render(&["render", "."], p);
-    assert_eq!((out.code, out.stderr.as_str()), (0, ""));
+    assert_eq!((out.code, out.stderr.as_str()), (0, info));
     let out = render(&["diff", "."], p);
     assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
 

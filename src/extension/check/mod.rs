@@ -15,6 +15,7 @@ pub mod deployment;
 pub mod extension;
 pub mod nads;
 pub mod network_policy;
+pub mod opt_ins;
 pub mod pre;
 pub mod probe;
 pub mod proxy;
@@ -156,6 +157,9 @@ async fn installed(client: &Client, options: &Options, pass: &mut Pass) {
             let check = extension::read_error(description, "Namespaces and NADs", e);
             pass.add(NADS, check, Retry::Yes);
         }
+    }
+    if let Ok(all) = &namespaces {
+        opt_ins::check(all, pass);
     }
 }
 

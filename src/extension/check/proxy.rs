@@ -1,17 +1,21 @@
 //! `--proxy`: the data plane. Of the meshed pods (a `linkerd-proxy`
 //! container), in every namespace or `-n`: those the rules attach
 //! ([`attach::decide`], as the webhook decides) whose networks lack the
-//! NAD; those created under an older NAD config (the hash the webhook and
-//! renders record, [`HASH_ANNOTATION`]); those whose
+//! NAD; those whose networks select a NAD that is gone ([`missing_nads`]); those
+//! created under an older NAD config, named by their workload ([`old_config`]); those whose
 //! `linkerd-network-validator` exited with 95; on OpenShift those whose
-//! proxy UID is outside their namespace's UID range; and those with secondary
-//! networks whose subnets no skip-subnets covers (inbound TCP on them goes to
-//! the proxy, which refuses it: [`skip_subnets`]); and those whose skip-subnets
-//! linkerd-multus wrote ([`ADDED_ANNOTATION`]) for subnets their NADs no longer give.
+//! proxy UID is outside their namespace's UID range; those whose opt-in annotations are
+//! written wrong ([`opt_ins`]); and those with secondary networks whose subnets no
+//! skip-subnets covers, or whose skip-subnets linkerd-multus wrote for subnets their NADs no
+//! longer give ([`secondary`]).
+
+mod missing_nads;
+mod old_config;
+mod opt_ins;
+mod secondary;
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use ipnet::IpNet;
 use kube::Client;
 
 use super::report::Check;
@@ -20,22 +24,28 @@ use super::wait::{Pass, Retry};
 use super::{DATA_PLANE, Options, capped, cni, extension, rollouts};
 use crate::linkerd_cni::attach::{self, PROXY_UID_ANNOTATION};
 use crate::linkerd_cni::restarts::Subject;
-use crate::linkerd_cni::rollout::{HASH_ANNOTATION, config_hash};
 use crate::linkerd_cni::settings::Settings;
-use crate::linkerd_cni::skip_subnets::{self, ADDED_ANNOTATION, Network, PluginSettings};
+use crate::linkerd_cni::skip_subnets::{self, PluginSettings};
 use crate::multus::networks::{NETWORKS_ANNOTATION, Networks};
+pub use old_config::Controller;
 
 /// What the data-plane checks found, each list `namespace/pod`, sorted.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct Findings {
     /// Attached by the rules, without the NAD in their networks.
     pub unattached: Vec<String>,
-    /// Stamped with the hash of a config their namespace's NAD no longer holds.
+    /// Selecting NADs that do not exist: `namespace/pod (NAMESPACE/NAD, ...)`.
+    pub missing_nads: Vec<String>,
+    /// Stamped with the hash of a config their namespace's NAD no longer holds, one line per
+    /// workload (`Deployment namespace/name (namespace/pod, ...)`) or pod without one.
     pub old_config: Vec<String>,
     /// Their validator exited with 95.
     pub validator_failed: Vec<String>,
     /// Their proxy UID is outside their namespace's UID range.
     pub uid_outside: Vec<String>,
+    /// Their opt-in annotations written wrong, once per workload (or pod without one):
+    /// `Deployment namespace/name: what is wrong`.
+    pub opt_ins: Vec<String>,
     /// Secondary networks whose subnets no skip-subnets covers: `namespace/pod (SUBNET of
     /// NAMESPACE/NAD, ...)`; a pod in [`Findings::secondary_stale`] is not listed again.
     pub secondary_refused: Vec<String>,
@@ -45,19 +55,29 @@ pub struct Findings {
     /// The pods of [`Findings::old_config`] and their workloads, for what the NAD controller
     /// said of them ([`rollouts`]).
     pub stale_subjects: BTreeSet<Subject>,
+    /// The pods of [`Findings::old_config`] by the workload (or pod) they are named under.
+    old_by_owner: BTreeMap<Subject, Vec<String>>,
+}
+
+/// What the pods are judged against.
+pub struct Seen<'a> {
+    /// The Namespaces, by name.
+    pub namespaces: &'a BTreeMap<&'a str, &'a Meta>,
+    /// The Linkerd-CNI NADs, by namespace.
+    pub nads: &'a BTreeMap<String, Nad>,
+    /// The IPAM of every NAD, by `(namespace, name)`: also which NADs exist.
+    pub ipams: &'a Ipams,
+    /// Whether `ipams` holds every NAD of the cluster, so that a NAD it lacks is gone.
+    pub every_nad: bool,
+    /// The rules' settings.
+    pub settings: &'a Settings,
 }
 
 /// Judges the meshed pods, sorted.
-pub fn judge(
-    pods: &[Pod],
-    namespaces: &BTreeMap<&str, &Meta>,
-    nads: &BTreeMap<String, Nad>,
-    ipams: &Ipams,
-    settings: &Settings,
-) -> Findings {
+pub fn judge(pods: &[Pod], seen: &Seen<'_>) -> Findings {
     let mut found = Findings::default();
     for pod in pods {
-        found.add(pod, namespaces, nads, ipams, settings);
+        found.add(pod, seen);
     }
     found.sort();
     found
@@ -65,18 +85,16 @@ pub fn judge(
 
 impl Findings {
     /// Judges one meshed pod.
-    pub fn add(
-        &mut self,
-        pod: &Pod,
-        namespaces: &BTreeMap<&str, &Meta>,
-        nads: &BTreeMap<String, Nad>,
-        ipams: &Ipams,
-        settings: &Settings,
-    ) {
+    pub fn add(&mut self, pod: &Pod, seen: &Seen<'_>) {
+        let (nads, settings) = (seen.nads, seen.settings);
         let empty = BTreeMap::new();
         let ns = pod.meta.namespace.as_deref().unwrap_or_default();
         let named = || format!("{ns}/{}", pod.meta.name);
-        let ns_annotations = namespaces.get(ns).map(|n| &n.annotations).unwrap_or(&empty);
+        let ns_annotations = seen
+            .namespaces
+            .get(ns)
+            .map(|n| &n.annotations)
+            .unwrap_or(&empty);
         let annotations = &pod.meta.annotations;
         let decision = attach::decide(settings, ns, annotations, &pod.meta.labels, ns_annotations);
         let networks = annotations
@@ -88,21 +106,8 @@ impl Findings {
         if decision.attach && !selects {
             self.unattached.push(named());
         }
-        let live_hash = nads
-            .get(ns)
-            .and_then(|n| n.config.as_deref())
-            .map(config_hash);
-        if let (Some(stamped), Some(live)) = (annotations.get(HASH_ANNOTATION), live_hash)
-            && selects
-            && *stamped != live
-        {
-            self.old_config.push(named());
-            self.stale_subjects.insert(Subject::Pod {
-                namespace: ns.to_string(),
-                name: pod.meta.name.clone(),
-            });
-            self.stale_subjects.extend(pod.meta.workload());
-        }
+        old_config::judge(self, pod, ns, selects, nads);
+        opt_ins::judge(self, pod);
         if pod.validator_failed {
             self.validator_failed.push(named());
         }
@@ -117,140 +122,41 @@ impl Findings {
         let Some(networks) = networks else {
             return;
         };
+        if seen.every_nad {
+            missing_nads::judge(self, named(), &networks, ns, seen.ipams);
+        }
         let no_plugin = PluginSettings::default();
         let plugin = nads.get(ns).map_or(&no_plugin, |n| &n.plugin);
-        let given = secondary_given(&networks, ns, ipams, &settings.nad_name);
         let ns_skipped = ns_annotations
             .get(skip_subnets::ANNOTATION)
             .map(String::as_str);
-        let skipped = skip_subnets::effective(
-            annotations
-                .get(skip_subnets::ANNOTATION)
-                .map(String::as_str),
-            ns_skipped,
-            &plugin.subnets_to_ignore,
+        secondary::judge(
+            self,
+            pod,
+            named(),
+            &networks,
+            (ns, ns_skipped, plugin),
+            (seen.ipams, &settings.nad_name),
         );
-        let missing: Vec<String> = given
-            .iter()
-            .flat_map(|(nad, subnets)| {
-                let subnets = subnets.as_deref().unwrap_or_default();
-                skip_subnets::uncovered(subnets, &skipped)
-                    .into_iter()
-                    .map(move |subnet| format!("{subnet} of {nad}"))
-            })
-            .collect();
-        // A pod whose skip-subnets linkerd-multus wrote is named once, with the rule's fix;
-        // what it wrote is judged only when every network the pod selects reads.
-        let written = annotations
-            .get(ADDED_ANNOTATION)
-            .filter(|_| given.iter().all(|(_, subnets)| subnets.is_some()));
-        let stale = written.and_then(|written| {
-            let carried = ns_skipped.into_iter().flat_map(|v| v.split(','));
-            let plugin_list = plugin.subnets_to_ignore.iter().map(String::as_str);
-            let carried: Vec<&str> = carried.chain(plugin_list).collect();
-            stale(written, &given, &missing, &carried, plugin.ipv6)
-        });
-        match stale {
-            Some(entry) => self.secondary_stale.push(format!("{} ({entry})", named())),
-            None if !missing.is_empty() => {
-                self.secondary_refused
-                    .push(format!("{} ({})", named(), missing.join(", ")))
-            }
-            None => {}
-        }
     }
 
     /// Sorts every list, for the output.
     pub fn sort(&mut self) {
+        self.old_config = old_config::lines(&self.old_by_owner);
+        self.opt_ins.dedup();
         for list in [
             &mut self.unattached,
-            &mut self.old_config,
+            &mut self.missing_nads,
             &mut self.validator_failed,
             &mut self.uid_outside,
+            &mut self.opt_ins,
             &mut self.secondary_refused,
             &mut self.secondary_stale,
         ] {
             list.sort();
+            list.dedup();
         }
     }
-}
-
-/// Each secondary network `networks` selects (every NAD but the Linkerd-CNI one), as
-/// `namespace/name`, with the IPv4 subnets it gives now ([`skip_subnets::secondary_subnets`]
-/// with IPv6 off; the cluster's ranges do not matter here): none when the NAD no longer
-/// exists, `None` when its IPAM cannot be read or is refused.
-fn secondary_given(
-    networks: &Networks,
-    ns: &str,
-    ipams: &Ipams,
-    nad_name: &str,
-) -> Vec<(String, Option<Vec<IpNet>>)> {
-    let secondary = networks.selections().iter();
-    secondary
-        .filter(|selection| !selection.refers_to(nad_name, ns))
-        .map(|selection| {
-            let key = (
-                selection.namespace_or(ns).to_string(),
-                selection.name.clone(),
-            );
-            let nad = format!("{}/{}", key.0, key.1);
-            let subnets = match ipams.get(&key) {
-                None => Some(Vec::new()),
-                Some(ipam) => {
-                    let network = Network {
-                        nad: &nad,
-                        ipam,
-                        ips: &selection.ips,
-                    };
-                    skip_subnets::secondary_subnets(&[network], Default::default(), false)
-                        .ok()
-                        .map(|found| found.subnets)
-                }
-            };
-            (nad, subnets)
-        })
-        .collect()
-}
-
-/// How the skip-subnets linkerd-multus wrote for a pod (`written`, its [`ADDED_ANNOTATION`])
-/// differ from what its networks `given` give now, `None` when they do not: the subnets
-/// written that no network gives any more, then those `missing` from its skip-subnets. The
-/// entries `carried` over (the namespace's value, the plugin's `subnets-to-ignore`) are not a
-/// network's. With Linkerd-CNI's `ipv6` on, every subnet written fails the pod's next start.
-fn stale(
-    written: &str,
-    given: &[(String, Option<Vec<IpNet>>)],
-    missing: &[String],
-    carried: &[&str],
-    ipv6: bool,
-) -> Option<String> {
-    let gone: Vec<String> = written
-        .split(',')
-        .filter(|entry| !carried.contains(entry))
-        .filter_map(|entry| entry.parse::<IpNet>().ok())
-        .filter(|subnet| {
-            ipv6 || !given
-                .iter()
-                .any(|(_, subnets)| subnets.iter().flatten().any(|s| s == subnet))
-        })
-        .map(|subnet| subnet.to_string())
-        .collect();
-    let mut parts = Vec::new();
-    if !gone.is_empty() {
-        let nads: Vec<&str> = given.iter().map(|(nad, _)| nad.as_str()).collect();
-        let why = match nads[..] {
-            _ if ipv6 => "which fail its next start now that Linkerd-CNI runs with ipv6 on".into(),
-            [] => "which no network of it gives".to_string(),
-            [nad] => format!("which {nad} no longer gives"),
-            _ => format!("which none of {} gives any more", nads.join(", ")),
-        };
-        parts.push(format!("written for {}, {why}", gone.join(", ")));
-    }
-    if !missing.is_empty() && !ipv6 {
-        let written = if parts.is_empty() { "written " } else { "" };
-        parts.push(format!("{written}without {}", missing.join(", ")));
-    }
-    (!parts.is_empty()).then(|| parts.join("; "))
 }
 
 /// An OpenShift UID range `first/size`.
@@ -274,11 +180,12 @@ pub async fn check(client: &Client, options: &Options, pass: &mut Pass) {
     // The Linkerd-CNI NADs, and the IPAM of every NAD (none without the CRD).
     let read_nads = async {
         if !cni::crd_served(client).await? {
-            return Ok((BTreeMap::new(), Ipams::new()));
+            return Ok((BTreeMap::new(), Ipams::new(), false));
         }
-        snapshot::nads_and_ipams(client, &settings.nad_name).await
+        let (nads, ipams) = snapshot::nads_and_ipams(client, &settings.nad_name).await?;
+        Ok((nads, ipams, true))
     };
-    let (nads, ipams) = match read_nads.await {
+    let (nads, ipams, every_nad) = match read_nads.await {
         Ok(read) => read,
         Err(e) => {
             let check = extension::read_error(read, "NetworkAttachmentDefinitions", &e);
@@ -286,9 +193,16 @@ pub async fn check(client: &Client, options: &Options, pass: &mut Pass) {
         }
     };
     let by_name: BTreeMap<&str, &Meta> = namespaces.iter().map(|n| (n.name.as_str(), n)).collect();
+    let seen = Seen {
+        namespaces: &by_name,
+        nads: &nads,
+        ipams: &ipams,
+        every_nad,
+        settings,
+    };
     let mut found = Findings::default();
     let judged = snapshot::meshed_pods(client, options.namespace.as_deref(), |pod| {
-        found.add(&pod, &by_name, &nads, &ipams, settings)
+        found.add(&pod, &seen)
     })
     .await;
     if let Err(e) = judged {
@@ -296,7 +210,7 @@ pub async fn check(client: &Client, options: &Options, pass: &mut Pass) {
         return pass.add(DATA_PLANE, check, Retry::Yes);
     }
     found.sort();
-    report(&found, settings, installed.restarts.is_some(), pass);
+    report(&found, settings, Controller::of(&installed), pass);
     rollouts::check(
         client,
         options.namespace.as_deref(),
@@ -306,7 +220,7 @@ pub async fn check(client: &Client, options: &Options, pass: &mut Pass) {
     .await;
 }
 
-fn report(found: &Findings, settings: &Settings, restarts: bool, pass: &mut Pass) {
+fn report(found: &Findings, settings: &Settings, controller: Controller, pass: &mut Pass) {
     let nad = &settings.nad_name;
     let restart = "restart them so that the webhook attaches them: kubectl -n NAMESPACE rollout restart deployment NAME (or delete the pod)";
     let checks = [
@@ -318,10 +232,17 @@ fn report(found: &Findings, settings: &Settings, restarts: bool, pass: &mut Pass
             false,
         ),
         (
+            "meshed pods select only NADs that exist".to_string(),
+            &found.missing_nads,
+            "these select NetworkAttachmentDefinitions that are gone, so once recreated (a restart, an eviction, a node drained) they cannot start:".to_string(),
+            missing_nads::HINT.to_string(),
+            false,
+        ),
+        (
             format!("meshed pods run with their namespace's current {nad} config"),
             &found.old_config,
-            format!("created under an older {nad} config ({HASH_ANNOTATION} differs):"),
-            rollouts::old_config_hint(restarts),
+            old_config::WHAT.to_string(),
+            controller.hint(),
             true,
         ),
         (
@@ -346,6 +267,13 @@ fn report(found: &Findings, settings: &Settings, restarts: bool, pass: &mut Pass
                 "remove their {PROXY_UID_ANNOTATION} (the webhook sets one in the range) and restart them"
             ),
             false,
+        ),
+        (
+            opt_ins::DESCRIPTION.to_string(),
+            &found.opt_ins,
+            opt_ins::WHAT.to_string(),
+            opt_ins::HINT.to_string(),
+            true,
         ),
         (
             "meshed pods skip the subnets of their secondary networks".to_string(),
@@ -381,9 +309,10 @@ mod tests {
     use crate::extension::check::snapshot::OwnerReference;
     use crate::k8s::namespace::{INJECT_ANNOTATION, MULTUS_ANNOTATION};
     use crate::linkerd_cni::restarts::{Key, Kind};
+    use crate::linkerd_cni::rollout::{HASH_ANNOTATION, config_hash};
     use crate::multus::nad::Maker;
 
-    fn pod(name: &str, ns: &str, annotations: &[(&str, &str)]) -> Pod {
+    pub(super) fn pod(name: &str, ns: &str, annotations: &[(&str, &str)]) -> Pod {
         Pod {
             meta: Meta {
                 name: name.into(),
@@ -396,6 +325,33 @@ mod tests {
             },
             ..Pod::default()
         }
+    }
+
+    /// What the pods are judged against, without the list of every NAD.
+    pub(super) fn seen<'a>(
+        namespaces: &'a BTreeMap<&'a str, &'a Meta>,
+        nads: &'a BTreeMap<String, Nad>,
+        ipams: &'a Ipams,
+        settings: &'a Settings,
+    ) -> Seen<'a> {
+        Seen {
+            namespaces,
+            nads,
+            ipams,
+            every_nad: false,
+            settings,
+        }
+    }
+
+    /// A pod of `demo` owned by ReplicaSet `web-app-5d8f` of Deployment `web-app`.
+    pub(super) fn owned(mut pod: Pod) -> Pod {
+        pod.meta.labels = [("pod-template-hash".to_string(), "5d8f".to_string())].into();
+        pod.meta.owner_references = vec![OwnerReference {
+            kind: "ReplicaSet".into(),
+            name: "web-app-5d8f".into(),
+            controller: Some(true),
+        }];
+        pod
     }
 
     #[test]
@@ -432,20 +388,14 @@ mod tests {
         failed.validator_failed = true;
         let mut uid_in = pod("in", "ocp", &[]);
         uid_in.proxy_uid = Some(1050);
-        let mut old = pod(
+        let old = owned(pod(
             "old",
             "demo",
             &[
                 (NETWORKS_ANNOTATION, "a, linkerd-cni"),
                 (HASH_ANNOTATION, "0123"),
             ],
-        );
-        old.meta.labels = [("pod-template-hash".to_string(), "5d8f".to_string())].into();
-        old.meta.owner_references = vec![OwnerReference {
-            kind: "ReplicaSet".into(),
-            name: "web-app-5d8f".into(),
-            controller: Some(true),
-        }];
+        ));
         let pods = [
             pod(
                 "ok",
@@ -462,20 +412,22 @@ mod tests {
             uid_in,
             pod("off", "ocp", &[]),
         ];
-        let found = judge(
-            &pods,
-            &namespaces,
-            &nads,
-            &Ipams::new(),
-            &Settings::default(),
-        );
+        let settings = Settings::default();
+        let found = judge(&pods, &seen(&namespaces, &nads, &Ipams::new(), &settings));
+        let web_app = Subject::Workload(Key {
+            kind: Kind::Deployment,
+            namespace: "demo".into(),
+            name: "web-app".into(),
+        });
         assert_eq!(
             found,
             Findings {
                 unattached: vec!["demo/bare".into()],
-                old_config: vec!["demo/old".into()],
+                missing_nads: Vec::new(),
+                old_config: vec!["Deployment demo/web-app (demo/old)".into()],
                 validator_failed: vec!["demo/failed".into()],
                 uid_outside: vec!["ocp/out".into()],
+                opt_ins: Vec::new(),
                 secondary_refused: Vec::new(),
                 secondary_stale: Vec::new(),
                 stale_subjects: [
@@ -483,244 +435,11 @@ mod tests {
                         namespace: "demo".into(),
                         name: "old".into()
                     },
-                    Subject::Workload(Key {
-                        kind: Kind::Deployment,
-                        namespace: "demo".into(),
-                        name: "web-app".into()
-                    }),
+                    web_app.clone(),
                 ]
                 .into(),
+                old_by_owner: [(web_app, vec!["demo/old".to_string()])].into(),
             }
         );
-    }
-
-    /// Meshed pods with secondary networks: listed with each subnet no skip-subnets covers,
-    /// whichever of the pod's, the namespace's or Linkerd-CNI's own list applies.
-    #[test]
-    fn secondary_networks_no_skip_subnets_covers_are_named() {
-        use crate::multus::ipam;
-        let storage = r#"{"type": "macvlan", "ipam": {"type": "static", "addresses": [{"address": "10.10.0.5/24"}], "routes": [{"dst": "172.20.0.0/16"}]}}"#;
-        let ipams: Ipams = [
-            ("demo", "storage", storage),
-            ("shared", "data", r#"{"type": "bridge", "ipam": {"type": "host-local", "subnet": "192.168.50.0/24"}}"#),
-            ("demo", "lease", r#"{"type": "macvlan", "ipam": {"type": "dhcp"}}"#),
-            ("demo", "broken", r#"{"type": "macvlan", "ipam": {"type": "calico-ipam"}}"#),
-        ]
-        .into_iter()
-        .map(|(ns, name, config)| ((ns.to_string(), name.to_string()), ipam::read(config)))
-        .collect();
-        let meta = |name: &str, annotations: &[(&str, &str)]| Meta {
-            name: name.into(),
-            annotations: annotations
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect(),
-            ..Meta::default()
-        };
-        let demo = meta("demo", &[]);
-        let skipping = meta(
-            "skipping",
-            &[(skip_subnets::ANNOTATION, "10.10.0.0/16,172.20.0.0/16")],
-        );
-        let namespaces: BTreeMap<&str, &Meta> = [("demo", &demo), ("skipping", &skipping)].into();
-        let plugin = r#"{"cniVersion": "0.3.1", "plugins": [{"type": "linkerd-cni", "linkerd": {"subnets-to-ignore": ["192.168.0.0/16"]}}]}"#;
-        let nads: BTreeMap<String, Nad> = [(
-            "demo".to_string(),
-            Nad::new(Maker::Controller, Some(plugin.into())),
-        )]
-        .into();
-        let networks = (
-            NETWORKS_ANNOTATION,
-            "storage, shared/data@net2, lease, broken, linkerd-cni",
-        );
-        let pods = [
-            // Linkerd-CNI's own list covers shared/data; storage's subnet and route are not.
-            pod("plain", "demo", &[networks]),
-            // The pod's own value replaces the plugin's: shared/data is not covered any more.
-            pod(
-                "own",
-                "demo",
-                &[
-                    networks,
-                    (skip_subnets::ANNOTATION, "10.10.0.0/24,172.20.0.0/16"),
-                ],
-            ),
-            // The namespace's value: storage covered, not shared/data (no plugin list there).
-            pod(
-                "by-namespace",
-                "skipping",
-                &[(NETWORKS_ANNOTATION, "demo/storage, shared/data")],
-            ),
-            // No secondary network.
-            pod("mesh-only", "demo", &[(NETWORKS_ANNOTATION, "linkerd-cni")]),
-        ];
-        let found = judge(&pods, &namespaces, &nads, &ipams, &Settings::default());
-        assert_eq!(
-            found.secondary_refused,
-            [
-                "demo/own (192.168.50.0/24 of shared/data)",
-                "demo/plain (10.10.0.0/24 of demo/storage, 172.20.0.0/16 of demo/storage)",
-                "skipping/by-namespace (192.168.50.0/24 of shared/data)",
-            ]
-        );
-    }
-
-    /// The findings for one pod `demo/web` that selects `networks` (and Linkerd-CNI) with
-    /// skip-subnets `value`, of which linkerd-multus wrote `written`; `demo/storage` has
-    /// `config`, the namespace's skip-subnets are `ns_value`, and Linkerd-CNI's own list is
-    /// 192.168.0.0/16 with `ipv6`.
-    fn judge_web(
-        config: &str,
-        networks: &str,
-        ns_value: Option<&str>,
-        ipv6: bool,
-        (value, written): (&str, &str),
-    ) -> Findings {
-        let ipams: Ipams = [(
-            ("demo".into(), "storage".into()),
-            crate::multus::ipam::read(config),
-        )]
-        .into();
-        let linkerd = format!(
-            r#"{{"type": "linkerd-cni", "linkerd": {{"subnets-to-ignore": ["192.168.0.0/16"], "ipv6": {ipv6}}}}}"#
-        );
-        let nads: BTreeMap<String, Nad> =
-            [("demo".into(), Nad::new(Maker::Controller, Some(linkerd)))].into();
-        let demo = Meta {
-            name: "demo".into(),
-            annotations: ns_value
-                .map(|v| (skip_subnets::ANNOTATION.to_string(), v.to_string()))
-                .into_iter()
-                .collect(),
-            ..Meta::default()
-        };
-        let namespaces: BTreeMap<&str, &Meta> = [("demo", &demo)].into();
-        let networks = format!("{networks}, linkerd-cni");
-        let mut annotations = vec![
-            (NETWORKS_ANNOTATION, networks.as_str()),
-            (skip_subnets::ANNOTATION, value),
-        ];
-        if !written.is_empty() {
-            annotations.push((ADDED_ANNOTATION, written));
-        }
-        let pods = [pod("web", "demo", &annotations)];
-        judge(&pods, &namespaces, &nads, &ipams, &Settings::default())
-    }
-
-    /// A static IPAM with `address` and `routes` (JSON objects).
-    fn static_ipam(address: &str, routes: &str) -> String {
-        format!(
-            r#"{{"type": "macvlan", "ipam": {{"type": "static", "addresses": [{{"address": "{address}"}}], "routes": [{routes}]}}}}"#
-        )
-    }
-
-    const ROUTE: &str = r#"{"dst": "172.20.0.0/16"}"#;
-
-    fn listed(text: &str) -> Vec<String> {
-        (!text.is_empty())
-            .then(|| text.to_string())
-            .into_iter()
-            .collect()
-    }
-
-    /// A pod whose skip-subnets linkerd-multus wrote for 10.10.0.0/24 and 172.20.0.0/16 of
-    /// demo/storage (carrying Linkerd-CNI's own list over): named when they no longer match
-    /// what its NADs give, with what was written and what is wanted.
-    #[test]
-    fn skip_subnets_written_for_other_subnets_are_named() {
-        let written = "192.168.0.0/16,10.10.0.0/24,172.20.0.0/16";
-        let two_routes = format!("{ROUTE}, {{\"dst\": \"172.21.0.0/16\"}}");
-        let v6 = r#"{"type": "macvlan", "ipam": {"type": "static", "addresses": [{"address": "fd00:10::5/64"}]}}"#;
-        let unreadable = r#"{"type": "macvlan", "ipam": {"type": "calico-ipam"}}"#;
-        // (the NAD's config now, the networks, Linkerd-CNI's ipv6, the finding)
-        let cases: &[(&str, &str, bool, &str)] = &[
-            (&static_ipam("10.10.0.5/24", ROUTE), "storage", false, ""),
-            (
-                &static_ipam("10.11.0.5/24", ROUTE),
-                "storage",
-                false,
-                "demo/web (written for 10.10.0.0/24, which demo/storage no longer gives; without 10.11.0.0/24 of demo/storage)",
-            ),
-            (
-                &static_ipam("10.10.0.5/24", ""),
-                "storage",
-                false,
-                "demo/web (written for 172.20.0.0/16, which demo/storage no longer gives)",
-            ),
-            (
-                &static_ipam("10.10.0.5/24", &two_routes),
-                "storage",
-                false,
-                "demo/web (written without 172.21.0.0/16 of demo/storage)",
-            ),
-            (
-                &static_ipam("10.10.0.5/24", ""),
-                "storage, gone",
-                false,
-                "demo/web (written for 172.20.0.0/16, which none of demo/storage, demo/gone gives any more)",
-            ),
-            (
-                v6,
-                "storage",
-                false,
-                "demo/web (written for 10.10.0.0/24, 172.20.0.0/16, which demo/storage no longer gives)",
-            ),
-            (
-                &static_ipam("10.10.0.5/24", ROUTE),
-                "storage",
-                true,
-                "demo/web (written for 10.10.0.0/24, 172.20.0.0/16, which fail its next start now that Linkerd-CNI runs with ipv6 on)",
-            ),
-            // Nothing to compare with: the NAD's IPAM is another check's.
-            (unreadable, "storage", false, ""),
-        ];
-        for (config, networks, ipv6, want) in cases {
-            let found = judge_web(config, networks, None, *ipv6, (written, written));
-            assert_eq!(found.secondary_stale, listed(want), "{config} {networks}");
-            assert!(found.secondary_refused.is_empty(), "{config}");
-        }
-    }
-
-    /// What linkerd-multus wrote is told from what the pod or its namespace had: the entries
-    /// carried over are not a network's, the pod's own are kept, and a pod it did not write
-    /// for is the other check's.
-    #[test]
-    fn skip_subnets_carried_over_are_not_a_networks() {
-        let config = static_ipam("10.10.0.5/24", ROUTE);
-        let both = "10.10.0.0/24,172.20.0.0/16";
-        let ns_too = "10.96.0.0/12,10.10.0.0/24,172.20.0.0/16";
-        // (the namespace's value, the pod's value, what was written, stale, refused)
-        let cases: &[(Option<&str>, &str, &str, &str, &str)] = &[
-            (Some("10.96.0.0/12"), ns_too, ns_too, "", ""),
-            (
-                None,
-                "10.10.0.0/16,10.10.0.0/24,172.20.0.0/16",
-                both,
-                "",
-                "",
-            ),
-            (
-                None,
-                "10.10.0.0/24",
-                "",
-                "",
-                "demo/web (172.20.0.0/16 of demo/storage)",
-            ),
-            (
-                Some("10.96.0.0/12"),
-                "10.96.0.0/12,10.10.0.0/24",
-                "10.96.0.0/12,10.10.0.0/24",
-                "demo/web (written without 172.20.0.0/16 of demo/storage)",
-                "",
-            ),
-        ];
-        for (ns_value, value, written, stale, refused) in cases {
-            let found = judge_web(&config, "storage", *ns_value, false, (value, written));
-            assert_eq!(
-                (found.secondary_stale, found.secondary_refused),
-                (listed(stale), listed(refused)),
-                "{value} {written}"
-            );
-        }
     }
 }

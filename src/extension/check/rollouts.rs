@@ -17,7 +17,7 @@ use super::snapshot::{self, get_opt};
 use super::wait::{Pass, Retry};
 use super::{DATA_PLANE, capped, extension};
 use crate::linkerd_cni::restarts::{
-    Key, Kind, OPT_IN_ANNOTATION, Progress, REPORTED_REASON, STALLED_REASON, Subject, Workload,
+    Key, Kind, Progress, REPORTED_REASON, STALLED_REASON, Subject, Workload,
 };
 use crate::multus::nad::CONTROLLER_MANAGED_BY;
 
@@ -193,20 +193,6 @@ pub async fn check(
     );
 }
 
-/// What to do with the pods on an older config: restart them, and how the NAD controller
-/// helps, as it runs (`restarts`: with `--restart-stale-workloads`).
-pub fn old_config_hint(restarts: bool) -> String {
-    let restart = "Linkerd-CNI reads its config when a pod starts: restart them (kubectl -n NAMESPACE rollout restart deployment NAME)";
-    match restarts {
-        true => format!(
-            "{restart}; the NAD controller restarts those whose namespace or pod template says {OPT_IN_ANNOTATION}=enabled, paced, and the checks below name what it leaves to you (docs/config-rollouts.md)"
-        ),
-        false => format!(
-            "{restart}, or let the NAD controller do it, paced: run it with --restart-stale-workloads and annotate their namespaces or pod templates {OPT_IN_ANNOTATION}=enabled (docs/config-rollouts.md)"
-        ),
-    }
-}
-
 fn report(stalled: &[String], left: &[String], pass: &mut Pass) {
     let checks = [
         (
@@ -254,23 +240,6 @@ mod tests {
             namespace: "demo".into(),
             name: name.into(),
         })
-    }
-
-    /// The hint of the pods on an older config says to start the restarts only when the
-    /// controller runs without them.
-    #[test]
-    fn the_hint_knows_whether_the_controller_restarts() {
-        let on = old_config_hint(true);
-        assert!(
-            !on.contains("run it with --restart-stale-workloads"),
-            "{on}"
-        );
-        assert!(on.contains("the NAD controller restarts those whose namespace or pod template says multus.linkerd.io/restart-on-config-change=enabled"), "{on}");
-        let off = old_config_hint(false);
-        assert!(
-            off.contains("run it with --restart-stale-workloads"),
-            "{off}"
-        );
     }
 
     #[test]

@@ -18,6 +18,7 @@ use serde::de::DeserializeOwned;
 use crate::extension::client::error_text;
 use crate::k8s::namespace::{INJECT_ANNOTATION, MULTUS_ANNOTATION};
 use crate::linkerd_cni::attach::{CONTROL_PLANE_LABEL, PROXY_UID_ANNOTATION};
+use crate::linkerd_cni::opt_ins::{self, Whose};
 use crate::linkerd_cni::restarts::{Key, Kind, Subject};
 use crate::linkerd_cni::rollout::HASH_ANNOTATION;
 use crate::linkerd_cni::skip_subnets::{self, PluginSettings};
@@ -119,7 +120,7 @@ impl Meta {
         };
         let name = match kind {
             Kind::Deployment => {
-                let hash = self.labels.get("pod-template-hash")?;
+                let hash = self.labels.get(POD_TEMPLATE_HASH)?;
                 owner.name.strip_suffix(hash)?.strip_suffix('-')?
             }
             _ => owner.name.as_str(),
@@ -197,7 +198,8 @@ pub async fn namespaces(client: &Client) -> Result<Vec<Meta>, ReadError> {
 /// A NAD of the Linkerd-CNI name, as the checks see it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Nad {
-    /// Who made it, by its `app.kubernetes.io/managed-by` label.
+    /// Who holds it, by its marks and managedFields ([`nad::Record::holder`], the
+    /// controller's rule).
     pub maker: Maker,
     /// Its `spec.config`.
     pub config: Option<String>,
@@ -227,9 +229,27 @@ pub type Ipams = BTreeMap<(String, String), Result<Ipam, IpamError>>;
 #[derive(Deserialize)]
 struct NadDoc {
     #[serde(default)]
-    metadata: Meta,
+    metadata: NadMeta,
     #[serde(default)]
     spec: NadSpec,
+}
+
+/// A NAD's metadata: what any object's is, and who wrote it (read for [`nad::Record`],
+/// then dropped).
+#[derive(Default, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+struct NadMeta {
+    #[serde(flatten)]
+    meta: Meta,
+    managed_fields: Vec<ManagedField>,
+}
+
+/// An entry of `metadata.managedFields`: who wrote, and how.
+#[derive(Default, Deserialize)]
+#[serde(default)]
+struct ManagedField {
+    manager: String,
+    operation: String,
 }
 
 #[derive(Default, Deserialize)]
@@ -240,18 +260,17 @@ struct NadSpec {
 impl NadDoc {
     /// Its namespace, name and what the checks see of it.
     fn read(self) -> (String, String, Nad) {
-        let maker = Maker::of(
-            self.metadata
-                .labels
-                .get(nad::MANAGED_BY_LABEL)
-                .map(String::as_str),
-        );
-        let namespace = self.metadata.namespace.unwrap_or_default();
-        (
-            namespace,
-            self.metadata.name,
-            Nad::new(maker, self.spec.config),
-        )
+        let NadMeta {
+            meta,
+            managed_fields,
+        } = self.metadata;
+        let writes = managed_fields
+            .iter()
+            .map(|f| (f.manager.as_str(), f.operation.as_str()));
+        let client_side = meta.annotations.contains_key(nad::LAST_APPLIED_ANNOTATION);
+        let maker = nad::Record::read(&meta.labels, writes, client_side).holder();
+        let namespace = meta.namespace.unwrap_or_default();
+        (namespace, meta.name, Nad::new(maker, self.spec.config))
     }
 }
 
@@ -319,6 +338,9 @@ pub struct Pod {
     pub proxy_uid: Option<i64>,
     /// Whether the validator ended with [`VALIDATOR_FAILED`] (now or last time).
     pub validator_failed: bool,
+    /// Its opt-in annotations written wrong ([`opt_ins::problems`]), read before the others
+    /// are dropped.
+    pub opt_in_problems: Vec<String>,
 }
 
 #[derive(Deserialize)]
@@ -378,6 +400,10 @@ struct Terminated {
     exit_code: i32,
 }
 
+/// The label a Deployment's ReplicaSets give their pods, which [`Meta::workload`] strips
+/// from the ReplicaSet's name to name the Deployment.
+pub const POD_TEMPLATE_HASH: &str = "pod-template-hash";
+
 /// The pod annotations the data-plane checks read; the others are dropped
 /// as each pod is read (50,000 pods keep a few MiB).
 const POD_ANNOTATIONS: &[&str] = &[
@@ -416,13 +442,23 @@ impl PodDoc {
                     || exit(&c.last_state) == Some(VALIDATOR_FAILED)
             });
         let mut meta = self.metadata;
+        let pairs = meta
+            .annotations
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.as_str()));
+        let opt_in_problems = opt_ins::problems(pairs, Whose::Pod, "metadata.annotations.")
+            .into_iter()
+            .map(|p| p.message)
+            .collect();
         meta.annotations
             .retain(|k, _| POD_ANNOTATIONS.contains(&k.as_str()));
-        meta.labels.retain(|k, _| k == CONTROL_PLANE_LABEL);
+        meta.labels
+            .retain(|k, _| k == CONTROL_PLANE_LABEL || k == POD_TEMPLATE_HASH);
         Some(Pod {
             meta,
             proxy_uid,
             validator_failed,
+            opt_in_problems,
         })
     }
 }
@@ -476,10 +512,56 @@ mod tests {
             assert_eq!(p.validator_failed, failed, "{in_init} {exit}");
             assert_eq!(p.meta.name, "web");
         }
+        let owned: PodDoc = serde_json::from_value(json!({
+            "metadata": {"name": "web-5d8f-x2k", "namespace": "demo",
+                         "labels": {"pod-template-hash": "5d8f", "app": "web"},
+                         "ownerReferences": [{"kind": "ReplicaSet", "name": "web-5d8f", "controller": true}]},
+            "spec": {"containers": [{"name": "linkerd-proxy"}]}
+        }))
+        .unwrap();
+        let owned = owned.meshed().unwrap();
+        assert_eq!(
+            owned.meta.workload(),
+            Some(Subject::Workload(Key {
+                kind: Kind::Deployment,
+                namespace: "demo".into(),
+                name: "web".into()
+            })),
+            "the Deployment is named from the pod as the checks keep it"
+        );
+        assert!(!owned.meta.labels.contains_key("app"));
         let unmeshed: PodDoc = serde_json::from_value(
             json!({"metadata": {"name": "x"}, "spec": {"containers": [{"name": "app"}]}}),
         )
         .unwrap();
         assert!(unmeshed.meshed().is_none());
+    }
+
+    /// A NAD's holder is read from its labels and managedFields, as the controller reads it.
+    #[test]
+    fn a_nad_s_holder_is_read_as_the_controller_reads_it() {
+        let nad = |labels: serde_json::Value, managers: serde_json::Value| {
+            serde_json::from_value::<NadDoc>(json!({
+                "metadata": {"name": "linkerd-cni", "namespace": "demo", "labels": labels,
+                             "managedFields": managers},
+                "spec": {"config": "{}"}
+            }))
+            .unwrap()
+            .read()
+            .2
+            .maker
+        };
+        let created = json!({"app.kubernetes.io/created-by": "linkerd-multus-controller"});
+        let controller = json!({"manager": "linkerd-multus-controller", "operation": "Update"});
+        let argo = json!({"manager": "argocd-controller", "operation": "Apply"});
+        assert_eq!(nad(created.clone(), json!([controller])), Maker::Controller);
+        assert_eq!(nad(created, json!([controller, argo])), Maker::Other);
+        assert_eq!(
+            nad(
+                json!({"app.kubernetes.io/managed-by": "linkerd-multus", "app.kubernetes.io/created-by": "linkerd-multus-controller"}),
+                json!([controller, argo])
+            ),
+            Maker::Rendered
+        );
     }
 }

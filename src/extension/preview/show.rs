@@ -67,6 +67,8 @@ pub fn nad_hashes(
         let live = nad.zip(digests.as_ref()).map(|(nad, digest)| LiveNad {
             maker: nad.maker,
             config: digest.as_deref(),
+            // Relabelling an earlier release's NAD changes no config: nothing to preview.
+            legacy: false,
         });
         let needed = needs_nad(&namespace.name, &namespace.annotations, settings);
         let terminating = namespace.deletion_timestamp.is_some();

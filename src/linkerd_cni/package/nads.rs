@@ -263,7 +263,7 @@ impl Renderer<'_> {
             nad_name,
             ns.as_deref(),
             text,
-            nad::MANAGED_BY,
+            (nad::MANAGED_BY_LABEL, nad::MANAGED_BY),
             &annotations,
             file.as_ref(),
         );

@@ -5,12 +5,13 @@ use std::collections::{BTreeMap, HashSet};
 
 use super::{Renderer, namespace_of};
 use crate::k8s::namespace::{
-    INJECT_ANNOTATION, Lookup, MULTUS_ANNOTATION, MULTUS_VALUES, Namespace, Source, multus_hint,
+    INJECT_ANNOTATION, Lookup, MULTUS_ANNOTATION, MULTUS_VALUES, Namespace, Source,
 };
 use crate::k8s::workload::{self, WorkloadKind, WorkloadKinds};
 use crate::krm::results::Severity;
 use crate::linkerd_cni::attach::{self, WorkloadError, WorkloadOutcome};
 use crate::linkerd_cni::cluster;
+use crate::linkerd_cni::opt_ins::{self, Whose};
 use crate::linkerd_cni::rollout::{self, ConfigRollout};
 use crate::yaml::Node;
 
@@ -54,6 +55,8 @@ struct Gathered {
 struct OwnAnnotations {
     multus: Option<String>,
     inject: Option<String>,
+    /// Its opt-in annotations written wrong.
+    opt_in_problems: Vec<opt_ins::Problem>,
 }
 
 impl OwnAnnotations {
@@ -68,9 +71,19 @@ impl OwnAnnotations {
                 .filter(|v| !v.is_empty())
                 .map(str::to_string)
         };
+        let pairs = annotations
+            .into_iter()
+            .flat_map(|a| a.entries.iter())
+            .filter_map(|(k, v)| Some((k.as_str()?, v.as_str()?)));
+        let whose = match kind.field("").is_empty() {
+            true => Whose::Pod,
+            false => Whose::PodTemplate,
+        };
+        let prefix = kind.field("metadata.annotations.");
         OwnAnnotations {
             multus: get(MULTUS_ANNOTATION),
             inject: get(INJECT_ANNOTATION),
+            opt_in_problems: opt_ins::problems(pairs, whose, &prefix),
         }
     }
 }
@@ -131,7 +144,8 @@ impl Renderer<'_> {
         let ns = ns_name.and_then(|n| namespaces.get(n));
         let own_ns = ns_name.map(str::to_string);
         let ns_annotations = ns.map(|n| &n.annotations);
-        let own = OwnAnnotations::read(item, kind);
+        let mut own = OwnAnnotations::read(item, kind);
+        self.opt_in_problems(i, std::mem::take(&mut own.opt_in_problems));
         let outcome = attach::workload(item, kind, settings, pod_ns, &ns_annotations, || {
             can_attach(&own_ns)
         });
@@ -211,15 +225,8 @@ impl Renderer<'_> {
         let pod = kind.field("").is_empty();
         if let Some(v) = own.multus.as_deref().filter(|v| !MULTUS_VALUES.contains(v)) {
             let field = kind.field(&format!("metadata.annotations.{MULTUS_ANNOTATION}"));
-            let whose = if pod {
-                "the pod is treated as not enabled, so it is"
-            } else {
-                "the pod template is treated as not enabled, so its pods are"
-            };
-            let message = format!(
-                "{field} is {v:?}, neither enabled nor disabled: {whose} not attached to Linkerd-CNI, whatever the namespace says; {}",
-                multus_hint(v)
-            );
+            let whose = if pod { Whose::Pod } else { Whose::PodTemplate };
+            let message = opt_ins::value_message(MULTUS_ANNOTATION, v, whose, &field);
             let result = self.report(i, Severity::Warning, message);
             result.field = Some(field);
             result.fails_diff = true;
@@ -264,7 +271,9 @@ impl Renderer<'_> {
         let message = format!(
             "{message}, so {who} not attached to Linkerd-CNI; annotate the namespace {MULTUS_ANNOTATION}=enabled to attach Linkerd-CNI"
         );
-        self.report(i, Severity::Info, message).field = Some(kind.field("metadata.annotations"));
+        let result = self.report(i, Severity::Info, message);
+        result.field = Some(kind.field("metadata.annotations"));
+        result.to_act = true;
     }
 
     /// Counts the changes to workload `i` and reports them in one info result;
