@@ -148,14 +148,7 @@ fn git_s_nad_first_is_left_to_git_without_a_word() {
     let (ok, stderr) = apply(&s, &rendered(&before, CONFIG_MAP), "kubectl", &[]);
     assert!(ok, "{stderr}");
     let proxy = DelayProxy::start(s.plane.url());
-    // As in ownership.rs: a 45 s Lease and 30 s a call, for answers 5 s late.
-    let controller = Controller::start_args(
-        &s,
-        "only",
-        &s.kubeconfig_through(&proxy.address),
-        "45s",
-        &["--api-timeout=30s"],
-    );
+    let controller = Controller::start_behind(&s, &proxy.address);
     eventually("leading", BOUND, || controller.leader() == Some(1.0));
     eventually("every namespace reconciled", BOUND, || {
         controller

@@ -275,6 +275,15 @@ impl Controller {
         Controller::start_args(s, identity, kubeconfig, lease, &[])
     }
 
+    /// Starts one that reads and writes through the delaying proxy at `proxy`, which holds
+    /// the cluster's answers back up to 5 s: a Lease of 45 s (renewed within 30 s) and 30 s
+    /// a call, for a call on a new connection waits for two late answers (the TLS
+    /// handshake's, then its own), and a renewal for two calls.
+    pub fn start_behind(s: &Setup, proxy: &str) -> Controller {
+        let kubeconfig = s.kubeconfig_through(proxy);
+        Controller::start_args(s, "only", &kubeconfig, "45s", &["--api-timeout=30s"])
+    }
+
     /// Starts one with a Lease of `lease` and the flags `extra`.
     pub fn start_args(
         s: &Setup,

@@ -170,16 +170,7 @@ fn a_user_s_nad_its_cache_has_not_seen_is_never_adopted() {
     let s = setup();
     let namespace = s.plane.namespace("late", &[]);
     let proxy = DelayProxy::start(s.plane.url());
-    // A Lease of 45 s (renewed within 30 s) and 30 s for each call: a call on
-    // a new connection waits for two answers (the TLS handshake's, then its
-    // own), each 5 s late below, and a renewal for two calls.
-    let controller = Controller::start_args(
-        &s,
-        "only",
-        &s.kubeconfig_through(&proxy.address),
-        "45s",
-        &["--api-timeout=30s"],
-    );
+    let controller = Controller::start_behind(&s, &proxy.address);
     eventually("leading", BOUND, || controller.leader() == Some(1.0));
     eventually("every namespace reconciled", BOUND, || {
         controller
