@@ -7,7 +7,7 @@
 #   apt (as root)  podman and runc, configured (scripts/install-podman.sh, SKIP_IMAGE_CHECK=1:
 #                  the container tests build the image themselves), shellcheck, etcd-server
 #                  (the cluster-side tests' etcd), xz-utils (scripts/kube-assets.sh), jq
-#                  (README's Verify a release), and
+#                  (docs/release.md), and
 #                  python3-venv when Python cannot make a virtualenv;
 #   PyPI (anyone)  actionlint and zizmor at pinned versions, in a virtualenv in target/tools,
 #                  for the checks of .github/workflows (tests/workflows.rs); PyYAML (a YAML

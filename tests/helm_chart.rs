@@ -688,15 +688,16 @@ fn the_released_chart_pins_the_image_by_tag_and_digest() {
     }
 }
 
-/// README's Argo CD Application: the chart it names is the one the release pushes, its values
-/// pass the schema, and two renders give the same objects (Argo CD renders with `helm
-/// template`, which cannot read the cluster: no certificate is made at render time).
+/// The chart README's Argo CD Application: the chart it names is the one the release pushes,
+/// its values pass the schema, and two renders give the same objects (Argo CD renders with
+/// `helm template`, which cannot read the cluster: no certificate is made at render time).
 #[test]
 fn the_readme_s_argo_cd_application_renders_the_same_every_time() {
-    let readme = std::fs::read_to_string(common::repo_path("README.md")).unwrap();
+    let readme =
+        std::fs::read_to_string(common::repo_path("charts/linkerd-multus/README.md")).unwrap();
     let start = readme
         .find("```yaml\napiVersion: argoproj.io/v1alpha1\nkind: Application\n")
-        .expect("README.md's Argo CD Application");
+        .expect("charts/linkerd-multus/README.md's Argo CD Application");
     let block = &readme[start + "```yaml\n".len()..];
     let block = &block[..block.find("```").unwrap()];
     let application = common::parse_yaml(block).unwrap();

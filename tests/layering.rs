@@ -84,6 +84,177 @@ fn src_is_layered_without_circles() {
     );
 }
 
+/// The benchmarks are crates of their own (`benches/NAME.rs`,
+/// `benches/NAME/main.rs`), sharing files by `#[path]`: no two of a crate's
+/// modules import each other, directly or around a circle.
+#[test]
+fn benches_have_no_circles() {
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let read = |path: &str| std::fs::read_to_string(manifest.join(path)).ok();
+    let mut roots = Vec::new();
+    for entry in std::fs::read_dir(manifest.join("benches")).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy().to_string();
+        if path.is_dir() && path.join("main.rs").is_file() {
+            roots.push(format!("benches/{name}/main.rs"));
+        } else if name.ends_with(".rs") {
+            roots.push(format!("benches/{name}"));
+        }
+    }
+    roots.sort();
+    assert!(roots.len() > 5, "benches/ was not found: {roots:?}");
+    let mut problems = Vec::new();
+    for root in &roots {
+        let files = crate_files(root, &read);
+        assert!(files.len() > 1, "{root}: its modules were not found");
+        problems.extend(crate_circles(root, &files));
+    }
+    assert!(
+        problems.is_empty(),
+        "a benchmark's modules import each other; move what both need to a module of its own:\n{}",
+        problems.join("\n")
+    );
+}
+
+/// The benchmarks' check follows `mod` and `#[path]` and finds a circle
+/// between two files, and one around a shared file, naming each import.
+#[test]
+fn the_bench_check_names_a_circle() {
+    let tree: BTreeMap<&str, &str> = [
+        (
+            "benches/web/main.rs",
+            "#[path = \"../common/mod.rs\"]\n#[allow(dead_code)]\nmod common;\nmod load;\nmod requests;\nuse load::run;\n",
+        ),
+        ("benches/web/load.rs", "use crate::requests::judge;\nuse super::PATH;\n"),
+        ("benches/web/requests.rs", "use crate::load::Target;\n"),
+        ("benches/common/mod.rs", "pub mod audit;\n"),
+        ("benches/common/audit.rs", "use crate::common::x;\n"),
+        ("benches/fine.rs", "mod load;\n"),
+        ("benches/load.rs", "use crate::common::Tally;\n"),
+    ]
+    .into();
+    let read = |path: &str| tree.get(path).map(|text| text.to_string());
+    let files = crate_files("benches/web/main.rs", &read);
+    let modules: Vec<String> = files
+        .iter()
+        .map(|(path, m, _)| format!("{path} {}", m.join("::")))
+        .collect();
+    assert_eq!(
+        modules,
+        [
+            "benches/web/main.rs ",
+            "benches/common/mod.rs common",
+            "benches/common/audit.rs common::audit",
+            "benches/web/load.rs load",
+            "benches/web/requests.rs requests",
+        ]
+    );
+    assert_eq!(
+        crate_circles("benches/web/main.rs", &files),
+        [
+            "benches/web/main.rs: a circle: load -> requests -> load (benches/web/load.rs:1: `crate::requests::judge`; benches/web/requests.rs:1: `crate::load::Target`)"
+        ]
+    );
+    let fine = crate_files("benches/fine.rs", &read);
+    assert_eq!(fine.len(), 2);
+    assert!(crate_circles("benches/fine.rs", &fine).is_empty());
+}
+
+/// The files of the crate whose root is `root`, each with its module (the
+/// root's is empty) and text, following `mod name;` and `#[path = "..."]`
+/// as rustc does; a file that cannot be read is left out.
+fn crate_files(root: &str, read: &dyn Fn(&str) -> Option<String>) -> Vec<(String, Module, String)> {
+    let mut files = Vec::new();
+    let mut todo = vec![(root.to_string(), Module::new(), true)];
+    while let Some((path, module, mod_rs)) = todo.pop() {
+        let Some(text) = read(&path) else {
+            continue;
+        };
+        let dir = path.rsplit_once('/').map_or("", |(dir, _)| dir).to_string();
+        let stem = path.rsplit('/').next().unwrap().trim_end_matches(".rs");
+        let mut attribute_path: Option<String> = None;
+        let mut children = Vec::new();
+        for line in text.lines() {
+            if line.starts_with(char::is_whitespace) {
+                continue;
+            }
+            if let Some(rest) = line.strip_prefix("#[path = \"") {
+                attribute_path = rest.strip_suffix("\"]").map(str::to_string);
+                continue;
+            }
+            if line.starts_with("#[") {
+                continue;
+            }
+            let words: Vec<&str> = line.split_whitespace().collect();
+            if let [.., "mod", name] = words.as_slice()
+                && let Some(name) = name.strip_suffix(';')
+            {
+                let mut child = module.clone();
+                child.push(name.to_string());
+                let (file, child_mod_rs) = match attribute_path.take() {
+                    Some(at) => (normalize(&format!("{dir}/{at}")), true),
+                    None if mod_rs => {
+                        let flat = format!("{dir}/{name}.rs");
+                        if read(&flat).is_some() {
+                            (flat, false)
+                        } else {
+                            (format!("{dir}/{name}/mod.rs"), true)
+                        }
+                    }
+                    None => (format!("{dir}/{stem}/{name}.rs"), false),
+                };
+                children.push((file, child, child_mod_rs));
+            }
+            attribute_path = None;
+        }
+        files.push((path, module, text));
+        todo.extend(children.into_iter().rev());
+    }
+    files
+}
+
+/// `a/b/../c` as `a/c`.
+fn normalize(path: &str) -> String {
+    let mut parts: Vec<&str> = Vec::new();
+    for part in path.split('/') {
+        match part {
+            ".." => {
+                parts.pop();
+            }
+            "." | "" => {}
+            _ => parts.push(part),
+        }
+    }
+    parts.join("/")
+}
+
+/// The circles among the modules of one crate, each naming the crate.
+fn crate_circles(root: &str, files: &[(String, Module, String)]) -> Vec<String> {
+    let modules: BTreeSet<Module> = files.iter().map(|(_, module, _)| module.clone()).collect();
+    let imports: Vec<Import> = files
+        .iter()
+        .flat_map(|(path, module, text)| imports_of(path, module.clone(), text, &modules))
+        .collect();
+    let mut graph: Graph = BTreeMap::new();
+    for import in &imports {
+        if let (Some(from), Some(to)) = (import.from.first(), import.to.first())
+            && from != to
+        {
+            graph
+                .entry(from.clone())
+                .or_default()
+                .entry(to.clone())
+                .or_insert_with(|| import.clone());
+        }
+    }
+    find_circle(&graph)
+        .map(|c| describe("a circle", &c))
+        .into_iter()
+        .chain(inner_circle(&imports))
+        .map(|problem| format!("{root}: {problem}"))
+        .collect()
+}
+
 /// The checker finds what it must, naming the file and line.
 #[test]
 fn the_check_names_each_offending_import() {
@@ -258,10 +429,15 @@ fn check(files: &[(String, String)]) -> Vec<String> {
         }
     }
     problems.extend(find_circle(&graph).map(|c| describe("a circle", &c)));
-    // Within a top-level module, a file may use its ancestors' items and its
-    // descendants, but files must not import each other around a circle.
+    problems.extend(inner_circle(&imports));
+    problems
+}
+
+/// Within a top-level module, a file may use its ancestors' items and its
+/// descendants, but files must not import each other around a circle.
+fn inner_circle(imports: &[Import]) -> Option<String> {
     let mut inner: Graph = BTreeMap::new();
-    for import in &imports {
+    for import in imports {
         let related = import.to.starts_with(&import.from) || import.from.starts_with(&import.to);
         if !related && import.to.first() == import.from.first() {
             inner
@@ -271,8 +447,7 @@ fn check(files: &[(String, String)]) -> Vec<String> {
                 .or_insert_with(|| import.clone());
         }
     }
-    problems.extend(find_circle(&inner).map(|c| describe("a circle between files", &c)));
-    problems
+    find_circle(&inner).map(|c| describe("a circle between files", &c))
 }
 
 /// The module a file is: `src/k8s/networks/mod.rs` is `k8s::networks`.
@@ -285,9 +460,18 @@ fn module_of(path: &str) -> Module {
     parts
 }
 
-/// The imports of one file that reach another module.
+/// The imports of one file of `src/` that reach another module.
 fn imports(path: &str, text: &str, modules: &BTreeSet<Module>) -> Vec<Import> {
-    let file_module = module_of(path);
+    imports_of(path, module_of(path), text, modules)
+}
+
+/// The imports of the file at `path`, which is the module `file_module`.
+fn imports_of(
+    path: &str,
+    file_module: Module,
+    text: &str,
+    modules: &BTreeSet<Module>,
+) -> Vec<Import> {
     let lines: Vec<&str> = text.lines().collect();
     // The inline modules (`mod tests {`) open at each line, for `super::`.
     let mut inline: Vec<Vec<String>> = Vec::with_capacity(lines.len());

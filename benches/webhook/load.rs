@@ -12,6 +12,7 @@ use tokio_rustls::TlsConnector;
 use crate::common::{self, Tally, cpu_seconds, histogram, median};
 use crate::https::Connection;
 use crate::requests::{Bodies, judge};
+use crate::target::Target;
 use crate::{PACER_SPIN, PATH};
 
 /// Resident memory of a process, from /proc/PID/status.
@@ -28,15 +29,6 @@ impl Memory {
         let (rss, hwm) = common::memory_mib(pid);
         Memory { hwm, rss }
     }
-}
-
-#[derive(Clone)]
-pub(crate) struct Target {
-    pub(crate) name: &'static str,
-    pub(crate) addr: String,
-    pub(crate) pid: u32,
-    /// Whether answers are checked for a patch exactly on enabled namespaces.
-    pub(crate) check_patch: bool,
 }
 
 #[derive(Clone, Copy, Debug)]

@@ -53,6 +53,7 @@ mod report;
 mod requests;
 #[path = "../common/servers.rs"]
 mod servers;
+mod target;
 
 use std::ffi::OsString;
 use std::path::Path;
@@ -66,10 +67,11 @@ use anyhow::Result;
 use baseline::{BASELINE_ENV, READER_ENV, baseline};
 use fake_apiserver::FakeApiServer;
 use https::{Ca, connector};
-use load::{Figures, Load, Memory, Run, Shape, Target};
+use load::{Figures, Load, Memory, Run, Shape};
 use report::print_table;
 use requests::{Bodies, Class, namespace_name, verify};
 use servers::Server;
+use target::Target;
 
 /// The captured review the load is made of.
 const FIXTURE: &str = concat!(

@@ -11,7 +11,7 @@ use tokio_rustls::TlsConnector;
 
 use crate::baseline::ATTACH_PATCH;
 use crate::https::Connection;
-use crate::load::Target;
+use crate::target::Target;
 use crate::{FIXTURE, NAMESPACES, PATH, SERVERS};
 
 /// What a namespace is annotated with.

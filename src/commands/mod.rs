@@ -7,7 +7,8 @@
 //! extension's `install`, `uninstall`, `check` and `preview`. What the file commands share:
 //! reading manifests ([`manifests`]), unified diffs ([`diff`]) and the
 //! Linkerd-CNI settings flags ([`flags`]); what every command shares: what it
-//! prints, why it could not run and the exit code that makes ([`outcome`]).
+//! prints, why it could not run and the exit code that makes ([`outcome`]);
+//! the headings of every command's `--help` ([`help`]).
 
 #[cfg(feature = "webhook")]
 pub mod controller;
@@ -17,6 +18,7 @@ pub mod extension;
 pub mod flags;
 pub mod from_injector;
 pub mod function;
+pub mod help;
 pub mod manifests;
 pub mod outcome;
 pub mod render;
@@ -27,7 +29,7 @@ pub mod webhook;
 use std::io::{Read, Write};
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 use outcome::{Error, Outcome};
 
@@ -108,7 +110,9 @@ enum Command {
 /// The binary: parses the command line, runs the command, prints what it
 /// gives and exits with its code.
 pub fn main() -> ExitCode {
-    let cli = Cli::parse_from(arguments(std::env::args_os().collect()));
+    let matches =
+        help::grouped(Cli::command()).get_matches_from(arguments(std::env::args_os().collect()));
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     let outcome = run(cli.command).unwrap_or_else(|e| Outcome::failed(&e, false));
     match print(&outcome) {
         Ok(code) => code,
@@ -123,7 +127,7 @@ pub fn main() -> ExitCode {
 fn arguments(mut args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
     #[cfg(feature = "webhook")]
     if args.get(1).is_some_and(|a| a == "check") {
-        let command = <Cli as clap::CommandFactory>::command();
+        let command = Cli::command();
         if let Some(check) = command.find_subcommand("check") {
             let rest = args.split_off(2);
             args.extend(extension::check::known_flags_only(check, rest));

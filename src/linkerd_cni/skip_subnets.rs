@@ -592,3 +592,7 @@ mod bounds_tests;
 #[cfg(test)]
 #[path = "skip_subnets/scope_tests.rs"]
 mod scope_tests;
+
+#[cfg(test)]
+#[path = "skip_subnets/plan_tests.rs"]
+mod plan_tests;

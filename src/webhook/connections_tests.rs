@@ -1,5 +1,6 @@
 use std::net::Ipv4Addr;
 
+use super::connection::*;
 use super::*;
 use crate::webhook::metrics::Eviction;
 

@@ -82,14 +82,31 @@ fn help_lists_only_the_flags_the_controller_uses() {
             "restart-deadline",
             "ops-listen",
             "api-timeout",
-            "log-format",
-            "log-level",
             "config",
             "linkerd-namespace",
             "nad-name",
             "cni-namespace",
             "cni-kubeconfig",
             "cni-version",
+            "log-format",
+            "log-level",
+        ]
+    );
+    // Under the headings of src/commands/help.rs, in this order.
+    let headings: Vec<&str> = help
+        .lines()
+        .filter(|l| l.ends_with(':') && l.starts_with(|c: char| c.is_ascii_uppercase()))
+        .collect();
+    assert_eq!(
+        headings,
+        [
+            "Options:",
+            "Leader election:",
+            "Restarts:",
+            "Operations and reads:",
+            "Linkerd-CNI settings:",
+            "The NAD:",
+            "Logging:",
         ]
     );
 }

@@ -146,6 +146,8 @@ fn help_lists_only_the_flags_the_webhook_uses() {
             "client-ca",
             "tls-reload-interval",
             "ops-listen",
+            "shutdown-delay",
+            "drain-timeout",
             "max-body-bytes",
             "header-timeout",
             "body-timeout",
@@ -157,13 +159,9 @@ fn help_lists_only_the_flags_the_webhook_uses() {
             "max-concurrent-streams",
             "idle-timeout",
             "api-timeout",
-            "on-error",
             "max-watch-outage",
             "live-read-timeout",
-            "shutdown-delay",
-            "drain-timeout",
-            "log-format",
-            "log-level",
+            "on-error",
             "network-resources",
             "missing-nad",
             "config",
@@ -174,6 +172,26 @@ fn help_lists_only_the_flags_the_webhook_uses() {
             "skip-secondary-subnets",
             "cluster-cidrs",
             "protected-cidrs",
+            "log-format",
+            "log-level",
+        ]
+    );
+    // Under the headings of src/commands/help.rs, in this order.
+    let headings: Vec<&str> = help
+        .lines()
+        .filter(|l| l.ends_with(':') && l.starts_with(|c: char| c.is_ascii_uppercase()))
+        .collect();
+    assert_eq!(
+        headings,
+        [
+            "Options:",
+            "Serving and TLS:",
+            "Connection limits:",
+            "Caches and reads:",
+            "Rules:",
+            "Linkerd-CNI settings:",
+            "Pods:",
+            "Logging:",
         ]
     );
     // A render-only flag is refused, not silently ignored.
