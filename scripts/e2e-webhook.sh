@@ -691,7 +691,7 @@ if [ "$manage_nads" = true ]; then
   # nad_made NAMESPACE yes|no: whether the controller's linkerd-cni NAD is (or stays) there.
   nad_made() {
     kc get network-attachment-definitions.k8s.cni.cncf.io linkerd-cni -n "$1" \
-      -o 'jsonpath={.metadata.labels.app\.kubernetes\.io/managed-by}' 2>/dev/null || true
+      -o 'jsonpath={.metadata.labels.app\.kubernetes\.io/created-by}' 2>/dev/null || true
   }
   deadline=$((SECONDS + timeout))
   wanted=("$ns_enabled" "$ns_uid")
