@@ -114,7 +114,7 @@ fn made_by_install() -> anyhow::Result<Vec<Kind>> {
     objects.extend(super::install::objects(
         &Options::default(),
         Some(&certs),
-        &super::install::callers::Callers::HostNetwork,
+        &super::install::callers::Callers::unread(&Options::default()),
     )?);
     let mut kinds: Vec<Kind> = Vec::new();
     for object in &objects {
