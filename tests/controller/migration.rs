@@ -3,11 +3,12 @@
 //! the control-plane namespace, its webhook configuration, its Deployment), then (1) the
 //! operator's webhook guarded so that it skips a pod that selects linkerd-cni already, (2)
 //! linkerd-multus's webhook installed alongside, (3) the operator's webhook configuration
-//! deleted, (4) its Deployment deleted, (5) the NAD controller started. At every step, pods
+//! deleted, (4) its Deployment deleted, then one NAD rendered and applied from Git (the
+//! GitOps path) and (5) the NAD controller started. At every step, pods
 //! created through the API server carry exactly one linkerd-cni selection (and so do the dry
 //! runs that wait for a step to take effect), and the operator's NADs are the same objects
 //! (same uid); in the end the controller has adopted them: labelled as its own, spec.config
-//! the ConfigMap's, its Event saying so; a user's NAD beside them is not adopted.
+//! the ConfigMap's, its Event saying so; Git's NAD and a user's beside them are not adopted.
 //!
 //! The operator's webhook is a stand-in (go_operator_webhook.py, which says what it copies of
 //! the operator's handler): the operator is a Go binary in an image, and neither is on the
@@ -31,7 +32,8 @@ use super::common::https::{Ca, http_get};
 use super::common::kube_apiserver::free_port;
 use super::common::process::Guard;
 use super::harness::{
-    BOUND, CONFIG_MAP, Controller, Setup, eventually, labelled_by_controller, read, setup,
+    BOUND, CONFIG_MAP, Controller, Setup, StdinBytes, eventually, labelled_by_controller, read,
+    setup,
 };
 
 const NETWORKS: &str = "k8s.v1.cni.cncf.io/networks";
@@ -337,6 +339,23 @@ fn operator_nad(s: &Setup, namespace: &str) -> String {
     made["metadata"]["uid"].as_str().unwrap().to_string()
 }
 
+/// The NAD `linkerd-multus render` gives namespace `namespace` (enabled) from the
+/// ConfigMap, as JSON: what a GitOps user commits and syncs.
+fn rendered_nad(namespace: &str) -> String {
+    let input = format!(
+        "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {namespace}\n  annotations:\n    {MULTUS}: enabled\n---\n{CONFIG_MAP}"
+    );
+    let out = Command::new(bin())
+        .args(["render", "-"])
+        .stdin_bytes(input.as_bytes());
+    let docs = super::common::parse_yaml_stream(&out).unwrap();
+    let nad = docs
+        .iter()
+        .find(|d| d.str_at(&["kind"]) == Some("NetworkAttachmentDefinition"))
+        .expect("render generates the NAD");
+    crate::deploy::to_json(nad).to_string()
+}
+
 /// The guard of docs/migration.md's step 1, as the doc writes it: the JSON patch between
 /// `<<'EOF'` and `EOF` of the block that adds the matchConditions.
 fn documented_guard() -> String {
@@ -456,14 +475,55 @@ fn the_operator_is_replaced_step_by_step_with_every_pod_attached_once_and_its_na
     m.pods_attached_once(true);
     m.nads_kept(true);
 
-    // 5. The NAD controller: it adopts the operator's NADs, the same objects.
+    // GitOps (docs/migration.md): the second team's NAD rendered and applied from Git over
+    // the operator's. A plain server-side apply names the operator's field; forced once, the
+    // NAD is the same object, Git's from then on.
+    let gitops = m.teams[1].clone();
+    let rendered = rendered_nad(&gitops);
+    let apply = [
+        "apply",
+        "--server-side",
+        "--field-manager=kubectl",
+        "-f",
+        "-",
+    ];
+    let refused = m.s.plane.kubectl_input(&apply, &rendered);
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        !refused.status.success()
+            && said.contains(r#"conflict with "manager""#)
+            && said.contains(".spec.config"),
+        "{said}"
+    );
+    let mut forced = apply.to_vec();
+    forced.push("--force-conflicts");
+    m.s.plane.kubectl_ok(&forced, &rendered);
+    m.nads_kept(false);
+    let git_nad = m.s.nad(&gitops).unwrap();
+    assert_eq!(
+        git_nad["metadata"]["labels"]["app.kubernetes.io/managed-by"], "linkerd-multus",
+        "{git_nad}"
+    );
+    let git_version = m.s.version(&gitops).unwrap();
+    eprintln!("GitOps: the rendered NAD applied over the operator's, refused first: {said}");
+
+    // 5. The NAD controller: it adopts the operator's other NADs, the same objects, and
+    // leaves Git's alone.
+    let started = Instant::now();
     let controller = Controller::start(&m.s, "only", &m.s.kubeconfig());
     let want = m.s.rendered_config(CONFIG_MAP);
+    assert_eq!(
+        git_nad["spec"]["config"], want,
+        "the render's config is the controller's"
+    );
+    m.nads.retain(|(namespace, _)| namespace != &gitops);
     for (namespace, _) in &m.nads {
         eventually(&format!("{namespace}'s NAD adopted"), BOUND, || {
             m.s.nad(namespace)
                 .is_some_and(|n| labelled_by_controller(&n) && n["spec"]["config"] == want)
         });
+        let took = started.elapsed();
+        eprintln!("step 5: {namespace}'s NAD adopted by {took:?} after the controller started");
     }
     m.nads_kept(false);
     for (namespace, _) in &m.nads {
@@ -486,7 +546,13 @@ fn the_operator_is_replaced_step_by_step_with_every_pod_attached_once_and_its_na
         "the fields the operator dropped are back: {want}"
     );
     m.pods_attached_once(true);
-    // The user's NAD: not the operator's, left as it is.
+    // Git's NAD and the user's: not the controller's, left as they are.
+    assert_eq!(
+        m.s.version(&gitops),
+        Some(git_version),
+        "{}",
+        controller.log()
+    );
     assert_eq!(
         m.s.version(&user),
         Some(user_version),
