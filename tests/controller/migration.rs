@@ -5,8 +5,9 @@
 //! linkerd-multus's webhook installed alongside, (3) the operator's webhook configuration
 //! deleted, (4) its Deployment deleted, then one NAD rendered and applied from Git (the
 //! GitOps path) and (5) the NAD controller started. At every step, pods
-//! created through the API server carry exactly one linkerd-cni selection (and so do the dry
-//! runs that wait for a step to take effect), and the operator's NADs are the same objects
+//! created through the API server carry exactly one linkerd-cni selection (the dry runs that
+//! wait for a step to take effect: what the step before or after gives), and the operator's
+//! NADs are the same objects
 //! (same uid); in the end the controller has adopted them: labelled as its own, spec.config
 //! the ConfigMap's, its Event saying so; Git's NAD and a user's beside them are not adopted.
 //!
@@ -65,6 +66,9 @@ struct Migration {
     s: Setup,
     /// Namespaces the operator served: enabled for Multus and meshed.
     teams: Vec<String>,
+    /// Enabled too, but opted out of linkerd-multus's webhook
+    /// (`multus.linkerd.io/webhook: disabled`): only the operator's changes its pods.
+    opted_out: String,
     /// The operator's NADs, by namespace, with their uid as the operator made them.
     nads: Vec<(String, String)>,
     ca: Ca,
@@ -117,20 +121,25 @@ impl Migration {
         }
     }
 
-    /// Waits until a dry-run pod of the first team's namespace shows `loaded`; with
-    /// `attached`, every one seen on the way is attached once.
-    fn until(&self, what: &str, probe: &Value, attached: bool, loaded: impl Fn(&Value) -> bool) {
-        let namespace = &self.teams[0];
+    /// Waits until a dry-run pod of `namespace` shows `loaded`, a step having taken effect;
+    /// every one seen on the way selects linkerd-cni between `least` and `most` times (the
+    /// step before allowed what the step after no longer does).
+    fn until(
+        &self,
+        what: &str,
+        namespace: &str,
+        probe: &Value,
+        (least, most): (usize, usize),
+        loaded: impl Fn(&Value) -> bool,
+    ) {
         let deadline = Instant::now() + Duration::from_secs(60);
         loop {
             let stored = self.create(namespace, "probe", probe, true);
-            if attached {
-                assert_eq!(
-                    selections(&stored, namespace),
-                    1,
-                    "while waiting for {what}: {stored}"
-                );
-            }
+            let count = selections(&stored, namespace);
+            assert!(
+                (least..=most).contains(&count),
+                "while waiting for {what}: {count} linkerd-cni selections: {stored}"
+            );
             if loaded(&stored) {
                 return;
             }
@@ -188,7 +197,7 @@ fn operator_webhook(m: &Migration) -> OperatorWebhook {
     let dir = tempfile::tempdir().unwrap();
     let (cert, key) = m.ca.leaf(&["127.0.0.1"]).write(dir.path());
     let mut namespaces = serde_json::Map::new();
-    for team in &m.teams {
+    for team in m.teams.iter().chain([&m.opted_out]) {
         namespaces.insert(team.clone(), json!({MULTUS: "enabled", INJECT: "enabled"}));
     }
     let script = super::common::repo_path("tests/controller/go_operator_webhook.py");
@@ -397,9 +406,23 @@ fn the_operator_is_replaced_step_by_step_with_every_pod_attached_once_and_its_na
         .to_string(),
     );
     let user_version = s.version(&user).unwrap();
+    let opted_out = s.plane.unique_name("opted-out");
+    s.plane.apply(
+        &json!({
+            "apiVersion": "v1",
+            "kind": "Namespace",
+            "metadata": {
+                "name": opted_out,
+                "labels": {"multus.linkerd.io/webhook": "disabled"},
+                "annotations": {MULTUS: "enabled", INJECT: "enabled"},
+            },
+        })
+        .to_string(),
+    );
     let mut m = Migration {
         s,
         teams,
+        opted_out,
         nads,
         ca: Ca::new("migration CA"),
         step: 0,
@@ -408,7 +431,8 @@ fn the_operator_is_replaced_step_by_step_with_every_pod_attached_once_and_its_na
     // 0. The operator alone, as the cluster runs before the migration.
     let operator = operator_webhook(&m);
     install_operator(&m, operator.port);
-    m.until("the operator's webhook", &json!({}), false, |a| {
+    let team = m.teams[0].clone();
+    m.until("the operator's webhook", &team, &json!({}), (0, 1), |a| {
         a[MULTUS] == "enabled"
     });
     // Its split on `,` without trimming: a second linkerd-cni (the defect the guard stops).
@@ -433,10 +457,12 @@ fn the_operator_is_replaced_step_by_step_with_every_pod_attached_once_and_its_na
         ],
         &documented_guard(),
     );
+    // Until the API server has it, the operator's duplicate of step 0.
     m.until(
         "the guard",
+        &team,
         &json!({NETWORKS: "a, linkerd-cni"}),
-        true,
+        (1, 2),
         |a| a[NETWORKS] == "a, linkerd-cni",
     );
     m.pods_attached_once(false);
@@ -445,7 +471,7 @@ fn the_operator_is_replaced_step_by_step_with_every_pod_attached_once_and_its_na
     // 2. linkerd-multus's webhook alongside: both answer every pod.
     let ours = our_webhook(&m);
     register_ours(&m, &ours.addr);
-    m.until("linkerd-multus's webhook", &json!({}), true, |a| {
+    m.until("linkerd-multus's webhook", &team, &json!({}), (1, 1), |a| {
         a.get(OWNED).is_some()
     });
     m.pods_attached_once(true);
@@ -457,13 +483,19 @@ fn the_operator_is_replaced_step_by_step_with_every_pod_attached_once_and_its_na
     );
     eprintln!("step 2, both webhooks: {both}");
 
-    // 3. The operator's webhook configuration deleted: linkerd-multus's alone. A pod no
-    // longer gets the operator's copies of the namespace's annotations.
+    // 3. The operator's webhook configuration deleted: linkerd-multus's alone. Seen in the
+    // namespace opted out of linkerd-multus's webhook, where only the operator's attached
+    // (writing its copies of the namespace's annotations): its pods are no longer changed.
     m.s.plane
         .kubectl(&["delete", "mutatingwebhookconfiguration", OPERATOR]);
-    m.until("the operator's webhook gone", &json!({}), true, |a| {
-        a.get(MULTUS).is_none()
-    });
+    let opted_out = m.opted_out.clone();
+    m.until(
+        "the operator's webhook gone",
+        &opted_out,
+        &json!({}),
+        (0, 1),
+        |a| a.get(MULTUS).is_none(),
+    );
     m.pods_attached_once(true);
     m.nads_kept(true);
 
