@@ -8,6 +8,8 @@
 //! holds `install` to the packages), the chart rendered with the matching values gives the
 //! same objects as `install`, field for field, but the certificate bytes.
 
+mod renewal;
+
 use crate::common;
 use crate::extension::install::{CASES, Objects, by_id, from_install, take_certificates};
 

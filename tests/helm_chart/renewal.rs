@@ -1,0 +1,320 @@
+//! Renewing the chart's certificates on `helm upgrade`, against a real kube-apiserver with
+//! Helm 4.2.3's own code: at every step, a client that trusts only the caBundle the
+//! MutatingWebhookConfiguration holds then (as the API server does) completes a TLS handshake
+//! with a webhook serving the certificate of before the renewal (a replica that has not reloaded
+//! yet) and with one serving the Secret's new certificate, each through the webhook's own TLS
+//! code (`webhook::tls::Tls`).
+
+use std::time::Duration;
+
+use linkerd_multus::extension::install::certificates;
+use linkerd_multus::webhook::tls::{Tls, TlsFiles};
+use rustls::pki_types::ServerName;
+use serde_json::Value;
+
+use crate::common;
+use common::helm::{CHART, helm};
+use common::kube_apiserver::ControlPlane;
+use common::output_text;
+
+const NAMESPACE: &str = "linkerd-multus";
+
+/// The Secret's files: serving certificate, key, trust bundle (PEM).
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Served {
+    cert: String,
+    key: String,
+    bundle: String,
+}
+
+/// A TLS handshake with a server that serves `served`'s certificate and key through the
+/// webhook's own TLS configuration, from a client that trusts `bundle` alone and asks for the
+/// Service's name: `Err` says why the client refused.
+fn handshake(served: &Served, bundle: &str) -> Result<(), String> {
+    let dir = tempfile::tempdir().unwrap();
+    let (cert, key) = (dir.path().join("tls.crt"), dir.path().join("tls.key"));
+    std::fs::write(&cert, &served.cert).unwrap();
+    std::fs::write(&key, &served.key).unwrap();
+    let tls = Tls::load(TlsFiles {
+        cert,
+        key,
+        client_ca: None,
+    })
+    .expect("the webhook loads the Secret's certificate and key");
+    let acceptor = tokio_rustls::TlsAcceptor::from(tls.config());
+    let connector = common::https::connector(bundle, None, &[b"http/1.1"]);
+    let name = ServerName::try_from(format!("linkerd-multus-webhook.{NAMESPACE}.svc")).unwrap();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async move {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let server = async {
+            let (tcp, _) = listener.accept().await.unwrap();
+            // The server's side fails when the client refuses: the client says why.
+            let _ = acceptor.accept(tcp).await;
+        };
+        let client = async {
+            let tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+            connector
+                .connect(name, tcp)
+                .await
+                .map(|_| ())
+                .map_err(|e| e.to_string())
+        };
+        let ((), result) = tokio::time::timeout(Duration::from_secs(30), async {
+            tokio::join!(server, client)
+        })
+        .await
+        .expect("the handshake ends within 30 s");
+        result
+    })
+}
+
+/// The PEM certificates of `bundle`, each once.
+fn certificates_of(bundle: &str) -> Vec<String> {
+    bundle
+        .split_inclusive("-----END CERTIFICATE-----")
+        .filter_map(|part| part.find("-----BEGIN").map(|at| part[at..].to_string()))
+        .collect()
+}
+
+fn b64(text: &str) -> String {
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD.encode(text)
+}
+
+fn unb64(text: &str) -> String {
+    use base64::Engine as _;
+    String::from_utf8(
+        base64::engine::general_purpose::STANDARD
+            .decode(text.trim())
+            .unwrap(),
+    )
+    .unwrap()
+}
+
+struct Release<'a> {
+    plane: &'a ControlPlane,
+}
+
+impl Release<'_> {
+    /// `helm COMMAND` of the chart as the release linkerd-multus, with `values`.
+    fn run(&self, command: &str, values: &str, extra: &[&str]) -> Value {
+        let mut args = vec![
+            command,
+            CHART,
+            "--release",
+            "linkerd-multus",
+            "--namespace",
+            NAMESPACE,
+            "--values",
+            values,
+        ];
+        args.extend(extra);
+        let out = helm(&args, Some(self.plane.admin_kubeconfig.as_path()));
+        assert!(out.status.success(), "helm {args:?}: {}", output_text(&out));
+        serde_json::from_slice(&out.stdout).unwrap()
+    }
+
+    /// The Secret's files and its resourceVersion.
+    fn secret(&self) -> (Served, String) {
+        let json: Value = serde_json::from_str(&self.plane.kubectl(&[
+            "get",
+            "secret",
+            "linkerd-multus-webhook-tls",
+            "-n",
+            NAMESPACE,
+            "-o",
+            "json",
+        ]))
+        .unwrap();
+        let file = |key: &str| unb64(json["data"][key].as_str().unwrap());
+        let served = Served {
+            cert: file("tls.crt"),
+            key: file("tls.key"),
+            bundle: file("ca.crt"),
+        };
+        let version = json["metadata"]["resourceVersion"].as_str().unwrap();
+        (served, version.to_string())
+    }
+
+    /// The caBundle of the webhook configuration, the same in both its webhooks (PEM).
+    fn trusted(&self) -> String {
+        let bundles = self.plane.kubectl(&[
+            "get",
+            "mutatingwebhookconfiguration",
+            "linkerd-multus-webhook",
+            "-o",
+            "jsonpath={.webhooks[*].clientConfig.caBundle}",
+        ]);
+        let bundles: Vec<&str> = bundles.split(' ').collect();
+        assert_eq!(bundles.len(), 2, "{bundles:?}");
+        assert_eq!(bundles[0], bundles[1], "the two webhooks trust the same CAs");
+        unb64(bundles[0])
+    }
+}
+
+/// One step of the renewal: which certificates a client trusting the caBundle reaches.
+fn step(release: &Release, label: &str, serving: &[(&str, &Served)]) -> String {
+    let trusted = release.trusted();
+    let mut seen = Vec::new();
+    for (which, served) in serving {
+        let result = handshake(served, &trusted);
+        assert_eq!(
+            result,
+            Ok(()),
+            "{label}: a client trusting the caBundle refused the webhook serving {which}"
+        );
+        seen.push(format!("{which}: verified"));
+    }
+    let line = format!(
+        "{label}: caBundle of {} CA(s); {}",
+        certificates_of(&trusted).len(),
+        seen.join(", ")
+    );
+    eprintln!("{line}");
+    line
+}
+
+/// The documented renewal: install; a year on, the certificate 30 days from its end (planted as
+/// `install`'s code would have made it 335 days earlier, with the caBundle that trusted it);
+/// `helm upgrade` renews it, keeping the old CA in the bundle after the new one; a later upgrade
+/// keeps both; deleting the Secret and upgrading (the former procedure) makes new ones and
+/// keeps the CA the configuration trusted. At each step both the certificate the replicas served
+/// before and the Secret's current one verify against the caBundle of that moment, and the old
+/// certificate would not have verified against the new CA alone.
+#[test]
+fn renewing_on_upgrade_keeps_the_webhook_trusted_at_every_step() {
+    let plane = ControlPlane::own();
+    let release = Release { plane };
+    let mut steps = Vec::new();
+
+    let installed = release.run("install", "{}", &["--create-namespace"]);
+    assert_eq!(installed["revision"], 1, "{installed}");
+    let (first, _) = release.secret();
+    assert_eq!(release.trusted(), first.bundle);
+    assert_eq!(certificates_of(&first.bundle).len(), 1);
+    steps.push(step(&release, "1 install", &[("its certificate", &first)]));
+
+    // A year on: the Secret and the caBundle as they would be 30 days before the certificate
+    // ends, written with the release's field manager (what the release applied a year ago).
+    let now = time::OffsetDateTime::now_utc();
+    let made = certificates::generate(NAMESPACE, now - Duration::from_secs(335 * 86_400), None)
+        .unwrap();
+    let old = Served {
+        cert: made.cert,
+        key: made.key,
+        bundle: made.ca_bundle,
+    };
+    // Helm's field manager is named after its program (here python).
+    let manager = plane.kubectl(&[
+        "get",
+        "secret",
+        "linkerd-multus-webhook-tls",
+        "-n",
+        NAMESPACE,
+        "-o",
+        "jsonpath={.metadata.managedFields[0].manager}",
+    ]);
+    let manager = format!("--field-manager={manager}");
+    let plant = |yaml: String| {
+        plane.kubectl_ok(
+            &[
+                "apply",
+                "--server-side",
+                &manager,
+                "--force-conflicts",
+                "-f",
+                "-",
+            ],
+            &yaml,
+        )
+    };
+    plant(format!(
+        "apiVersion: v1\nkind: Secret\nmetadata:\n  name: linkerd-multus-webhook-tls\n  namespace: {NAMESPACE}\ndata:\n  ca.crt: {}\n  tls.crt: {}\n  tls.key: {}\n",
+        b64(&old.bundle),
+        b64(&old.cert),
+        b64(&old.key)
+    ));
+    let patch = format!(
+        r#"[{{"op":"replace","path":"/webhooks/0/clientConfig/caBundle","value":"{0}"}},{{"op":"replace","path":"/webhooks/1/clientConfig/caBundle","value":"{0}"}}]"#,
+        b64(&old.bundle)
+    );
+    plane.kubectl(&[
+        "patch",
+        "mutatingwebhookconfiguration",
+        "linkerd-multus-webhook",
+        "--type=json",
+        &manager,
+        "-p",
+        &patch,
+    ]);
+    assert_eq!(release.secret().0, old);
+    assert!(handshake(&first, &old.bundle).is_err(), "the plant took");
+    steps.push(step(
+        &release,
+        "2 thirty days before the end",
+        &[("the old certificate", &old)],
+    ));
+
+    // The upgrade renews: a new CA and certificate, the old CA kept after the new one.
+    let upgraded = release.run("upgrade", "{}", &[]);
+    assert_eq!(upgraded["revision"], 2, "{upgraded}");
+    let (renewed, version) = release.secret();
+    assert_ne!(renewed.cert, old.cert, "the certificate was not renewed");
+    let cas = certificates_of(&renewed.bundle);
+    let old_ca = certificates_of(&old.bundle);
+    assert_eq!(cas.len(), 2, "the new CA, then the old: {cas:?}");
+    assert_eq!(cas[1], old_ca[0], "the old CA stays, after the new one");
+    assert_eq!(release.trusted(), renewed.bundle);
+    let alone = handshake(&old, &cas[0]).expect_err("the old certificate under the new CA alone");
+    assert!(alone.contains("UnknownIssuer"), "{alone}");
+    steps.push(step(
+        &release,
+        "3 helm upgrade (renewed)",
+        &[
+            ("the old certificate", &old),
+            ("the new certificate", &renewed),
+        ],
+    ));
+
+    // A later upgrade with other values: nothing to renew, the Secret byte for byte.
+    release.run("upgrade", r#"{"replicas": 3}"#, &[]);
+    let (later, later_version) = release.secret();
+    assert_eq!((&later, &later_version), (&renewed, &version));
+    steps.push(step(
+        &release,
+        "4 a later helm upgrade (kept)",
+        &[
+            ("the old certificate", &old),
+            ("the new certificate", &renewed),
+        ],
+    ));
+
+    // The former procedure, the Secret deleted and the release upgraded: new ones, the CA the
+    // configuration trusted (the one the replicas' certificate chains to) kept after them.
+    plane.kubectl(&[
+        "delete",
+        "secret",
+        "linkerd-multus-webhook-tls",
+        "-n",
+        NAMESPACE,
+    ]);
+    release.run("upgrade", r#"{"replicas": 3}"#, &[]);
+    let (remade, _) = release.secret();
+    let cas = certificates_of(&remade.bundle);
+    assert_eq!(cas.len(), 2, "{cas:?}");
+    assert_eq!(cas[1], certificates_of(&renewed.bundle)[0]);
+    steps.push(step(
+        &release,
+        "5 Secret deleted, helm upgrade (made anew)",
+        &[
+            ("the previous certificate", &renewed),
+            ("the new certificate", &remade),
+        ],
+    ));
+    assert_eq!(steps.len(), 5);
+}
