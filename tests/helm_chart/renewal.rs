@@ -209,49 +209,57 @@ fn renewing_on_upgrade_keeps_the_webhook_trusted_at_every_step() {
         key: made.key,
         bundle: made.ca_bundle,
     };
-    // Helm's field manager is named after its program (here python).
-    let manager = plane.kubectl(&[
-        "get",
-        "secret",
-        "linkerd-multus-webhook-tls",
-        "-n",
-        NAMESPACE,
-        "-o",
-        "jsonpath={.metadata.managedFields[0].manager}",
-    ]);
-    let manager = format!("--field-manager={manager}");
-    let plant = |yaml: String| {
+    // Each object as the release applied it, whole, with its field manager (Helm names it
+    // after its program, here python), its files or caBundle those of a year ago.
+    let plant = |kind: &str, namespace: Option<&str>, edit: &dyn Fn(&mut Value)| {
+        let mut args = vec![
+            "get",
+            kind,
+            "linkerd-multus-webhook-tls",
+            "-o",
+            "json",
+            "--show-managed-fields",
+        ];
+        if kind != "secret" {
+            args[2] = "linkerd-multus-webhook";
+        }
+        if let Some(namespace) = namespace {
+            args.extend(["-n", namespace]);
+        }
+        let mut object: Value = serde_json::from_str(&plane.kubectl(&args)).unwrap();
+        let manager = object["metadata"]["managedFields"][0]["manager"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        let metadata = object["metadata"].as_object_mut().unwrap();
+        for field in ["managedFields", "resourceVersion", "uid", "creationTimestamp"] {
+            metadata.remove(field);
+        }
+        edit(&mut object);
         plane.kubectl_ok(
             &[
                 "apply",
                 "--server-side",
-                &manager,
+                &format!("--field-manager={manager}"),
                 "--force-conflicts",
                 "-f",
                 "-",
             ],
-            &yaml,
+            &object.to_string(),
         )
     };
-    plant(format!(
-        "apiVersion: v1\nkind: Secret\nmetadata:\n  name: linkerd-multus-webhook-tls\n  namespace: {NAMESPACE}\ndata:\n  ca.crt: {}\n  tls.crt: {}\n  tls.key: {}\n",
-        b64(&old.bundle),
-        b64(&old.cert),
-        b64(&old.key)
-    ));
-    let patch = format!(
-        r#"[{{"op":"replace","path":"/webhooks/0/clientConfig/caBundle","value":"{0}"}},{{"op":"replace","path":"/webhooks/1/clientConfig/caBundle","value":"{0}"}}]"#,
-        b64(&old.bundle)
-    );
-    plane.kubectl(&[
-        "patch",
-        "mutatingwebhookconfiguration",
-        "linkerd-multus-webhook",
-        "--type=json",
-        &manager,
-        "-p",
-        &patch,
-    ]);
+    plant("secret", Some(NAMESPACE), &|secret| {
+        secret["data"] = serde_json::json!({
+            "ca.crt": b64(&old.bundle),
+            "tls.crt": b64(&old.cert),
+            "tls.key": b64(&old.key),
+        });
+    });
+    plant("mutatingwebhookconfiguration", None, &|mwc| {
+        for webhook in mwc["webhooks"].as_array_mut().unwrap() {
+            webhook["clientConfig"]["caBundle"] = Value::String(b64(&old.bundle));
+        }
+    });
     assert_eq!(release.secret().0, old);
     assert!(handshake(&first, &old.bundle).is_err(), "the plant took");
     steps.push(step(
