@@ -152,7 +152,10 @@ impl Release<'_> {
         ]);
         let bundles: Vec<&str> = bundles.split(' ').collect();
         assert_eq!(bundles.len(), 2, "{bundles:?}");
-        assert_eq!(bundles[0], bundles[1], "the two webhooks trust the same CAs");
+        assert_eq!(
+            bundles[0], bundles[1],
+            "the two webhooks trust the same CAs"
+        );
         unb64(bundles[0])
     }
 }
@@ -202,8 +205,8 @@ fn renewing_on_upgrade_keeps_the_webhook_trusted_at_every_step() {
     // A year on: the Secret and the caBundle as they would be 30 days before the certificate
     // ends, written with the release's field manager (what the release applied a year ago).
     let now = time::OffsetDateTime::now_utc();
-    let made = certificates::generate(NAMESPACE, now - Duration::from_secs(335 * 86_400), None)
-        .unwrap();
+    let made =
+        certificates::generate(NAMESPACE, now - Duration::from_secs(335 * 86_400), None).unwrap();
     let old = Served {
         cert: made.cert,
         key: made.key,
@@ -232,7 +235,12 @@ fn renewing_on_upgrade_keeps_the_webhook_trusted_at_every_step() {
             .unwrap()
             .to_string();
         let metadata = object["metadata"].as_object_mut().unwrap();
-        for field in ["managedFields", "resourceVersion", "uid", "creationTimestamp"] {
+        for field in [
+            "managedFields",
+            "resourceVersion",
+            "uid",
+            "creationTimestamp",
+        ] {
             metadata.remove(field);
         }
         edit(&mut object);

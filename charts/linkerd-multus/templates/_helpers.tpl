@@ -213,6 +213,17 @@ identifiers (20 bytes, as Go and rcgen make them), base64, or "".
 {{- toJson $info -}}
 {{- end }}
 
+{{/*
+The Service's annotations, as YAML: with certs=openshift-service-ca, the one that asks
+OpenShift's service CA operator for the Secret (it renews the certificate, and the CA with an
+overlap, itself).
+*/}}
+{{- define "linkerd-multus.serviceAnnotations" -}}
+{{- if eq .Values.certs "openshift-service-ca" -}}
+service.beta.openshift.io/serving-cert-secret-name: linkerd-multus-webhook-tls
+{{- end -}}
+{{- end }}
+
 {{/* Does the chart render the Secret (and the caBundle from it)? */}}
 {{- define "linkerd-multus.ownSecret" -}}
 {{- if and (eq .Values.certs "generate") (not .Values.webhook.externalSecret) }}true{{ end -}}
@@ -228,10 +239,15 @@ identifiers (20 bytes, as Go and rcgen make them), base64, or "".
 {{- end -}}
 {{- end }}
 
-{{/* The webhook configuration's annotations, as YAML: cert-manager's CA injection. */}}
+{{/*
+The webhook configuration's annotations, as YAML: cert-manager's CA injection, or OpenShift's
+service CA's.
+*/}}
 {{- define "linkerd-multus.webhookAnnotations" -}}
 {{- if eq .Values.certs "cert-manager" -}}
 cert-manager.io/inject-ca-from: {{ printf "%s/linkerd-multus-webhook" .Release.Namespace }}
+{{- else if eq .Values.certs "openshift-service-ca" -}}
+service.beta.openshift.io/inject-cabundle: "true"
 {{- else if .Values.webhook.injectCaFrom -}}
 cert-manager.io/inject-ca-from: {{ .Values.webhook.injectCaFrom }}
 {{- else if .Values.webhook.injectCaFromSecret -}}
