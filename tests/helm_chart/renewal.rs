@@ -186,7 +186,8 @@ fn step(release: &Release, label: &str, serving: &[(&str, &Served)]) -> String {
 /// `install`'s code would have made it 335 days earlier, with the caBundle that trusted it);
 /// `helm upgrade` renews it, keeping the old CA in the bundle after the new one; a later upgrade
 /// keeps both; deleting the Secret and upgrading (the former procedure) makes new ones and
-/// keeps the CA the configuration trusted. At each step both the certificate the replicas served
+/// keeps the CA the configuration trusted; the RSA certificate of an earlier release of the chart
+/// is renewed the same way. At each step both the certificate the replicas served
 /// before and the Secret's current one verify against the caBundle of that moment, and the old
 /// certificate would not have verified against the new CA alone.
 #[test]
@@ -332,5 +333,93 @@ fn renewing_on_upgrade_keeps_the_webhook_trusted_at_every_step() {
             ("the new certificate", &remade),
         ],
     ));
-    assert_eq!(steps.len(), 5);
+
+    // The Secret an earlier release of the chart made (RSA, by the Helm functions it called,
+    // rendered here by Helm from the same calls), with the caBundle it wrote: the first upgrade
+    // to this release renews it to ECDSA P-256 and keeps its CA after the new one.
+    let earlier = earlier_release_certificates();
+    plant("secret", Some(NAMESPACE), &|secret| {
+        secret["data"] = serde_json::json!({
+            "ca.crt": b64(&earlier.bundle),
+            "tls.crt": b64(&earlier.cert),
+            "tls.key": b64(&earlier.key),
+        });
+    });
+    plant("mutatingwebhookconfiguration", None, &|mwc| {
+        for webhook in mwc["webhooks"].as_array_mut().unwrap() {
+            webhook["clientConfig"]["caBundle"] = Value::String(b64(&earlier.bundle));
+        }
+    });
+    steps.push(step(
+        &release,
+        "6 the earlier release's RSA certificate",
+        &[("its certificate", &earlier)],
+    ));
+    release.run("upgrade", r#"{"replicas": 3}"#, &[]);
+    let (ecdsa, _) = release.secret();
+    assert!(ecdsa.key.contains("BEGIN EC PRIVATE KEY"), "{}", ecdsa.key);
+    let cas = certificates_of(&ecdsa.bundle);
+    assert_eq!(cas.len(), 2, "{cas:?}");
+    assert_eq!(cas[1], certificates_of(&earlier.bundle)[0]);
+    steps.push(step(
+        &release,
+        "7 helm upgrade (renewed to ECDSA P-256)",
+        &[
+            ("the RSA certificate", &earlier),
+            ("the new certificate", &ecdsa),
+        ],
+    ));
+    assert_eq!(steps.len(), 7);
+}
+
+/// The certificates an earlier release of the chart made: its calls of Helm's genCA and
+/// genSignedCert (RSA keys), rendered by Helm from a chart of those calls alone.
+fn earlier_release_certificates() -> Served {
+    let chart = tempfile::tempdir().unwrap();
+    std::fs::create_dir(chart.path().join("templates")).unwrap();
+    std::fs::write(
+        chart.path().join("Chart.yaml"),
+        "apiVersion: v2\nname: earlier\nversion: 0.0.1\n",
+    )
+    .unwrap();
+    std::fs::write(
+        chart.path().join("templates/certs.yaml"),
+        r#"{{- $service := printf "linkerd-multus-webhook.%s.svc" .Release.Namespace -}}
+{{- $ca := genCA "linkerd-multus-webhook-ca" 3650 -}}
+{{- $names := list "linkerd-multus-webhook" (printf "linkerd-multus-webhook.%s" .Release.Namespace) $service (printf "%s.cluster.local" $service) -}}
+{{- $cert := genSignedCert $service nil $names 365 $ca -}}
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: earlier
+data:
+  ca.crt: {{ $ca.Cert | quote }}
+  tls.crt: {{ $cert.Cert | quote }}
+  tls.key: {{ $cert.Key | quote }}
+"#,
+    )
+    .unwrap();
+    let out = helm(
+        &[
+            "template",
+            &chart.path().to_string_lossy(),
+            "--namespace",
+            NAMESPACE,
+        ],
+        None,
+    );
+    assert!(out.status.success(), "{}", output_text(&out));
+    let docs = common::parse_yaml_stream(&String::from_utf8(out.stdout).unwrap()).unwrap();
+    let file = |key: &str| docs[0].str_at(&["data", key]).unwrap().to_string();
+    let served = Served {
+        cert: file("tls.crt"),
+        key: file("tls.key"),
+        bundle: file("ca.crt"),
+    };
+    assert!(
+        served.key.contains("BEGIN RSA PRIVATE KEY"),
+        "{}",
+        served.key
+    );
+    served
 }
