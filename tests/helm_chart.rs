@@ -163,6 +163,30 @@ fn shape(pem: &str, now: time::OffsetDateTime) -> (String, Vec<String>, bool, i6
     (cert.subject().to_string(), names, p256, days)
 }
 
+/// `install --certs openshift-service-ca` and the chart's `certs: openshift-service-ca` give
+/// the same objects: neither has a Secret or a caBundle, both ask the operator for them.
+#[test]
+fn the_chart_and_install_ask_openshift_s_service_ca_alike() {
+    let flags = ["--certs=openshift-service-ca", "--platform=openshift"];
+    let values = serde_json::json!({"certs": "openshift-service-ca", "platform": "openshift"});
+    let got = by_id(&template("linkerd-multus", &values).unwrap());
+    let want = from_install(&flags);
+    let ids = |o: &Objects| o.keys().cloned().collect::<Vec<_>>();
+    assert_eq!(ids(&got), ids(&want));
+    for (id, object) in &want {
+        assert_eq!(&got[id], object, "{id:?}");
+    }
+    let service = &want[&(
+        "Service".to_string(),
+        "linkerd-multus".to_string(),
+        "linkerd-multus-webhook".to_string(),
+    )];
+    assert_eq!(
+        service["metadata"]["annotations"]["service.beta.openshift.io/serving-cert-secret-name"],
+        "linkerd-multus-webhook-tls"
+    );
+}
+
 /// With `certs: openshift-service-ca`, OpenShift's service CA operator makes the Secret and
 /// writes the caBundle: the chart renders neither, and asks for both with the annotations the
 /// kpt packages' README gives (deploy/README.md).

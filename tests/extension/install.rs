@@ -664,7 +664,7 @@ fn bad_flag_values_are_refused_by_the_command_line() {
         (&["--replicas=two"][..], "--replicas"),
         (
             &["--certs=vault"][..],
-            "[possible values: generate, cert-manager]",
+            "[possible values: generate, cert-manager, openshift-service-ca]",
         ),
         (
             &["--platform=OpenShift"][..],
