@@ -158,6 +158,62 @@ impl Release<'_> {
         );
         unb64(bundles[0])
     }
+
+    /// The Secret holding `served`'s files (without the extension's label unless `labelled`)
+    /// and the caBundle its bundle, each applied whole with the release's field manager (Helm
+    /// names it after its program, here python): what the release would have applied then.
+    fn plant(&self, served: &Served, labelled: bool) {
+        self.plant_object("secret", &|secret| {
+            secret["data"] = serde_json::json!({
+                "ca.crt": b64(&served.bundle),
+                "tls.crt": b64(&served.cert),
+                "tls.key": b64(&served.key),
+            });
+            if !labelled {
+                let labels = secret["metadata"]["labels"].as_object_mut().unwrap();
+                labels.remove("linkerd.io/extension");
+            }
+        });
+        self.plant_object("mutatingwebhookconfiguration", &|mwc| {
+            for webhook in mwc["webhooks"].as_array_mut().unwrap() {
+                webhook["clientConfig"]["caBundle"] = Value::String(b64(&served.bundle));
+            }
+        });
+    }
+
+    fn plant_object(&self, kind: &str, edit: &dyn Fn(&mut Value)) {
+        let mut args = vec!["get", kind, "-o", "json", "--show-managed-fields"];
+        match kind {
+            "secret" => args.extend(["linkerd-multus-webhook-tls", "-n", NAMESPACE]),
+            _ => args.push("linkerd-multus-webhook"),
+        }
+        let mut object: Value = serde_json::from_str(&self.plane.kubectl(&args)).unwrap();
+        let manager = object["metadata"]["managedFields"][0]["manager"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        let metadata = object["metadata"].as_object_mut().unwrap();
+        for field in [
+            "managedFields",
+            "resourceVersion",
+            "uid",
+            "creationTimestamp",
+        ] {
+            metadata.remove(field);
+        }
+        edit(&mut object);
+        self.plane.kubectl_ok(
+            &[
+                "apply",
+                "--server-side",
+                &format!("--field-manager={manager}"),
+                "--force-conflicts",
+                "-f",
+                "-",
+            ],
+            &object.to_string(),
+        );
+    }
 }
 
 /// One step of the renewal: which certificates a client trusting the caBundle reaches.
@@ -213,62 +269,7 @@ fn renewing_on_upgrade_keeps_the_webhook_trusted_at_every_step() {
         key: made.key,
         bundle: made.ca_bundle,
     };
-    // Each object as the release applied it, whole, with its field manager (Helm names it
-    // after its program, here python), its files or caBundle those of a year ago.
-    let plant = |kind: &str, namespace: Option<&str>, edit: &dyn Fn(&mut Value)| {
-        let mut args = vec![
-            "get",
-            kind,
-            "linkerd-multus-webhook-tls",
-            "-o",
-            "json",
-            "--show-managed-fields",
-        ];
-        if kind != "secret" {
-            args[2] = "linkerd-multus-webhook";
-        }
-        if let Some(namespace) = namespace {
-            args.extend(["-n", namespace]);
-        }
-        let mut object: Value = serde_json::from_str(&plane.kubectl(&args)).unwrap();
-        let manager = object["metadata"]["managedFields"][0]["manager"]
-            .as_str()
-            .unwrap()
-            .to_string();
-        let metadata = object["metadata"].as_object_mut().unwrap();
-        for field in [
-            "managedFields",
-            "resourceVersion",
-            "uid",
-            "creationTimestamp",
-        ] {
-            metadata.remove(field);
-        }
-        edit(&mut object);
-        plane.kubectl_ok(
-            &[
-                "apply",
-                "--server-side",
-                &format!("--field-manager={manager}"),
-                "--force-conflicts",
-                "-f",
-                "-",
-            ],
-            &object.to_string(),
-        )
-    };
-    plant("secret", Some(NAMESPACE), &|secret| {
-        secret["data"] = serde_json::json!({
-            "ca.crt": b64(&old.bundle),
-            "tls.crt": b64(&old.cert),
-            "tls.key": b64(&old.key),
-        });
-    });
-    plant("mutatingwebhookconfiguration", None, &|mwc| {
-        for webhook in mwc["webhooks"].as_array_mut().unwrap() {
-            webhook["clientConfig"]["caBundle"] = Value::String(b64(&old.bundle));
-        }
-    });
+    release.plant(&old, true);
     assert_eq!(release.secret().0, old);
     assert!(handshake(&first, &old.bundle).is_err(), "the plant took");
     steps.push(step(
@@ -338,18 +339,7 @@ fn renewing_on_upgrade_keeps_the_webhook_trusted_at_every_step() {
     // rendered here by Helm from the same calls), with the caBundle it wrote: the first upgrade
     // to this release renews it to ECDSA P-256 and keeps its CA after the new one.
     let earlier = earlier_release_certificates();
-    plant("secret", Some(NAMESPACE), &|secret| {
-        secret["data"] = serde_json::json!({
-            "ca.crt": b64(&earlier.bundle),
-            "tls.crt": b64(&earlier.cert),
-            "tls.key": b64(&earlier.key),
-        });
-    });
-    plant("mutatingwebhookconfiguration", None, &|mwc| {
-        for webhook in mwc["webhooks"].as_array_mut().unwrap() {
-            webhook["clientConfig"]["caBundle"] = Value::String(b64(&earlier.bundle));
-        }
-    });
+    release.plant(&earlier, true);
     steps.push(step(
         &release,
         "6 the earlier release's RSA certificate",
@@ -422,4 +412,129 @@ data:
         served.key
     );
     served
+}
+
+impl From<certificates::Certificates> for Served {
+    fn from(certs: certificates::Certificates) -> Self {
+        Served {
+            cert: certs.cert,
+            key: certs.key,
+            bundle: certs.ca_bundle,
+        }
+    }
+}
+
+/// The chart's `helm upgrade` keeps or renews each Secret as `install` would at that moment
+/// (`certificates::keep_or_renew`, its own code, on the same Secret): whether the certificate
+/// stays, and which certificates of the old bundle stay in the caBundle.
+#[test]
+fn the_chart_keeps_or_renews_each_secret_as_install_does() {
+    let plane = ControlPlane::own();
+    let release = Release { plane };
+    release.run("install", "{}", &["--create-namespace"]);
+    let now = time::OffsetDateTime::now_utc();
+    let made = |namespace: &str, days_ago: u64| -> Served {
+        let at = now - Duration::from_secs(days_ago * 86_400);
+        certificates::generate(namespace, at, None).unwrap().into()
+    };
+    let fresh = made(NAMESPACE, 10);
+    // Its certificate ended 35 days ago; its CA is valid.
+    let previous = made(NAMESPACE, 400);
+    let expiring = made(NAMESPACE, 335);
+    // Its CA ended 50 days ago.
+    let dead = made(NAMESPACE, 3_700);
+    let elsewhere = made("elsewhere", 10);
+    let beside = |served: &Served, others: &[&str]| Served {
+        bundle: std::iter::once(served.bundle.as_str())
+            .chain(others.iter().copied())
+            .collect(),
+        ..served.clone()
+    };
+    let cases = [
+        ("good", fresh.clone(), true),
+        (
+            "good, beside the previous CA, an expired CA and a serving certificate",
+            beside(&fresh, &[&previous.bundle, &dead.bundle, &elsewhere.cert]),
+            true,
+        ),
+        ("expiring in 30 days", expiring.clone(), true),
+        (
+            "expiring in 30 days, beside the previous CA",
+            beside(&expiring, &[&previous.bundle]),
+            true,
+        ),
+        ("ended 35 days ago, its CA valid", previous.clone(), true),
+        ("for another namespace's names", elsewhere.clone(), true),
+        ("without the extension's label", fresh.clone(), false),
+    ];
+    for (name, planted, labelled) in cases {
+        release.plant(&planted, labelled);
+        let labels: std::collections::BTreeMap<String, String> =
+            serde_json::from_str(&plane.kubectl(&[
+                "get",
+                "secret",
+                "linkerd-multus-webhook-tls",
+                "-n",
+                NAMESPACE,
+                "-o",
+                "jsonpath={.metadata.labels}",
+            ]))
+            .unwrap();
+        let existing = certificates::Existing {
+            labels,
+            type_: Some(certificates::SECRET_TYPE.to_string()),
+            certs: certificates::Certificates {
+                cert: planted.cert.clone(),
+                key: planted.key.clone(),
+                ca_bundle: planted.bundle.clone(),
+            },
+        };
+        let (want, decision) =
+            certificates::keep_or_renew(NAMESPACE, Some(existing), time::OffsetDateTime::now_utc())
+                .unwrap();
+        let upgraded = release.run("upgrade", "{}", &[]);
+        let (got, _) = release.secret();
+        let kept = matches!(
+            decision,
+            certificates::Decision::Kept | certificates::Decision::Rebuilt(_)
+        );
+        assert_eq!(
+            got.cert == planted.cert,
+            kept,
+            "{name}: install {decision:?}"
+        );
+        let old = certificates_of(&planted.bundle);
+        let stays = |bundle: &str| -> Vec<String> {
+            certificates_of(bundle)
+                .into_iter()
+                .filter(|c| old.contains(c))
+                .collect()
+        };
+        assert_eq!(
+            stays(&got.bundle),
+            stays(&want.ca_bundle),
+            "{name}: the old bundle's certificates kept; install {decision:?}"
+        );
+        assert_eq!(
+            certificates_of(&got.bundle).len(),
+            certificates_of(&want.ca_bundle).len(),
+            "{name}: install {decision:?}"
+        );
+        assert_eq!(release.trusted(), got.bundle, "{name}");
+        let notes = upgraded["notes"].as_str().unwrap_or_default();
+        let said = notes
+            .split("The webhook's certificates: ")
+            .nth(1)
+            .and_then(|rest| rest.split(". The next").next())
+            .unwrap_or_else(|| panic!("{name}: the notes say nothing of them: {notes}"));
+        eprintln!(
+            "{name}: install {decision:?}; the chart: {}",
+            said.replace('\n', " ")
+        );
+        assert_eq!(
+            handshake(&got, &release.trusted()),
+            Ok(()),
+            "{name}: the Secret's certificate"
+        );
+    }
 }

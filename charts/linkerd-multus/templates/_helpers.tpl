@@ -91,17 +91,20 @@ cluster.
 {{- end }}
 
 {{/*
-The certificates `linkerd multus install` would keep or make, by its rule
-(src/extension/install/certificates.rs), as JSON {crt, key, ca, decision}: the Secret the
-cluster holds (lookup) is kept while its serving certificate is ECDSA P-256, holds each of the
-Service's names, and it and the CA of the Secret's ca.crt that issued it stay valid 60 days more
-(install's renewal window); its ca.crt is then rebuilt from that CA and at most one other CA
-still valid (the previous one). Otherwise a new CA (ECDSA P-256, 10 years) and serving
-certificate (ECDSA P-256, 1 year, for the Service's names) are made, and the CA that issued the
-old certificate, while it is valid, stays in the bundle after the new one: replicas that have
-not yet reloaded the new certificate keep being trusted. With no Secret, that previous CA is
-the first valid one of the MutatingWebhookConfiguration's caBundle (the one the replicas' files
-chain to when the Secret was deleted). `helm template` reads nothing: new ones every time.
+The certificates by `linkerd multus install`'s rule (src/extension/install/certificates.rs),
+as JSON {crt, key, ca, decision}. The Secret the cluster holds (lookup) is the chart's or
+install's when it carries their label and type, its tls.crt holds each of the Service's names
+and a CA of its ca.crt issued it (the one whose key identifier tls.crt names); any other is
+replaced, none of its CAs trusted. One of theirs is kept while its certificate is ECDSA P-256
+and it and its CA stay valid 60 days more (install's renewal window), its ca.crt rebuilt from
+that CA and at most one other CA still valid (the previous one). Otherwise (expiring, or RSA
+from an earlier release of the chart) it is renewed: a new CA (10 years) and certificate
+(1 year, for the Service's names), both ECDSA P-256, and the CA that issued the old
+certificate, while it is valid, stays in the bundle after the new one, so replicas that have
+not reloaded yet stay trusted. With no Secret, that CA is the first valid one of the
+MutatingWebhookConfiguration's caBundle (what the replicas' files chain to when the Secret was
+deleted). Helm's functions cannot check a key against its certificate, as install does.
+`helm template` reads nothing: new ones every time.
 */}}
 {{- define "linkerd-multus.keepOrRenew" -}}
 {{- $ns := .Release.Namespace -}}
@@ -116,10 +119,12 @@ chain to when the Secret was deleted). `helm template` reads nothing: new ones e
 {{- $key := index $data "tls.key" | default "" | b64dec -}}
 {{- $bundle := index $data "ca.crt" | default "" | b64dec -}}
 {{- $why := "" -}}
+{{- $ours := false -}}
 {{- $issuer := dict -}}
 {{- $cas := list -}}
 {{- if not (and $crt $key $bundle) -}}
 {{- $why = "no Secret linkerd-multus-webhook-tls with tls.crt, tls.key and ca.crt" -}}
+{{- $ours = true -}}
 {{- $mwc := lookup "admissionregistration.k8s.io/v1" "MutatingWebhookConfiguration" "" "linkerd-multus-webhook" | default dict -}}
 {{- $trusted := ($mwc.webhooks | default list) | first | default dict | dig "clientConfig" "caBundle" "" | b64dec -}}
 {{- range regexFindAll $block $trusted -1 -}}
@@ -135,11 +140,23 @@ chain to when the Secret was deleted). `helm template` reads nothing: new ones e
 {{- range $cas -}}
 {{- if and (not $issuer) .ca .ski (eq .ski $leaf.aki) }}{{ $issuer = . }}{{ end -}}
 {{- end -}}
-{{- if not $leaf.notAfter -}}
+{{- $missing := list -}}
+{{- range $names -}}
+{{- if not (contains (print "\x82" (printf "%c" (len .)) .) $leafDER) }}{{ $missing = append $missing . }}{{ end -}}
+{{- end -}}
+{{- if ne (dig "metadata" "labels" "linkerd.io/extension" "" $secret) "multus" -}}
+{{- $why = "it lacks the label linkerd.io/extension=multus" -}}
+{{- else if ne ($secret.type | default "") "kubernetes.io/tls" -}}
+{{- $why = "its type is not kubernetes.io/tls" -}}
+{{- else if not $leaf.notAfter -}}
 {{- $why = "tls.crt holds no certificate the chart can read" -}}
+{{- else if $missing -}}
+{{- $why = printf "tls.crt is not for %s" (join ", " $missing) -}}
 {{- else if not $issuer -}}
 {{- $why = "ca.crt holds no CA that issued tls.crt" -}}
-{{- else if not $leaf.p256 -}}
+{{- else -}}
+{{- $ours = true -}}
+{{- if not $leaf.p256 -}}
 {{- $why = "tls.crt's key is not ECDSA P-256" -}}
 {{- else if not (regexMatch "^-----BEGIN (EC )?PRIVATE KEY-----" $key) -}}
 {{- $why = "tls.key holds no private key" -}}
@@ -150,18 +167,13 @@ chain to when the Secret was deleted). `helm template` reads nothing: new ones e
 {{- else if le (int64 $issuer.notAfter) $horizon -}}
 {{- $why = "its CA expires within 60 days" -}}
 {{- end -}}
-{{- range $names -}}
-{{- if and (not $why) (not (contains (print "\x82" (printf "%c" (len .)) .) $leafDER)) -}}
-{{- $why = printf "tls.crt is not for %s" . -}}
-{{- end -}}
 {{- end -}}
 {{- end -}}
 {{- $previous := list -}}
-{{- $rest := ternary $cas (without $cas $issuer) (empty $issuer) -}}
-{{- range $rest -}}
+{{- if not $why -}}
+{{- range without $cas $issuer -}}
 {{- if and (not $previous) .ca (le (int64 .notBefore) $now) (gt (int64 .notAfter) $now) }}{{ $previous = list . }}{{ end -}}
 {{- end -}}
-{{- if not $why -}}
 {{- $kept := prepend $previous $issuer -}}
 {{- $pems := list -}}
 {{- range $kept }}{{ $pems = append $pems .pem }}{{ end -}}
@@ -169,17 +181,20 @@ chain to when the Secret was deleted). `helm template` reads nothing: new ones e
 {{- if eq (len $kept) (len $cas) | and (eq (index $cas 0).pem $issuer.pem) -}}
 {{- $rebuilt = $bundle -}}
 {{- end -}}
-{{- dict "crt" $crt "key" $key "ca" $rebuilt "decision" "kept" | toJson -}}
+{{- dict "crt" $crt "key" $key "ca" $rebuilt "decision" (ternary "kept" (printf "kept; the caBundle rebuilt without %d certificate(s) the chart did not put there" (sub (len $cas) (len $kept))) (eq $rebuilt $bundle)) | toJson -}}
 {{- else -}}
-{{- $previous = list -}}
+{{- if $ours -}}
 {{- range ternary (list $issuer) $cas (not (empty $issuer)) -}}
 {{- if and (not $previous) .ca (le (int64 .notBefore) $now) (gt (int64 .notAfter) $now) }}{{ $previous = list . }}{{ end -}}
+{{- end -}}
 {{- end -}}
 {{- $ca := genCAWithKey "linkerd-multus-webhook-ca" 3650 (genPrivateKey "ecdsa") -}}
 {{- $cert := genSignedCertWithKey $service nil $names 365 $ca (genPrivateKey "ecdsa") -}}
 {{- $out := $ca.Cert -}}
 {{- range $previous }}{{ $out = printf "%s%s\n" $out .pem }}{{ end -}}
-{{- dict "crt" $cert.Cert "key" $cert.Key "ca" $out "decision" (printf "renewed: %s" $why) | toJson -}}
+{{- $decision := ternary (printf "renewed (%s); the old CA stays in the caBundle while the replicas reload" $why) (printf "replaced the Secret (%s): none of its CAs is trusted" $why) $ours -}}
+{{- if not $secret }}{{ $decision = ternary "made new certificates; the CA the webhook configuration trusted stays in the caBundle while the replicas reload" "made new certificates" (gt (len $previous) 0) }}{{ end -}}
+{{- dict "crt" $cert.Cert "key" $cert.Key "ca" $out "decision" $decision | toJson -}}
 {{- end -}}
 {{- end }}
 
