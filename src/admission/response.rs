@@ -6,43 +6,15 @@ use serde::Serialize;
 use super::{API_VERSION, Answer, KIND, Outcome, Request, Verdict};
 
 #[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct ReviewOut<'a> {
-    api_version: &'static str,
-    kind: &'static str,
-    response: Response<'a>,
-}
-
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct Response<'a> {
-    uid: &'a str,
-    allowed: bool,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    patch_type: Option<&'static str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    patch: Option<Base64<'a>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    status: Option<Status>,
-    #[serde(skip_serializing_if = "<[String]>::is_empty")]
-    warnings: &'a [String],
-}
-
-/// Bytes written as base64 text.
-struct Base64<'a>(&'a [u8]);
-
-impl Serialize for Base64<'_> {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let engine = &base64::engine::general_purpose::STANDARD;
-        s.collect_str(&base64::display::Base64Display::new(self.0, engine))
-    }
-}
-
-#[derive(Serialize)]
 struct Status {
     code: u16,
     reason: &'static str,
     message: String,
+}
+
+/// Appends `value` as JSON.
+fn json(body: &mut Vec<u8>, value: &(impl Serialize + ?Sized)) {
+    serde_json::to_writer(body, value).expect("strings and a status serialize");
 }
 
 /// Prefixes what users see in `kubectl` with where it comes from.
@@ -60,29 +32,51 @@ pub(super) fn respond(
         .map(|w| format!("{PREFIX}{w}"))
         .collect();
     let denied = outcome == Outcome::Denied;
-    let response = Response {
-        uid: &request.uid,
-        allowed: !denied,
-        patch_type: patch.map(|_| "JSONPatch"),
-        patch: patch.map(Base64),
-        status: denied.then(|| Status {
-            code: 403,
-            reason: "Forbidden",
-            message: warnings.join("; "),
-        }),
-        warnings: if denied { &[] } else { &warnings },
-    };
     let size = patch.map_or(0, |p| p.len() * 4 / 3)
         + warnings.iter().map(String::len).sum::<usize>()
         + request.uid.len()
         + 160;
     let mut body = Vec::with_capacity(size);
-    let review = ReviewOut {
-        api_version: API_VERSION,
-        kind: KIND,
-        response,
-    };
-    serde_json::to_writer(&mut body, &review).expect("a review serializes");
+    use base64::Engine as _;
+    // Written by hand, as serde_json writes the same fields in the same order: the patch's
+    // base64 goes in whole, as its alphabet needs no escaping, not a character at a time
+    // through a formatter.
+    body.extend_from_slice(b"{\"apiVersion\":");
+    json(&mut body, API_VERSION);
+    body.extend_from_slice(b",\"kind\":");
+    json(&mut body, KIND);
+    body.extend_from_slice(b",\"response\":{\"uid\":");
+    json(&mut body, &*request.uid);
+    body.extend_from_slice(match denied {
+        true => b",\"allowed\":false",
+        false => b",\"allowed\":true",
+    });
+    if let Some(patch) = patch {
+        body.extend_from_slice(b",\"patchType\":\"JSONPatch\",\"patch\":\"");
+        let engine = &base64::engine::general_purpose::STANDARD;
+        let start = body.len();
+        body.resize(
+            start + base64::encoded_len(patch.len(), true).expect("a patch's size"),
+            0,
+        );
+        engine
+            .encode_slice(patch, &mut body[start..])
+            .expect("the space base64 needs");
+        body.push(b'"');
+    }
+    if denied {
+        body.extend_from_slice(b",\"status\":");
+        let status = Status {
+            code: 403,
+            reason: "Forbidden",
+            message: warnings.join("; "),
+        };
+        json(&mut body, &status);
+    } else if !warnings.is_empty() {
+        body.extend_from_slice(b",\"warnings\":");
+        json(&mut body, &warnings);
+    }
+    body.extend_from_slice(b"}}");
     Answer {
         outcome,
         body,
@@ -91,5 +85,87 @@ pub(super) fn respond(
         skip_subnets: verdict.skip_subnets,
         network_resources: verdict.network_resources,
         warnings,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::k8s::json_patch::Writer;
+    use serde_json::json;
+
+    /// What serde_json writes for the same review, its fields in the same order.
+    fn serde_written(uid: &str, denied: bool, patch: Option<&[u8]>, warnings: &[String]) -> String {
+        let engine = &base64::engine::general_purpose::STANDARD;
+        let mut response = serde_json::Map::new();
+        response.insert("uid".into(), json!(uid));
+        response.insert("allowed".into(), json!(!denied));
+        if let Some(patch) = patch {
+            response.insert("patchType".into(), json!("JSONPatch"));
+            response.insert("patch".into(), json!(base64::Engine::encode(engine, patch)));
+        }
+        if denied {
+            let message = warnings.join("; ");
+            response.insert(
+                "status".into(),
+                json!({"code": 403, "reason": "Forbidden", "message": message}),
+            );
+        } else if !warnings.is_empty() {
+            response.insert("warnings".into(), json!(warnings));
+        }
+        format!(
+            r#"{{"apiVersion":"{API_VERSION}","kind":"{KIND}","response":{}}}"#,
+            serde_json::to_string(&response).expect("serializes")
+        )
+    }
+
+    #[test]
+    fn the_answer_is_what_serde_json_writes() {
+        // (uid, outcome, patch, warnings)
+        type Case<'a> = (&'a str, Outcome, Option<&'a [u8]>, &'a [&'a str]);
+        let cases: &[Case] = &[
+            ("u-1", Outcome::Unchanged, None, &[]),
+            ("u-2", Outcome::Patched, Some(br#"[{"op":"add"}]"#), &[]),
+            (
+                "u-3",
+                Outcome::Patched,
+                Some(b"ab"),
+                &["one \"quoted\"", "two\n"],
+            ),
+            ("\"odd\\uid\u{e9}", Outcome::Warned, None, &["w"]),
+            ("u-5", Outcome::Denied, None, &["no NAD", "and \"more\""]),
+            ("u-6", Outcome::Patched, Some(b""), &[]),
+        ];
+        for &(uid, outcome, patch, warnings) in cases {
+            let text = json!({
+                "apiVersion": API_VERSION,
+                "kind": KIND,
+                "request": {
+                    "uid": uid,
+                    "kind": {"group": "", "version": "v1", "kind": "Pod"},
+                    "resource": {"group": "", "version": "v1", "resource": "pods"},
+                    "namespace": "demo",
+                    "operation": "CREATE",
+                }
+            })
+            .to_string();
+            let request = super::super::parse(text.as_bytes()).expect("a review");
+            let verdict = Verdict {
+                patch: Writer::default(),
+                changes: Vec::new(),
+                stamp: None,
+                skip_subnets: None,
+                network_resources: Vec::new(),
+                warnings: warnings.iter().map(|w| w.to_string()).collect(),
+            };
+            let answer = respond(&request, outcome, patch, verdict);
+            let prefixed: Vec<String> = warnings.iter().map(|w| format!("{PREFIX}{w}")).collect();
+            let want = serde_written(uid, outcome == Outcome::Denied, patch, &prefixed);
+            assert_eq!(
+                String::from_utf8(answer.body).expect("UTF-8"),
+                want,
+                "{uid}"
+            );
+        }
     }
 }
