@@ -205,7 +205,7 @@ pub fn restart_args(options: &Options) -> Vec<String> {
     if options.restart_deadline != defaults.restart_deadline {
         args.push(format!(
             "--restart-deadline={}",
-            humantime::format_duration(options.restart_deadline)
+            options::duration_text(options.restart_deadline)
         ));
     }
     args

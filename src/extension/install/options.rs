@@ -13,7 +13,7 @@ use super::exclusions::Platform;
 mod checks;
 mod file;
 
-pub use file::{restart_concurrency, restart_deadline};
+pub use file::{duration_text, restart_concurrency, restart_deadline};
 
 /// The kind of the settings file.
 pub const KIND: &str = "LinkerdMultusInstall";
@@ -280,7 +280,7 @@ impl Options {
             self.cni_namespace,
             self.restart_stale_workloads,
             self.restart_concurrency,
-            humantime::format_duration(self.restart_deadline),
+            duration_text(self.restart_deadline),
             self.network_resources,
             switch_text(self.skip_secondary_subnets),
             list(&self.cluster_cidrs),

@@ -451,3 +451,24 @@ fn cidrs_are_checked_and_written_canonically() {
         }
     }
 }
+
+/// A duration has one written form, the chart's too: no spaces, the largest unit an hour; the
+/// webhook and the NAD controller read it back as the same duration.
+#[test]
+fn durations_are_written_one_way() {
+    for (text, want) in [
+        ("10m", "10m"),
+        ("1h 30m", "1h30m"),
+        ("90m", "1h30m"),
+        ("1h30m", "1h30m"),
+        ("5400s", "1h30m"),
+        ("1d", "24h"),
+        ("1h 5s", "1h5s"),
+        ("1s 500ms", "1s500ms"),
+        ("2us 7ns", "2us7ns"),
+    ] {
+        let duration = humantime::parse_duration(text).unwrap();
+        assert_eq!(duration_text(duration), want, "{text}");
+        assert_eq!(humantime::parse_duration(want).unwrap(), duration, "{want}");
+    }
+}
