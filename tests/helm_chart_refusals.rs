@@ -455,6 +455,66 @@ const ROWS: &[Row] = &[
         r#"{"protectedCIDRs": "192.168.0.0/16"}"#,
         "protectedCIDRs",
     ),
+    // The day-2 settings.
+    schema(
+        "--webhook-resources",
+        "webhookResources",
+        Flags(&["--webhook-resources={limits: {memory: 256MB}}"]),
+        r#"{"webhookResources": {"limits": {"memory": "256MB"}}}"#,
+        "256MB",
+    ),
+    schema(
+        "--controller-resources",
+        "controllerResources",
+        Flags(&[
+            "--manage-nads",
+            "--controller-resources={limit: {memory: 1Gi}}",
+        ]),
+        r#"{"manageNADs": true, "controllerResources": {"limit": {"memory": "1Gi"}}}"#,
+        "limit",
+    ),
+    schema(
+        "--log-level",
+        "logLevel",
+        Flags(&["--log-level=info, debug"]),
+        r#"{"logLevel": "info, debug"}"#,
+        "info, debug",
+    ),
+    schema(
+        "--on-error",
+        "onError",
+        Flags(&["--on-error=fail"]),
+        r#"{"onError": "fail"}"#,
+        "deny",
+    ),
+    schema(
+        "--missing-nad",
+        "missingNAD",
+        Flags(&["--missing-nad=create"]),
+        r#"{"missingNAD": "create"}"#,
+        "attach",
+    ),
+    schema(
+        "--pod-label",
+        "podLabels",
+        Flags(&["--pod-label=team=platform team"]),
+        r#"{"podLabels": {"team": "platform team"}}"#,
+        "platform team",
+    ),
+    schema(
+        "--service-annotation",
+        "serviceAnnotations",
+        Flags(&["--service-annotation=-x=1"]),
+        r#"{"serviceAnnotations": {"-x": "1"}}"#,
+        "-x",
+    ),
+    schema(
+        "--webhook-configuration-label",
+        "webhookConfigurationLabels",
+        Flags(&["--webhook-configuration-label=example.com/a/b=1"]),
+        r#"{"webhookConfigurationLabels": {"example.com/a/b": "1"}}"#,
+        "example.com/a/b",
+    ),
     // The chart's own: a Secret of the user's needs the CA the API server trusts it by.
     row(
         "",

@@ -35,6 +35,19 @@ fn a_file_gives_every_setting() {
             "openshift-*".into(),
             "legacy".into(),
         ],
+        day2: Day2Settings {
+            webhook_resources: Some(
+                resources("{requests: {cpu: null}, limits: {memory: 256Mi}}", "x").unwrap(),
+            ),
+            log_level: Some("info,linkerd_multus=debug".into()),
+            on_error: Some(OnError::Deny),
+            missing_nad: Some(MissingNad::Ignore),
+            pod_labels: Some(Pairs::from([("team".into(), "mesh".into())])),
+            service_annotations: Some(Pairs::from([("a.example/b".into(), "x: \"y\"".into())])),
+            ..Day2Settings::default()
+        }
+        .resolve(true)
+        .unwrap(),
     };
     let read = Settings::from_text(&options.to_file()).unwrap();
     assert_eq!(read.resolve().unwrap(), options);

@@ -134,6 +134,9 @@ impl Settings {
                 "apiServerCIDRs" => settings.api_server_cidrs = Some(list()?),
                 "metricsNamespaces" => settings.metrics_namespaces = Some(list()?),
                 "webhookExcludedNamespaces" => settings.webhook_excluded_namespaces = Some(list()?),
+                key if super::day2::FIELDS.iter().any(|(k, _)| *k == key) => {
+                    settings.day2.read(key, value)?;
+                }
                 other => {
                     return Err(format!(
                         "unknown setting spec.{other}; valid settings are {}",
