@@ -49,7 +49,8 @@ fn namespace_of(flags: &[&str]) -> &'static str {
 
 #[test]
 fn the_chart_passes_helm_lint_strict_with_every_case_s_values() {
-    for values in std::iter::once("{}").chain(CASES.iter().map(|c| c.values)) {
+    let day_two = DAY_TWO.iter().map(|(_, _, values)| *values);
+    for values in std::iter::once("{}").chain(CASES.iter().map(|c| c.values).chain(day_two)) {
         let out = helm(&["lint", CHART, "--values", values], None);
         assert!(
             out.status.success(),

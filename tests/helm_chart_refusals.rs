@@ -9,7 +9,10 @@
 //! (the chart's tag defaults to its appVersion), an empty `metricsNamespaces` (the chart's `[]`
 //! is the platform's default), an empty `priorityClassName` (the chart's "" is none), and the
 //! cluster's state (a namespace not install's own, or being deleted: `helm install` has its
-//! own release ownership).
+//! own release ownership). Nor the default given explicitly where install refuses a setting
+//! given at all (`--cni-namespace=linkerd-cni` without `--manage-nads`, `--restart-deadline=10m`
+//! or `--restart-concurrency=1` without the restarts): a chart cannot tell a default value
+//! from one given.
 
 use crate::common;
 
