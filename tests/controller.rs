@@ -3,7 +3,8 @@
 //! its package (deploy-nad-controller/rbac.yaml), none of the webhook's. The
 //! controller acts on every namespace, so each test has an API server of its
 //! own (`ControlPlane::own`). Here its life with one replica and a simple
-//! failover; what it owns in `ownership`, how it meets Git's apply in `git`, what it says of
+//! failover; what it owns in `ownership`, how it meets Git's apply in `git`, the Go
+//! operator's NADs it adopts in a migration off the operator in `migration`, what it says of
 //! opt-in annotations written wrong in `opt_ins`, failovers with renewals failing in
 //! `failover`, its retries under a persistent refusal in `retries`; its restarts in
 //! `restarts`, fair to every tenant in `fairness`, as `preview` says they will be, Git's and
@@ -20,6 +21,8 @@ mod fairness;
 mod git;
 #[path = "controller/harness.rs"]
 mod harness;
+#[path = "controller/migration.rs"]
+mod migration;
 #[path = "controller/opt_ins.rs"]
 mod opt_ins;
 #[path = "controller/ownership.rs"]

@@ -8,6 +8,8 @@
 //! holds `install` to the packages), the chart rendered with the matching values gives the
 //! same objects as `install`, field for field, but the certificate bytes.
 
+mod renewal;
+
 use crate::common;
 use crate::extension::install::{CASES, Objects, by_id, from_install, take_certificates};
 
@@ -203,7 +205,9 @@ fn day_two_values_reach_their_objects() {
 }
 
 /// The generated certificates: the serving certificate for the Service's names, signed by the
-/// CA of the caBundle (the webhook's own check, `linkerd multus check`, reads them so).
+/// CA of the caBundle (the webhook's own check, `linkerd multus check`, reads them so), both
+/// shaped as `install` makes them: ECDSA P-256 keys, the same subjects and names, a 1-year
+/// certificate and a 10-year CA.
 #[test]
 fn the_chart_makes_a_ca_and_a_serving_certificate_for_the_service() {
     let docs = template("mesh", &serde_json::json!({})).unwrap();
@@ -246,6 +250,117 @@ fn the_chart_makes_a_ca_and_a_serving_certificate_for_the_service() {
         "DNS:linkerd-multus-webhook.mesh.svc.cluster.local",
     ] {
         assert!(sans.contains(name), "{name} not in {sans}");
+    }
+    let now = time::OffsetDateTime::now_utc();
+    let install =
+        linkerd_multus::extension::install::certificates::generate("mesh", now, None).unwrap();
+    assert_eq!(
+        (shape(&pem("tls.crt"), now), shape(&pem("ca.crt"), now)),
+        (shape(&install.cert, now), shape(&install.ca_bundle, now)),
+        "the chart's certificate and CA, then install's"
+    );
+    assert_eq!(shape(&pem("tls.crt"), now).3, 365);
+    assert_eq!(shape(&pem("ca.crt"), now).3, 3650);
+}
+
+/// What a certificate (PEM) is: its subject, DNS names, whether its key is ECDSA P-256, and in
+/// how many days from `now` it ends, to the nearest day.
+fn shape(pem: &str, now: time::OffsetDateTime) -> (String, Vec<String>, bool, i64) {
+    use x509_parser::extensions::GeneralName;
+    use x509_parser::oid_registry::{OID_EC_P256, OID_KEY_TYPE_EC_PUBLIC_KEY};
+    let (_, pem) = x509_parser::pem::parse_x509_pem(pem.as_bytes()).unwrap();
+    let cert = pem.parse_x509().unwrap();
+    let names = match cert.subject_alternative_name().unwrap() {
+        Some(san) => (san.value.general_names.iter())
+            .map(|n| match n {
+                GeneralName::DNSName(name) => name.to_string(),
+                other => format!("{other}"),
+            })
+            .collect(),
+        None => Vec::new(),
+    };
+    let key = &cert.public_key().algorithm;
+    let p256 = key.algorithm == OID_KEY_TYPE_EC_PUBLIC_KEY
+        && key.parameters.as_ref().and_then(|p| p.as_oid().ok()) == Some(OID_EC_P256);
+    let days = (cert.validity().not_after.timestamp() - now.unix_timestamp() + 43_200) / 86_400;
+    (cert.subject().to_string(), names, p256, days)
+}
+
+/// `install --certs openshift-service-ca` and the chart's `certs: openshift-service-ca` give
+/// the same objects: neither has a Secret or a caBundle, both ask the operator for them.
+#[test]
+fn the_chart_and_install_ask_openshift_s_service_ca_alike() {
+    let flags = ["--certs=openshift-service-ca", "--platform=openshift"];
+    let values = serde_json::json!({"certs": "openshift-service-ca", "platform": "openshift"});
+    let got = by_id(&template("linkerd-multus", &values).unwrap());
+    let want = from_install(&flags);
+    let ids = |o: &Objects| o.keys().cloned().collect::<Vec<_>>();
+    assert_eq!(ids(&got), ids(&want));
+    for (id, object) in &want {
+        assert_eq!(&got[id], object, "{id:?}");
+    }
+    let service = &want[&(
+        "Service".to_string(),
+        "linkerd-multus".to_string(),
+        "linkerd-multus-webhook".to_string(),
+    )];
+    assert_eq!(
+        service["metadata"]["annotations"]["service.beta.openshift.io/serving-cert-secret-name"],
+        "linkerd-multus-webhook-tls"
+    );
+}
+
+/// With `certs: openshift-service-ca`, OpenShift's service CA operator makes the Secret and
+/// writes the caBundle: the chart renders neither, and asks for both with the annotations the
+/// kpt packages' README gives (deploy/README.md).
+#[test]
+fn with_openshift_s_service_ca_the_operator_is_asked_for_the_secret_and_the_ca_bundle() {
+    let values = serde_json::json!({"certs": "openshift-service-ca", "platform": "openshift"});
+    let docs = template("linkerd-multus", &values).unwrap();
+    assert!(docs.iter().all(|d| d.str_at(&["kind"]) != Some("Secret")));
+    let of = |kind: &str| {
+        crate::deploy::to_json(
+            docs.iter()
+                .find(|d| {
+                    d.str_at(&["kind"]) == Some(kind)
+                        && d.str_at(&["metadata", "name"]) == Some("linkerd-multus-webhook")
+                })
+                .unwrap(),
+        )
+    };
+    assert_eq!(
+        of("Service")["metadata"]["annotations"],
+        serde_json::json!({"service.beta.openshift.io/serving-cert-secret-name": "linkerd-multus-webhook-tls"})
+    );
+    let mwc = of("MutatingWebhookConfiguration");
+    assert_eq!(
+        mwc["metadata"]["annotations"],
+        serde_json::json!({"service.beta.openshift.io/inject-cabundle": "true"})
+    );
+    for webhook in mwc["webhooks"].as_array().unwrap() {
+        assert!(
+            webhook["clientConfig"].get("caBundle").is_none(),
+            "{webhook}"
+        );
+    }
+    let deployment = of("Deployment");
+    assert_eq!(
+        deployment["spec"]["template"]["spec"]["volumes"][0]["secret"]["secretName"],
+        "linkerd-multus-webhook-tls"
+    );
+    // Without it, the Service asks for nothing.
+    let docs = template("linkerd-multus", &serde_json::json!({})).unwrap();
+    for service in docs
+        .iter()
+        .filter(|d| d.str_at(&["kind"]) == Some("Service"))
+    {
+        assert!(
+            crate::deploy::to_json(service)["metadata"]
+                .get("annotations")
+                .is_none(),
+            "{:?}",
+            service.id()
+        );
     }
 }
 

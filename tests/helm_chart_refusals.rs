@@ -657,13 +657,14 @@ fn every_reserved_namespace_is_refused_as_the_release_s() {
 }
 
 /// No value combination renders a webhook configuration that refuses pods for want of a CA:
-/// every configuration the chart renders has a caBundle, or asks cainjector for one; the rest
+/// every configuration the chart renders has a caBundle, or asks cainjector (or OpenShift's
+/// service CA) for one; the rest
 /// are refused (`ROWS`).
 #[test]
 fn every_webhook_configuration_rendered_has_a_ca_source() {
     let pem = "-----BEGIN CERTIFICATE-----\nca\n-----END CERTIFICATE-----\n";
     let mut rendered = 0;
-    for certs in ["generate", "cert-manager"] {
+    for certs in ["generate", "cert-manager", "openshift-service-ca"] {
         for external in [false, true] {
             for source in ["", "caBundle", "injectCaFrom", "injectCaFromSecret"] {
                 let mut webhook = serde_json::json!({ "externalSecret": external });
@@ -693,8 +694,10 @@ fn every_webhook_configuration_rendered_has_a_ca_source() {
                 let injected = json["metadata"]["annotations"]
                     .as_object()
                     .is_some_and(|a| {
-                        a.keys()
-                            .any(|k| k.starts_with("cert-manager.io/inject-ca-from"))
+                        a.keys().any(|k| {
+                            k.starts_with("cert-manager.io/inject-ca-from")
+                                || k == "service.beta.openshift.io/inject-cabundle"
+                        })
                     });
                 for hook in json["webhooks"].as_array().unwrap() {
                     let bundle = hook["clientConfig"]["caBundle"]

@@ -120,14 +120,23 @@ impl Load<'_> {
         Ok(Run { tally, figures })
     }
 
+    /// `n` connections to `target`. A connection refused is opened again for up to 2 s, as
+    /// the API server retries a reset call: the server may not yet have let go of the
+    /// previous load's connections, and a new one past `--max-connections-per-peer` (which
+    /// the saturating load's 32 reach) is refused until they are gone.
     pub(crate) async fn connect(&self, target: &Target, n: usize) -> Result<Vec<Connection>> {
+        let deadline = Instant::now() + Duration::from_secs(2);
         let mut conns = Vec::with_capacity(n);
-        for _ in 0..n {
-            conns.push(
-                Connection::open(&target.addr, self.tls)
-                    .await
-                    .with_context(|| format!("connecting to the {}", target.name))?,
-            );
+        while conns.len() < n {
+            match Connection::open(&target.addr, self.tls).await {
+                Ok(conn) => conns.push(conn),
+                Err(_) if Instant::now() < deadline => {
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                }
+                Err(e) => {
+                    return Err(e).with_context(|| format!("connecting to the {}", target.name));
+                }
+            }
         }
         Ok(conns)
     }

@@ -18,9 +18,12 @@ fn problems(request: &Request, whose: Whose) -> Vec<String> {
         .and_then(|o| o.metadata.as_ref())
         .and_then(|m| m.annotations.as_ref())
         .and_then(|a| a.members());
+    // Only the values of the keys the rules read are decoded (not kubectl's last-applied
+    // configuration, the largest annotation most pods carry).
     let pairs = annotations
         .into_iter()
         .flatten()
+        .filter(|m| opt_ins::concerns(&m.name))
         .filter_map(|m| Some((m.name.as_ref(), m.text()?)));
     opt_ins::problems(pairs, whose, PREFIX)
         .into_iter()

@@ -176,6 +176,7 @@ fn nad_cache(
             let holder = reconcile::Holder {
                 maker: record.holder(),
                 legacy: record.legacy(),
+                go_operator: record.go_operators(),
             };
             nad.metadata.managed_fields = None;
             nad.metadata.annotations = None;

@@ -14,7 +14,7 @@ pub const REASON: &str = "InvalidOptIn";
 /// Whether the controller's Namespace cache keeps the annotation `key`: one that
 /// [`opt_ins::problems`] judges or finds misspelt.
 pub fn kept(key: &str) -> bool {
-    opt_ins::JUDGED.contains(&key) || opt_ins::near_miss(key).is_some()
+    opt_ins::concerns(key)
 }
 
 /// What was said of each namespace, so that a reconcile says it again only when it changed.

@@ -56,8 +56,10 @@ const HOLDER: &str = "holder";
 pub struct Holder {
     /// Who holds it.
     pub maker: Maker,
-    /// Whether it carries the controller's earlier mark.
+    /// Whether it carries a mark the controller replaces ([`Record::legacy`]).
     pub legacy: bool,
+    /// Whether it is the Go operator's, which the controller adopts ([`Record::go_operators`]).
+    pub go_operator: bool,
 }
 
 impl Holder {
@@ -65,6 +67,7 @@ impl Holder {
     pub fn keep(self, nad: &mut DynamicObject) {
         let maker = match self.maker {
             Maker::Rendered => "rendered",
+            Maker::Controller if self.go_operator => "go-operator",
             Maker::Controller if self.legacy => "legacy",
             Maker::Controller => "controller",
             Maker::Other => "other",
@@ -74,13 +77,18 @@ impl Holder {
 
     /// What [`Holder::keep`] kept.
     pub fn of(nad: &DynamicObject) -> Self {
-        let (maker, legacy) = match nad.data[HOLDER].as_str() {
-            Some("rendered") => (Maker::Rendered, false),
-            Some("legacy") => (Maker::Controller, true),
-            Some("controller") => (Maker::Controller, false),
-            _ => (Maker::Other, false),
+        let (maker, legacy, go_operator) = match nad.data[HOLDER].as_str() {
+            Some("rendered") => (Maker::Rendered, false, false),
+            Some("go-operator") => (Maker::Controller, true, true),
+            Some("legacy") => (Maker::Controller, true, false),
+            Some("controller") => (Maker::Controller, false, false),
+            _ => (Maker::Other, false, false),
         };
-        Holder { maker, legacy }
+        Holder {
+            maker,
+            legacy,
+            go_operator,
+        }
     }
 }
 
@@ -380,7 +388,8 @@ async fn update(
     let nad_name = &context.settings.nad_name;
     let at = format!("NetworkAttachmentDefinition {name}/{nad_name}");
     let version = live.resource_version().unwrap_or_default();
-    let legacy = Holder::of(live).legacy;
+    let holder = Holder::of(live);
+    let legacy = holder.legacy;
     let digest = cluster::config_digest(config);
     let relabel_only = legacy && live.data[CONFIG_DIGEST].as_str() == Some(digest.as_str());
     let body = cluster::controller_patch(config, legacy, &version);
@@ -393,6 +402,19 @@ async fn update(
     let patched = context.write("patching", name, api.patch(nad_name, &params, &patch));
     stale_on_conflict(patched.await)?;
     context.metrics.reconciled("updated");
+    if holder.go_operator {
+        tracing::info!(namespace = %name, "{at} adopted from the Go operator: labelled {}: {}, spec.config set to the ConfigMap's", nad::CREATED_BY_LABEL, nad::CONTROLLER_MANAGED_BY);
+        return Ok(Some((
+            "NADAdopted",
+            format!(
+                "{at}, made by the Go operator (field manager {}), adopted: the same object, labelled {}: {} and its spec.config set to the config of ConfigMap {}/{CONFIG_MAP_NAME}",
+                nad::GO_OPERATOR_FIELD_MANAGER,
+                nad::CREATED_BY_LABEL,
+                nad::CONTROLLER_MANAGED_BY,
+                context.settings.cni_namespace
+            ),
+        )));
+    }
     if relabel_only {
         tracing::info!(namespace = %name, "{at} relabelled: {}: {} replaces the earlier mark {}: {}, which a render's server-side apply conflicts with", nad::CREATED_BY_LABEL, nad::CONTROLLER_MANAGED_BY, nad::MANAGED_BY_LABEL, nad::CONTROLLER_MANAGED_BY);
         return Ok(None);

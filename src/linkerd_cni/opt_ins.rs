@@ -121,12 +121,17 @@ pub fn near_miss(key: &str) -> Option<&'static str> {
     if KEYS.contains(&key) || OTHER_KEYS.contains(&key) {
         return None;
     }
-    let lower = key.to_ascii_lowercase();
-    // The distance is at least the difference of the lengths: a key far longer or shorter
-    // than every opt-in key costs no comparison (a review's annotations are the tenant's).
-    KEYS.iter()
+    // The distance is at least the difference of the lengths, and half the difference of the
+    // letters each holds: most keys (a review's annotations are the tenant's) cost neither an
+    // allocation nor a comparison.
+    let close: Vec<&'static str> = KEYS
+        .iter()
         .copied()
-        .filter(|want| want.len().abs_diff(lower.len()) <= MAX_EDITS)
+        .filter(|want| want.len().abs_diff(key.len()) <= MAX_EDITS && few_letters_apart(key, want))
+        .collect();
+    let lower = key.to_ascii_lowercase();
+    close
+        .into_iter()
         .map(|want| (strsim::osa_distance(&lower, want), want))
         .filter(|(edits, _)| *edits <= MAX_EDITS)
         .min()
@@ -136,13 +141,37 @@ pub fn near_miss(key: &str) -> Option<&'static str> {
             let prefixed = lower.contains("linkerd.io/");
             KEYS.iter()
                 .copied()
-                .find(|want| prefixed && self::name(want).as_deref() == Some(name.as_str()))
+                .find(|want| prefixed && self::name(want) == Some(name))
         })
 }
 
+/// Whether `key`, in any letter case, and the lowercase `want` may be [`MAX_EDITS`] edits
+/// apart: an insertion or deletion changes the count of one letter, a substitution of two,
+/// a swap of none. A key with other than ASCII letters is always close enough to compare.
+fn few_letters_apart(key: &str, want: &str) -> bool {
+    if !key.is_ascii() {
+        return true;
+    }
+    let mut counts = [0i32; 128];
+    for b in key.bytes() {
+        counts[usize::from(b.to_ascii_lowercase())] += 1;
+    }
+    for b in want.bytes() {
+        counts[usize::from(b & 0x7f)] -= 1;
+    }
+    let apart: u32 = counts.iter().map(|c| c.unsigned_abs()).sum();
+    apart as usize <= 2 * MAX_EDITS
+}
+
+/// Whether the cores read the annotation `key` at all: an opt-in key whose value
+/// [`problems`] judges, or one it finds misspelt. The others' values need not be read.
+pub fn concerns(key: &str) -> bool {
+    JUDGED.contains(&key) || near_miss(key).is_some()
+}
+
 /// The name of a key: what follows its prefix.
-fn name(key: &str) -> Option<String> {
-    key.rsplit_once('/').map(|(_, name)| name.to_string())
+fn name(key: &str) -> Option<&str> {
+    key.rsplit_once('/').map(|(_, name)| name)
 }
 
 /// What is wrong with the opt-in annotations of one object (`annotations`, on `whose`, under
@@ -155,18 +184,19 @@ pub fn problems<'a>(
 ) -> Vec<Problem> {
     let mut found = Vec::new();
     for (key, value) in annotations {
-        let field = format!("{prefix}{key}");
+        let field = || format!("{prefix}{key}");
         let message = match near_miss(key) {
             Some(meant) => Some(format!(
-                "{field}: linkerd-multus reads no annotation {key}, so it is ignored; did you mean {meant}?"
+                "{}: linkerd-multus reads no annotation {key}, so it is ignored; did you mean {meant}?",
+                field()
             )),
-            None if JUDGED.contains(&key) => value_problem(key, value, whose, &field),
+            None if JUDGED.contains(&key) => value_problem(key, value, whose, &field()),
             None => None,
         };
         if let Some(message) = message {
             found.push(Problem {
                 key: key.to_string(),
-                field,
+                field: field(),
                 message,
             });
         }
@@ -193,6 +223,11 @@ mod tests {
             ("linkerd.io/multu", Some(MULTUS_ANNOTATION)),
             ("Linkerd.io/Multus", Some(MULTUS_ANNOTATION)),
             ("linkerd.io/multus ", Some(MULTUS_ANNOTATION)),
+            ("linkerx.io/multux", Some(MULTUS_ANNOTATION)),
+            ("LINKERD.IO/MULTSU", Some(MULTUS_ANNOTATION)),
+            ("linkerd.io/multüs", Some(MULTUS_ANNOTATION)),
+            ("linkerd.io/xyzt_s", None),
+            ("kubectl.kubernetes.io/last-applied-configuration", None),
             ("multus.linkerd.io/multus", Some(MULTUS_ANNOTATION)),
             ("config.linkerd.io/multus", Some(MULTUS_ANNOTATION)),
             (

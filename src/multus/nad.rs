@@ -28,6 +28,10 @@ pub const CREATED_BY_LABEL: &str = "app.kubernetes.io/created-by";
 pub const LAST_APPLIED_ANNOTATION: &str = "kubectl.kubernetes.io/last-applied-configuration";
 /// The operation a server-side apply records in `metadata.managedFields`.
 pub const APPLY_OPERATION: &str = "Apply";
+/// The field manager of the Go operator this project replaces (Linkerd Multus Network Attach
+/// Operator): controller-runtime names its writes after its binary, `manager`. Its NADs carry
+/// no label and no apply: a create and updates by this manager are all the cluster records.
+pub const GO_OPERATOR_FIELD_MANAGER: &str = "manager";
 /// Argo CD's sync-wave annotation: lower waves are applied first.
 pub const ARGOCD_SYNC_WAVE: &str = "argocd.argoproj.io/sync-wave";
 
@@ -56,6 +60,9 @@ pub struct Record<'a> {
     /// `kubectl`, `argocd-controller`, `kustomize-controller`), or [`CLIENT_SIDE_APPLY`]
     /// when a client-side apply left its [`LAST_APPLIED_ANNOTATION`].
     pub applied_by: Option<&'a str>,
+    /// Whether every write its managedFields record (one at least) is an update by the Go
+    /// operator's [`GO_OPERATOR_FIELD_MANAGER`].
+    pub go_operator_writes: bool,
 }
 
 /// [`Record::applied_by`] for a NAD a client-side apply wrote.
@@ -69,6 +76,11 @@ impl<'a> Record<'a> {
         writes: impl IntoIterator<Item = (&'a str, &'a str)>,
         client_side_applied: bool,
     ) -> Self {
+        let writes: Vec<(&str, &str)> = writes.into_iter().collect();
+        let go_operator_writes = !writes.is_empty()
+            && writes.iter().all(|(manager, operation)| {
+                *manager == GO_OPERATOR_FIELD_MANAGER && *operation != APPLY_OPERATION
+            });
         let applied_by = writes
             .into_iter()
             .find(|(manager, operation)| {
@@ -80,27 +92,41 @@ impl<'a> Record<'a> {
             managed_by: labels.lookup(MANAGED_BY_LABEL),
             created_by: labels.lookup(CREATED_BY_LABEL),
             applied_by,
+            go_operator_writes,
         }
     }
 
     /// Who holds the NAD. The render's mark makes it Git's ([`Maker::Rendered`]); any other
     /// [`MANAGED_BY_LABEL`] value, or an apply by another field manager, someone else's; the
-    /// controller's mark (or its earlier releases') otherwise makes it the controller's.
+    /// controller's mark (or its earlier releases') otherwise makes it the controller's, and
+    /// so does being the Go operator's ([`Record::go_operators`]): the controller adopts it.
     pub fn holder(&self) -> Maker {
         match self.managed_by {
             Some(MANAGED_BY) => Maker::Rendered,
             Some(CONTROLLER_MANAGED_BY) | None if self.applied_by.is_some() => Maker::Other,
             Some(CONTROLLER_MANAGED_BY) => Maker::Controller,
             None if self.created_by == Some(CONTROLLER_MANAGED_BY) => Maker::Controller,
+            None if self.created_by.is_none() && self.go_operator_writes => Maker::Controller,
             _ => Maker::Other,
         }
     }
 
-    /// Whether it carries the controller's earlier mark, `app.kubernetes.io/managed-by:
-    /// linkerd-multus-controller`, which the controller replaces with its
-    /// [`CREATED_BY_LABEL`].
+    /// Whether it is a NAD the Go operator made, as it makes them: no mark of anyone's (no
+    /// `managed-by`, no `created-by`), never applied, written only by the operator's
+    /// [`GO_OPERATOR_FIELD_MANAGER`]. A user's `kubectl create`, `label` or `edit` records
+    /// another manager, and makes it the user's.
+    pub fn go_operators(&self) -> bool {
+        self.managed_by.is_none()
+            && self.created_by.is_none()
+            && self.applied_by.is_none()
+            && self.go_operator_writes
+    }
+
+    /// Whether it carries a mark the controller replaces with its [`CREATED_BY_LABEL`]: its
+    /// earlier releases' `app.kubernetes.io/managed-by: linkerd-multus-controller`, or none at
+    /// all on the Go operator's NAD it adopts ([`Record::go_operators`]).
     pub fn legacy(&self) -> bool {
-        self.managed_by == Some(CONTROLLER_MANAGED_BY)
+        self.managed_by == Some(CONTROLLER_MANAGED_BY) || self.go_operators()
     }
 }
 
@@ -303,6 +329,7 @@ mod tests {
             (CREATED_BY_LABEL, CONTROLLER_MANAGED_BY),
         ];
         let helm = [(MANAGED_BY_LABEL, "Helm")];
+        let go_operator = (GO_OPERATOR_FIELD_MANAGER, "Update");
         type Case<'a> = (
             &'a [(&'a str, &'a str)],
             &'a [(&'a str, &'a str)],
@@ -357,6 +384,25 @@ mod tests {
             (&helm, &[("helm", "Update")], false, Maker::Other),
             (&[], &[("tests", APPLY_OPERATION)], false, Maker::Other),
             (&[], &[("kubectl-create", "Update")], false, Maker::Other),
+            // The Go operator's: created and updated by its `manager`, nothing else.
+            (&[], &[go_operator], false, Maker::Controller),
+            (&[], &[go_operator, go_operator], false, Maker::Controller),
+            // Touched by a user since, applied, or marked by someone: not the operator's.
+            (
+                &[],
+                &[go_operator, ("kubectl-label", "Update")],
+                false,
+                Maker::Other,
+            ),
+            (&[], &[go_operator], true, Maker::Other),
+            (
+                &[],
+                &[(GO_OPERATOR_FIELD_MANAGER, APPLY_OPERATION)],
+                false,
+                Maker::Other,
+            ),
+            (&helm, &[go_operator], false, Maker::Other),
+            (&[], &[], false, Maker::Other),
         ];
         for (labels, writes, client_side, want) in cases {
             let labels: BTreeMap<String, String> = labels
@@ -375,6 +421,15 @@ mod tests {
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
         assert!(Record::read(&labels, [controller], false).legacy());
+        let none = BTreeMap::<String, String>::new();
+        let operator = Record::read(&none, [go_operator], false);
+        assert!(operator.go_operators() && operator.legacy());
+        let created: BTreeMap<String, String> = created
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        let adopted = Record::read(&created, [go_operator, controller], false);
+        assert!(!adopted.go_operators() && !adopted.legacy());
     }
 
     #[test]

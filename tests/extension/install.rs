@@ -664,7 +664,7 @@ fn bad_flag_values_are_refused_by_the_command_line() {
         (&["--replicas=two"][..], "--replicas"),
         (
             &["--certs=vault"][..],
-            "[possible values: generate, cert-manager]",
+            "[possible values: generate, cert-manager, openshift-service-ca]",
         ),
         (
             &["--platform=OpenShift"][..],
@@ -693,7 +693,7 @@ fn help_shows_an_example_and_warns_of_the_private_key() {
             "Examples:\n",
             "  linkerd multus check --pre\n  linkerd multus install | kubectl apply --server-side --field-manager=linkerd-multus-install -f -\n",
             "  linkerd multus install --platform openshift --manage-nads \\\n      --image mirror.example:5000/linkerd/multus:v0.1.0 \\\n",
-            "The output holds the webhook's private key (the Secret linkerd-multus-webhook-tls, unless\n--certs cert-manager): pipe it to kubectl. Do not commit it to Git; if you redirect it to a\nfile, keep that file private and delete it once applied.",
+            "The output holds the webhook's private key (the Secret linkerd-multus-webhook-tls, unless\n--certs cert-manager or openshift-service-ca): pipe it to kubectl. Do not commit it to Git; if\nyou redirect it to a file, keep that file private and delete it once applied.",
             "--image <REFERENCE>",
             "--platform <PLATFORM>",
             "--webhook-excluded-namespace <NAME|PREFIX*>",

@@ -35,7 +35,7 @@ together by tests/helm_chart_refusals.rs. checks.yaml runs them; they render not
 {{- fail (printf "restartDeadline: must be a positive duration such as 10m or 1h30m, not %q" (toString .Values.restartDeadline)) -}}
 {{- end -}}
 {{- if not (or (include "linkerd-multus.caBundle" .) (include "linkerd-multus.webhookAnnotations" .)) -}}
-{{- fail "webhook.externalSecret is true but no CA source is given: the webhook configuration would have no caBundle, and under failurePolicy Fail the API server would refuse every pod create in the namespaces it selects; set webhook.caBundle (the CA's PEM), webhook.injectCaFrom or webhook.injectCaFromSecret (cainjector writes it), or use certs: cert-manager" -}}
+{{- fail "webhook.externalSecret is true but no CA source is given: the webhook configuration would have no caBundle, and under failurePolicy Fail the API server would refuse every pod create in the namespaces it selects; set webhook.caBundle (the CA's PEM), webhook.injectCaFrom or webhook.injectCaFromSecret (cainjector writes it), or use certs: cert-manager or openshift-service-ca" -}}
 {{- end -}}
 {{- end }}
 

@@ -33,8 +33,8 @@ Examples:
     | kubectl apply --server-side --field-manager=linkerd-multus-install -f -
 
 The output holds the webhook's private key (the Secret linkerd-multus-webhook-tls, unless
---certs cert-manager): pipe it to kubectl. Do not commit it to Git; if you redirect it to a
-file, keep that file private and delete it once applied. Run install again to upgrade or to
+--certs cert-manager or openshift-service-ca): pipe it to kubectl. Do not commit it to Git; if
+you redirect it to a file, keep that file private and delete it once applied. Run install again to upgrade or to
 renew the certificate: it keeps the certificates it made while they are good.";
 
 /// The flags that choose which objects `install` prints, and where: shared
@@ -409,7 +409,10 @@ mod tests {
         for (args, want) in [
             (&["--replicas", "two"][..], "--replicas"),
             (&["--failure-policy", "fail"][..], "Fail, Ignore"),
-            (&["--certs", "vault"][..], "generate, cert-manager"),
+            (
+                &["--certs", "vault"][..],
+                "generate, cert-manager, openshift-service-ca",
+            ),
             (&["--manage-nads=maybe"][..], "--manage-nads"),
             (
                 &["--restart-stale-workloads=maybe"][..],

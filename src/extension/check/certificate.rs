@@ -124,7 +124,7 @@ fn expiry_check(ns: &str, at: &str, cert: &[u8], now: SystemTime, pass: &mut Pas
 
 fn renew_hint(ns: &str) -> String {
     format!(
-        "renew it: with cert-manager, cmctl renew -n {ns} {WEBHOOK}; without it, reinstall with a new certificate: linkerd multus install | kubectl apply -f -"
+        "renew it: with cert-manager, cmctl renew -n {ns} {WEBHOOK}; without it, reinstall with a new certificate: linkerd multus install | kubectl apply -f - (with the Helm chart: helm upgrade, which renews it within 60 days of expiry)"
     )
 }
 

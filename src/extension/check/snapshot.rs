@@ -268,7 +268,13 @@ impl NadDoc {
             .iter()
             .map(|f| (f.manager.as_str(), f.operation.as_str()));
         let client_side = meta.annotations.contains_key(nad::LAST_APPLIED_ANNOTATION);
-        let maker = nad::Record::read(&meta.labels, writes, client_side).holder();
+        let record = nad::Record::read(&meta.labels, writes, client_side);
+        // The Go operator's NAD is the controller's to adopt; until it has, check judges it
+        // as another's (by what it runs), not as the controller's with an older config.
+        let maker = match record.go_operators() {
+            true => Maker::Other,
+            false => record.holder(),
+        };
         let namespace = meta.namespace.unwrap_or_default();
         (namespace, meta.name, Nad::new(maker, self.spec.config))
     }
@@ -555,13 +561,23 @@ mod tests {
         let controller = json!({"manager": "linkerd-multus-controller", "operation": "Update"});
         let argo = json!({"manager": "argocd-controller", "operation": "Apply"});
         assert_eq!(nad(created.clone(), json!([controller])), Maker::Controller);
-        assert_eq!(nad(created, json!([controller, argo])), Maker::Other);
+        assert_eq!(
+            nad(created.clone(), json!([controller, argo])),
+            Maker::Other
+        );
         assert_eq!(
             nad(
                 json!({"app.kubernetes.io/managed-by": "linkerd-multus", "app.kubernetes.io/created-by": "linkerd-multus-controller"}),
                 json!([controller, argo])
             ),
             Maker::Rendered
+        );
+        // The Go operator's, not adopted yet: judged as another's, not as the controller's.
+        let operator = json!({"manager": "manager", "operation": "Update"});
+        assert_eq!(nad(json!({}), json!([operator])), Maker::Other);
+        assert_eq!(
+            nad(created, json!([operator, controller])),
+            Maker::Controller
         );
     }
 }

@@ -111,7 +111,7 @@ pub async fn install(target: &Target, options: &Options) -> Result<Installed, Er
         (None, None) => Callers::unread(options),
     };
     let certificates = match (options.certs, state) {
-        (Certs::CertManager, _) => None,
+        (Certs::CertManager | Certs::OpenShiftServiceCa, _) => None,
         (Certs::Generate, Some((client, NamespaceState::Ours))) => {
             let existing = cluster::tls_secret(&client, namespace)
                 .await
@@ -161,7 +161,18 @@ pub fn objects(
             Some("MutatingWebhookConfiguration") => {
                 if let Some(certs) = certificates {
                     trust(object, &certs.ca_bundle);
+                } else if options.certs == Certs::OpenShiftServiceCa {
+                    annotate(object, SERVICE_CA_INJECT, "true");
                 }
+            }
+            Some("Service")
+                if options.certs == Certs::OpenShiftServiceCa
+                    && object
+                        .get_path(&["metadata", "name"])
+                        .and_then(Node::as_str)
+                        == Some(SERVICE) =>
+            {
+                annotate(object, SERVICE_CA_SECRET, SECRET);
             }
             Some("NetworkPolicy") => {
                 if let Some(from) = callers.from() {
@@ -284,6 +295,25 @@ fn secret(namespace: &str, certs: &Certificates) -> Node {
             ]),
         ),
     ])
+}
+
+/// The Service's annotation that asks OpenShift's service CA operator for the
+/// Secret of a serving certificate for the Service's names (`--certs openshift-service-ca`).
+pub const SERVICE_CA_SECRET: &str = "service.beta.openshift.io/serving-cert-secret-name";
+
+/// The webhook configuration's annotation that asks it for the caBundle.
+pub const SERVICE_CA_INJECT: &str = "service.beta.openshift.io/inject-cabundle";
+
+/// `object` annotated `key: value`, in place of cert-manager's CA injection: what
+/// deploy/README.md has users do for OpenShift's service CA.
+fn annotate(object: &mut Node, key: &str, value: &str) {
+    let Some(metadata) = object.as_map_mut().and_then(|o| o.map_entry("metadata")) else {
+        return;
+    };
+    if let Some(annotations) = metadata.map_entry("annotations") {
+        annotations.remove("cert-manager.io/inject-ca-from");
+        annotations.insert(key, Node::string(value));
+    }
 }
 
 /// The configuration trusts `ca_bundle` rather than cert-manager's injection:

@@ -90,6 +90,10 @@ pub enum Certs {
     Generate,
     /// Issued by cert-manager, its CA injected by cainjector.
     CertManager,
+    /// Issued by OpenShift's service CA operator, asked by annotations of the
+    /// Service and the MutatingWebhookConfiguration, which it renews.
+    #[value(name = "openshift-service-ca")]
+    OpenShiftServiceCa,
 }
 
 impl Certs {
@@ -97,6 +101,7 @@ impl Certs {
         match self {
             Certs::Generate => "generate",
             Certs::CertManager => "cert-manager",
+            Certs::OpenShiftServiceCa => "openshift-service-ca",
         }
     }
 }

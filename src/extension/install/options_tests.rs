@@ -164,7 +164,7 @@ fn a_bad_file_names_the_field_and_what_to_do() {
         ),
         (
             "spec:\n  certs: vault\n",
-            "spec.certs: must be generate or cert-manager",
+            "spec.certs: must be generate, cert-manager or openshift-service-ca",
         ),
         (
             "spec:\n  platform: OpenShift\n",

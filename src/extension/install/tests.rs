@@ -297,6 +297,78 @@ fn options_reach_the_objects() {
     );
 }
 
+/// Each source of certificates: what holds the certificate and the caBundle, and who is asked
+/// for them by annotations of the webhook configuration and the Service.
+#[test]
+fn each_source_of_certificates_gives_its_objects() {
+    let annotations = |o: &Node| {
+        let mut keys: Vec<String> = match o.get_path(&["metadata", "annotations"]) {
+            Some(Node::Map(map)) => map
+                .entries
+                .iter()
+                .map(|(k, v)| format!("{}={}", k.as_str().unwrap(), v.as_str().unwrap()))
+                .collect(),
+            _ => Vec::new(),
+        };
+        keys.sort();
+        keys
+    };
+    let service_ca = vec![
+        "service.beta.openshift.io/serving-cert-secret-name=linkerd-multus-webhook-tls".to_string(),
+    ];
+    for (certs, given, webhook, service, secret) in [
+        (Certs::Generate, Some(certs()), vec![], vec![], true),
+        (
+            Certs::CertManager,
+            None,
+            vec![
+                "cert-manager.io/inject-ca-from=linkerd-multus/linkerd-multus-webhook".to_string(),
+            ],
+            vec![],
+            false,
+        ),
+        (
+            Certs::OpenShiftServiceCa,
+            None,
+            vec!["service.beta.openshift.io/inject-cabundle=true".to_string()],
+            service_ca,
+            false,
+        ),
+    ] {
+        let options = Options {
+            certs,
+            ..Options::default()
+        };
+        let yaml = render(&options, given.as_ref(), &Callers::unread(&options)).unwrap();
+        let objects = parse_stream(&yaml).unwrap();
+        let configuration = object(&objects, "MutatingWebhookConfiguration");
+        assert_eq!(annotations(configuration), webhook, "{certs:?}");
+        let bundle = configuration
+            .get_path(&["webhooks"])
+            .and_then(Node::as_seq)
+            .unwrap()
+            .items[0]
+            .get_path(&["clientConfig", "caBundle"])
+            .is_some();
+        assert_eq!(bundle, secret, "{certs:?}: the caBundle");
+        let webhook_service = objects
+            .iter()
+            .find(|o| {
+                o.get_path(&["kind"]).and_then(Node::as_str) == Some("Service")
+                    && o.get_path(&["metadata", "name"]).and_then(Node::as_str) == Some(SERVICE)
+            })
+            .unwrap();
+        assert_eq!(annotations(webhook_service), service, "{certs:?}");
+        let ids = ids(&yaml);
+        assert_eq!(
+            ids.iter()
+                .any(|i| i == "Secret/linkerd-multus/linkerd-multus-webhook-tls"),
+            secret,
+            "{certs:?}: {ids:?}"
+        );
+    }
+}
+
 /// The webhook's port: from the ranges given, OpenShift's host network, the addresses the
 /// cluster lists for the API server, or (nothing narrower known) every address.
 #[test]

@@ -223,8 +223,9 @@ fn certs(text: &str) -> Result<Certs, String> {
     match text {
         "generate" => Ok(Certs::Generate),
         "cert-manager" => Ok(Certs::CertManager),
+        "openshift-service-ca" => Ok(Certs::OpenShiftServiceCa),
         other => Err(format!(
-            "spec.certs: must be generate or cert-manager, not {other:?}"
+            "spec.certs: must be generate, cert-manager or openshift-service-ca, not {other:?}"
         )),
     }
 }
