@@ -51,7 +51,8 @@ fn namespace_of(flags: &[&str]) -> &'static str {
 
 #[test]
 fn the_chart_passes_helm_lint_strict_with_every_case_s_values() {
-    for values in std::iter::once("{}").chain(CASES.iter().map(|c| c.values)) {
+    let day_two = DAY_TWO.iter().map(|(_, _, values)| *values);
+    for values in std::iter::once("{}").chain(CASES.iter().map(|c| c.values).chain(day_two)) {
         let out = helm(&["lint", CHART, "--values", values], None);
         assert!(
             out.status.success(),
@@ -61,23 +62,145 @@ fn the_chart_passes_helm_lint_strict_with_every_case_s_values() {
     }
 }
 
+/// The day-2 settings (`install`'s flags, the chart's values of the same names), which the
+/// kpt packages take by hand: the chart and `install` give the same objects for them too.
+const DAY_TWO: &[(&str, &[&str], &str)] = &[
+    (
+        "day two: the webhook's resources, logs, answers, labels and annotations",
+        &[
+            "--log-level=debug",
+            "--on-error=deny",
+            "--missing-nad=ignore",
+            "--webhook-resources={requests: {cpu: null, memory: 48Mi}, limits: {memory: 256Mi, ephemeral-storage: 1Gi}}",
+            "--pod-label=team=mesh",
+            "--pod-annotation=example.com/owner=platform team",
+            "--service-label=tier=control",
+            "--service-annotation=service.beta.openshift.io/serving-cert-secret-name=linkerd-multus-webhook-tls",
+            "--webhook-configuration-label=tier=control",
+            "--webhook-configuration-annotation=service.beta.openshift.io/inject-cabundle=true",
+        ],
+        r#"{"logLevel": "debug", "onError": "deny", "missingNAD": "ignore",
+            "webhookResources": {"requests": {"cpu": null, "memory": "48Mi"}, "limits": {"memory": "256Mi", "ephemeral-storage": "1Gi"}},
+            "podLabels": {"team": "mesh"}, "podAnnotations": {"example.com/owner": "platform team"},
+            "serviceLabels": {"tier": "control"},
+            "serviceAnnotations": {"service.beta.openshift.io/serving-cert-secret-name": "linkerd-multus-webhook-tls"},
+            "webhookConfigurationLabels": {"tier": "control"},
+            "webhookConfigurationAnnotations": {"service.beta.openshift.io/inject-cabundle": "true"}}"#,
+    ),
+    (
+        "day two: the NAD controller restarting, its resources and logs",
+        &[
+            "--manage-nads",
+            "--restart-stale-workloads",
+            "--missing-nad=deny",
+            "--log-level=info,linkerd_multus=debug",
+            "--controller-resources={requests: {cpu: 20m}}",
+            "--pod-label=team=mesh",
+        ],
+        r#"{"manageNADs": true, "restartStaleWorkloads": true, "missingNAD": "deny",
+            "logLevel": "info,linkerd_multus=debug",
+            "controllerResources": {"requests": {"cpu": "20m"}}, "podLabels": {"team": "mesh"}}"#,
+    ),
+    (
+        "day two: the NAD controller restarting, its memory limit given",
+        &[
+            "--manage-nads",
+            "--restart-stale-workloads",
+            "--controller-resources={limits: {memory: 512Mi}}",
+        ],
+        r#"{"manageNADs": true, "restartStaleWorkloads": true,
+            "controllerResources": {"limits": {"memory": "512Mi"}}}"#,
+    ),
+];
+
 #[test]
 fn the_chart_and_install_give_the_same_objects_for_the_same_options() {
-    for case in CASES {
-        let namespace = namespace_of(case.flags);
-        let mut values: Value = serde_json::from_str(case.values).unwrap();
+    let cases = (CASES.iter().map(|c| (c.name, c.flags, c.values))).chain(DAY_TWO.iter().copied());
+    for (name, flags, values) in cases {
+        let namespace = namespace_of(flags);
+        let mut values: Value = serde_json::from_str(values).unwrap();
         // install prints the Namespace; the chart does when asked.
         values["installNamespace"] = Value::Bool(true);
-        let docs = template(namespace, &values)
-            .unwrap_or_else(|e| panic!("{}: helm template: {e}", case.name));
+        let docs =
+            template(namespace, &values).unwrap_or_else(|e| panic!("{name}: helm template: {e}"));
         let mut got: Objects = by_id(&docs);
-        take_certificates(&mut got, &format!("the chart, {}", case.name));
-        let want = from_install(case.flags);
+        take_certificates(&mut got, &format!("the chart, {name}"));
+        let want = from_install(flags);
         let ids = |o: &Objects| o.keys().cloned().collect::<Vec<_>>();
-        assert_eq!(ids(&got), ids(&want), "{}: the objects", case.name);
+        assert_eq!(ids(&got), ids(&want), "{name}: the objects");
         for (id, object) in &want {
-            assert_eq!(&got[id], object, "{}: {id:?}", case.name);
+            assert_eq!(&got[id], object, "{name}: {id:?}");
         }
+    }
+}
+
+/// Each day-2 setting shows in the objects it is for (`DAY_TWO`'s values; `install`'s are the
+/// same objects, held by the test above).
+#[test]
+fn day_two_values_reach_their_objects() {
+    let (_, _, values) = DAY_TWO[0];
+    let docs = template("linkerd-multus", &serde_json::from_str(values).unwrap()).unwrap();
+    let json = |kind: &str| {
+        let doc = docs
+            .iter()
+            .find(|d| {
+                d.str_at(&["kind"]) == Some(kind)
+                    && d.str_at(&["metadata", "name"]) == Some("linkerd-multus-webhook")
+            })
+            .unwrap_or_else(|| panic!("no {kind} linkerd-multus-webhook"));
+        crate::deploy::to_json(doc)
+    };
+    let deployment = json("Deployment");
+    let pod = &deployment["spec"]["template"];
+    let container = &pod["spec"]["containers"][0];
+    assert_eq!(
+        container["resources"],
+        serde_json::json!({"requests": {"memory": "48Mi"}, "limits": {"memory": "256Mi", "ephemeral-storage": "1Gi"}})
+    );
+    let args: Vec<&str> = (container["args"].as_array().unwrap().iter())
+        .filter_map(Value::as_str)
+        .collect();
+    for want in [
+        "--log-level=debug",
+        "--on-error=deny",
+        "--missing-nad=ignore",
+    ] {
+        assert!(args.contains(&want), "{want} not in {args:?}");
+    }
+    assert_eq!(pod["metadata"]["labels"]["team"], "mesh");
+    assert_eq!(
+        pod["metadata"]["annotations"]["example.com/owner"],
+        "platform team"
+    );
+    let service = json("Service");
+    assert_eq!(service["metadata"]["labels"]["tier"], "control");
+    assert_eq!(
+        service["metadata"]["annotations"]["service.beta.openshift.io/serving-cert-secret-name"],
+        "linkerd-multus-webhook-tls"
+    );
+    let configuration = json("MutatingWebhookConfiguration");
+    assert_eq!(configuration["metadata"]["labels"]["tier"], "control");
+    assert_eq!(
+        configuration["metadata"]["annotations"]["service.beta.openshift.io/inject-cabundle"],
+        "true"
+    );
+    // The NAD controller's memory limit with the restarts: raised from the default, kept when
+    // given.
+    for (case, limit) in [(1, "128Mi"), (2, "512Mi")] {
+        let (_, _, values) = DAY_TWO[case];
+        let docs = template("linkerd-multus", &serde_json::from_str(values).unwrap()).unwrap();
+        let controller = docs
+            .iter()
+            .find(|d| {
+                d.str_at(&["metadata", "name"]) == Some("linkerd-multus-nad-controller")
+                    && d.str_at(&["kind"]) == Some("Deployment")
+            })
+            .unwrap();
+        let json = crate::deploy::to_json(controller);
+        assert_eq!(
+            json["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]["memory"],
+            limit
+        );
     }
 }
 

@@ -26,6 +26,7 @@ mod golden;
 mod guard;
 mod helm;
 mod helm_chart;
+mod helm_chart_refusals;
 mod kpt;
 mod kustomize;
 mod layering;

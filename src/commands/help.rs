@@ -217,6 +217,22 @@ const COMMANDS: &[(&str, &[Group])] = &[
                 "Secondary networks",
                 &["skip_secondary_subnets", "cluster_cidrs", "protected_cidrs"],
             ),
+            (
+                "Day two",
+                &[
+                    "webhook_resources",
+                    "controller_resources",
+                    "log_level",
+                    "on_error",
+                    "missing_nad",
+                    "pod_labels",
+                    "pod_annotations",
+                    "service_labels",
+                    "service_annotations",
+                    "webhook_configuration_labels",
+                    "webhook_configuration_annotations",
+                ],
+            ),
         ],
     ),
     #[cfg(feature = "webhook")]

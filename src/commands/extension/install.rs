@@ -179,6 +179,8 @@ pub struct InstallFlags {
     /// --platform openshift, those two].
     #[arg(long = "metrics-namespace", value_name = "NAMESPACE")]
     metrics_namespaces: Vec<String>,
+    #[command(flatten)]
+    day2: super::day2::Day2Flags,
 }
 
 /// `install`'s flags, and whether `-L` (or `LINKERD_NAMESPACE`) was given,
@@ -245,6 +247,7 @@ impl InstallArgs {
             cluster_cidrs: list(&f.cluster_cidrs),
             protected_cidrs: list(&f.protected_cidrs),
             metrics_namespaces: list(&f.metrics_namespaces),
+            day2: f.day2.settings(),
             ..Settings::default()
         }
     }

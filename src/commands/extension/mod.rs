@@ -5,6 +5,7 @@
 //! them (`linkerd check` passes `--verbose=false`, `--as-group=[]`, `--wait=5m0s`).
 
 pub mod check;
+pub mod day2;
 pub mod go;
 pub mod install;
 pub mod preview;

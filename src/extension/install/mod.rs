@@ -11,6 +11,7 @@
 pub mod callers;
 pub mod certificates;
 pub mod cluster;
+pub mod day2;
 pub mod exclusions;
 pub mod options;
 pub mod packages;
@@ -188,10 +189,10 @@ pub fn objects(
                 for arg in restart_args(options) {
                     append_arg(object, &arg);
                 }
-                set_memory_limit(object, RESTARTS_MEMORY_LIMIT);
             }
             _ => {}
         }
+        day2::apply(object, options);
     }
     objects.extend(rest);
     Ok(objects)
@@ -216,7 +217,7 @@ pub fn restart_args(options: &Options) -> Vec<String> {
     if options.restart_deadline != defaults.restart_deadline {
         args.push(format!(
             "--restart-deadline={}",
-            humantime::format_duration(options.restart_deadline)
+            options::duration_text(options.restart_deadline)
         ));
     }
     args
@@ -248,22 +249,13 @@ fn append_arg(deployment: &mut Node, arg: &str) {
     }
 }
 
-/// The controller container's memory limit with the restarts on, for their watches of every
+/// The controller container's memory limit with the restarts on (unless another is given,
+/// [`day2`]), for their watches of every
 /// pod (as metadata) and workload: measured by `cargo bench --bench controller` at 10,000
 /// namespaces, 5,000 workloads and 50,000 pods, 66 MiB held and 78 MiB at a replica's start,
 /// where the package's 64Mi holds the NAD controller alone. docs/benchmarks.md has the
 /// figures.
 pub const RESTARTS_MEMORY_LIMIT: &str = "128Mi";
-
-/// The Deployment's `controller` container gets the memory limit `limit`.
-fn set_memory_limit(deployment: &mut Node, limit: &str) {
-    if let Some(limits) = controller_container(deployment)
-        .and_then(|c| c.map_entry("resources"))
-        .and_then(|r| r.map_entry("limits"))
-    {
-        limits.insert("memory", Node::plain(limit));
-    }
-}
 
 /// The NAD controller's Deployment.
 pub const NAD_CONTROLLER: &str = "linkerd-multus-nad-controller";

@@ -11,9 +11,14 @@ use super::super::DEFAULT_NAMESPACE;
 use super::exclusions::Platform;
 
 mod checks;
+mod day2;
 mod file;
 
-pub use file::{restart_concurrency, restart_deadline};
+pub use day2::{
+    Day2, Day2Settings, MissingNad, OnError, Pairs, Resources, is_quantity, pair, resources,
+};
+
+pub use file::{duration_text, restart_concurrency, restart_deadline};
 
 /// The kind of the settings file.
 pub const KIND: &str = "LinkerdMultusInstall";
@@ -41,6 +46,17 @@ pub const KEYS: &[&str] = &[
     "apiServerCIDRs",
     "metricsNamespaces",
     "webhookExcludedNamespaces",
+    "webhookResources",
+    "controllerResources",
+    "logLevel",
+    "onError",
+    "missingNAD",
+    "podLabels",
+    "podAnnotations",
+    "serviceLabels",
+    "serviceAnnotations",
+    "webhookConfigurationLabels",
+    "webhookConfigurationAnnotations",
 ];
 
 /// The image of the webhook's containers unless told otherwise: the packages' own.
@@ -135,6 +151,8 @@ pub struct Settings {
     pub metrics_namespaces: Option<Vec<String>>,
     /// The namespaces (names, and prefixes ending in `*`) kept away from the webhook.
     pub webhook_excluded_namespaces: Option<Vec<String>>,
+    /// The day-2 settings: resources, logs, the webhook's answers, labels and annotations.
+    pub day2: Day2Settings,
 }
 
 /// The checked configuration.
@@ -189,6 +207,8 @@ pub struct Options {
     /// The namespaces kept away from the webhook beside the package's own
     /// exclusions: the platform's, then those given (default none).
     pub webhook_excluded_namespaces: Vec<String>,
+    /// The day-2 settings (default: the packages').
+    pub day2: Day2,
 }
 
 impl Default for Options {
@@ -215,6 +235,7 @@ impl Default for Options {
             api_server_cidrs: Vec::new(),
             metrics_namespaces: strings(Platform::Kubernetes.metrics_namespaces()),
             webhook_excluded_namespaces: Vec::new(),
+            day2: Day2::default(),
         }
     }
 }
@@ -264,6 +285,7 @@ impl Settings {
             webhook_excluded_namespaces: flags
                 .webhook_excluded_namespaces
                 .or(self.webhook_excluded_namespaces),
+            day2: self.day2.overridden_by(flags.day2),
         }
     }
 }
@@ -272,7 +294,7 @@ impl Options {
     /// The options as a `LinkerdMultusInstall` file would give them.
     pub fn to_file(&self) -> String {
         let list = |items: &[String]| format!("[{}]", items.join(", "));
-        format!(
+        let head = format!(
             "apiVersion: {API_VERSION}\nkind: {KIND}\nspec:\n  namespace: {}\n  linkerdNamespace: {}\n  image: {}\n  platform: {}\n  replicas: {}\n  failurePolicy: {}\n  priorityClassName: {}\n  manageNADs: {}\n  cniNamespace: {}\n  restartStaleWorkloads: {}\n  restartConcurrency: {}\n  restartDeadline: {}\n  networkResources: {}\n  skipSecondarySubnets: {}\n  clusterCIDRs: {}\n  protectedCIDRs: {}\n  certs: {}\n  ignoreCluster: {}\n  apiServerCIDRs: {}\n  metricsNamespaces: {}\n  webhookExcludedNamespaces: {}\n",
             self.namespace,
             self.linkerd_namespace,
@@ -285,7 +307,7 @@ impl Options {
             self.cni_namespace,
             self.restart_stale_workloads,
             self.restart_concurrency,
-            humantime::format_duration(self.restart_deadline),
+            duration_text(self.restart_deadline),
             self.network_resources,
             switch_text(self.skip_secondary_subnets),
             list(&self.cluster_cidrs),
@@ -295,7 +317,8 @@ impl Options {
             list(&self.api_server_cidrs),
             list(&self.metrics_namespaces),
             list(&self.webhook_excluded_namespaces),
-        )
+        );
+        head + &self.day2.file_lines()
     }
 }
 

@@ -35,6 +35,19 @@ fn a_file_gives_every_setting() {
             "openshift-*".into(),
             "legacy".into(),
         ],
+        day2: Day2Settings {
+            webhook_resources: Some(
+                resources("{requests: {cpu: null}, limits: {memory: 256Mi}}", "x").unwrap(),
+            ),
+            log_level: Some("info,linkerd_multus=debug".into()),
+            on_error: Some(OnError::Deny),
+            missing_nad: Some(MissingNad::Ignore),
+            pod_labels: Some(Pairs::from([("team".into(), "mesh".into())])),
+            service_annotations: Some(Pairs::from([("a.example/b".into(), "x: \"y\"".into())])),
+            ..Day2Settings::default()
+        }
+        .resolve(true)
+        .unwrap(),
     };
     let read = Settings::from_text(&options.to_file()).unwrap();
     assert_eq!(read.resolve().unwrap(), options);
@@ -449,5 +462,26 @@ fn cidrs_are_checked_and_written_canonically() {
             }
             (got, want) => panic!("{text}: {got:?}, not {want:?}"),
         }
+    }
+}
+
+/// A duration has one written form, the chart's too: no spaces, the largest unit an hour; the
+/// webhook and the NAD controller read it back as the same duration.
+#[test]
+fn durations_are_written_one_way() {
+    for (text, want) in [
+        ("10m", "10m"),
+        ("1h 30m", "1h30m"),
+        ("90m", "1h30m"),
+        ("1h30m", "1h30m"),
+        ("5400s", "1h30m"),
+        ("1d", "24h"),
+        ("1h 5s", "1h5s"),
+        ("1s 500ms", "1s500ms"),
+        ("2us 7ns", "2us7ns"),
+    ] {
+        let duration = humantime::parse_duration(text).unwrap();
+        assert_eq!(duration_text(duration), want, "{text}");
+        assert_eq!(humantime::parse_duration(want).unwrap(), duration, "{want}");
     }
 }

@@ -85,15 +85,7 @@ pub fn setter_values(options: &Options) -> BTreeMap<&'static str, String> {
         ("priority-class-name", options.priority_class_name.clone()),
         ("linkerd-namespace", options.linkerd_namespace.clone()),
         ("image", options.image.clone()),
-        (
-            "missing-nad",
-            if options.manage_nads {
-                "attach"
-            } else {
-                "deny"
-            }
-            .to_string(),
-        ),
+        ("missing-nad", options.day2.missing_nad.as_str().to_string()),
         ("cni-namespace", options.cni_namespace.clone()),
         (
             "skip-secondary-subnets",

@@ -66,6 +66,9 @@ impl Settings {
                 .metrics_namespaces
                 .unwrap_or_else(|| strings(platform.metrics_namespaces())),
             webhook_excluded_namespaces,
+            day2: (self.day2)
+                .resolve(self.manage_nads.unwrap_or(defaults.manage_nads))
+                .map_err(OptionsError::Invalid)?,
         };
         options.check(cni_given, pacing_given)?;
         Ok(options)

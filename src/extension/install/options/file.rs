@@ -134,6 +134,9 @@ impl Settings {
                 "apiServerCIDRs" => settings.api_server_cidrs = Some(list()?),
                 "metricsNamespaces" => settings.metrics_namespaces = Some(list()?),
                 "webhookExcludedNamespaces" => settings.webhook_excluded_namespaces = Some(list()?),
+                key if super::day2::FIELDS.iter().any(|(k, _)| *k == key) => {
+                    settings.day2.read(key, value)?;
+                }
                 other => {
                     return Err(format!(
                         "unknown setting spec.{other}; valid settings are {}",
@@ -181,6 +184,29 @@ pub fn restart_deadline(text: &str, field: &str) -> Result<Duration, String> {
             "{field}: must be a positive duration such as 10m or 1h30m, not {text:?}"
         )),
     }
+}
+
+/// `duration` in its one written form, the chart's too (`linkerd-multus.duration`): hours,
+/// minutes, seconds, ms, us and ns, each when not zero, with no spaces (`1h30m`, `10m`,
+/// `24h1s500ms`); the webhook and the NAD controller read it back as the same duration.
+pub fn duration_text(duration: Duration) -> String {
+    let mut left = duration.as_nanos();
+    let mut out = String::new();
+    for (unit, nanos) in [
+        ("h", 3_600_000_000_000),
+        ("m", 60_000_000_000),
+        ("s", 1_000_000_000),
+        ("ms", 1_000_000),
+        ("us", 1_000),
+        ("ns", 1),
+    ] {
+        let n = left / nanos;
+        if n > 0 {
+            out.push_str(&format!("{n}{unit}"));
+            left -= n * nanos;
+        }
+    }
+    if out.is_empty() { "0s".into() } else { out }
 }
 
 fn failure_policy(text: &str) -> Result<FailurePolicy, String> {
