@@ -26,6 +26,8 @@ mod opt_ins;
 mod ownership;
 #[path = "controller/preview.rs"]
 mod preview;
+#[path = "controller/prometheus.rs"]
+mod prometheus;
 #[path = "controller/proxy.rs"]
 mod proxy;
 #[path = "controller/restarts.rs"]

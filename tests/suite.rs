@@ -30,6 +30,7 @@ mod kpt;
 mod kustomize;
 mod layering;
 mod mistakes;
+mod monitoring;
 mod network_resources;
 mod render;
 mod shipped;

@@ -63,6 +63,15 @@ impl Tls {
         Ok(true)
     }
 
+    /// When the serving certificate in use expires: its first certificate's notAfter, in
+    /// seconds since the Unix epoch (`None` when it does not parse as X.509).
+    pub fn not_after(&self) -> Option<i64> {
+        let state = self.state.read().unwrap_or_else(|e| e.into_inner());
+        let der = CertificateDer::pem_slice_iter(&state.1.cert).next()?.ok()?;
+        let (_, cert) = x509_parser::parse_x509_certificate(&der).ok()?;
+        Some(cert.validity().not_after.timestamp())
+    }
+
     /// Checks the files every `interval` and reloads them when they change,
     /// calling `observe` with each reload's result.
     pub async fn watch(self: Arc<Self>, interval: Duration, observe: impl Fn(bool)) {

@@ -179,6 +179,12 @@ pub struct InstallFlags {
     /// --platform openshift, those two].
     #[arg(long = "metrics-namespace", value_name = "NAMESPACE")]
     metrics_namespaces: Vec<String>,
+    /// Also print a ServiceMonitor of the metrics Services, a PrometheusRule with
+    /// the alerts of docs/monitoring.md and a Grafana dashboard ConfigMap (label
+    /// grafana_dashboard: "1"); they need prometheus-operator's CRDs [default: false].
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true,
+          default_missing_value = "true", value_parser = go::parse_bool)]
+    monitoring: Option<bool>,
 }
 
 /// `install`'s flags, and whether `-L` (or `LINKERD_NAMESPACE`) was given,
@@ -245,6 +251,7 @@ impl InstallArgs {
             cluster_cidrs: list(&f.cluster_cidrs),
             protected_cidrs: list(&f.protected_cidrs),
             metrics_namespaces: list(&f.metrics_namespaces),
+            monitoring: f.monitoring,
             ..Settings::default()
         }
     }

@@ -12,6 +12,7 @@ pub mod callers;
 pub mod certificates;
 pub mod cluster;
 pub mod exclusions;
+pub mod monitoring;
 pub mod options;
 pub mod packages;
 pub mod setters;
@@ -183,6 +184,9 @@ pub fn objects(
         }
     }
     objects.extend(rest);
+    if options.monitoring {
+        objects.extend(monitoring::objects(&options.namespace)?);
+    }
     Ok(objects)
 }
 

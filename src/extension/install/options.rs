@@ -41,6 +41,7 @@ pub const KEYS: &[&str] = &[
     "apiServerCIDRs",
     "metricsNamespaces",
     "webhookExcludedNamespaces",
+    "monitoring",
 ];
 
 /// The image of the webhook's containers unless told otherwise: the packages' own.
@@ -130,6 +131,8 @@ pub struct Settings {
     pub metrics_namespaces: Option<Vec<String>>,
     /// The namespaces (names, and prefixes ending in `*`) kept away from the webhook.
     pub webhook_excluded_namespaces: Option<Vec<String>>,
+    /// Whether to render the ServiceMonitor, PrometheusRule and Grafana dashboard.
+    pub monitoring: Option<bool>,
 }
 
 /// The checked configuration.
@@ -184,6 +187,9 @@ pub struct Options {
     /// The namespaces kept away from the webhook beside the package's own
     /// exclusions: the platform's, then those given (default none).
     pub webhook_excluded_namespaces: Vec<String>,
+    /// The ServiceMonitor, PrometheusRule and Grafana dashboard ConfigMap of
+    /// docs/monitoring.md (default off: they need prometheus-operator's CRDs).
+    pub monitoring: bool,
 }
 
 impl Default for Options {
@@ -210,6 +216,7 @@ impl Default for Options {
             api_server_cidrs: Vec::new(),
             metrics_namespaces: strings(Platform::Kubernetes.metrics_namespaces()),
             webhook_excluded_namespaces: Vec::new(),
+            monitoring: false,
         }
     }
 }
@@ -259,6 +266,7 @@ impl Settings {
             webhook_excluded_namespaces: flags
                 .webhook_excluded_namespaces
                 .or(self.webhook_excluded_namespaces),
+            monitoring: flags.monitoring.or(self.monitoring),
         }
     }
 }
@@ -268,7 +276,7 @@ impl Options {
     pub fn to_file(&self) -> String {
         let list = |items: &[String]| format!("[{}]", items.join(", "));
         format!(
-            "apiVersion: {API_VERSION}\nkind: {KIND}\nspec:\n  namespace: {}\n  linkerdNamespace: {}\n  image: {}\n  platform: {}\n  replicas: {}\n  failurePolicy: {}\n  priorityClassName: {}\n  manageNADs: {}\n  cniNamespace: {}\n  restartStaleWorkloads: {}\n  restartConcurrency: {}\n  restartDeadline: {}\n  networkResources: {}\n  skipSecondarySubnets: {}\n  clusterCIDRs: {}\n  protectedCIDRs: {}\n  certs: {}\n  ignoreCluster: {}\n  apiServerCIDRs: {}\n  metricsNamespaces: {}\n  webhookExcludedNamespaces: {}\n",
+            "apiVersion: {API_VERSION}\nkind: {KIND}\nspec:\n  namespace: {}\n  linkerdNamespace: {}\n  image: {}\n  platform: {}\n  replicas: {}\n  failurePolicy: {}\n  priorityClassName: {}\n  manageNADs: {}\n  cniNamespace: {}\n  restartStaleWorkloads: {}\n  restartConcurrency: {}\n  restartDeadline: {}\n  networkResources: {}\n  skipSecondarySubnets: {}\n  clusterCIDRs: {}\n  protectedCIDRs: {}\n  certs: {}\n  ignoreCluster: {}\n  apiServerCIDRs: {}\n  metricsNamespaces: {}\n  webhookExcludedNamespaces: {}\n  monitoring: {}\n",
             self.namespace,
             self.linkerd_namespace,
             self.image,
@@ -290,6 +298,7 @@ impl Options {
             list(&self.api_server_cidrs),
             list(&self.metrics_namespaces),
             list(&self.webhook_excluded_namespaces),
+            self.monitoring,
         )
     }
 }

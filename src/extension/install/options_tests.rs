@@ -35,6 +35,7 @@ fn a_file_gives_every_setting() {
             "openshift-*".into(),
             "legacy".into(),
         ],
+        monitoring: true,
     };
     let read = Settings::from_text(&options.to_file()).unwrap();
     assert_eq!(read.resolve().unwrap(), options);

@@ -200,6 +200,7 @@ fn options_reach_the_objects() {
             "openshift-user-workload-monitoring".into(),
         ],
         webhook_excluded_namespaces: vec!["openshift".into(), "openshift-*".into()],
+        monitoring: true,
     };
     let yaml = render(&options, None, &Callers::unread(&options)).unwrap();
     let objects = parse_stream(&yaml).unwrap();
