@@ -6,7 +6,7 @@
 //! must fire in Prometheus's `/api/v1/alerts`, quiet before its fault: a stale naked pod (pods
 //! on an older config), one opted in to eviction under a PodDisruptionBudget allowing none
 //! (evictions blocked), a restarted Deployment whose rollout never completes (stalled, its
-//! namespace halted), a NAD edited by hand (reverted), a namespace whose ResourceQuota refuses
+//! namespace halted), a NAD edited by hand (reverted), a namespace whose admission policy refuses
 //! the NAD (writes failing), the Linkerd-CNI ConfigMap deleted, a serving certificate that
 //! expires in 10 days, a certificate file overwritten with garbage (reload failing), then the
 //! API server stopped (watch outage, no leader, reviews answered with `--on-error`) and a
@@ -317,6 +317,54 @@ fn blocked_eviction(s: &Setup, ns: &str) {
     write_status(s, "pdb", ns, "batch", status);
 }
 
+/// A ValidatingAdmissionPolicy refusing NADs in `namespace` (as a policy engine would),
+/// enforced by the API server of `admin` (a kubeconfig) before this returns.
+fn refuse_nads(s: &Setup, namespace: &str, admin: &Path) {
+    let policy = format!("no-nads-{namespace}");
+    s.plane.apply(
+        &json!({
+            "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
+            "metadata": {"name": policy},
+            "spec": {
+                "failurePolicy": "Fail",
+                "matchConstraints": {"resourceRules": [{
+                    "apiGroups": ["k8s.cni.cncf.io"], "apiVersions": ["*"],
+                    "operations": ["CREATE", "UPDATE"],
+                    "resources": ["network-attachment-definitions"]
+                }]},
+                "validations": [{"expression": "false", "message": "no NAD here"}]
+            }
+        })
+        .to_string(),
+    );
+    s.plane.apply(
+        &json!({
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingAdmissionPolicyBinding",
+            "metadata": {"name": policy},
+            "spec": {
+                "policyName": policy,
+                "validationActions": ["Deny"],
+                "matchResources": {"namespaceSelector": {
+                    "matchLabels": {"kubernetes.io/metadata.name": namespace}
+                }}
+            }
+        })
+        .to_string(),
+    );
+    let nad = format!(
+        "apiVersion: k8s.cni.cncf.io/v1\nkind: NetworkAttachmentDefinition\nmetadata:\n  name: probe\n  namespace: {namespace}\nspec:\n  config: '{{}}'\n"
+    );
+    let admin = admin.to_str().unwrap();
+    eventually("the policy enforced", Duration::from_secs(30), || {
+        let out = s.plane.kubectl_input(
+            &["--kubeconfig", admin, "create", "--dry-run=server", "-f", "-"],
+            &nad,
+        );
+        !out.status.success() && String::from_utf8_lossy(&out.stderr).contains("no NAD here")
+    });
+}
+
 #[test]
 fn each_alert_fires_on_a_real_prometheus_when_its_fault_is_planted() {
     let (s, audited, kubeconfig) = audited_setup();
@@ -387,13 +435,11 @@ fn each_alert_fires_on_a_real_prometheus_when_its_fault_is_planted() {
         prometheus.wait_firing(&[("LinkerdMultusNADReverted", home)]),
     ));
 
-    let quota = s.plane.namespace("quota", &[]);
-    s.plane.apply(&format!(
-        "apiVersion: v1\nkind: ResourceQuota\nmetadata:\n  name: no-nads\n  namespace: {quota}\nspec:\n  hard:\n    count/network-attachment-definitions.k8s.cni.cncf.io: '0'\n"
-    ));
-    s.annotate(&quota, "enabled");
+    let refused = s.plane.namespace("refused", &[]);
+    refuse_nads(&s, &refused, &admin);
+    s.annotate(&refused, "enabled");
     fired.push((
-        "a namespace whose ResourceQuota refuses its NAD",
+        "a namespace whose admission policy refuses its NAD",
         prometheus.wait_firing(&[("LinkerdMultusNADWritesFailing", home)]),
     ));
 
