@@ -89,15 +89,18 @@ fn promtool_tests_every_alert_firing_and_quiet() {
     for (alert, _) in alerts() {
         let of_it = cases.iter().filter(|c| c["alertname"] == alert.as_str());
         let (firing, quiet): (Vec<&&Value>, Vec<&&Value>) = of_it.partition(|c| {
-            c["exp_alerts"]
-                .as_array()
-                .is_some_and(|a| !a.is_empty() && a.iter().all(|e| e["exp_annotations"].is_object()))
+            c["exp_alerts"].as_array().is_some_and(|a| {
+                !a.is_empty() && a.iter().all(|e| e["exp_annotations"].is_object())
+            })
         });
         assert!(
             !firing.is_empty(),
             "{alert}: no promtool test where it fires"
         );
-        assert!(!quiet.is_empty(), "{alert}: no promtool test where it is quiet");
+        assert!(
+            !quiet.is_empty(),
+            "{alert}: no promtool test where it is quiet"
+        );
     }
 }
 
@@ -106,7 +109,9 @@ fn promtool_tests_every_alert_firing_and_quiet() {
 fn every_alert_has_a_runbook_section_and_a_severity() {
     let doc = std::fs::read_to_string(repo_path("docs/monitoring.md")).unwrap();
     for (alert, rule) in alerts() {
-        let url = rule["annotations"]["runbook_url"].as_str().unwrap_or_default();
+        let url = rule["annotations"]["runbook_url"]
+            .as_str()
+            .unwrap_or_default();
         assert_eq!(
             url,
             format!(
@@ -128,7 +133,8 @@ fn every_alert_has_a_runbook_section_and_a_severity() {
             "{alert}'s runbook names no check command"
         );
         assert!(
-            ["critical", "warning", "info"].contains(&rule["labels"]["severity"].as_str().unwrap_or_default()),
+            ["critical", "warning", "info"]
+                .contains(&rule["labels"]["severity"].as_str().unwrap_or_default()),
             "{alert}: severity"
         );
     }
@@ -137,10 +143,21 @@ fn every_alert_has_a_runbook_section_and_a_severity() {
 /// The chart rendered with `values` in `namespace` (`helm template`).
 fn template(namespace: &str, values: &str) -> Objects {
     let out = helm(
-        &["template", CHART, "--namespace", namespace, "--values", values],
+        &[
+            "template",
+            CHART,
+            "--namespace",
+            namespace,
+            "--values",
+            values,
+        ],
         None,
     );
-    assert!(out.status.success(), "helm template {values}: {}", output_text(&out));
+    assert!(
+        out.status.success(),
+        "helm template {values}: {}",
+        output_text(&out)
+    );
     let docs = parse_yaml_stream(&String::from_utf8(out.stdout).unwrap()).unwrap();
     let mut objects = by_id(&docs);
     take_certificates(&mut objects, values);
@@ -198,7 +215,11 @@ fn the_chart_and_install_give_the_same_monitoring_objects() {
         assert_eq!(dashboard["metadata"]["labels"]["grafana_dashboard"], "1");
         assert_eq!(
             dashboard["data"]["linkerd-multus.json"].as_str(),
-            Some(std::fs::read_to_string(repo_path(DASHBOARD)).unwrap().as_str())
+            Some(
+                std::fs::read_to_string(repo_path(DASHBOARD))
+                    .unwrap()
+                    .as_str()
+            )
         );
     }
     assert_eq!(monitoring(&from_install(&[])), 0);

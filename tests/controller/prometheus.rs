@@ -159,8 +159,8 @@ impl Prometheus {
             prometheus.ready()
                 && prometheus
                     .query("sum(up)")
-                .first()
-                .is_some_and(|r| r["value"][1] == json!(targets.len().to_string()))
+                    .first()
+                    .is_some_and(|r| r["value"][1] == json!(targets.len().to_string()))
         });
         prometheus
     }
@@ -175,7 +175,7 @@ impl Prometheus {
         tcp.read_to_string(&mut text).unwrap();
         let (head, body) = text.split_once("\r\n\r\n").expect("an HTTP answer");
         assert!(head.starts_with("HTTP/1.0 200"), "{path}: {head}\n{body}");
-        let value: Value = serde_json::from_str(&body).unwrap();
+        let value: Value = serde_json::from_str(body).unwrap();
         assert_eq!(value["status"], "success", "{path}: {body}");
         value["data"].clone()
     }
@@ -212,7 +212,10 @@ impl Prometheus {
             .map(|a| {
                 (
                     a["labels"]["alertname"].as_str().unwrap().to_string(),
-                    a["labels"]["namespace"].as_str().unwrap_or_default().to_string(),
+                    a["labels"]["namespace"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_string(),
                 )
             })
             .collect()
@@ -308,7 +311,14 @@ fn blocked_eviction(s: &Setup, ns: &str) {
         })
         .to_string(),
     );
-    naked(s, ns, "batch", json!({"app": "batch"}), json!({HASH: OLD}), None);
+    naked(
+        s,
+        ns,
+        "batch",
+        json!({"app": "batch"}),
+        json!({HASH: OLD}),
+        None,
+    );
     running(s, ns, "batch");
     let status = json!({
         "observedGeneration": generation(s, "pdb", ns, "batch"),
@@ -358,7 +368,14 @@ fn refuse_nads(s: &Setup, namespace: &str, admin: &Path) {
     let admin = admin.to_str().unwrap();
     eventually("the policy enforced", Duration::from_secs(30), || {
         let out = s.plane.kubectl_input(
-            &["--kubeconfig", admin, "create", "--dry-run=server", "-f", "-"],
+            &[
+                "--kubeconfig",
+                admin,
+                "create",
+                "--dry-run=server",
+                "-f",
+                "-",
+            ],
             &nad,
         );
         !out.status.success() && String::from_utf8_lossy(&out.stderr).contains("no NAD here")
@@ -449,13 +466,8 @@ fn each_alert_fires_on_a_real_prometheus_when_its_fault_is_planted() {
         prometheus.wait_firing(&[("LinkerdMultusCertificateReloadFailing", "deny")]),
     ));
 
-    s.plane.kubectl(&[
-        "delete",
-        "configmap",
-        "-n",
-        &s.cni,
-        "linkerd-cni-config",
-    ]);
+    s.plane
+        .kubectl(&["delete", "configmap", "-n", &s.cni, "linkerd-cni-config"]);
     fired.push((
         "the Linkerd-CNI ConfigMap deleted",
         prometheus.wait_firing(&[("LinkerdMultusCNIConfigUnusable", home)]),

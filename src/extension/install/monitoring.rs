@@ -11,7 +11,8 @@ use crate::yaml::{Node, parse_stream};
 /// The alerts, in Prometheus's rule-file format: the PrometheusRule's spec.
 pub const RULES: &str = include_str!("../../../charts/linkerd-multus/monitoring/rules.yaml");
 /// The Grafana dashboard, its JSON model.
-pub const DASHBOARD: &str = include_str!("../../../charts/linkerd-multus/monitoring/dashboard.json");
+pub const DASHBOARD: &str =
+    include_str!("../../../charts/linkerd-multus/monitoring/dashboard.json");
 
 /// The three objects in `namespace`, as the chart renders them.
 pub fn objects(namespace: &str) -> anyhow::Result<Vec<Node>> {
