@@ -217,6 +217,7 @@ const COMMANDS: &[(&str, &[Group])] = &[
                 "Secondary networks",
                 &["skip_secondary_subnets", "cluster_cidrs", "protected_cidrs"],
             ),
+            ("Monitoring", &["monitoring"]),
         ],
     ),
     #[cfg(feature = "webhook")]
