@@ -221,6 +221,17 @@ impl Prometheus {
             .collect()
     }
 
+    /// Fails if any of `alerts` (name, namespace) fires already, before its fault.
+    fn assert_quiet(&self, alerts: &[(&str, &str)]) {
+        let firing = self.firing();
+        for (name, namespace) in alerts {
+            assert!(
+                !firing.contains(&(name.to_string(), namespace.to_string())),
+                "{name} ({namespace}) fires before its fault: {firing:?}"
+            );
+        }
+    }
+
     /// Waits until each of `alerts` (name, namespace) fires: how long each took.
     fn wait_firing(&self, alerts: &[(&str, &str)]) -> Vec<(String, Duration)> {
         let start = Instant::now();
@@ -301,7 +312,8 @@ fn dashboard_queries() -> Vec<(String, String)> {
 }
 
 /// A naked pod's eviction the API server refuses: running and ready, under a budget whose
-/// status (written as the disruption controller would) allows no disruption.
+/// status (written as the disruption controller would) allows no disruption; then its
+/// namespace opts in to eviction.
 fn blocked_eviction(s: &Setup, ns: &str) {
     s.plane.apply(
         &json!({
@@ -325,6 +337,9 @@ fn blocked_eviction(s: &Setup, ns: &str) {
         "currentHealthy": 1, "desiredHealthy": 1, "expectedPods": 1, "disruptionsAllowed": 0,
     });
     write_status(s, "pdb", ns, "batch", status);
+    // Opted in only now: a pending pod would be evicted whatever its budget says.
+    s.plane
+        .kubectl(&["annotate", "namespace", ns, &format!("{EVICT}=enabled")]);
 }
 
 /// A ValidatingAdmissionPolicy refusing NADs in `namespace` (as a policy engine would),
@@ -420,7 +435,7 @@ fn each_alert_fires_on_a_real_prometheus_when_its_fault_is_planted() {
     // Faults the cluster keeps: they fire at once and stay.
     let (stale, _) = namespace(&s, "stale", &[]);
     naked(&s, &stale, "old", json!({}), json!({HASH: OLD}), None);
-    let (evict, _) = namespace(&s, "evict", &[(EVICT, "enabled")]);
+    let (evict, _) = namespace(&s, "evict", &[]);
     blocked_eviction(&s, &evict);
     let (rolling, _) = namespace(&s, "rolling", &[(OPT_IN, "enabled")]);
     workload(&s, Deployment, &rolling, "api", json!({}), OLD);
@@ -435,6 +450,8 @@ fn each_alert_fires_on_a_real_prometheus_when_its_fault_is_planted() {
         ]),
     ));
 
+    // Each fault below: its alerts quiet until it is planted.
+    prometheus.assert_quiet(&[("LinkerdMultusNADReverted", home)]);
     let nad = s.nad(&stale).unwrap();
     let config = nad["spec"]["config"].as_str().unwrap();
     s.plane.kubectl(&[
@@ -452,6 +469,7 @@ fn each_alert_fires_on_a_real_prometheus_when_its_fault_is_planted() {
         prometheus.wait_firing(&[("LinkerdMultusNADReverted", home)]),
     ));
 
+    prometheus.assert_quiet(&[("LinkerdMultusNADWritesFailing", home)]);
     let refused = s.plane.namespace("refused", &[]);
     refuse_nads(&s, &refused, &admin);
     s.annotate(&refused, "enabled");
@@ -460,12 +478,14 @@ fn each_alert_fires_on_a_real_prometheus_when_its_fault_is_planted() {
         prometheus.wait_firing(&[("LinkerdMultusNADWritesFailing", home)]),
     ));
 
+    prometheus.assert_quiet(&[("LinkerdMultusCertificateReloadFailing", "deny")]);
     std::fs::write(deny.dir.path().join("tls.crt"), "not a certificate").unwrap();
     fired.push((
         "the serving certificate's file overwritten with garbage",
         prometheus.wait_firing(&[("LinkerdMultusCertificateReloadFailing", "deny")]),
     ));
 
+    prometheus.assert_quiet(&[("LinkerdMultusCNIConfigUnusable", home)]);
     s.plane
         .kubectl(&["delete", "configmap", "-n", &s.cni, "linkerd-cni-config"]);
     fired.push((
@@ -475,6 +495,11 @@ fn each_alert_fires_on_a_real_prometheus_when_its_fault_is_planted() {
 
     // The API server the three use stops: the watches break, the Lease is not renewed, and
     // past --max-watch-outage the webhooks answer reviews with --on-error.
+    prometheus.assert_quiet(&[
+        ("LinkerdMultusWatchDown", "deny"),
+        ("LinkerdMultusWatchDown", "allow"),
+        ("LinkerdMultusNoControllerLeader", home),
+    ]);
     audited.server.stop();
     fired.push((
         "the API server stopped",
@@ -484,11 +509,25 @@ fn each_alert_fires_on_a_real_prometheus_when_its_fault_is_planted() {
             ("LinkerdMultusNoControllerLeader", home),
         ]),
     ));
-    let denied = review(&deny, &ca, &stale);
-    assert_eq!(denied["allowed"], false, "--on-error deny: {denied}");
-    let allowed = review(&allow, &ca, &stale);
-    assert_eq!(allowed["allowed"], true, "--on-error allow: {allowed}");
-    assert!(allowed["patch"].is_null(), "admitted unchanged: {allowed}");
+    prometheus.assert_quiet(&[
+        ("LinkerdMultusWebhookFailingClosed", "deny"),
+        ("LinkerdMultusOnErrorAdmissions", "allow"),
+        ("LinkerdMultusWebhookDown", "allow"),
+    ]);
+    // Once the outage is longer than --max-watch-outage (1 s), the caches vouch for nothing
+    // and the live reads fail: the --on-error answer, denied or admitted unchanged with a
+    // warning.
+    eventually("--on-error deny", Duration::from_secs(20), || {
+        review(&deny, &ca, &stale)["allowed"] == false
+    });
+    eventually("--on-error allow", Duration::from_secs(20), || {
+        let allowed = review(&allow, &ca, &stale);
+        allowed["allowed"] == true
+            && allowed["patch"].is_null()
+            && allowed["warnings"]
+                .as_array()
+                .is_some_and(|w| !w.is_empty())
+    });
     fired.push((
         "a review to each webhook during the outage",
         prometheus.wait_firing(&[
@@ -497,6 +536,7 @@ fn each_alert_fires_on_a_real_prometheus_when_its_fault_is_planted() {
         ]),
     ));
 
+    prometheus.assert_quiet(&[("LinkerdMultusWebhookDown", "allow")]);
     allow.child.kill().unwrap();
     fired.push((
         "the allow webhook killed",
