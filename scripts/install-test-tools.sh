@@ -7,7 +7,8 @@
 #   apt (as root)  podman and runc, configured (scripts/install-podman.sh, SKIP_IMAGE_CHECK=1:
 #                  the container tests build the image themselves), shellcheck, etcd-server
 #                  (the cluster-side tests' etcd), xz-utils (scripts/kube-assets.sh), jq
-#                  (docs/release.md), and
+#                  (docs/release.md), prometheus (Debian's: the server and promtool, for
+#                  the alerts' tests, tests/monitoring.rs and tests/controller/prometheus.rs), and
 #                  python3-venv when Python cannot make a virtualenv;
 #   PyPI (anyone)  actionlint and zizmor at pinned versions, in a virtualenv in target/tools,
 #                  for the checks of .github/workflows (tests/workflows.rs); PyYAML (a YAML
@@ -113,6 +114,7 @@ command -v shellcheck >/dev/null 2>&1 || missing+=(shellcheck)
 command -v etcd >/dev/null 2>&1 || missing+=(etcd-server)
 command -v xz >/dev/null 2>&1 || missing+=(xz-utils)
 command -v jq >/dev/null 2>&1 || missing+=(jq)
+{ command -v prometheus && command -v promtool; } >/dev/null 2>&1 || missing+=(prometheus)
 python3 -c 'import ensurepip, venv' 2>/dev/null || missing+=(python3-venv)
 podman_ok=true
 { installed podman && installed runc; } || podman_ok=false

@@ -8,7 +8,8 @@
 //! opt-in annotations written wrong in `opt_ins`, failovers with renewals failing in
 //! `failover`, its retries under a persistent refusal in `retries`; its restarts in
 //! `restarts`, fair to every tenant in `fairness`, as `preview` says they will be, Git's and
-//! Helm's workloads in `preview`.
+//! Helm's workloads in `preview`; the alerts, on a real Prometheus scraping it and the webhook
+//! while faults are planted, in `prometheus`.
 
 #[path = "controller/audit.rs"]
 mod audit;
@@ -29,6 +30,8 @@ mod opt_ins;
 mod ownership;
 #[path = "controller/preview.rs"]
 mod preview;
+#[path = "controller/prometheus.rs"]
+mod prometheus;
 #[path = "controller/proxy.rs"]
 mod proxy;
 #[path = "controller/restarts.rs"]

@@ -31,6 +31,7 @@ mod kpt;
 mod kustomize;
 mod layering;
 mod mistakes;
+mod monitoring;
 mod network_resources;
 mod render;
 mod shipped;

@@ -133,6 +133,8 @@ pub struct Answer {
     pub network_resources: Vec<String>,
     /// The warnings (and, when denied, the reason) returned to the client.
     pub warnings: Vec<String>,
+    /// Whether it is the `--on-error` answer: the webhook could not act on the pod.
+    pub on_error: bool,
 }
 
 /// The Pod kind, made once rather than on every review.
@@ -205,7 +207,10 @@ pub fn unavailable(request: &Request, on_error: OnError, message: String) -> Ans
         OnError::Allow => Outcome::Warned,
         OnError::Deny => Outcome::Denied,
     };
-    refusal(request, outcome, message)
+    Answer {
+        on_error: true,
+        ..refusal(request, outcome, message)
+    }
 }
 
 /// An answer without a patch, with `message` as its warning (or, denied, its reason).

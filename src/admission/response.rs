@@ -85,6 +85,7 @@ pub(super) fn respond(
         skip_subnets: verdict.skip_subnets,
         network_resources: verdict.network_resources,
         warnings,
+        on_error: false,
     }
 }
 

@@ -233,6 +233,7 @@ const COMMANDS: &[(&str, &[Group])] = &[
                     "webhook_configuration_annotations",
                 ],
             ),
+            ("Monitoring", &["monitoring"]),
         ],
     ),
     #[cfg(feature = "webhook")]

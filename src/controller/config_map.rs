@@ -87,6 +87,12 @@ pub fn changes(
                 None => LiveConfig::Unusable,
             };
             let changed = *reader.config.borrow() != live;
+            if let (LiveConfig::Ready(before), LiveConfig::Ready(now)) =
+                (&*reader.config.borrow(), &live)
+                && before.digest != now.digest
+            {
+                reader.metrics.config_changes.inc();
+            }
             reader.config.send_replace(live);
             changed.then_some(())
         }

@@ -32,10 +32,15 @@ pub struct Metrics {
     pub leader: Gauge,
     config_map_seen: Gauge,
     config_map_valid: Gauge,
+    /// Changes of the ConfigMap's NAD config after the first read: the NAD updates they
+    /// bring are rollouts, the others reverts of a hand edit.
+    pub config_changes: Counter,
     /// Workloads restarted for a new Linkerd-CNI config (`--restart-stale-workloads`).
     pub restarts: Counter,
     /// Naked pods evicted for a new Linkerd-CNI config.
     pub evictions: Counter,
+    /// Evictions the API server refused with 429 (a PodDisruptionBudget allows none now).
+    pub evictions_blocked: Counter,
     /// Workloads rolling to a new config now.
     pub rolling: Gauge,
     /// Namespaces whose restarts are halted by a rollout that did not complete.
@@ -57,8 +62,10 @@ impl Metrics {
             leader: Gauge::default(),
             config_map_seen: Gauge::default(),
             config_map_valid: Gauge::default(),
+            config_changes: Counter::default(),
             restarts: Counter::default(),
             evictions: Counter::default(),
+            evictions_blocked: Counter::default(),
             rolling: Gauge::default(),
             halted: Gauge::default(),
             stale_reported: Gauge::default(),
@@ -98,6 +105,11 @@ impl Metrics {
             metrics.config_map_valid.clone(),
         );
         registry.register(
+            "linkerd_multus_cni_config_changes",
+            "Changes of the NAD config the Linkerd-CNI ConfigMap gives, after the first read: the NADs updated without one were edited by hand and put back",
+            metrics.config_changes.clone(),
+        );
+        registry.register(
             "linkerd_multus_config_restarts",
             "Workloads whose pod template the NAD controller stamped with their namespace's new Linkerd-CNI config hash, rolling them (--restart-stale-workloads)",
             metrics.restarts.clone(),
@@ -106,6 +118,11 @@ impl Metrics {
             "linkerd_multus_config_evictions",
             "Naked pods evicted for running an older Linkerd-CNI config (opted in with multus.linkerd.io/evict-on-config-change)",
             metrics.evictions.clone(),
+        );
+        registry.register(
+            "linkerd_multus_config_evictions_blocked",
+            "Evictions of naked pods refused with 429 (a PodDisruptionBudget allows no disruption now); a later pass asks again",
+            metrics.evictions_blocked.clone(),
         );
         registry.register(
             "linkerd_multus_config_rollouts_in_progress",

@@ -325,6 +325,9 @@ async fn carry_out(
                 }
                 // 429: a PodDisruptionBudget holds it; a later pass asks again.
                 Err(e) => {
+                    if e.code() == Some(429) {
+                        context.metrics.evictions_blocked.inc();
+                    }
                     tracing::info!(pod = %format!("{namespace}/{name}"), error = %e, "evicting a pod; a later pass asks again");
                     return false;
                 }

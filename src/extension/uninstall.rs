@@ -45,6 +45,8 @@ const ORDER: &[&str] = &[
     "NetworkPolicy",
     "Certificate",
     "Issuer",
+    "PrometheusRule",
+    "ServiceMonitor",
     "Secret",
     "ConfigMap",
     "ServiceAccount",
@@ -111,8 +113,12 @@ fn made_by_install() -> anyhow::Result<Vec<Kind>> {
         key: String::new(),
         ca_bundle: String::new(),
     };
+    let monitoring = Options {
+        monitoring: true,
+        ..Options::default()
+    };
     objects.extend(super::install::objects(
-        &Options::default(),
+        &monitoring,
         Some(&certs),
         &super::install::callers::Callers::unread(&Options::default()),
     )?);

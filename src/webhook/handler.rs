@@ -131,6 +131,9 @@ impl Handler for Admission {
             answer.outcome == Outcome::Patched && !answer.network_resources.is_empty(),
             start.elapsed(),
         );
+        if answer.on_error {
+            self.metrics.on_error(answer.outcome == Outcome::Denied);
+        }
         log(&request, &answer);
         Reply::json(answer.body).vouching(vouches)
     }

@@ -32,6 +32,11 @@ struct ReasonLabel {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct AnswerLabel {
+    answer: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct StateLabel {
     state: &'static str,
 }
@@ -213,11 +218,14 @@ pub struct Metrics {
     registry: Registry,
     // One counter per label value, made up front: no lookup per request.
     requests: Vec<Counter>,
+    /// The `--on-error` answers: allow, deny.
+    on_error: [Counter; 2],
     duration: Histogram,
     patches: Vec<Counter>,
     refusals: Vec<Counter>,
     http: HttpGauges,
     tls_reloads: [Counter; 2],
+    certificate_expiry: Gauge,
     /// By [`LiveObject`], then [`LiveResult`].
     live_reads: [[Counter; 5]; 2],
     namespaces: CacheGauges,
@@ -395,6 +403,14 @@ impl Metrics {
                 outcome: o.as_str(),
             }),
         );
+        let family = Family::<AnswerLabel, Counter>::default();
+        let on_error =
+            ["allow", "deny"].map(|answer| family.get_or_create(&AnswerLabel { answer }).clone());
+        registry.register(
+            "linkerd_multus_admission_on_error",
+            "Reviews answered with --on-error (allow: admitted without the webhook's changes; deny: refused), the webhook unable to act on the pod (its caches and live reads could not vouch for the namespace or NADs, or the rules could not apply), by answer",
+            family,
+        );
         // From 50 µs: a review takes tens of microseconds.
         let duration = Histogram::new([
             0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.1, 1.0,
@@ -427,6 +443,12 @@ impl Metrics {
             "Reloads of the TLS files after they changed on disk, by result",
             family,
         );
+        let certificate_expiry = Gauge::default();
+        registry.register(
+            "linkerd_multus_tls_certificate_expiry_timestamp_seconds",
+            "When the serving certificate in use expires (its notAfter), in seconds since the Unix epoch",
+            certificate_expiry.clone(),
+        );
         let family = Family::<LiveLabel, Counter>::default();
         let live_reads = LIVE_OBJECTS.map(|object| {
             LIVE_RESULTS.map(|result| family.get_or_create(&LiveLabel { object, result }).clone())
@@ -441,11 +463,13 @@ impl Metrics {
         Metrics {
             registry,
             requests,
+            on_error,
             duration,
             patches,
             refusals,
             http,
             tls_reloads,
+            certificate_expiry,
             live_reads,
             namespaces,
             nads,
@@ -473,6 +497,16 @@ impl Metrics {
         if network_resources {
             self.patches[NETWORK_RESOURCES].inc();
         }
+    }
+
+    /// Counts an `--on-error` answer: `denied` when it refused the pod.
+    pub fn on_error(&self, denied: bool) {
+        self.on_error[usize::from(denied)].inc();
+    }
+
+    /// Shows when the serving certificate in use expires (seconds since the epoch).
+    pub fn certificate_expiry(&self, not_after: Option<i64>) {
+        self.certificate_expiry.set(not_after.unwrap_or_default());
     }
 
     /// Counts a request refused before admission.

@@ -13,6 +13,8 @@ fn every_series_is_there_from_the_start() {
     );
     metrics.refused(Refusal::TooLarge);
     metrics.live_read(LiveObject::Nad, LiveResult::Refused);
+    metrics.on_error(true);
+    metrics.certificate_expiry(Some(1_900_000_000));
     let text = metrics.encode(
         Some(CacheStatus {
             synced: true,
@@ -48,6 +50,9 @@ fn every_series_is_there_from_the_start() {
         "linkerd_multus_tls_reloads_total{result=\"error\"} 0",
         "linkerd_multus_live_reads_total{object=\"nad\",result=\"refused\"} 1",
         "linkerd_multus_live_reads_total{object=\"namespace\",result=\"found\"} 0",
+        "linkerd_multus_admission_on_error_total{answer=\"deny\"} 1",
+        "linkerd_multus_admission_on_error_total{answer=\"allow\"} 0",
+        "linkerd_multus_tls_certificate_expiry_timestamp_seconds 1900000000",
     ] {
         assert!(
             text.lines().any(|l| l == line),

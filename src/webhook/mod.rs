@@ -264,9 +264,11 @@ async fn serve(
         watch_nads,
         &metrics,
     );
-    let reload_metrics = metrics.clone();
+    metrics.certificate_expiry(tls.not_after());
+    let (reload_metrics, reloaded) = (metrics.clone(), tls.clone());
     tokio::spawn(tls.clone().watch(args.tls_reload_interval, move |ok| {
-        reload_metrics.tls_reloaded(ok)
+        reload_metrics.tls_reloaded(ok);
+        reload_metrics.certificate_expiry(reloaded.not_after());
     }));
     let health = Arc::new(ops::Health {
         cache: Some(caches.namespaces.clone()),

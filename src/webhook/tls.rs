@@ -63,6 +63,15 @@ impl Tls {
         Ok(true)
     }
 
+    /// When the serving certificate in use expires: its first certificate's notAfter, in
+    /// seconds since the Unix epoch (`None` when it does not parse as X.509).
+    pub fn not_after(&self) -> Option<i64> {
+        let state = self.state.read().unwrap_or_else(|e| e.into_inner());
+        let der = CertificateDer::pem_slice_iter(&state.1.cert).next()?.ok()?;
+        let (_, cert) = x509_parser::parse_x509_certificate(&der).ok()?;
+        Some(cert.validity().not_after.timestamp())
+    }
+
     /// Checks the files every `interval` and reloads them when they change,
     /// calling `observe` with each reload's result.
     pub async fn watch(self: Arc<Self>, interval: Duration, observe: impl Fn(bool)) {
@@ -147,4 +156,38 @@ fn certificates(path: &Path, pem: &[u8]) -> anyhow::Result<Vec<CertificateDer<'s
         return Err(anyhow!("{}: no PEM certificate in it", path.display()));
     }
     Ok(certs)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The expiry the metrics show is the serving certificate's notAfter, and follows a reload.
+    #[test]
+    fn not_after_is_the_serving_certificate_s_and_follows_a_reload() {
+        let dir = tempfile::tempdir().unwrap();
+        let files = TlsFiles {
+            cert: dir.path().join("tls.crt"),
+            key: dir.path().join("tls.key"),
+            client_ca: None,
+        };
+        let write = |(year, month, day): (i32, u8, u8)| {
+            let key = rcgen::KeyPair::generate().unwrap();
+            let mut params = rcgen::CertificateParams::new(vec!["webhook".to_string()]).unwrap();
+            params.not_after = rcgen::date_time_ymd(year, month, day);
+            let cert = params.self_signed(&key).unwrap();
+            std::fs::write(&files.cert, cert.pem()).unwrap();
+            std::fs::write(&files.key, key.serialize_pem()).unwrap();
+        };
+        let cases = [
+            ((2030, 1, 2), 1_893_542_400),
+            ((2031, 6, 30), 1_940_544_000),
+        ];
+        write(cases[0].0);
+        let tls = Tls::load(files.clone()).unwrap();
+        assert_eq!(tls.not_after(), Some(cases[0].1));
+        write(cases[1].0);
+        assert!(tls.reload().unwrap());
+        assert_eq!(tls.not_after(), Some(cases[1].1));
+    }
 }

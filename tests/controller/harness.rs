@@ -259,7 +259,7 @@ pub struct Audited {
 /// A running `linkerd-multus controller`; killed when dropped.
 pub struct Controller {
     pub child: Guard,
-    ops: String,
+    pub ops: String,
     log: PathBuf,
 }
 

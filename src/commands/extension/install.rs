@@ -181,6 +181,12 @@ pub struct InstallFlags {
     metrics_namespaces: Vec<String>,
     #[command(flatten)]
     day2: super::day2::Day2Flags,
+    /// Also print a ServiceMonitor of the metrics Services, a PrometheusRule with
+    /// the alerts of docs/monitoring.md and a Grafana dashboard ConfigMap (label
+    /// grafana_dashboard: "1"); they need prometheus-operator's CRDs [default: false].
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, require_equals = true,
+          default_missing_value = "true", value_parser = go::parse_bool)]
+    monitoring: Option<bool>,
 }
 
 /// `install`'s flags, and whether `-L` (or `LINKERD_NAMESPACE`) was given,
@@ -248,6 +254,7 @@ impl InstallArgs {
             protected_cidrs: list(&f.protected_cidrs),
             metrics_namespaces: list(&f.metrics_namespaces),
             day2: f.day2.settings(),
+            monitoring: f.monitoring,
             ..Settings::default()
         }
     }

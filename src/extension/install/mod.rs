@@ -13,6 +13,7 @@ pub mod certificates;
 pub mod cluster;
 pub mod day2;
 pub mod exclusions;
+pub mod monitoring;
 pub mod options;
 pub mod packages;
 pub mod setters;
@@ -195,6 +196,9 @@ pub fn objects(
         day2::apply(object, options);
     }
     objects.extend(rest);
+    if options.monitoring {
+        objects.extend(monitoring::objects(&options.namespace)?);
+    }
     Ok(objects)
 }
 

@@ -57,6 +57,7 @@ pub const KEYS: &[&str] = &[
     "serviceAnnotations",
     "webhookConfigurationLabels",
     "webhookConfigurationAnnotations",
+    "monitoring",
 ];
 
 /// The image of the webhook's containers unless told otherwise: the packages' own.
@@ -153,6 +154,8 @@ pub struct Settings {
     pub webhook_excluded_namespaces: Option<Vec<String>>,
     /// The day-2 settings: resources, logs, the webhook's answers, labels and annotations.
     pub day2: Day2Settings,
+    /// Whether to render the ServiceMonitor, PrometheusRule and Grafana dashboard.
+    pub monitoring: Option<bool>,
 }
 
 /// The checked configuration.
@@ -209,6 +212,9 @@ pub struct Options {
     pub webhook_excluded_namespaces: Vec<String>,
     /// The day-2 settings (default: the packages').
     pub day2: Day2,
+    /// The ServiceMonitor, PrometheusRule and Grafana dashboard ConfigMap of
+    /// docs/monitoring.md (default off: they need prometheus-operator's CRDs).
+    pub monitoring: bool,
 }
 
 impl Default for Options {
@@ -236,6 +242,7 @@ impl Default for Options {
             metrics_namespaces: strings(Platform::Kubernetes.metrics_namespaces()),
             webhook_excluded_namespaces: Vec::new(),
             day2: Day2::default(),
+            monitoring: false,
         }
     }
 }
@@ -286,6 +293,7 @@ impl Settings {
                 .webhook_excluded_namespaces
                 .or(self.webhook_excluded_namespaces),
             day2: self.day2.overridden_by(flags.day2),
+            monitoring: flags.monitoring.or(self.monitoring),
         }
     }
 }
@@ -295,7 +303,7 @@ impl Options {
     pub fn to_file(&self) -> String {
         let list = |items: &[String]| format!("[{}]", items.join(", "));
         let head = format!(
-            "apiVersion: {API_VERSION}\nkind: {KIND}\nspec:\n  namespace: {}\n  linkerdNamespace: {}\n  image: {}\n  platform: {}\n  replicas: {}\n  failurePolicy: {}\n  priorityClassName: {}\n  manageNADs: {}\n  cniNamespace: {}\n  restartStaleWorkloads: {}\n  restartConcurrency: {}\n  restartDeadline: {}\n  networkResources: {}\n  skipSecondarySubnets: {}\n  clusterCIDRs: {}\n  protectedCIDRs: {}\n  certs: {}\n  ignoreCluster: {}\n  apiServerCIDRs: {}\n  metricsNamespaces: {}\n  webhookExcludedNamespaces: {}\n",
+            "apiVersion: {API_VERSION}\nkind: {KIND}\nspec:\n  namespace: {}\n  linkerdNamespace: {}\n  image: {}\n  platform: {}\n  replicas: {}\n  failurePolicy: {}\n  priorityClassName: {}\n  manageNADs: {}\n  cniNamespace: {}\n  restartStaleWorkloads: {}\n  restartConcurrency: {}\n  restartDeadline: {}\n  networkResources: {}\n  skipSecondarySubnets: {}\n  clusterCIDRs: {}\n  protectedCIDRs: {}\n  certs: {}\n  ignoreCluster: {}\n  apiServerCIDRs: {}\n  metricsNamespaces: {}\n  webhookExcludedNamespaces: {}\n  monitoring: {}\n",
             self.namespace,
             self.linkerd_namespace,
             self.image,
@@ -317,6 +325,7 @@ impl Options {
             list(&self.api_server_cidrs),
             list(&self.metrics_namespaces),
             list(&self.webhook_excluded_namespaces),
+            self.monitoring,
         );
         head + &self.day2.file_lines()
     }

@@ -48,6 +48,7 @@ fn a_file_gives_every_setting() {
         }
         .resolve(true)
         .unwrap(),
+        monitoring: true,
     };
     let read = Settings::from_text(&options.to_file()).unwrap();
     assert_eq!(read.resolve().unwrap(), options);

@@ -201,6 +201,7 @@ fn options_reach_the_objects() {
         ],
         webhook_excluded_namespaces: vec!["openshift".into(), "openshift-*".into()],
         day2: options::Day2Settings::default().resolve(true).unwrap(),
+        monitoring: true,
     };
     let yaml = render(&options, None, &Callers::unread(&options)).unwrap();
     let objects = parse_stream(&yaml).unwrap();

@@ -54,6 +54,7 @@ impl Settings {
                 .unwrap_or(defaults.restart_concurrency),
             restart_deadline: self.restart_deadline.unwrap_or(defaults.restart_deadline),
             network_resources: self.network_resources.unwrap_or(defaults.network_resources),
+            monitoring: self.monitoring.unwrap_or(defaults.monitoring),
             skip_secondary_subnets: self
                 .skip_secondary_subnets
                 .unwrap_or(defaults.skip_secondary_subnets),

@@ -133,6 +133,7 @@ impl Settings {
                 "ignoreCluster" => settings.ignore_cluster = Some(boolean()?),
                 "apiServerCIDRs" => settings.api_server_cidrs = Some(list()?),
                 "metricsNamespaces" => settings.metrics_namespaces = Some(list()?),
+                "monitoring" => settings.monitoring = Some(boolean()?),
                 "webhookExcludedNamespaces" => settings.webhook_excluded_namespaces = Some(list()?),
                 key if super::day2::FIELDS.iter().any(|(k, _)| *k == key) => {
                     settings.day2.read(key, value)?;
