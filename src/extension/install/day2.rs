@@ -69,7 +69,7 @@ pub fn apply(object: &mut Node, options: &Options) {
 }
 
 /// The Deployment's container `name`.
-fn container<'a>(deployment: &'a mut Node, name: &str) -> Option<&'a mut Map> {
+pub(super) fn container<'a>(deployment: &'a mut Node, name: &str) -> Option<&'a mut Map> {
     let Some(Node::Seq(containers)) = deployment
         .as_map_mut()
         .and_then(|d| d.map_entry("spec"))

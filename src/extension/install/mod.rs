@@ -229,18 +229,7 @@ pub fn restart_args(options: &Options) -> Vec<String> {
 
 /// The NAD controller's Deployment `controller` container.
 fn controller_container(deployment: &mut Node) -> Option<&mut Map> {
-    let Some(Node::Seq(containers)) = deployment
-        .as_map_mut()
-        .and_then(|d| d.map_entry("spec"))
-        .and_then(|spec| spec.map_entry("template"))
-        .and_then(|template| template.map_entry("spec"))
-        .and_then(|spec| spec.get_mut("containers"))
-    else {
-        return None;
-    };
-    (containers.items.iter_mut())
-        .find(|c| c.get_path(&["name"]).and_then(Node::as_str) == Some(CONTROLLER_CONTAINER))?
-        .as_map_mut()
+    day2::container(deployment, CONTROLLER_CONTAINER)
 }
 
 /// The Deployment's `controller` container gets `arg` after its other args.
