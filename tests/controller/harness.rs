@@ -207,17 +207,7 @@ impl Setup {
     /// The `spec.config` the KRM function renders from the same ConfigMap:
     /// the controller must build exactly this.
     pub fn rendered_config(&self, config_map: &str) -> String {
-        let input = format!(
-            "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: demo\n  annotations:\n    linkerd.io/multus: enabled\n---\n{config_map}"
-        );
-        let out = Command::new(bin())
-            .args(["render", "-"])
-            .stdin_bytes(input.as_bytes());
-        let docs = super::common::parse_yaml_stream(&out).unwrap();
-        let nad = docs
-            .iter()
-            .find(|d| d.str_at(&["kind"]) == Some("NetworkAttachmentDefinition"))
-            .expect("render generates the NAD");
+        let nad = rendered_nad("demo", config_map);
         nad.str_at(&["spec", "config"]).unwrap().to_string()
     }
 
@@ -397,4 +387,19 @@ pub fn labelled_by_controller(nad: &Value) -> bool {
         && nad["metadata"]["labels"]
             .get("app.kubernetes.io/managed-by")
             .is_none()
+}
+
+/// The NAD `linkerd-multus render` gives namespace `namespace` (enabled) from
+/// `config_map`: what a GitOps user commits and syncs.
+pub fn rendered_nad(namespace: &str, config_map: &str) -> super::common::Yaml {
+    let input = format!(
+        "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {namespace}\n  annotations:\n    linkerd.io/multus: enabled\n---\n{config_map}"
+    );
+    let out = Command::new(bin())
+        .args(["render", "-"])
+        .stdin_bytes(input.as_bytes());
+    let docs = super::common::parse_yaml_stream(&out).unwrap();
+    docs.into_iter()
+        .find(|d| d.str_at(&["kind"]) == Some("NetworkAttachmentDefinition"))
+        .expect("render generates the NAD")
 }

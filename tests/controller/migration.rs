@@ -33,8 +33,7 @@ use super::common::https::{Ca, http_get};
 use super::common::kube_apiserver::free_port;
 use super::common::process::Guard;
 use super::harness::{
-    BOUND, CONFIG_MAP, Controller, Setup, StdinBytes, eventually, labelled_by_controller, read,
-    setup,
+    BOUND, CONFIG_MAP, Controller, Setup, eventually, labelled_by_controller, read, setup,
 };
 
 const NETWORKS: &str = "k8s.v1.cni.cncf.io/networks";
@@ -351,18 +350,7 @@ fn operator_nad(s: &Setup, namespace: &str) -> String {
 /// The NAD `linkerd-multus render` gives namespace `namespace` (enabled) from the
 /// ConfigMap, as JSON: what a GitOps user commits and syncs.
 fn rendered_nad(namespace: &str) -> String {
-    let input = format!(
-        "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {namespace}\n  annotations:\n    {MULTUS}: enabled\n---\n{CONFIG_MAP}"
-    );
-    let out = Command::new(bin())
-        .args(["render", "-"])
-        .stdin_bytes(input.as_bytes());
-    let docs = super::common::parse_yaml_stream(&out).unwrap();
-    let nad = docs
-        .iter()
-        .find(|d| d.str_at(&["kind"]) == Some("NetworkAttachmentDefinition"))
-        .expect("render generates the NAD");
-    crate::deploy::to_json(nad).to_string()
+    crate::deploy::to_json(&super::harness::rendered_nad(namespace, CONFIG_MAP)).to_string()
 }
 
 /// The guard of docs/migration.md's step 1, as the doc writes it: the JSON patch between
