@@ -11,8 +11,9 @@
 //! wherever they de-duplicate what a user wrote.
 
 use std::cell::Cell;
-use std::collections::HashSet;
-use std::hash::Hash;
+use std::hash::{BuildHasher, Hash, RandomState};
+
+use hashbrown::HashTable;
 
 thread_local! {
     static UNITS: Cell<u64> = const { Cell::new(0) };
@@ -31,31 +32,50 @@ pub fn measure<R>(f: impl FnOnce() -> R) -> (R, u64) {
     (result, UNITS.with(Cell::get).saturating_sub(before))
 }
 
-/// Values in the order first given, each once: a list beside a hash set of what it holds, so
-/// that each [`Distinct::insert`] costs the same however many it holds (one unit).
+/// Up to this many values, a [`Distinct`] compares a new one with each it holds: no hashing
+/// and no table for the few that most inputs bring (a pod selects a handful of networks).
+const SCAN: usize = 8;
+
+/// Values in the order first given, each once: a list and, past [`SCAN`] values, a hash
+/// table of their places in it, so that each [`Distinct::insert`] costs the same however
+/// many it holds (one unit). Each value is stored once.
 #[derive(Debug, Clone)]
 pub struct Distinct<T> {
-    seen: HashSet<T>,
     order: Vec<T>,
+    /// The places in `order`, by the hash of the value there, once it holds more than
+    /// [`SCAN`].
+    index: Option<(HashTable<usize>, RandomState)>,
 }
 
 impl<T> Default for Distinct<T> {
     fn default() -> Self {
         Distinct {
-            seen: HashSet::new(),
             order: Vec::new(),
+            index: None,
         }
     }
 }
 
-impl<T: Hash + Eq + Clone> Distinct<T> {
+impl<T: Hash + Eq> Distinct<T> {
     /// Adds `value` unless it is held already; whether it was added.
     pub fn insert(&mut self, value: T) -> bool {
         count(1);
-        if self.seen.contains(&value) {
+        if self.index.is_none() && self.order.len() >= SCAN {
+            self.index = Some(index(&self.order));
+        }
+        let Some((table, state)) = &mut self.index else {
+            if self.order.contains(&value) {
+                return false;
+            }
+            self.order.push(value);
+            return true;
+        };
+        let order = &self.order;
+        let hash = state.hash_one(&value);
+        if table.find(hash, |&i| order[i] == value).is_some() {
             return false;
         }
-        self.seen.insert(value.clone());
+        table.insert_unique(hash, order.len(), |&i| state.hash_one(&order[i]));
         self.order.push(value);
         true
     }
@@ -63,9 +83,16 @@ impl<T: Hash + Eq + Clone> Distinct<T> {
     /// Whether `value` is held.
     pub fn contains(&self, value: &T) -> bool {
         count(1);
-        self.seen.contains(value)
+        match &self.index {
+            None => self.order.contains(value),
+            Some((table, state)) => table
+                .find(state.hash_one(value), |&i| self.order[i] == *value)
+                .is_some(),
+        }
     }
+}
 
+impl<T> Distinct<T> {
     /// How many values it holds.
     pub fn len(&self) -> usize {
         self.order.len()
@@ -87,7 +114,17 @@ impl<T: Hash + Eq + Clone> Distinct<T> {
     }
 }
 
-impl<T: Hash + Eq + Clone> FromIterator<T> for Distinct<T> {
+/// The table of the places of `values`, which are distinct.
+fn index<T: Hash>(values: &[T]) -> (HashTable<usize>, RandomState) {
+    let state = RandomState::new();
+    let mut table = HashTable::with_capacity(values.len() * 2);
+    for (i, value) in values.iter().enumerate() {
+        table.insert_unique(state.hash_one(value), i, |&j| state.hash_one(&values[j]));
+    }
+    (table, state)
+}
+
+impl<T: Hash + Eq> FromIterator<T> for Distinct<T> {
     fn from_iter<I: IntoIterator<Item = T>>(iter: I) -> Self {
         let mut distinct = Distinct::default();
         for value in iter {
@@ -107,10 +144,19 @@ mod tests {
             (&[][..], &[][..]),
             (&[3, 1, 3, 2, 1][..], &[3, 1, 2][..]),
             (&[5, 5, 5][..], &[5][..]),
+            // Past the scanned few, through the table.
+            (
+                &[1, 2, 3, 4, 5, 6, 7, 8, 9, 1, 10, 9, 2, 11, 12][..],
+                &[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12][..],
+            ),
         ] {
             let distinct: Distinct<i32> = given.iter().copied().collect();
             assert_eq!(distinct.as_slice(), kept, "{given:?}");
             assert_eq!(distinct.len(), kept.len());
+            for value in given {
+                assert!(distinct.contains(value), "{value} in {given:?}");
+            }
+            assert!(!distinct.contains(&0), "0 in {given:?}");
         }
     }
 

@@ -12,6 +12,7 @@ mod stamp;
 use std::fmt;
 use std::sync::LazyLock;
 
+use compact_str::CompactString;
 use serde_json::Value;
 
 use crate::k8s::json_patch::{self, Writer};
@@ -169,31 +170,42 @@ pub fn acts_on(request: &Request) -> bool {
         && request.object.is_some()
 }
 
-/// The NADs (namespace, name) the rules may read to answer `request`, each once: the
-/// Linkerd-CNI NAD of the pod's namespace, then each network the pod selects (its networks
-/// and default-network annotations; a selection without a namespace is in the pod's). What
-/// a front takes from its caches before it runs the rules on them; an annotation that does
-/// not read (past the selections cap among others) gives none, as the rules refuse it.
-pub fn nads_read(request: &Request, settings: &Settings) -> Vec<(String, String)> {
+/// The NADs (namespace, name) the rules may read to answer `request` in a namespace with
+/// the annotations `namespace`, each once: the Linkerd-CNI NAD of the pod's namespace, then
+/// each network the pod selects (its networks and default-network annotations; a selection
+/// without a namespace is in the pod's). None for a pod the Linkerd-CNI rules do not attach,
+/// unless the network-resources rules run (they read the NADs any pod selects). What a front
+/// takes from its caches before it runs the rules on them; an annotation that does not read
+/// (past the selections cap among others) gives none, as the rules refuse it.
+pub fn nads_read(
+    request: &Request,
+    namespace: &dyn Lookup,
+    settings: &Settings,
+    network_resources: bool,
+) -> Vec<(CompactString, CompactString)> {
     let pod_namespace = &*request.namespace;
-    let mut nads = crate::work::Distinct::default();
     if !acts_on(request) {
         return Vec::new();
     }
-    nads.insert((pod_namespace.to_string(), settings.nad_name.clone()));
-    let annotations = request
-        .object
-        .as_ref()
-        .and_then(|o| o.metadata.as_ref())
-        .and_then(|m| m.annotations.as_ref());
+    let metadata = request.object.as_ref().and_then(|o| o.metadata.as_ref());
+    let annotations = metadata.and_then(|m| m.annotations.as_ref());
+    if !network_resources {
+        let labels = metadata.and_then(|m| m.labels.as_ref());
+        let decision = attach::decide(settings, pod_namespace, &annotations, &labels, namespace);
+        if !decision.attach {
+            return Vec::new();
+        }
+    }
+    let mut nads = crate::work::Distinct::default();
+    nads.insert((pod_namespace.into(), settings.nad_name.as_str().into()));
     for key in [NETWORKS_ANNOTATION, DEFAULT_NETWORK_ANNOTATION] {
         let text = annotations.and_then(|a| a.get(key)).and_then(|m| m.text());
         let Some(Ok(networks)) = text.map(Networks::parse) else {
             continue;
         };
         for selection in networks.selections() {
-            let namespace = selection.namespace_or(pod_namespace).to_string();
-            nads.insert((namespace, selection.name.clone()));
+            let namespace = selection.namespace_or(pod_namespace);
+            nads.insert((namespace.into(), selection.name.as_str().into()));
         }
     }
     nads.into_vec()

@@ -129,6 +129,10 @@ pub fn near_miss(key: &str) -> Option<&'static str> {
         .copied()
         .filter(|want| want.len().abs_diff(key.len()) <= MAX_EDITS && few_letters_apart(key, want))
         .collect();
+    // With none close, only a name under another of Linkerd's prefixes is a near miss.
+    if close.is_empty() && !contains_ignoring_case(key, "linkerd.io/") {
+        return None;
+    }
     let lower = key.to_ascii_lowercase();
     close
         .into_iter()
@@ -143,6 +147,13 @@ pub fn near_miss(key: &str) -> Option<&'static str> {
                 .copied()
                 .find(|want| prefixed && self::name(want) == Some(name))
         })
+}
+
+/// Whether `text` holds the lowercase ASCII `part` in any letter case.
+fn contains_ignoring_case(text: &str, part: &str) -> bool {
+    text.as_bytes()
+        .windows(part.len())
+        .any(|w| w.eq_ignore_ascii_case(part.as_bytes()))
 }
 
 /// Whether `key`, in any letter case, and the lowercase `want` may be [`MAX_EDITS`] edits

@@ -242,17 +242,19 @@ impl WatchCache {
 
     /// The entries of `keys` at one moment, for the rules of one review: taken under one
     /// read lock, released before this returns, so that no rule runs while holding a lock
-    /// the watch's writes (and every reader after them) would queue on.
-    pub fn pick<'k>(&self, keys: impl IntoIterator<Item = &'k str>) -> Picked {
+    /// the watch's writes (and every reader after them) would queue on. The keys are sorted
+    /// before the lock is taken.
+    pub fn pick(&self, keys: impl IntoIterator<Item = CompactString>) -> Picked {
+        let mut picked: Vec<(CompactString, Option<Arc<Annotations>>)> =
+            keys.into_iter().map(|key| (key, None)).collect();
+        picked.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        picked.dedup_by(|a, b| a.0 == b.0);
         let entries = self.read();
-        Picked(
-            keys.into_iter()
-                .map(|key| {
-                    crate::work::count(1);
-                    (CompactString::from(key), entries.get(key).cloned())
-                })
-                .collect(),
-        )
+        for (key, entry) in &mut picked {
+            crate::work::count(1);
+            *entry = entries.get(key.as_str()).cloned();
+        }
+        Picked(picked)
     }
 
     /// Whether a full list has completed once.

@@ -13,7 +13,7 @@ use crate::network_resources::{NODE_SELECTOR_ANNOTATION, Nads};
 
 /// NAD `namespace/name` picked from `cache`.
 fn pick_nad(cache: &WatchCache, namespace: &str, name: &str) -> Picked {
-    cache.pick([nad_key(namespace, name).as_str()])
+    cache.pick([nad_key(namespace, name)])
 }
 
 fn object<K>(

@@ -5,7 +5,6 @@
 //! NAD's config), and the entries one review picks ([`Picked`]), which its rules read with
 //! no lock held.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use compact_str::CompactString;
@@ -149,9 +148,9 @@ pub fn nad_key(namespace: &str, name: &str) -> CompactString {
 }
 
 /// Some entries of a cache at one moment ([`WatchCache::pick`]), owned: the rules of one
-/// review read them with no lock held.
+/// review read them with no lock held. Sorted by key, each key once.
 #[derive(Debug, Clone, Default)]
-pub struct Picked(pub(crate) HashMap<CompactString, Option<Arc<Annotations>>>);
+pub struct Picked(pub(crate) Vec<(CompactString, Option<Arc<Annotations>>)>);
 
 /// What a [`Picked`] says of a key.
 #[derive(Debug, Clone, Copy)]
@@ -167,10 +166,12 @@ pub enum Entry<'a> {
 impl Picked {
     /// What the cache held for `key` when it was picked.
     pub fn entry(&self, key: &str) -> Entry<'_> {
-        match self.0.get(key) {
-            Some(Some(annotations)) => Entry::Held(annotations),
-            Some(None) => Entry::Lacked,
-            None => Entry::NotPicked,
+        match self.0.binary_search_by(|(k, _)| k.as_str().cmp(key)) {
+            Ok(i) => match &self.0[i].1 {
+                Some(annotations) => Entry::Held(annotations),
+                None => Entry::Lacked,
+            },
+            Err(_) => Entry::NotPicked,
         }
     }
 

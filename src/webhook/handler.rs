@@ -251,13 +251,17 @@ impl Admission {
             .as_ref()
             .filter(|nads| nads.vouches(self.max_watch_outage))
             .map(|nads| {
-                let read = admission::nads_read(request, &self.settings);
-                let keys: Vec<CompactString> = read
-                    .iter()
-                    .map(|(ns, name)| nad_key(ns, name))
-                    .chain(learnt.unpicked.iter().cloned())
-                    .collect();
-                nads.pick(keys.iter().map(CompactString::as_str))
+                let read = admission::nads_read(
+                    request,
+                    namespace,
+                    &self.settings,
+                    self.network_resources.is_some(),
+                );
+                nads.pick(
+                    read.iter()
+                        .map(|(ns, name)| nad_key(ns, name))
+                        .chain(learnt.unpicked.iter().cloned()),
+                )
             });
         let watching = self.nads.as_ref().is_some_and(|nads| nads.watching());
         let nads = Recorded {

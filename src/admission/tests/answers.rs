@@ -355,3 +355,58 @@ fn a_nad_that_is_another_network_gets_the_on_error_answer() {
         }
     }
 }
+
+#[test]
+fn the_nads_read_are_those_of_a_pod_the_rules_attach() {
+    let enabled = enabled_namespace();
+    let empty = BTreeMap::new();
+    let selecting = json!({"metadata": {"name": "p", "annotations": {
+        "k8s.v1.cni.cncf.io/networks": "a, other/b, a",
+    }}});
+    let plain = json!({"metadata": {"name": "p"}});
+    let own = ("demo", "linkerd-cni");
+    type Case<'a> = (
+        &'a Value,
+        &'a BTreeMap<String, String>,
+        bool,
+        &'a [(&'a str, &'a str)],
+    );
+    let cases: &[Case] = &[
+        // Attached: the Linkerd-CNI NAD, then each selected once.
+        (&plain, &enabled, false, &[own]),
+        (
+            &selecting,
+            &enabled,
+            false,
+            &[own, ("demo", "a"), ("other", "b")],
+        ),
+        // Not attached: the Linkerd-CNI rules read none.
+        (&plain, &empty, false, &[]),
+        (&selecting, &empty, false, &[]),
+        // The network-resources rules read the NADs of every pod.
+        (
+            &selecting,
+            &empty,
+            true,
+            &[own, ("demo", "a"), ("other", "b")],
+        ),
+    ];
+    for (object, namespace, network_resources, want) in cases {
+        let body = review("CREATE", "pods", (*object).clone());
+        let request = parse(body.as_bytes()).unwrap();
+        let read = nads_read(
+            &request,
+            *namespace,
+            &Settings::default(),
+            *network_resources,
+        );
+        let read: Vec<(&str, &str)> = read.iter().map(|(n, m)| (n.as_str(), m.as_str())).collect();
+        assert_eq!(
+            read, *want,
+            "{object} in {namespace:?}, network resources {network_resources}"
+        );
+    }
+    let body = review("DELETE", "pods", plain.clone());
+    let request = parse(body.as_bytes()).unwrap();
+    assert!(nads_read(&request, &enabled, &Settings::default(), true).is_empty());
+}
