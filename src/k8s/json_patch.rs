@@ -143,8 +143,9 @@ impl Writer {
 
     fn write(&mut self, op: Op, value: Option<&(impl Serialize + ?Sized)>) {
         if self.out.is_empty() {
-            // Room for a few annotation edits at once.
-            self.out.reserve(256);
+            // Room for a few annotation edits at once (the three of an attached pod take 330
+            // bytes).
+            self.out.reserve(512);
             self.out.push(b'[');
         } else {
             self.out.push(b',');

@@ -281,16 +281,18 @@ pub fn plan(
         &mut out,
     );
     let new_uid = plan_proxy_uid(current.proxy_uid, decision, before, &mut out);
-    let edited = match &new_networks {
-        Some(Some(t)) => Some(Networks::parse(t)?),
-        _ => None,
+    let owns_entry = out.owned.network.is_some();
+    out.references = match &new_networks {
+        // The annotation made of the NAD's plain entry alone (most pods): its one reference,
+        // the function's own if it owns one, without reading the text back.
+        Some(Some(t)) if t == nad => vec![NadReference {
+            namespace: None,
+            owned: owns_entry,
+        }],
+        Some(Some(t)) => references(Some(&Networks::parse(t)?), nad, owns_entry),
+        Some(None) => Vec::new(),
+        None => references(networks.as_ref(), nad, owns_entry),
     };
-    let after = match &new_networks {
-        Some(Some(_)) => edited.as_ref(),
-        Some(None) => None,
-        None => networks.as_ref(),
-    };
-    out.references = references(after, nad, out.owned.network.is_some());
     let edits = [
         (NETWORKS_ANNOTATION, new_networks),
         (PROXY_UID_ANNOTATION, new_uid),
