@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 
 use common::https::{Connection, connector, http_get};
 use common::kube_apiserver::{ControlPlane, free_port};
+use common::ports::free_port_pair;
 use common::process::Guard;
 use common::{bin, repo_path};
 
@@ -21,7 +22,10 @@ use common::{bin, repo_path};
 /// flags; returns its output after checking that it passed. Its webhook is
 /// in its group: killed with it, should the script leave it.
 fn e2e(plane: &ControlPlane, extra: &[&str]) -> String {
-    let (port, ops) = (free_port(), free_port());
+    // With --manage-nads the script runs the NAD controller on the port after `ops`: that
+    // port is the test's too, or another test's process may take it first.
+    let port = free_port();
+    let (ops, _controller_ops) = free_port_pair();
     let out = Guard::output(
         Command::new("bash")
             .arg(repo_path("scripts/e2e-webhook.sh"))

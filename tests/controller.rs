@@ -221,6 +221,14 @@ fn a_rendered_nad_taken_over_from_the_controller_is_never_touched_again() {
             "apiVersion: k8s.cni.cncf.io/v1\nkind: NetworkAttachmentDefinition\nmetadata:\n  name: linkerd-cni\n  namespace: {namespace}\n  labels:\n    app.kubernetes.io/managed-by: linkerd-multus\nspec:\n  config: '{{\"cniVersion\": \"0.3.1\", \"name\": \"from-git\", \"type\": \"linkerd-cni\"}}'\n"
         ),
     );
+    // From when the controller's cache holds the taken-over NAD (no NAD is its own any more):
+    // a write sent from the older copy, on a loaded machine whose watch lags, is refused by
+    // the API server (its precondition fails) but would be counted below.
+    eventually(
+        "the controller's cache sees the NAD taken over",
+        BOUND,
+        || controller.metric("linkerd_multus_nads_managed ") == Some(0.0),
+    );
     let version = s.version(&namespace).unwrap();
     let writes = controller.metric("linkerd_multus_nad_writes_total ");
     let edited = CONFIG_MAP.replace("\"log_level\": \"info\"", "\"log_level\": \"debug\"");

@@ -15,7 +15,7 @@ use crate::extension::install::{CASES, Objects, by_id, from_install, take_certif
 
 use std::process::Command;
 
-use common::helm::{CHART, helm};
+use common::helm::{CHART, helm, helm_batch};
 use common::kube_apiserver::ControlPlane;
 use common::{Yaml, output_text, parse_yaml_stream};
 use serde_json::Value;
@@ -52,8 +52,19 @@ fn namespace_of(flags: &[&str]) -> &'static str {
 #[test]
 fn the_chart_passes_helm_lint_strict_with_every_case_s_values() {
     let day_two = DAY_TWO.iter().map(|(_, _, values)| *values);
-    for values in std::iter::once("{}").chain(CASES.iter().map(|c| c.values).chain(day_two)) {
-        let out = helm(&["lint", CHART, "--values", values], None);
+    let values: Vec<&str> = std::iter::once("{}")
+        .chain(CASES.iter().map(|c| c.values).chain(day_two))
+        .collect();
+    // Every lint in one Helm SDK process (each its own exit code and output).
+    let requests: Vec<Vec<String>> = values
+        .iter()
+        .map(|values| {
+            ["lint", CHART, "--values", values]
+                .map(String::from)
+                .to_vec()
+        })
+        .collect();
+    for (values, out) in values.iter().zip(helm_batch(&requests)) {
         assert!(
             out.status.success(),
             "helm lint --strict {values}: {}",
@@ -484,7 +495,7 @@ fn with_cert_manager_or_an_external_secret_no_ca_bundle_is_rendered() {
 /// rendered, naming the value.
 #[test]
 fn a_bad_value_is_refused_by_the_schema_naming_it() {
-    for (values, expected) in [
+    let cases = [
         (
             r#"{"replica": 2}"#,
             "additional properties 'replica' not allowed",
@@ -555,8 +566,17 @@ fn a_bad_value_is_refused_by_the_schema_naming_it() {
             r#"{"imagePullSecrets": ["mirror-pull"]}"#,
             "at '/imagePullSecrets/0'",
         ),
-    ] {
-        let out = helm(&["template", CHART, "--values", values], None);
+    ];
+    // Every render in one Helm SDK process (each its own exit code and output).
+    let requests: Vec<Vec<String>> = cases
+        .iter()
+        .map(|(values, _)| {
+            ["template", CHART, "--values", values]
+                .map(String::from)
+                .to_vec()
+        })
+        .collect();
+    for ((values, expected), out) in cases.iter().zip(helm_batch(&requests)) {
         let text = output_text(&out);
         assert!(!out.status.success(), "{values} was taken: {text}");
         assert!(

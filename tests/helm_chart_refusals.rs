@@ -16,7 +16,9 @@
 
 use crate::common;
 
-use common::helm::{CHART, helm};
+use std::process::Output;
+
+use common::helm::{CHART, helm_batch};
 use common::{output_text, run_with_args};
 use linkerd_multus::extension::install::options::Settings;
 
@@ -552,19 +554,22 @@ fn install_refusal(row: &Row) -> Option<String> {
     }
 }
 
-/// The chart's refusal of `row`'s values in its namespace.
-fn chart_refusal(row: &Row) -> String {
-    let out = helm(
-        &[
-            "template",
-            CHART,
-            "--namespace",
-            row.namespace,
-            "--values",
-            row.values,
-        ],
-        None,
-    );
+/// `helm template` of `row`'s values in its namespace: scripts/helm.py's arguments.
+fn template_request(row: &Row) -> Vec<String> {
+    [
+        "template",
+        CHART,
+        "--namespace",
+        row.namespace,
+        "--values",
+        row.values,
+    ]
+    .map(String::from)
+    .to_vec()
+}
+
+/// The chart's refusal of `row`'s values in its namespace, from `out`, its render.
+fn chart_refusal(row: &Row, out: &Output) -> String {
     assert!(
         !out.status.success(),
         "{} in {}: the chart took it",
@@ -574,9 +579,10 @@ fn chart_refusal(row: &Row) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
-fn check(row: &Row) -> Result<(), String> {
+/// Checks `row` against `rendered`, the chart's render of its values.
+fn check(row: &Row, rendered: &Output) -> Result<(), String> {
     let what = format!("{} / {} ({})", row.flag, row.key, row.values);
-    let chart = chart_refusal(row);
+    let chart = chart_refusal(row, rendered);
     let by_schema = chart.contains("values don't meet the specifications of the schema");
     if by_schema != row.schema {
         return Err(format!(
@@ -612,7 +618,13 @@ fn check(row: &Row) -> Result<(), String> {
 /// Each of install's refusals (table `ROWS`) is the chart's too, for the same reason.
 #[test]
 fn what_install_refuses_the_chart_refuses_for_the_same_reason() {
-    let failures: Vec<String> = ROWS.iter().filter_map(|row| check(row).err()).collect();
+    // Every row's render in one Helm SDK process (each its own exit code and output).
+    let rendered = helm_batch(&ROWS.iter().map(template_request).collect::<Vec<_>>());
+    let failures: Vec<String> = ROWS
+        .iter()
+        .zip(&rendered)
+        .filter_map(|(row, out)| check(row, out).err())
+        .collect();
     assert!(
         failures.is_empty(),
         "{} of {} rows:\n{}",
@@ -634,19 +646,19 @@ fn every_reserved_namespace_is_refused_as_the_release_s() {
             PREFIXES
                 .iter()
                 .map(|(prefix, whose)| (format!("{prefix}system"), *whose)),
-        );
-    for (name, whose) in names {
-        let out = helm(
-            &[
-                "template",
-                CHART,
-                "--namespace",
-                &name,
-                "--values",
-                r#"{"installNamespace": false}"#,
-            ],
-            None,
-        );
+        )
+        .collect::<Vec<_>>();
+    let requests: Vec<Vec<String>> = names
+        .iter()
+        .map(|(name, _)| {
+            ["template", CHART, "--namespace", name.as_str(), "--values"]
+                .into_iter()
+                .chain([r#"{"installNamespace": false}"#])
+                .map(String::from)
+                .collect()
+        })
+        .collect();
+    for ((name, whose), out) in names.iter().zip(helm_batch(&requests)) {
         let text = output_text(&out);
         let want = format!("the release's namespace {name:?} is {whose}: ");
         assert!(
@@ -663,7 +675,7 @@ fn every_reserved_namespace_is_refused_as_the_release_s() {
 #[test]
 fn every_webhook_configuration_rendered_has_a_ca_source() {
     let pem = "-----BEGIN CERTIFICATE-----\nca\n-----END CERTIFICATE-----\n";
-    let mut rendered = 0;
+    let mut combinations = Vec::new();
     for certs in ["generate", "cert-manager", "openshift-service-ca"] {
         for external in [false, true] {
             for source in ["", "caBundle", "injectCaFrom", "injectCaFromSecret"] {
@@ -673,43 +685,55 @@ fn every_webhook_configuration_rendered_has_a_ca_source() {
                     "" => {}
                     other => webhook[other] = "ns/name".into(),
                 }
-                let values = serde_json::json!({ "certs": certs, "webhook": webhook });
-                let out = helm(&["template", CHART, "--values", &values.to_string()], None);
-                if !out.status.success() {
-                    let text = output_text(&out);
-                    assert!(
-                        text.contains("no CA source is given"),
-                        "{values}: refused for another reason: {text}"
-                    );
-                    continue;
-                }
-                rendered += 1;
-                let docs =
-                    common::parse_yaml_stream(&String::from_utf8(out.stdout).unwrap()).unwrap();
-                let mwc = docs
-                    .iter()
-                    .find(|d| d.str_at(&["kind"]) == Some("MutatingWebhookConfiguration"))
-                    .expect("a MutatingWebhookConfiguration");
-                let json = crate::deploy::to_json(mwc);
-                let injected = json["metadata"]["annotations"]
-                    .as_object()
-                    .is_some_and(|a| {
-                        a.keys().any(|k| {
-                            k.starts_with("cert-manager.io/inject-ca-from")
-                                || k == "service.beta.openshift.io/inject-cabundle"
-                        })
-                    });
-                for hook in json["webhooks"].as_array().unwrap() {
-                    let bundle = hook["clientConfig"]["caBundle"]
-                        .as_str()
-                        .is_some_and(|b| !b.is_empty());
-                    assert!(
-                        bundle || injected,
-                        "{values}: webhook {} has no caBundle and nothing injects one",
-                        hook["name"]
-                    );
-                }
+                combinations.push(serde_json::json!({ "certs": certs, "webhook": webhook }));
             }
+        }
+    }
+    let requests: Vec<Vec<String>> = combinations
+        .iter()
+        .map(|values| {
+            vec![
+                "template".into(),
+                CHART.into(),
+                "--values".into(),
+                values.to_string(),
+            ]
+        })
+        .collect();
+    let mut rendered = 0;
+    for (values, out) in combinations.iter().zip(helm_batch(&requests)) {
+        if !out.status.success() {
+            let text = output_text(&out);
+            assert!(
+                text.contains("no CA source is given"),
+                "{values}: refused for another reason: {text}"
+            );
+            continue;
+        }
+        rendered += 1;
+        let docs = common::parse_yaml_stream(&String::from_utf8(out.stdout).unwrap()).unwrap();
+        let mwc = docs
+            .iter()
+            .find(|d| d.str_at(&["kind"]) == Some("MutatingWebhookConfiguration"))
+            .expect("a MutatingWebhookConfiguration");
+        let json = crate::deploy::to_json(mwc);
+        let injected = json["metadata"]["annotations"]
+            .as_object()
+            .is_some_and(|a| {
+                a.keys().any(|k| {
+                    k.starts_with("cert-manager.io/inject-ca-from")
+                        || k == "service.beta.openshift.io/inject-cabundle"
+                })
+            });
+        for hook in json["webhooks"].as_array().unwrap() {
+            let bundle = hook["clientConfig"]["caBundle"]
+                .as_str()
+                .is_some_and(|b| !b.is_empty());
+            assert!(
+                bundle || injected,
+                "{values}: webhook {} has no caBundle and nothing injects one",
+                hook["name"]
+            );
         }
     }
     assert!(rendered >= 10, "only {rendered} combinations rendered");

@@ -166,6 +166,20 @@ impl Connection {
         Ok(Connection { sender, host })
     }
 
+    /// GETs `path`, asking for JSON; returns the status and the body.
+    pub async fn get(&mut self, path: &str) -> Result<(u16, Bytes), hyper::Error> {
+        let request = hyper::Request::get(path)
+            .header("host", &self.host)
+            .header("accept", "application/json")
+            .body(Full::new(Bytes::new()))
+            .unwrap();
+        self.sender.ready().await?;
+        let response = self.sender.send_request(request).await?;
+        let status = response.status().as_u16();
+        let body = response.into_body().collect().await?.to_bytes();
+        Ok((status, body))
+    }
+
     /// POSTs `body` to `path`; returns the status and the body.
     pub async fn post(&mut self, path: &str, body: Bytes) -> Result<(u16, Bytes), hyper::Error> {
         let request = hyper::Request::post(path)

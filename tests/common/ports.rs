@@ -34,6 +34,22 @@ pub fn free_port() -> u16 {
     panic!("no free port in {low}..{high}");
 }
 
+/// Two free ports, the second the next after the first, both the caller's alone: for a
+/// process that derives a port from another (scripts/e2e-webhook.sh runs the NAD controller
+/// on the port after the webhook's ops port). Each port of [`free_port`] is handed out once,
+/// so the pair is two it handed out in a row; another test taking one between them breaks
+/// the run, and the next pair is tried.
+pub fn free_port_pair() -> (u16, u16) {
+    let mut first = free_port();
+    loop {
+        let second = free_port();
+        if second == first + 1 {
+            return (first, second);
+        }
+        first = second;
+    }
+}
+
 /// The ports below the kernel's ephemeral range (`ip_local_port_range`), from
 /// 10000 up, so that well-known services stay out of the way.
 fn unpicked_ports() -> (usize, usize) {

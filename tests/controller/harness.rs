@@ -157,23 +157,11 @@ impl Setup {
     }
 
     /// The NAD `linkerd-cni` of `namespace`, if any.
+    /// Read from the API server directly, managed fields and all (polls call it often).
     pub fn nad(&self, namespace: &str) -> Option<Value> {
-        let out = self.plane.kubectl_input(
-            &[
-                "get",
-                NAD,
-                "linkerd-cni",
-                "-n",
-                namespace,
-                "-o",
-                "json",
-                "--show-managed-fields",
-            ],
-            "",
-        );
-        out.status
-            .success()
-            .then(|| serde_json::from_slice(&out.stdout).unwrap())
+        self.plane.get_json(&format!(
+            "/apis/k8s.cni.cncf.io/v1/namespaces/{namespace}/network-attachment-definitions/linkerd-cni"
+        ))
     }
 
     pub fn version(&self, namespace: &str) -> Option<String> {
@@ -211,19 +199,12 @@ impl Setup {
         nad.str_at(&["spec", "config"]).unwrap().to_string()
     }
 
-    /// The Events in `namespace` about the object named `name`.
+    /// The Events in `namespace` about the object named `name` (events.k8s.io/v1), read
+    /// from the API server directly (polls call it often).
     pub fn events_about(&self, namespace: &str, name: &str) -> Vec<Value> {
-        let out = self.plane.kubectl(&[
-            "get",
-            "events.events.k8s.io",
-            "-n",
-            namespace,
-            "--field-selector",
-            &format!("regarding.name={name}"),
-            "-o",
-            "json",
-        ]);
-        let list: Value = serde_json::from_str(&out).unwrap();
+        let list = self.plane.get_ok(&format!(
+            "/apis/events.k8s.io/v1/namespaces/{namespace}/events?fieldSelector=regarding.name%3D{name}"
+        ));
         list["items"].as_array().unwrap().clone()
     }
 

@@ -313,10 +313,10 @@ pub(super) fn complete(s: &Setup, kind: Kind, namespace: &str, name: &str) -> Ti
 
 /// The hash `kind` `name`'s pod template carries.
 pub(super) fn template_hash(s: &Setup, kind: Kind, namespace: &str, name: &str) -> String {
-    let out = s
-        .plane
-        .kubectl(&["get", kind.resource(), "-n", namespace, name, "-o", "json"]);
-    let workload: Value = serde_json::from_str(&out).unwrap();
+    let workload = s.plane.get_ok(&format!(
+        "/apis/apps/v1/namespaces/{namespace}/{}/{name}",
+        kind.resource()
+    ));
     workload["spec"]["template"]["metadata"]["annotations"][HASH]
         .as_str()
         .unwrap_or_default()
@@ -391,29 +391,24 @@ pub(super) fn running(s: &Setup, namespace: &str, name: &str) {
 
 /// Whether pod `name` exists.
 pub(super) fn exists(s: &Setup, namespace: &str, name: &str) -> bool {
-    let out = s
+    match s
         .plane
-        .kubectl_input(&["get", "pod", "-n", namespace, name, "-o", "name"], "");
-    assert!(
-        out.status.success() || String::from_utf8_lossy(&out.stderr).contains("NotFound"),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out.status.success()
+        .get(&format!("/api/v1/namespaces/{namespace}/pods/{name}"))
+    {
+        Some((200, _)) => true,
+        Some((404, _)) => false,
+        other => panic!("pod {namespace}/{name}: {other:?}"),
+    }
 }
 
 /// Whether pod `name` is being deleted (it has a deletion timestamp).
 pub(super) fn terminating(s: &Setup, namespace: &str, name: &str) -> bool {
-    let out = s.plane.kubectl(&[
-        "get",
-        "pod",
-        "-n",
-        namespace,
-        name,
-        "-o",
-        "jsonpath={.metadata.deletionTimestamp}",
-    ]);
-    !out.trim().is_empty()
+    let pod = s
+        .plane
+        .get_ok(&format!("/api/v1/namespaces/{namespace}/pods/{name}"));
+    pod["metadata"]["deletionTimestamp"]
+        .as_str()
+        .is_some_and(|t| !t.is_empty())
 }
 
 #[test]
