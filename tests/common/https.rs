@@ -173,11 +173,7 @@ impl Connection {
             .header("accept", "application/json")
             .body(Full::new(Bytes::new()))
             .unwrap();
-        self.sender.ready().await?;
-        let response = self.sender.send_request(request).await?;
-        let status = response.status().as_u16();
-        let body = response.into_body().collect().await?.to_bytes();
-        Ok((status, body))
+        self.send(request).await
     }
 
     /// POSTs `body` to `path`; returns the status and the body.
@@ -187,6 +183,14 @@ impl Connection {
             .header("content-type", "application/json")
             .body(Full::new(body))
             .unwrap();
+        self.send(request).await
+    }
+
+    /// Sends `request` once the connection is ready; returns the status and the body.
+    async fn send(
+        &mut self,
+        request: hyper::Request<Full<Bytes>>,
+    ) -> Result<(u16, Bytes), hyper::Error> {
         self.sender.ready().await?;
         let response = self.sender.send_request(request).await?;
         let status = response.status().as_u16();
