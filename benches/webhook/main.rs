@@ -164,6 +164,12 @@ impl Plan {
         plan
     }
 
+    /// The length of one saturation round: the fixed rates' time per server, in more rounds.
+    fn saturation_round(&self) -> Duration {
+        self.duration
+            .mul_f64(self.rounds as f64 / self.saturation_rounds as f64)
+    }
+
     fn defaults(quick: bool, client_threads: usize) -> Plan {
         if quick {
             Plan {
@@ -413,9 +419,7 @@ impl Bench<'_> {
             let shape = Shape::Rate(rate, plan.rate_connections);
             rows.push((shape, self.measure(shape, plan.duration)?));
         }
-        let secs = plan
-            .duration
-            .mul_f64(plan.rounds as f64 / plan.saturation_rounds as f64);
+        let secs = plan.saturation_round();
         eprintln!(
             "saturation on {} connections, {} x {:.1} s each ...",
             plan.saturation_connections,

@@ -49,7 +49,7 @@ pub(crate) fn print_table(
         plan.rounds,
         plan.duration.as_secs_f64(),
         plan.saturation_rounds,
-        plan.duration.as_secs_f64() * plan.rounds as f64 / plan.saturation_rounds as f64
+        plan.saturation_round().as_secs_f64()
     );
     println!(
         " fixed rates: latency from each request's scheduled time, the clock {late:.0} µs late at p99;"

@@ -28,10 +28,10 @@ def main() -> int:
         sys.argv = [helm_py, *args]
         with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
             try:
-                code = module.main()
+                code = module.main() or 0
             except SystemExit as e:
-                # argparse's refusal of the command line.
-                code = e.code if isinstance(e.code, int) else 1
+                # argparse's refusal of the command line (2), --help (0), sys.exit("why") (1).
+                code = e.code if isinstance(e.code, int) else 0 if e.code is None else 1
         results.append({"code": code, "stdout": stdout.getvalue(), "stderr": stderr.getvalue()})
     sys.stdout.write(json.dumps(results))
     return 0
