@@ -84,8 +84,9 @@ const FIXTURE: &str = concat!(
 const NAMESPACES: usize = 10_000;
 /// The webhook, the baseline and the reader, in this order.
 const SERVERS: usize = 3;
-/// The places of the webhook and the reader among the servers ([`Fleet::pids`]).
+/// The places of the webhook, the baseline and the reader among the servers ([`Fleet::pids`]).
 const WEBHOOK: usize = 0;
+const BASELINE: usize = 1;
 const READER: usize = 2;
 /// How long before a request's time the fixed-rate clock stops sleeping and yields.
 const PACER_SPIN: Duration = Duration::from_micros(80);
@@ -192,7 +193,7 @@ impl Plan {
                 duration: Duration::from_secs(8),
                 warmup: Duration::from_secs(3),
                 rounds: 3,
-                saturation_rounds: 7,
+                saturation_rounds: 15,
                 client_threads,
             }
         }
@@ -432,7 +433,8 @@ impl Bench<'_> {
     }
 
     /// One load on each server, in rounds, forwards then backwards so each
-    /// server is measured early and late: the medians.
+    /// server is measured early and late, the webhook and the reader back to back
+    /// (the baseline first or last): the medians.
     fn measure(&mut self, shape: Shape, secs: Duration) -> Result<[Figures; SERVERS]> {
         let mut per: [Vec<Run>; SERVERS] = Default::default();
         let rounds = match shape {
@@ -441,10 +443,10 @@ impl Bench<'_> {
             Shape::Closed(_) => self.plan.saturation_rounds,
         };
         for r in 0..rounds {
-            let order: Vec<usize> = if r % 2 == 0 {
-                (0..SERVERS).collect()
+            let order = if r % 2 == 0 {
+                [WEBHOOK, READER, BASELINE]
             } else {
-                (0..SERVERS).rev().collect()
+                [BASELINE, READER, WEBHOOK]
             };
             for i in order {
                 let result = self.load.run(&self.targets[i], shape, secs)?;

@@ -3,6 +3,8 @@
 
 use serde::Serialize;
 
+use crate::k8s::json_patch::write_str;
+
 use super::{API_VERSION, Answer, KIND, Outcome, Request, Verdict};
 
 #[derive(Serialize)]
@@ -15,6 +17,22 @@ struct Status {
 /// Appends `value` as JSON.
 fn json(body: &mut Vec<u8>, value: &(impl Serialize + ?Sized)) {
     serde_json::to_writer(body, value).expect("strings and a status serialize");
+}
+
+/// The pieces of the answer's JSON between its strings.
+const OPEN: &[u8] = b"{\"apiVersion\":";
+const KIND_OPEN: &[u8] = b",\"kind\":";
+const UID_OPEN: &[u8] = b",\"response\":{\"uid\":";
+const PATCH_OPEN: &[u8] = b",\"patchType\":\"JSONPatch\",\"patch\":\"";
+const CLOSE: &[u8] = b"}}";
+
+/// About what the warnings (or, denied, the status) take in the answer; none without them.
+fn warned_len(warnings: &[String], denied: bool) -> usize {
+    if warnings.is_empty() {
+        return 0;
+    }
+    let field = if denied { 64 } else { 13 };
+    field + warnings.iter().map(|w| w.len() + 3).sum::<usize>()
 }
 
 /// Prefixes what users see in `kubectl` with where it comes from.
@@ -32,27 +50,40 @@ pub(super) fn respond(
         .map(|w| format!("{PREFIX}{w}"))
         .collect();
     let denied = outcome == Outcome::Denied;
-    let size = patch.map_or(0, |p| p.len() * 4 / 3)
-        + warnings.iter().map(String::len).sum::<usize>()
+    let allowed: &[u8] = match denied {
+        true => b",\"allowed\":false",
+        false => b",\"allowed\":true",
+    };
+    let patch_len = patch.map_or(0, |p| {
+        PATCH_OPEN.len() + base64::encoded_len(p.len(), true).expect("a patch's size") + 1
+    });
+    // Exact for an answer without warnings whose uid JSON does not escape (the API server's
+    // are UUIDs): the body then becomes the reply's bytes without another allocation.
+    let size = OPEN.len()
+        + API_VERSION.len()
+        + KIND_OPEN.len()
+        + KIND.len()
+        + UID_OPEN.len()
         + request.uid.len()
-        + 160;
+        + 6
+        + allowed.len()
+        + patch_len
+        + CLOSE.len()
+        + warned_len(&warnings, denied);
     let mut body = Vec::with_capacity(size);
     use base64::Engine as _;
     // Written by hand, as serde_json writes the same fields in the same order: the patch's
     // base64 goes in whole, as its alphabet needs no escaping, not a character at a time
     // through a formatter.
-    body.extend_from_slice(b"{\"apiVersion\":");
-    json(&mut body, API_VERSION);
-    body.extend_from_slice(b",\"kind\":");
-    json(&mut body, KIND);
-    body.extend_from_slice(b",\"response\":{\"uid\":");
-    json(&mut body, &*request.uid);
-    body.extend_from_slice(match denied {
-        true => b",\"allowed\":false",
-        false => b",\"allowed\":true",
-    });
+    body.extend_from_slice(OPEN);
+    write_str(&mut body, API_VERSION);
+    body.extend_from_slice(KIND_OPEN);
+    write_str(&mut body, KIND);
+    body.extend_from_slice(UID_OPEN);
+    write_str(&mut body, &request.uid);
+    body.extend_from_slice(allowed);
     if let Some(patch) = patch {
-        body.extend_from_slice(b",\"patchType\":\"JSONPatch\",\"patch\":\"");
+        body.extend_from_slice(PATCH_OPEN);
         let engine = &base64::engine::general_purpose::STANDARD;
         let start = body.len();
         body.resize(
@@ -76,7 +107,7 @@ pub(super) fn respond(
         body.extend_from_slice(b",\"warnings\":");
         json(&mut body, &warnings);
     }
-    body.extend_from_slice(b"}}");
+    body.extend_from_slice(CLOSE);
     Answer {
         outcome,
         body,
@@ -160,6 +191,11 @@ mod tests {
                 warnings: warnings.iter().map(|w| w.to_string()).collect(),
             };
             let answer = respond(&request, outcome, patch, verdict);
+            // Sized exactly when nothing is escaped or warned: the reply takes the body
+            // as it is, without another allocation (bytes::Bytes::from(Vec)).
+            if warnings.is_empty() && uid.starts_with('u') {
+                assert_eq!(answer.body.len(), answer.body.capacity(), "{uid}");
+            }
             let prefixed: Vec<String> = warnings.iter().map(|w| format!("{PREFIX}{w}")).collect();
             let want = serde_written(uid, outcome == Outcome::Denied, patch, &prefixed);
             assert_eq!(

@@ -101,16 +101,59 @@ fn child(path: &str, key: &str) -> String {
 /// `/` is `~1`.
 fn push_segment(path: &mut String, key: &str) {
     path.push('/');
-    for (i, part) in key.split('/').enumerate() {
-        if i > 0 {
-            path.push_str("~1");
+    escape_segment(key, |piece| path.push_str(piece));
+}
+
+/// Gives `key` as a JSON-pointer segment, piece by piece: the runs of it that stay as they
+/// are, and `~0` for each `~`, `~1` for each `/`.
+fn escape_segment<'a>(key: &'a str, mut emit: impl FnMut(&'a str)) {
+    let mut start = 0;
+    for (i, b) in key.bytes().enumerate() {
+        let escaped = match b {
+            b'~' => "~0",
+            b'/' => "~1",
+            _ => continue,
+        };
+        emit(&key[start..i]);
+        emit(escaped);
+        start = i + 1;
+    }
+    emit(&key[start..]);
+}
+
+/// Whether JSON escapes any character of `s`: a quote, a backslash or a control character.
+/// Eight bytes at a time: this runs on every string of every answer.
+fn needs_escape(s: &str) -> bool {
+    const ONES: u64 = u64::from_ne_bytes([0x01; 8]);
+    const HIGH: u64 = u64::from_ne_bytes([0x80; 8]);
+    // Whether a byte of `x` is below `n` (at most 0x80): the classic bit trick, exact for
+    // whether there is one.
+    let below = |x: u64, n: u8| x.wrapping_sub(ONES * u64::from(n)) & !x & HIGH != 0;
+    let equal = |x: u64, b: u8| below(x ^ (ONES * u64::from(b)), 1);
+    let bytes = s.as_bytes();
+    let mut chunks = bytes.chunks_exact(8);
+    for chunk in &mut chunks {
+        let x = u64::from_ne_bytes(chunk.try_into().expect("a chunk of eight"));
+        if below(x, 0x20) || equal(x, b'"') || equal(x, b'\\') {
+            return true;
         }
-        for (j, piece) in part.split('~').enumerate() {
-            if j > 0 {
-                path.push_str("~0");
-            }
-            path.push_str(piece);
-        }
+    }
+    chunks
+        .remainder()
+        .iter()
+        .any(|&b| b < 0x20 || b == b'"' || b == b'\\')
+}
+
+/// Appends `s` as a JSON string, as serde_json writes it; one with nothing to escape (every
+/// annotation key and nearly every value) is copied whole.
+pub fn write_str(out: &mut Vec<u8>, s: &str) {
+    if needs_escape(s) {
+        serde_json::to_writer(out, s).expect("a string serializes");
+    } else {
+        out.reserve(s.len() + 2);
+        out.push(b'"');
+        out.extend_from_slice(s.as_bytes());
+        out.push(b'"');
     }
 }
 
@@ -120,28 +163,48 @@ fn push_segment(path: &mut String, key: &str) {
 #[derive(Debug, Default)]
 pub struct Writer {
     out: Vec<u8>,
-    path: String,
 }
 
 impl Writer {
     /// Appends an operation on member `key` of the value at `parent`, with
     /// `value` for `add` and `replace`.
     pub fn push(&mut self, op: Op, parent: &str, key: &str, value: Option<&str>) {
-        self.path.clear();
-        self.path.reserve(parent.len() + key.len() + 8);
-        self.path.push_str(parent);
-        push_segment(&mut self.path, key);
-        self.write(op, value);
+        self.open(op);
+        if needs_escape(parent) || needs_escape(key) {
+            // A pointer whose text JSON escapes (no annotation key is one): made whole first.
+            let mut path = String::with_capacity(parent.len() + key.len() + 8);
+            path.push_str(parent);
+            push_segment(&mut path, key);
+            write_str(&mut self.out, &path);
+        } else {
+            // Written in place: nothing to escape for JSON, `~` and `/` for the pointer.
+            self.out.push(b'"');
+            self.out.extend_from_slice(parent.as_bytes());
+            self.out.push(b'/');
+            let out = &mut self.out;
+            escape_segment(key, |piece| out.extend_from_slice(piece.as_bytes()));
+            self.out.push(b'"');
+        }
+        if let Some(value) = value {
+            self.out.extend_from_slice(b",\"value\":");
+            write_str(&mut self.out, value);
+        }
+        self.out.push(b'}');
     }
 
     /// Appends an operation on the value at `path`.
     pub fn push_at(&mut self, op: Op, path: &str, value: Option<&impl Serialize>) {
-        self.path.clear();
-        self.path.push_str(path);
-        self.write(op, value);
+        self.open(op);
+        write_str(&mut self.out, path);
+        if let Some(value) = value {
+            self.out.extend_from_slice(b",\"value\":");
+            serde_json::to_writer(&mut self.out, value).expect("a JSON value serializes");
+        }
+        self.out.push(b'}');
     }
 
-    fn write(&mut self, op: Op, value: Option<&(impl Serialize + ?Sized)>) {
+    /// Writes the start of an operation, up to its path.
+    fn open(&mut self, op: Op) {
         if self.out.is_empty() {
             // Room for a few annotation edits at once (the three of an attached pod take 330
             // bytes).
@@ -150,15 +213,11 @@ impl Writer {
         } else {
             self.out.push(b',');
         }
-        self.out.extend_from_slice(b"{\"op\":");
-        serde_json::to_writer(&mut self.out, &op).expect("an op serializes");
-        self.out.extend_from_slice(b",\"path\":");
-        serde_json::to_writer(&mut self.out, &self.path).expect("a string serializes");
-        if let Some(value) = value {
-            self.out.extend_from_slice(b",\"value\":");
-            serde_json::to_writer(&mut self.out, value).expect("a JSON value serializes");
-        }
-        self.out.push(b'}');
+        self.out.extend_from_slice(match op {
+            Op::Add => b"{\"op\":\"add\",\"path\":",
+            Op::Remove => b"{\"op\":\"remove\",\"path\":",
+            Op::Replace => b"{\"op\":\"replace\",\"path\":",
+        });
     }
 
     /// Whether no operation was written.
@@ -247,6 +306,76 @@ mod tests {
         ];
         for (name, before, after, want) in cases {
             assert_eq!(ops(before, after), want, "{name}");
+        }
+    }
+
+    #[test]
+    fn a_string_needs_escaping_exactly_when_serde_escapes_it() {
+        let plain = "abcdefghijklmnopq";
+        let mut cases: Vec<String> = vec![String::new(), "é".repeat(9), "~/\u{7f}".repeat(5)];
+        for b in (0u8..=0x7f)
+            .map(char::from)
+            .chain(['é', '\u{80}', '\u{10ffff}'])
+        {
+            for at in 0..=plain.len() {
+                let mut s = plain[..at].to_string();
+                s.push(b);
+                s.push_str(&plain[at..]);
+                cases.push(s);
+            }
+        }
+        for s in cases {
+            let serde = serde_json::to_string(&s).unwrap();
+            assert_eq!(needs_escape(&s), serde.len() != s.len() + 2, "{s:?}");
+            let mut out = Vec::new();
+            write_str(&mut out, &s);
+            assert_eq!(String::from_utf8(out).unwrap(), serde, "{s:?}");
+        }
+    }
+
+    #[test]
+    fn push_writes_what_serde_writes() {
+        // (parent, key, value)
+        let cases: &[(&str, &str, Option<&str>)] = &[
+            (
+                "/metadata/annotations",
+                "k8s.v1.cni.cncf.io/networks",
+                Some("linkerd-cni"),
+            ),
+            ("/metadata/annotations", "a~b/c~/", None),
+            (
+                "/metadata/annotations",
+                "q\"uote",
+                Some("back\\slash \"x\""),
+            ),
+            ("/m\"x", "tab\there", Some("line\nbreak\u{1}")),
+            ("", "", Some("")),
+            ("/a", "é/ü~", Some("\u{7f}é")),
+        ];
+        for (&(parent, key, value), op) in cases
+            .iter()
+            .flat_map(|c| [Op::Add, Op::Replace, Op::Remove].map(|op| (c, op)))
+        {
+            let mut writer = Writer::default();
+            writer.push(op, parent, key, value);
+            writer.push(Op::Remove, parent, key, None);
+            let want = [
+                Operation {
+                    op,
+                    path: child(parent, key),
+                    value: value.map(|v| json!(v)),
+                },
+                Operation {
+                    op: Op::Remove,
+                    path: child(parent, key),
+                    value: None,
+                },
+            ];
+            assert_eq!(
+                String::from_utf8(writer.finish()).unwrap(),
+                serde_json::to_string(&want).unwrap(),
+                "{parent:?} {key:?} {value:?}"
+            );
         }
     }
 

@@ -249,6 +249,10 @@ impl WatchCache {
             keys.into_iter().map(|key| (key, None)).collect();
         picked.sort_unstable_by(|a, b| a.0.cmp(&b.0));
         picked.dedup_by(|a, b| a.0 == b.0);
+        if picked.is_empty() {
+            // Most reviews: a pod the rules do not attach reads no NAD.
+            return Picked(picked);
+        }
         let entries = self.read();
         for (key, entry) in &mut picked {
             crate::work::count(1);

@@ -374,14 +374,8 @@ fn a_pick_holds_no_lock_and_keeps_what_it_took() {
             .map(str::to_string)
     };
     assert_eq!(resource(&picked).as_deref(), Some("intel/sriov"));
-    assert!(matches!(
-        picked.entry(&nad_key("demo", "other")),
-        Entry::NotPicked
-    ));
-    assert!(matches!(
-        unpicked.entry(&nad_key("demo", "other")),
-        Entry::Lacked
-    ));
+    assert!(matches!(picked.nad("demo", "other"), Entry::NotPicked));
+    assert!(matches!(unpicked.nad("demo", "other"), Entry::Lacked));
     assert_eq!(
         resource(&pick_nad(&cache, "demo", "data")),
         None,

@@ -5,6 +5,7 @@
 //! NAD's config), and the entries one review picks ([`Picked`]), which its rules read with
 //! no lock held.
 
+use std::cmp::Ordering;
 use std::sync::Arc;
 
 use compact_str::CompactString;
@@ -163,10 +164,31 @@ pub enum Entry<'a> {
     NotPicked,
 }
 
+/// How the key `key` orders against [`nad_key`]`(namespace, name)`, without making that.
+fn cmp_nad_key(key: &str, namespace: &str, name: &str) -> Ordering {
+    let key = key.as_bytes();
+    let (head, rest) = key.split_at(key.len().min(namespace.len()));
+    match head.cmp(namespace.as_bytes()) {
+        Ordering::Equal => match rest.split_first() {
+            None => Ordering::Less,
+            Some((&slash, tail)) => slash.cmp(&b'/').then_with(|| tail.cmp(name.as_bytes())),
+        },
+        unequal => unequal,
+    }
+}
+
 impl Picked {
-    /// What the cache held for `key` when it was picked.
-    pub fn entry(&self, key: &str) -> Entry<'_> {
-        match self.0.binary_search_by(|(k, _)| k.as_str().cmp(key)) {
+    /// What the cache held for NAD `namespace/name` when it was picked, found by its
+    /// [`nad_key`] without making the key.
+    pub fn nad(&self, namespace: &str, name: &str) -> Entry<'_> {
+        self.found(
+            self.0
+                .binary_search_by(|(k, _)| cmp_nad_key(k, namespace, name)),
+        )
+    }
+
+    fn found(&self, search: Result<usize, usize>) -> Entry<'_> {
+        match search {
             Ok(i) => match &self.0[i].1 {
                 Some(annotations) => Entry::Held(annotations),
                 None => Entry::Lacked,
@@ -175,9 +197,9 @@ impl Picked {
         }
     }
 
-    /// The annotations of an object picked, by key, if the cache held it.
-    pub fn get(&self, key: &str) -> Option<&Annotations> {
-        match self.entry(key) {
+    /// The annotations of NAD `namespace/name`, if it was picked and the cache held it.
+    pub fn get(&self, namespace: &str, name: &str) -> Option<&Annotations> {
+        match self.nad(namespace, name) {
             Entry::Held(annotations) => Some(annotations),
             Entry::Lacked | Entry::NotPicked => None,
         }
@@ -187,23 +209,58 @@ impl Picked {
 /// The NADs picked from a [`NadCache`].
 impl Nads for Picked {
     fn annotations(&self, namespace: &str, name: &str) -> Option<&dyn Lookup> {
-        self.get(&nad_key(namespace, name))
-            .map(|a| a as &dyn Lookup)
+        self.get(namespace, name).map(|a| a as &dyn Lookup)
     }
 }
 
 /// The NADs picked from a [`NadCache`], with the hashes of their configs.
 impl NadConfigs for Picked {
     fn config_hash(&self, namespace: &str, name: &str) -> Option<&str> {
-        self.get(&nad_key(namespace, name))?.config_hash()
+        self.get(namespace, name)?.config_hash()
     }
     fn other_network(&self, namespace: &str, name: &str) -> Option<&str> {
-        self.get(&nad_key(namespace, name))?.other_network()
+        self.get(namespace, name)?.other_network()
     }
     fn ipam(&self, namespace: &str, name: &str) -> Option<&Result<Ipam, IpamError>> {
-        self.get(&nad_key(namespace, name))?.ipam()
+        self.get(namespace, name)?.ipam()
     }
     fn plugin_settings(&self, namespace: &str, name: &str) -> Option<&PluginSettings> {
-        self.get(&nad_key(namespace, name))?.plugin_settings()
+        self.get(namespace, name)?.plugin_settings()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_nad_is_ordered_as_its_key_would_be() {
+        let parts = [
+            "",
+            "a",
+            "a-b",
+            "ab",
+            "a/b",
+            "b",
+            "team-00042",
+            "linkerd-cni",
+            "é",
+        ];
+        let keys = parts
+            .iter()
+            .flat_map(|ns| parts.iter().map(move |name| nad_key(ns, name)))
+            .chain(parts.iter().map(|p| CompactString::from(*p)))
+            .chain(["a/", "/", "a.b", "a0"].map(CompactString::from));
+        for key in keys {
+            for namespace in parts {
+                for name in parts {
+                    assert_eq!(
+                        cmp_nad_key(&key, namespace, name),
+                        key.as_str().cmp(&nad_key(namespace, name)),
+                        "{key:?} against {namespace:?} {name:?}"
+                    );
+                }
+            }
+        }
     }
 }

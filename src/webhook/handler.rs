@@ -338,18 +338,15 @@ struct Recorded<'a> {
 
 impl Nads for Recorded<'_> {
     fn annotations(&self, namespace: &str, name: &str) -> Option<&dyn Lookup> {
-        let key = nad_key(namespace, name);
-        if !self.fetched.is_empty()
-            && let Some(live) = self.fetched.get(&key)
-        {
+        if let Some(live) = self.fetched(namespace, name) {
             return live.as_ref().map(|a| a as &dyn Lookup);
         }
         if let Some(picked) = self.picked {
-            match picked.entry(&key) {
+            match picked.nad(namespace, name) {
                 Entry::Held(cached) => return Some(cached),
                 Entry::Lacked => {}
                 Entry::NotPicked => {
-                    self.unpicked.borrow_mut().insert(key);
+                    self.unpicked.borrow_mut().insert(nad_key(namespace, name));
                     return None;
                 }
             }
@@ -365,16 +362,21 @@ impl Nads for Recorded<'_> {
 }
 
 impl Recorded<'_> {
+    /// What a live read of this review found of a NAD, if one was made.
+    fn fetched(&self, namespace: &str, name: &str) -> Option<&Option<Annotations>> {
+        if self.fetched.is_empty() {
+            return None;
+        }
+        self.fetched.get(&nad_key(namespace, name))
+    }
+
     /// The entry of a NAD as [`Recorded::annotations`] finds it, live read
     /// first, without recording a miss.
     fn entry(&self, namespace: &str, name: &str) -> Option<&Annotations> {
-        let key = nad_key(namespace, name);
-        if !self.fetched.is_empty()
-            && let Some(live) = self.fetched.get(&key)
-        {
-            return live.as_ref();
+        match self.fetched(namespace, name) {
+            Some(live) => live.as_ref(),
+            None => self.picked?.get(namespace, name),
         }
-        self.picked?.get(&key)
     }
 }
 
