@@ -172,10 +172,7 @@ impl Writer {
         self.open(op);
         if needs_escape(parent) || needs_escape(key) {
             // A pointer whose text JSON escapes (no annotation key is one): made whole first.
-            let mut path = String::with_capacity(parent.len() + key.len() + 8);
-            path.push_str(parent);
-            push_segment(&mut path, key);
-            write_str(&mut self.out, &path);
+            write_str(&mut self.out, &child(parent, key));
         } else {
             // Written in place: nothing to escape for JSON, `~` and `/` for the pointer.
             self.out.push(b'"');

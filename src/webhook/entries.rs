@@ -181,14 +181,10 @@ impl Picked {
     /// What the cache held for NAD `namespace/name` when it was picked, found by its
     /// [`nad_key`] without making the key.
     pub fn nad(&self, namespace: &str, name: &str) -> Entry<'_> {
-        self.found(
-            self.0
-                .binary_search_by(|(k, _)| cmp_nad_key(k, namespace, name)),
-        )
-    }
-
-    fn found(&self, search: Result<usize, usize>) -> Entry<'_> {
-        match search {
+        match self
+            .0
+            .binary_search_by(|(k, _)| cmp_nad_key(k, namespace, name))
+        {
             Ok(i) => match &self.0[i].1 {
                 Some(annotations) => Entry::Held(annotations),
                 None => Entry::Lacked,
