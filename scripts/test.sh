@@ -118,7 +118,8 @@ step "the suite"
 # Three tests at a time, not libtest's one a core: most of the suite's tests wait (on a
 # controller's passes and leases, a kubelet's probes, an API server starting), so on 2 cores
 # three at a time leave fewer idle: 663 s where two took 887 s, on a machine busier then.
-TMPDIR=$scratch cargo test --locked --no-fail-fast --test suite -- --test-threads=3 || failed=1
+TMPDIR=$scratch cargo test --locked --no-fail-fast --test suite -- --test-threads=3 2>&1 |
+  tee target/logs/suite.log || failed=1
 step "waiting for the release binary, the release tools and the fuzzers' build"
 joined "$static_binary" "scripts/container.sh --binary-only or scripts/install-test-tools.sh --release" static-binary.log
 joined "$fuzz_build" "cargo-afl's install or scripts/fuzz.sh --smoke --build" fuzz-build.log
@@ -134,9 +135,10 @@ fuzz=$!
 TMPDIR=$scratch BENCH_QUICK=1 cargo test --locked --bench '*' >target/logs/bench.log 2>&1 &
 bench=$!
 step "the doc tests"
-cargo test --locked --no-fail-fast --doc || failed=1
+cargo test --locked --no-fail-fast --doc 2>&1 | tee target/logs/doc.log || failed=1
 step "the unit, container, release and readme tests"
-cargo test --locked --no-fail-fast --lib --bins --test container --test release --test readme || failed=1
+cargo test --locked --no-fail-fast --lib --bins --test container --test release --test readme 2>&1 |
+  tee target/logs/tests.log || failed=1
 step "waiting for the fuzzers' and the benchmarks' smoke runs"
 joined "$fuzz" "scripts/fuzz.sh --smoke" fuzz.log
 joined "$bench" "the benchmarks' smoke runs (BENCH_QUICK=1 cargo test --bench '*')" bench.log
@@ -145,5 +147,11 @@ cat target/logs/fuzz.log target/logs/bench.log
 # --- 5. what the tests left ------------------------------------------------------------------
 step "what the tests left running or in their temporary folder (scripts/survivors.sh)"
 ./scripts/survivors.sh --since $$ "$scratch" || failed=1
-[ "$failed" = 0 ] || { echo "error: tests failed (above)" >&2; exit 1; }
+if [ "$failed" != 0 ]; then
+  # What each failed test said, last, where a reader of the log's tail sees it.
+  grep -h -A8 'panicked at' target/logs/suite.log target/logs/doc.log target/logs/tests.log |
+    cut -c1-400 | head -n 120 >&2 || true
+  echo "error: tests failed (above)" >&2
+  exit 1
+fi
 step "done"

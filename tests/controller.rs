@@ -44,6 +44,7 @@ mod startup;
 use std::time::Duration;
 
 use harness::{BOUND, CONFIG_MAP, Controller, Setup, eventually, labelled_by_controller, setup};
+use proxy::DelayProxy;
 
 /// The controller's whole life with one replica: NADs made, updated by a
 /// ConfigMap change in one pass, kept through an invalid ConfigMap, removed
@@ -308,6 +309,43 @@ fn two_replicas_elect_one_writer_and_the_other_takes_over() {
     let status = leader.child.wait().unwrap();
     assert!(status.success(), "{status}");
     assert_eq!(holder(), "", "the Lease is released");
+}
+
+/// A SIGTERM while a renewal is on its way: the renewal lands, its answer does not reach the
+/// leader before it stops (the proxy holds the API server's answers back 3 s), yet the
+/// Lease is released, read afresh, not written over the record seen before the renewal
+/// (which the API server refuses with 409, leaving the Lease held for its whole duration).
+#[test]
+fn a_stop_during_a_renewal_still_releases_the_lease() {
+    let s = setup();
+    let proxy = DelayProxy::start(s.plane.url());
+    let mut leader = Controller::start_behind(&s, &proxy.address);
+    eventually("leading", BOUND, || leader.leader() == Some(1.0));
+    let lease = |field: &str| {
+        s.plane.kubectl(&[
+            "get",
+            "lease",
+            "linkerd-multus-nad-controller",
+            "-n",
+            &s.home,
+            "-o",
+            &format!("jsonpath={{{field}}}"),
+        ])
+    };
+    assert_eq!(lease(".spec.holderIdentity"), "only");
+    proxy.set_delay(Duration::from_secs(3));
+    let before = lease(".metadata.resourceVersion");
+    // The Lease of 45 s is renewed every 6 s (7.2 s with the jitter).
+    eventually("a renewal written", BOUND, || {
+        lease(".metadata.resourceVersion") != before
+    });
+    leader
+        .child
+        .signal(nix::sys::signal::Signal::SIGTERM)
+        .unwrap();
+    let status = leader.child.wait().unwrap();
+    assert!(status.success(), "{status}");
+    assert_eq!(lease(".spec.holderIdentity"), "", "{}", leader.log());
 }
 
 /// The NADs of `untouched` (namespace, resourceVersion) are as they were.

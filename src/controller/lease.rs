@@ -16,8 +16,10 @@
 //!   before that, are cut off at it, and it comes a third of the duration
 //!   before any candidate, counting from when it saw that renewal, may take
 //!   the Lease.
-//! * **Release** on shutdown: the holder clears `holderIdentity`, so the other
-//!   replica takes over at its next try rather than after the duration.
+//! * **Release** on shutdown: a replica the Lease names, read afresh (a
+//!   renewal cut short by the stop may have landed), clears `holderIdentity`,
+//!   so the other replica takes over at its next try rather than after the
+//!   duration.
 
 use std::time::Duration;
 
@@ -30,7 +32,7 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
-use crate::controller::api::{CallError, call, call_until};
+use crate::controller::api::{CallError, call_until};
 use crate::controller::backoff::random_fraction;
 use crate::controller::health::Contact;
 use crate::controller::{FIELD_MANAGER, Options};
@@ -199,8 +201,8 @@ struct Elector {
     observed: Option<Observed>,
     /// The last failure, logged once until another comes.
     last_error: Option<String>,
-    /// Whether the election stopped while this replica led.
-    stopped_leading: bool,
+    /// Whether it ever sent a write of the Lease: if not, it cannot hold it.
+    wrote: bool,
     /// When it last reached the Lease: its readiness.
     contact: Contact,
 }
@@ -272,6 +274,7 @@ impl Elector {
             spec: None,
         };
         record.write_into(&mut lease);
+        self.wrote = true;
         let created = call_until(deadline, self.api.create(&params(), &lease)).await?;
         self.observed = Some(Observed {
             record: Record::of(&created),
@@ -289,6 +292,7 @@ impl Elector {
         deadline: Instant,
     ) -> Result<(), CallError> {
         record.write_into(&mut lease);
+        self.wrote = true;
         let written = call_until(deadline, self.api.replace(&self.name, &params(), &lease)).await?;
         self.observed = Some(Observed {
             record: Record::of(&written),
@@ -298,26 +302,38 @@ impl Elector {
         Ok(())
     }
 
-    /// Gives the Lease up if the election stopped while this replica led.
-    async fn release(mut self) {
-        let Some(observed) = self.observed.take() else {
-            return;
-        };
-        if !self.stopped_leading || observed.record.holder != self.identity {
+    /// Gives the Lease up on the way out if it names this replica. It is read
+    /// afresh: a renewal the stop cut short may have landed after the last
+    /// answer this replica saw, and a term that lapsed leaves the record
+    /// naming it. The write carries the resourceVersion read, so a record
+    /// another replica took meanwhile is left alone; every call before one
+    /// deadline. The caller has stopped writing NADs by then.
+    async fn release(self) {
+        if !self.wrote {
             return;
         }
-        let mut lease = observed.lease;
-        observed
-            .record
-            .released(Timestamp::now())
-            .write_into(&mut lease);
         let what = self.describe();
-        match call(
-            self.api_timeout,
-            self.api.replace(&self.name, &params(), &lease),
-        )
-        .await
-        {
+        let deadline = Instant::now() + self.api_timeout;
+        let released = loop {
+            let lease = match call_until(deadline, self.api.get_opt(&self.name)).await {
+                Ok(Some(lease)) => lease,
+                Ok(None) => return,
+                Err(e) => break Err(e),
+            };
+            let record = Record::of(&lease);
+            if record.holder != self.identity {
+                return;
+            }
+            let mut lease = lease;
+            record.released(Timestamp::now()).write_into(&mut lease);
+            match call_until(deadline, self.api.replace(&self.name, &params(), &lease)).await {
+                Err(e) if e.code() == Some(409) => {
+                    tracing::debug!(error = %e, "{what} changed since read; reading it again")
+                }
+                written => break written,
+            }
+        };
+        match released {
             Ok(_) => tracing::info!("{what} released"),
             Err(e) => tracing::warn!(error = %e, "releasing {what}; it expires by itself"),
         }
@@ -384,7 +400,7 @@ impl Leadership {
             api_timeout: options.api_timeout,
             observed: None,
             last_error: None,
-            stopped_leading: false,
+            wrote: false,
             contact,
         };
         let (term, term_rx) = watch::channel(None);
@@ -457,7 +473,6 @@ async fn elect(
         let stopped = lead(&mut elector, &term, until, &mut stop).await;
         term.send_replace(None);
         if stopped {
-            elector.stopped_leading = true;
             break;
         }
     }
