@@ -39,9 +39,37 @@ pub struct Guard {
     entry: Option<Entry>,
 }
 
+/// kubectl and kpt keep a discovery cache of each API server they reach, by
+/// address, in `~/.kube/cache` unless `KUBECACHEDIR` says otherwise: the
+/// tests' API servers, each on a port of its own and gone after its test,
+/// would fill the home folder (gigabytes over a few hundred runs). A command
+/// given a kubeconfig (`KUBECONFIG`, its first file) keeps the cache beside
+/// that file, in the folder of the test or of the API server that wrote it,
+/// which goes with them; one that sets `KUBECACHEDIR` keeps its own.
+fn cache_beside_kubeconfig(command: &mut Command) {
+    let mut kubeconfig = None;
+    for (key, value) in command.get_envs() {
+        match (key.to_str(), value) {
+            (Some("KUBECACHEDIR"), _) => return,
+            (Some("KUBECONFIG"), Some(value)) => kubeconfig = value.to_str(),
+            _ => {}
+        }
+    }
+    let first = kubeconfig.and_then(|list| list.split(':').next());
+    let Some(folder) = first.and_then(|file| Path::new(file).parent()) else {
+        return;
+    };
+    if folder.parent().is_some() && folder.is_dir() {
+        let cache = folder.join(".kube-cache");
+        command.env("KUBECACHEDIR", cache);
+    }
+}
+
 impl Guard {
-    /// Starts `command` in a process group of its own.
+    /// Starts `command` in a process group of its own, with kubectl's cache
+    /// beside its kubeconfig ([`cache_beside_kubeconfig`]).
     pub fn spawn(command: &mut Command) -> io::Result<Guard> {
+        cache_beside_kubeconfig(command);
         let mut guard = Guard {
             child: command.process_group(0).spawn()?,
             status: None,
