@@ -43,20 +43,30 @@ pub struct Guard {
 /// address, in `~/.kube/cache` unless `KUBECACHEDIR` says otherwise: the
 /// tests' API servers, each on a port of its own and gone after its test,
 /// would fill the home folder (gigabytes over a few hundred runs). A command
-/// given a kubeconfig (`KUBECONFIG`, its first file) keeps the cache beside
-/// that file, in the folder of the test or of the API server that wrote it,
-/// which goes with them; one that sets `KUBECACHEDIR` keeps its own.
+/// given a kubeconfig (`--kubeconfig`, or else `KUBECONFIG`'s first file)
+/// keeps the cache beside that file, in the folder of the test or of the API
+/// server that wrote it, which goes with them; one that sets `KUBECACHEDIR`
+/// keeps its own.
 fn cache_beside_kubeconfig(command: &mut Command) {
     let mut kubeconfig = None;
     for (key, value) in command.get_envs() {
         match (key.to_str(), value) {
             (Some("KUBECACHEDIR"), _) => return,
-            (Some("KUBECONFIG"), Some(value)) => kubeconfig = value.to_str(),
+            (Some("KUBECONFIG"), Some(value)) => {
+                kubeconfig = value.to_str().and_then(|list| list.split(':').next());
+            }
             _ => {}
         }
     }
-    let first = kubeconfig.and_then(|list| list.split(':').next());
-    let Some(folder) = first.and_then(|file| Path::new(file).parent()) else {
+    let mut args = command.get_args().filter_map(|a| a.to_str());
+    while let Some(arg) = args.next() {
+        match arg.strip_prefix("--kubeconfig") {
+            Some("") => kubeconfig = args.next(),
+            Some(value) if value.starts_with('=') => kubeconfig = Some(&value[1..]),
+            _ => {}
+        }
+    }
+    let Some(folder) = kubeconfig.and_then(|file| Path::new(file).parent()) else {
         return;
     };
     if folder.parent().is_some() && folder.is_dir() {
