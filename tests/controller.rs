@@ -289,25 +289,9 @@ fn two_replicas_elect_one_writer_and_the_other_takes_over() {
     });
     assert!(writes(&replicas[follower]) >= 1.0);
     // SIGTERM: the leader releases the Lease on its way out.
-    let holder = || {
-        s.plane.kubectl(&[
-            "get",
-            "lease",
-            "linkerd-multus-nad-controller",
-            "-n",
-            &s.home,
-            "-o",
-            "jsonpath={.spec.holderIdentity}",
-        ])
-    };
+    let holder = || s.lease(&["spec", "holderIdentity"]);
     assert_eq!(holder(), ["replica-a", "replica-b"][follower]);
-    let leader = &mut replicas[follower];
-    leader
-        .child
-        .signal(nix::sys::signal::Signal::SIGTERM)
-        .unwrap();
-    let status = leader.child.wait().unwrap();
-    assert!(status.success(), "{status}");
+    replicas[follower].terminate();
     assert_eq!(holder(), "", "the Lease is released");
 }
 
@@ -321,31 +305,14 @@ fn a_stop_during_a_renewal_still_releases_the_lease() {
     let proxy = DelayProxy::start(s.plane.url());
     let mut leader = Controller::start_behind(&s, &proxy.address);
     eventually("leading", BOUND, || leader.leader() == Some(1.0));
-    let lease = |field: &str| {
-        s.plane.kubectl(&[
-            "get",
-            "lease",
-            "linkerd-multus-nad-controller",
-            "-n",
-            &s.home,
-            "-o",
-            &format!("jsonpath={{{field}}}"),
-        ])
-    };
-    assert_eq!(lease(".spec.holderIdentity"), "only");
+    assert_eq!(s.lease(&["spec", "holderIdentity"]), "only");
     proxy.set_delay(Duration::from_secs(3));
-    let before = lease(".metadata.resourceVersion");
+    let version = || s.lease(&["metadata", "resourceVersion"]);
+    let before = version();
     // The Lease of 45 s is renewed every 6 s (7.2 s with the jitter).
-    eventually("a renewal written", BOUND, || {
-        lease(".metadata.resourceVersion") != before
-    });
-    leader
-        .child
-        .signal(nix::sys::signal::Signal::SIGTERM)
-        .unwrap();
-    let status = leader.child.wait().unwrap();
-    assert!(status.success(), "{status}");
-    assert_eq!(lease(".spec.holderIdentity"), "", "{}", leader.log());
+    eventually("a renewal written", BOUND, || version() != before);
+    leader.terminate();
+    assert_eq!(s.lease(&["spec", "holderIdentity"]), "", "{}", leader.log());
 }
 
 /// The NADs of `untouched` (namespace, resourceVersion) are as they were.

@@ -164,6 +164,22 @@ impl Setup {
         ))
     }
 
+    /// A field of the controllers' Lease (`spec.holderIdentity`: `["spec",
+    /// "holderIdentity"]`), read from the API server directly; empty when absent.
+    pub fn lease(&self, field: &[&str]) -> String {
+        let lease = self.plane.get_json(&format!(
+            "/apis/coordination.k8s.io/v1/namespaces/{}/leases/linkerd-multus-nad-controller",
+            self.home
+        ));
+        let value = field
+            .iter()
+            .fold(lease.as_ref(), |value, key| value.and_then(|v| v.get(key)));
+        value
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string()
+    }
+
     pub fn version(&self, namespace: &str) -> Option<String> {
         self.nad(namespace).map(|n| {
             n["metadata"]["resourceVersion"]
@@ -310,6 +326,15 @@ impl Controller {
 
     pub fn kill(&mut self) {
         self.child.kill().ok();
+    }
+
+    /// Sends SIGTERM and waits for a clean exit.
+    pub fn terminate(&mut self) {
+        self.child
+            .signal(nix::sys::signal::Signal::SIGTERM)
+            .unwrap();
+        let status = self.child.wait().unwrap();
+        assert!(status.success(), "{status}");
     }
 }
 
