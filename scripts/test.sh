@@ -43,7 +43,13 @@ shm=/dev/shm
 [ -d "$shm" ] && [ -w "$shm" ] || shm=$PWD/target
 scratch=$(mktemp -d "$shm/linkerd-multus-tests.XXXXXX")
 chmod 1777 "$scratch"
-trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$scratch"' EXIT
+# kubectl's and kpt's discovery cache, a folder per API server they reach, for the children
+# the tests start without common::process::Guard (which puts the others' beside their
+# kubeconfig, tests/common/process.rs): here rather than in ~/.kube/cache, which the tests'
+# API servers would fill, and removed at the end.
+export KUBECACHEDIR=$PWD/target/kube-cache
+rm -rf "$KUBECACHEDIR"
+trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$scratch" "$KUBECACHEDIR"' EXIT
 # Waits for background job $1; on failure prints its log, target/logs/$3, and stops.
 joined() {
   wait "$1" && return
