@@ -140,7 +140,17 @@ impl Webhook {
     }
 
     fn metric(&self, line_start: &str) -> f64 {
-        let (_, text) = self.ops_get("/metrics").expect("metrics");
+        let Some((_, text)) = self.ops_get("/metrics") else {
+            // Running (R, S) but not answering, or ended (Z): what a failure needs said.
+            let stat = std::fs::read_to_string(format!("/proc/{}/stat", self.child.id()));
+            let state = stat
+                .ok()
+                .and_then(|s| s.rsplit_once(") ")?.1.chars().next());
+            panic!(
+                "/metrics did not answer within 5 s; the webhook's process state: {}",
+                state.map_or("gone".to_string(), String::from)
+            );
+        };
         text.lines()
             .find_map(|l| l.strip_prefix(line_start)?.trim().parse().ok())
             .unwrap_or_else(|| panic!("{line_start} not in\n{text}"))
