@@ -147,7 +147,7 @@ impl Webhook {
                 .ok()
                 .and_then(|s| s.rsplit_once(") ")?.1.chars().next());
             panic!(
-                "/metrics did not answer within 5 s; the webhook's process state: {}",
+                "/metrics gave no answer (refused, closed, or none within 5 s); the webhook's process state: {}",
                 state.map_or("gone".to_string(), String::from)
             );
         };
