@@ -65,7 +65,8 @@ pub(super) fn respond(
         + KIND.len()
         + UID_OPEN.len()
         + request.uid.len()
-        + 6
+        // The quotes of those three strings.
+        + 3 * 2
         + allowed.len()
         + patch_len
         + CLOSE.len()

@@ -315,7 +315,7 @@ impl Elector {
         let what = self.describe();
         let deadline = Instant::now() + self.api_timeout;
         let released = loop {
-            let lease = match call_until(deadline, self.api.get_opt(&self.name)).await {
+            let mut lease = match call_until(deadline, self.api.get_opt(&self.name)).await {
                 Ok(Some(lease)) => lease,
                 Ok(None) => return,
                 Err(e) => break Err(e),
@@ -324,7 +324,6 @@ impl Elector {
             if record.holder != self.identity {
                 return;
             }
-            let mut lease = lease;
             record.released(Timestamp::now()).write_into(&mut lease);
             match call_until(deadline, self.api.replace(&self.name, &params(), &lease)).await {
                 Err(e) if e.code() == Some(409) => {
