@@ -75,14 +75,6 @@ fn is_gits(nad: &Value, config: &str, manager: &str) -> bool {
         && appliers.contains(&manager)
 }
 
-/// The controller of a test about Git's NADs, which asserts no Warning Event: with a Lease of
-/// 30 s, not the harness's 3 s, whose term bounds every call to about 2 s, so that an answer
-/// slowed by a loaded machine is waited for rather than cut (a `NADFailed` Warning, rightly,
-/// for a call the term's end cut). Leadership is not what these tests are about.
-fn start_quiet(s: &Setup) -> Controller {
-    Controller::start_with(s, "only", &s.kubeconfig(), "30s")
-}
-
 /// The Warning Events about Namespace `namespace`.
 fn warnings(s: &Setup, namespace: &str) -> Vec<String> {
     s.events_about("default", namespace)
@@ -112,7 +104,7 @@ fn quiet_after(s: &Setup, controller: &Controller, namespaces: &[String]) {
 #[test]
 fn git_takes_the_controller_s_nad_over_without_a_conflict() {
     let s = setup();
-    let controller = start_quiet(&s);
+    let controller = Controller::start_quiet(&s);
     let config = s.rendered_config(CONFIG_MAP);
     let mut namespaces = Vec::new();
     for manager in MANAGERS {
@@ -199,7 +191,7 @@ fn git_s_nad_first_is_left_to_git_without_a_word() {
 #[test]
 fn git_and_the_controller_at_once_end_with_git_s_nad() {
     let s = setup();
-    let controller = start_quiet(&s);
+    let controller = Controller::start_quiet(&s);
     eventually("leading", BOUND, || controller.leader() == Some(1.0));
     let config = s.rendered_config(CONFIG_MAP);
     let mut namespaces = Vec::new();
@@ -249,7 +241,7 @@ fn the_earlier_mark_is_replaced_so_git_meets_no_conflict() {
         ),
         "the conflict of the issue, before the controller runs: {stderr}"
     );
-    let controller = start_quiet(&s);
+    let controller = Controller::start_quiet(&s);
     eventually("relabelled", BOUND, || {
         s.nad(&namespace)
             .is_some_and(|n| labelled_by_controller(&n))

@@ -256,6 +256,14 @@ impl Controller {
         Controller::start_with(s, identity, kubeconfig, "3s")
     }
 
+    /// Starts one for a test that asserts no Warning Event and is not about leadership: with
+    /// a Lease of 30 s, not 3 s, whose term bounds every call to about 2 s, so that an answer
+    /// slowed by a loaded machine is waited for rather than cut (a `NADFailed` Warning,
+    /// rightly, for a call the term's end cut).
+    pub fn start_quiet(s: &Setup) -> Controller {
+        Controller::start_with(s, "only", &s.kubeconfig(), "30s")
+    }
+
     /// Starts one with a Lease of `lease` (`--lease-duration`); its log is
     /// [`Controller::log`].
     pub fn start_with(s: &Setup, identity: &str, kubeconfig: &Path, lease: &str) -> Controller {
@@ -339,13 +347,13 @@ impl Controller {
 }
 
 /// A test's own API server, an enabled namespace (`prefix-N`) and one
-/// controller, once it has made the namespace's NAD.
+/// controller ([`Controller::start_quiet`]), once it has made the namespace's NAD.
 pub fn with_one_nad(prefix: &str) -> (Setup, String, Controller) {
     let s = setup();
     let namespace = s
         .plane
         .namespace(prefix, &[("linkerd.io/multus", "enabled")]);
-    let controller = Controller::start(&s, "only", &s.kubeconfig());
+    let controller = Controller::start_quiet(&s);
     eventually("the controller's NAD", BOUND, || {
         s.nad(&namespace)
             .is_some_and(|n| labelled_by_controller(&n))
