@@ -25,6 +25,7 @@
 //! run of a few seconds: it fails when the webhook errors or answers wrongly,
 //! never on the targets. `BENCH_WEBHOOK_ARGS="--log-level warn"` passes extra
 //! flags to the webhook, `BENCH_SECONDS` sets the length of each measurement,
+//! `BENCH_ONLY=saturation` skips the fixed rates,
 //! `BENCH_CLIENT_THREADS` the load generator's threads (default 1: the
 //! servers keep the other CPU).
 //!
@@ -161,6 +162,9 @@ impl Plan {
             .and_then(|v| v.parse::<f64>().ok())
         {
             plan.duration = Duration::from_secs_f64(secs);
+        }
+        if std::env::var("BENCH_ONLY").is_ok_and(|only| only == "saturation") {
+            plan.rates.clear();
         }
         plan
     }
