@@ -27,6 +27,7 @@ mod ports;
 #[path = "../tests/common/process.rs"]
 mod process;
 
+use crate::process::Guarded;
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::{Command, ExitCode, Stdio};
@@ -178,7 +179,7 @@ fn kubectl_reads(plane: &ControlPlane, kubeconfig: &Path, kinds: &str) -> Result
         .env("KUBECONFIG", kubeconfig)
         .args(["get", kinds, "-A", "-o", "json"])
         .stdout(Stdio::null())
-        .status()
+        .guarded_status()
         .context("running kubectl")?;
     if !status.success() {
         bail!("kubectl get {kinds}: {status}");

@@ -8,6 +8,7 @@
 //! through this API server.
 
 use crate::common;
+use crate::common::process::Guarded;
 
 use std::path::Path;
 use std::process::Command;
@@ -91,7 +92,9 @@ fn walkdir(dir: &Path) -> Vec<std::path::PathBuf> {
 }
 
 fn output(what: &str, command: &mut Command) -> String {
-    let out = command.output().unwrap_or_else(|e| panic!("{what}: {e}"));
+    let out = command
+        .guarded_output()
+        .unwrap_or_else(|e| panic!("{what}: {e}"));
     assert!(
         out.status.success(),
         "{what}: {}",

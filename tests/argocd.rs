@@ -7,6 +7,7 @@
 //! read stdout as the application's manifests.
 
 use crate::common;
+use crate::common::process::Guarded;
 
 use std::path::Path;
 use std::process::Command;
@@ -111,7 +112,7 @@ fn generate_edited(
         .env_clear()
         .envs(env)
         .current_dir(&work)
-        .output()
+        .guarded_output()
         .expect("run the plugin's generate command");
     assert!(
         started.elapsed().as_secs() < 90,

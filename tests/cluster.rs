@@ -4,6 +4,7 @@
 //! configuration with no replica to answer, and the soak (cluster/soak.rs).
 
 use crate::common;
+use crate::common::process::Guarded;
 #[path = "cluster/soak.rs"]
 mod soak;
 
@@ -106,7 +107,7 @@ fn rules(plane: &ControlPlane, kubeconfig: &Path, namespace: &str) -> BTreeSet<S
     let out = Command::new(plane.kubectl_path())
         .env("KUBECONFIG", kubeconfig)
         .args(["auth", "can-i", "--list", "-n", namespace, "--no-headers"])
-        .output()
+        .guarded_output()
         .unwrap();
     assert!(
         out.status.success(),

@@ -33,6 +33,7 @@
 
 mod common;
 
+use crate::common::process::Guarded;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -91,7 +92,7 @@ fn kubectl() -> &'static Path {
 
 /// Runs `cmd`, panicking with `what` when it cannot start.
 fn output(cmd: &mut Command, what: &str) -> Output {
-    cmd.output()
+    cmd.guarded_output()
         .unwrap_or_else(|e| panic!("cannot run {what}: {e}"))
 }
 
@@ -261,7 +262,7 @@ fn image_is_minimal_and_runs_as_nobody() {
         Command::new(podman()).args(["export", &id]),
         "podman export",
     );
-    let _ = Command::new(podman()).args(["rm", &id]).output();
+    let _ = Command::new(podman()).args(["rm", &id]).guarded_output();
     assert!(export.status.success(), "{}", text(&export));
     let list = run_with_stdin(Command::new("tar").arg("-t"), &export.stdout);
     assert!(list.status.success(), "tar -t\n{}", text(&list));

@@ -5,6 +5,7 @@
 //! shellcheck (required: these tests fail, never skip, when it is missing).
 
 use crate::common;
+use crate::common::process::Guarded;
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -229,7 +230,7 @@ fn which(tool: &str) -> Option<PathBuf> {
 }
 
 fn run(cmd: &mut Command) -> Output {
-    cmd.output()
+    cmd.guarded_output()
         .unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"))
 }
 

@@ -12,6 +12,7 @@
 //! function's own edits in the one it does.
 
 use crate::common;
+use crate::common::process::Guarded;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -32,7 +33,7 @@ fn python() -> PathBuf {
     let python = repo_path("target/tools/bin/python");
     let ok = Command::new(&python)
         .args(["-c", "import yaml, ruamel.yaml"])
-        .output()
+        .guarded_output()
         .is_ok_and(|o| o.status.success());
     assert!(
         ok,
@@ -56,7 +57,7 @@ fn compare(front: &str, output: &str, kind: &str) {
         .arg(dir())
         .arg(file.path())
         .arg(kind)
-        .output()
+        .guarded_output()
         .expect("run fidelity_compare.py");
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);

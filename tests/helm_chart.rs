@@ -11,6 +11,7 @@
 mod renewal;
 
 use crate::common;
+use crate::common::process::Guarded;
 use crate::extension::install::{CASES, Objects, by_id, from_install, take_certificates};
 
 use std::process::Command;
@@ -245,13 +246,13 @@ fn the_chart_makes_a_ca_and_a_serving_certificate_for_the_service() {
     let verify = Command::new("openssl")
         .args(["verify", "-CAfile", "ca.crt", "tls.crt"])
         .current_dir(dir.path())
-        .output()
+        .guarded_output()
         .expect("openssl is not installed (Debian: openssl)");
     assert!(verify.status.success(), "{}", output_text(&verify));
     let text = Command::new("openssl")
         .args(["x509", "-noout", "-ext", "subjectAltName", "-in", "tls.crt"])
         .current_dir(dir.path())
-        .output()
+        .guarded_output()
         .unwrap();
     let sans = String::from_utf8_lossy(&text.stdout);
     for name in [
@@ -860,7 +861,7 @@ fn the_chart_readme_is_what_values_yaml_gives() {
     let out = std::process::Command::new("python3")
         .arg(common::repo_path("scripts/chart-readme.py"))
         .arg("--check")
-        .output()
+        .guarded_output()
         .expect("python3 is not installed");
     assert!(out.status.success(), "{}", output_text(&out));
 }
@@ -901,7 +902,7 @@ fn the_released_chart_pins_the_image_by_tag_and_digest() {
     );
     let chart_yaml = Command::new("tar")
         .args(["-xzOf", &archive, "linkerd-multus/Chart.yaml"])
-        .output()
+        .guarded_output()
         .unwrap();
     let chart_yaml = String::from_utf8_lossy(&chart_yaml.stdout);
     assert!(chart_yaml.contains("\nversion: 0.1.0\n"), "{chart_yaml}");

@@ -4,6 +4,7 @@
 //! kpt is required: when it is missing these tests fail (they never skip).
 
 use crate::common;
+use crate::common::process::Guarded;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -136,7 +137,7 @@ fn kpt_run(args: &[&str], cwd: &Path) -> KptRun {
     let out = Command::new(kpt())
         .args(args)
         .current_dir(cwd.parent().unwrap())
-        .output()
+        .guarded_output()
         .unwrap_or_else(|e| panic!("cannot run kpt: {e}; install kpt to run these tests"));
     KptRun {
         ok: out.status.success(),
@@ -339,7 +340,7 @@ fn assert_workloads_attached(pkg: &Package, nad_name: &str) {
 fn kpt_is_installed() {
     let out = Command::new(kpt())
         .arg("version")
-        .output()
+        .guarded_output()
         .expect("kpt runs");
     assert!(out.status.success(), "`kpt version` failed");
 }

@@ -5,6 +5,7 @@
 //! container form is tested in tests/container.rs.
 
 use crate::common;
+use crate::common::process::Guarded;
 
 use std::path::Path;
 use std::process::Command;
@@ -142,7 +143,7 @@ fn kustomize_container(dir: &Path) -> std::process::Output {
         .args(["kustomize", "--enable-alpha-plugins"])
         .arg(dir)
         .env("PATH", path)
-        .output()
+        .guarded_output()
         .expect("kubectl is not installed: these tests run the real kubectl kustomize")
 }
 

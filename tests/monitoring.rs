@@ -6,6 +6,7 @@
 //! gives promtool and the server (scripts/install-test-tools.sh installs it); these tests fail,
 //! never skip, without it.
 
+use crate::common::process::Guarded;
 use std::path::PathBuf;
 use std::process::Command;
 
@@ -56,7 +57,7 @@ fn promtool(args: &[&str]) -> std::process::Output {
     Command::new(prometheus_tool("promtool"))
         .args(args)
         .current_dir(repo_path("tests/monitoring"))
-        .output()
+        .guarded_output()
         .expect("running promtool")
 }
 

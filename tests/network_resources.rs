@@ -4,6 +4,7 @@
 //! checks on meaning that hold whatever the golden files say.
 
 use crate::common;
+use crate::common::process::Guarded;
 
 use std::path::PathBuf;
 
@@ -196,7 +197,7 @@ fn from_injector_prints_the_equivalent_settings() {
         .arg(dir.join("readme-user-defined-injections.yaml"))
         .arg("--")
         .args(&flags)
-        .output()
+        .guarded_output()
         .unwrap();
     let (stdout, stderr) = (
         String::from_utf8(out.stdout).unwrap(),
@@ -238,7 +239,7 @@ spec:
     let out = std::process::Command::new(bin())
         .args(["from-injector", "--config-map"])
         .arg(dir.join("deployments-server-args.txt"))
-        .output()
+        .guarded_output()
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
     let stderr = String::from_utf8(out.stderr).unwrap();
@@ -276,7 +277,7 @@ fn from_injector_carries_or_refuses_injected_networks() {
                 "-logbuflevel",
                 "-1",
             ])
-            .output()
+            .guarded_output()
             .unwrap();
         (
             out.status.code(),

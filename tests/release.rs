@@ -19,6 +19,7 @@
 
 mod common;
 
+use crate::common::process::Guarded;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
@@ -44,7 +45,7 @@ fn command(program: &str) -> Command {
 }
 
 fn run(cmd: &mut Command) -> Output {
-    cmd.output()
+    cmd.guarded_output()
         .unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}; {INSTALL}"))
 }
 

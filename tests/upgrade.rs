@@ -15,6 +15,7 @@
 //! gets its NAD (no write lost); no object of the old release is left that the new one does
 //! not hold; and `linkerd multus check` passes.
 
+use crate::common::process::Guarded;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -157,7 +158,7 @@ fn new_install(plane: &ControlPlane) -> String {
         .arg("--kubeconfig")
         .arg(&plane.admin_kubeconfig)
         .env_remove("LINKERD_NAMESPACE")
-        .output()
+        .guarded_output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "install: {stderr}");

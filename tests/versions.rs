@@ -4,6 +4,7 @@
 //! runners have other builds) turns it off, saying so.
 
 use crate::common;
+use crate::common::process::Guarded;
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -29,7 +30,7 @@ fn tool_output(program: impl Into<PathBuf>, args: &[&str], install: &str) -> Str
     let program = program.into();
     let out = Command::new(&program)
         .args(args)
-        .output()
+        .guarded_output()
         .unwrap_or_else(|e| panic!("cannot run {}: {e}; {install}", program.display()));
     assert!(
         out.status.success(),

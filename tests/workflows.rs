@@ -12,6 +12,7 @@
 //! current, is held to its schema's keys and to the project's ecosystems.
 
 use crate::common;
+use crate::common::process::Guarded;
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -41,7 +42,7 @@ fn tool(name: &str) -> PathBuf {
 fn check(cmd: &mut Command, what: &str) {
     let out = cmd
         .current_dir(repo_path("."))
-        .output()
+        .guarded_output()
         .unwrap_or_else(|e| panic!("{what}: {e}"));
     assert!(
         out.status.success(),

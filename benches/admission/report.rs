@@ -1,5 +1,6 @@
 //! The admission benchmark's report: the table of figures and the target.
 
+use crate::process::Guarded;
 use std::fmt::Write as _;
 use std::process::Command;
 
@@ -72,7 +73,7 @@ fn setup(plan: &Plan, configs: &[Config; 3]) -> String {
         .and_then(|dir| {
             Command::new(dir.join("kube-apiserver"))
                 .arg("--version")
-                .output()
+                .guarded_output()
                 .ok()
         })
         .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())

@@ -1,5 +1,6 @@
 //! What an idle connection costs the webhook, for benches/hostile.rs.
 
+use crate::process::Guarded;
 use std::path::Path;
 use std::time::Duration;
 
@@ -28,7 +29,7 @@ pub fn probe(
     let (cert, key) = ca.leaf(&["127.0.0.1"]).write(dir);
     let help = std::process::Command::new(bin)
         .args(["webhook", "--help"])
-        .output()?;
+        .guarded_output()?;
     let mut extra = vec!["--header-timeout".to_string(), "60s".to_string()];
     let help = String::from_utf8_lossy(&help.stdout);
     let limited = help.contains("--max-connections");

@@ -29,6 +29,8 @@
 mod common;
 mod generate;
 mod kpt;
+#[path = "../../tests/common/process.rs"]
+mod process;
 
 use std::ffi::OsString;
 use std::fmt::Write as _;
@@ -41,6 +43,7 @@ use anyhow::{Context, Result, anyhow, bail};
 use common::median;
 use generate::{GROUP, Rules, resource_list, write_package};
 use linkerd_multus::yaml::{Node, parse_document};
+use process::Guard;
 
 /// First argument of the re-executed measuring process.
 const MEASURE: &str = "__krm-bench-measure";
@@ -94,6 +97,8 @@ fn measure_child(args: &[OsString]) -> Result<()> {
     let mut cmd = Command::new(prog);
     cmd.args(rest).stdin(stdin).stdout(stdout).stderr(stderr);
     let start = Instant::now();
+    // Not through a Guard, whose first child starts the watchdog inside the timing: this
+    // process is itself run by one (`Run::measure`), which ends PROG with its group.
     let status = cmd.status().with_context(|| format!("run {prog:?}"))?;
     let wall = start.elapsed().as_secs_f64();
     let usage = nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_CHILDREN)?;
@@ -121,16 +126,19 @@ struct Run<'a> {
 impl Run<'_> {
     fn measure(&self) -> Result<Sample> {
         let me = std::env::current_exe()?;
-        let out = Command::new(me)
-            .arg(MEASURE)
-            .arg(self.prog)
-            .arg(self.stdin)
-            .arg(&self.stdout)
-            .arg(&self.stderr)
-            .args(&self.args)
-            .stdin(Stdio::null())
-            .stderr(Stdio::inherit())
-            .output()?;
+        let out = Guard::spawn(
+            Command::new(me)
+                .arg(MEASURE)
+                .arg(self.prog)
+                .arg(self.stdin)
+                .arg(&self.stdout)
+                .arg(&self.stderr)
+                .args(&self.args)
+                .stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::inherit()),
+        )?
+        .wait_with_output()?;
         if !out.status.success() {
             bail!("measuring {} failed", self.prog.display());
         }
@@ -194,7 +202,7 @@ fn build_programs() -> Result<Programs> {
             build.env_remove(&key);
         }
     }
-    let out = build
+    build
         .args(["build", "--profile", &profile, "--example", "identity"])
         .args([
             "--message-format",
@@ -202,8 +210,10 @@ fn build_programs() -> Result<Programs> {
             "--manifest-path",
         ])
         .arg(&manifest)
-        .stderr(Stdio::inherit())
-        .output()
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit());
+    let out = Guard::spawn(&mut build)
+        .and_then(Guard::wait_with_output)
         .context("run cargo build")?;
     if !out.status.success() {
         bail!("cargo build --profile {profile} --example identity failed");

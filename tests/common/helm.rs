@@ -2,6 +2,7 @@
 //! scripts/helm.py (scripts/install-test-tools.sh installs the package, pinned, into
 //! target/tools). A missing tool fails the test with what to run, never skips it.
 
+use crate::common::process::Guarded;
 use std::ffi::OsStr;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
@@ -37,7 +38,7 @@ pub fn helm_with_env(args: &[&str], kubeconfig: Option<&Path>, env: &[(&str, &Os
     let mut cmd = helm_command(home.path(), kubeconfig);
     cmd.arg(repo_path("scripts/helm.py")).args(args);
     cmd.envs(env.iter().copied());
-    cmd.output().expect("cannot run scripts/helm.py")
+    cmd.guarded_output().expect("cannot run scripts/helm.py")
 }
 
 /// Each of `requests` (scripts/helm.py's arguments) run as [`helm`] runs it with no cluster,

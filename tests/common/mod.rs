@@ -21,6 +21,7 @@ mod yaml;
 
 pub use yaml::*;
 
+use process::Guarded;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -127,7 +128,7 @@ pub fn kustomize_exec(dir: &Path) -> std::process::Output {
             repo_path("functions/linkerd-multus/kustomize/plugin"),
         )
         .env("TMPDIR", tmp.path())
-        .output()
+        .guarded_output()
         .expect(
             "kubectl is not installed: these tests run the real kubectl kustomize (see README.md)",
         )

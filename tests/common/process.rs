@@ -214,6 +214,26 @@ impl Guard {
     }
 }
 
+/// Runs a [`Command`] to its end through a [`Guard`], as [`Command::output`]
+/// and [`Command::status`] do, so that what it leaves in its group ends with
+/// it, and a test that panics while it runs leaves nothing behind.
+pub trait Guarded {
+    /// As [`Command::output`]: stdin closed, stdout and stderr captured.
+    fn guarded_output(&mut self) -> io::Result<Output>;
+    /// As [`Command::status`]: the stdio the command sets, inherited otherwise.
+    fn guarded_status(&mut self) -> io::Result<ExitStatus>;
+}
+
+impl Guarded for Command {
+    fn guarded_output(&mut self) -> io::Result<Output> {
+        Guard::output(self)
+    }
+
+    fn guarded_status(&mut self) -> io::Result<ExitStatus> {
+        Guard::spawn(self)?.wait()
+    }
+}
+
 impl Drop for Guard {
     fn drop(&mut self) {
         let _ = self.kill();

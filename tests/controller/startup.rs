@@ -1,6 +1,7 @@
 //! `linkerd-multus controller` at start-up: bad settings named, and the flags of its help,
 //! which listen on nothing but the operations port.
 
+use crate::common::process::Guarded;
 use std::process::Command;
 
 use super::common::bin;
@@ -13,7 +14,7 @@ fn refused_naming(args: &[&str], want: &str) {
         .args(args)
         .env("KUBECONFIG", dir.path().join("none"))
         .env_remove("POD_NAMESPACE")
-        .output()
+        .guarded_output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_ne!(out.status.code(), Some(0), "{args:?}");
@@ -60,7 +61,7 @@ fn bad_start_up_settings_are_named() {
 fn help_lists_only_the_flags_the_controller_uses() {
     let out = Command::new(bin())
         .args(["controller", "--help"])
-        .output()
+        .guarded_output()
         .unwrap();
     assert!(out.status.success());
     let help = String::from_utf8(out.stdout).unwrap();

@@ -3,6 +3,7 @@
 //! and JSON form, with its exit code; `linkerd check`'s call is answered as
 //! Linkerd reads it; a failure that mends itself within `--wait` passes.
 
+use crate::common::process::Guarded;
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Output, Stdio};
 
@@ -21,7 +22,7 @@ pub(super) fn check(installed: &Installed, args: &[&str]) -> Output {
         .arg("--kubeconfig")
         .arg(&installed.kubeconfig)
         .args(args)
-        .output()
+        .guarded_output()
         .expect("running linkerd-multus check")
 }
 
@@ -424,7 +425,7 @@ fn linkerd_check_reads_the_result_as_it_calls_the_binary() {
             "--some-future-flag=x",
         ])
         .env("KUBECONFIG", &installed.kubeconfig)
-        .output()
+        .guarded_output()
         .unwrap();
     let (success, seen) = read_json(&out.stdout);
     assert!(success, "{seen:#?}");

@@ -19,6 +19,7 @@
 //! (`linkerd_cni::cluster`), so that a planted defect is not mended behind
 //! the test's back.
 
+use crate::common::process::Guarded;
 use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
@@ -176,7 +177,7 @@ fn run_install(kubeconfig: &std::path::Path) -> String {
         .arg("--kubeconfig")
         .arg(kubeconfig)
         .env_remove("LINKERD_NAMESPACE")
-        .output()
+        .guarded_output()
         .expect("running linkerd-multus install");
     assert!(
         out.status.success(),

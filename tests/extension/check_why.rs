@@ -11,6 +11,7 @@
 //!
 //! An error of the API server is printed as its message, once, with its reason and code.
 
+use crate::common::process::Guarded;
 use serde_json::{Value, json};
 
 use super::check::{check, failures, read_json};
@@ -502,7 +503,7 @@ fn an_api_error_is_the_api_server_s_message_once() {
         .arg("--kubeconfig")
         .arg(&installed.kubeconfig)
         .arg("--as=nobody")
-        .output()
+        .guarded_output()
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
     assert_eq!(
@@ -521,7 +522,7 @@ fn install_prints_an_api_error_once() {
         .arg("--kubeconfig")
         .arg(&installed.kubeconfig)
         .arg("--as=nobody")
-        .output()
+        .guarded_output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");

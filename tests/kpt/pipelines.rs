@@ -2,6 +2,7 @@
 //! renders, JSON files and the repository's kpt example.
 
 use super::*;
+use crate::common::process::Guarded;
 
 #[test]
 fn eval_exec_writes_nad_and_attaches_workloads() {
@@ -229,7 +230,7 @@ fn repository_package_renders_the_kpt_example() {
     let out = Command::new(kpt())
         .args(["fn", "render", "--allow-exec", "."])
         .current_dir(&root)
-        .output()
+        .guarded_output()
         .expect("kpt runs");
     assert!(
         out.status.success(),
@@ -258,7 +259,7 @@ fn repository_package_renders_the_kpt_example() {
     let check = Command::new(bin())
         .args(["diff", "functions/linkerd-multus/examples/kpt"])
         .current_dir(&root)
-        .output()
+        .guarded_output()
         .unwrap();
     assert!(
         check.status.success(),
@@ -268,7 +269,7 @@ fn repository_package_renders_the_kpt_example() {
     let again = Command::new(kpt())
         .args(["fn", "render", "--allow-exec", "."])
         .current_dir(&root)
-        .output()
+        .guarded_output()
         .unwrap();
     assert!(again.status.success());
     assert_eq!(snapshot(&root.join("functions")), after);

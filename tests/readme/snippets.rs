@@ -2,6 +2,7 @@
 //! runs them, the image it builds and the cluster it starts.
 
 use super::*;
+use crate::common::process::Guarded;
 
 /// Copies the repository, without `target/` and `.git`, to `to`.
 fn copy_repository(to: &Path) {
@@ -25,7 +26,7 @@ fn git_status() -> String {
     let out = Command::new("git")
         .args(["status", "--porcelain", "--untracked-files=all"])
         .current_dir(repo_path("."))
-        .output()
+        .guarded_output()
         .expect(
             "git is not installed: the README test compares `git status` around the cargo snippets",
         );
@@ -40,7 +41,7 @@ fn build_image() {
             .env("IMAGE", dev_image())
             .env("PATH", path_with_cargo_tools())
             .current_dir(repo_path("."))
-            .output()
+            .guarded_output()
             .expect("cannot run scripts/container.sh");
         assert!(
             out.status.success(),
@@ -151,7 +152,7 @@ impl Session<'_> {
                 .env("CARGO_AUDITABLE_ORIG_ARGS", AUDITABLE_INSTALL_ARGS);
         }
         let out = cmd
-            .output()
+            .guarded_output()
             .expect("cannot run bash under timeout (coreutils)");
         let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
         text.push_str(&String::from_utf8_lossy(&out.stderr));
@@ -340,7 +341,7 @@ fn every_readme_snippet_runs_as_written() {
         if name == "README.md" {
             // The Install section's `cargo install` put a binary that runs into the root.
             let installed = shared.install_root.path().join("bin/linkerd-multus");
-            match Command::new(&installed).arg("--version").output() {
+            match Command::new(&installed).arg("--version").guarded_output() {
                 Ok(out) if out.status.success() => {}
                 other => failures.push(format!(
                     "README.md: `cargo install --locked --path .` left no working {}: {other:?}",

@@ -2,6 +2,7 @@
 //! that says where the gate went.
 
 use super::*;
+use crate::common::process::Guarded;
 
 #[test]
 fn diff_fails_with_a_diff_until_the_package_is_rendered() {
@@ -36,7 +37,7 @@ fn diff_fails_with_a_diff_until_the_package_is_rendered() {
     let kpt = Command::new("kpt")
         .args(["fn", "render", "--allow-exec", "."])
         .current_dir(p)
-        .output()
+        .guarded_output()
         .expect("kpt is not installed: the tests run the real kpt (see README.md)");
     assert!(
         kpt.status.success(),

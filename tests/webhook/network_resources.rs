@@ -2,6 +2,7 @@
 //! NADs denied, the NAD cache's readiness and the settings' errors.
 
 use super::*;
+use crate::common::process::Guarded;
 
 // ------------------------------------------------------------------------------------------
 // The network-resources rules (--network-resources).
@@ -386,7 +387,7 @@ fn network_resources_settings_errors_are_named() {
             .args(&args)
             .envs(env.iter().copied())
             .env("KUBECONFIG", dir.path().join("none"))
-            .output()
+            .guarded_output()
             .unwrap();
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(1), "{args:?}: {stderr}");

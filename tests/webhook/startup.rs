@@ -1,6 +1,7 @@
 //! Start-up: bad settings named, the help's flags, a misspelt variable logged.
 
 use super::*;
+use crate::common::process::Guarded;
 
 #[test]
 fn bad_start_up_settings_are_named() {
@@ -109,7 +110,7 @@ fn refused_naming(dir: &Path, args: &[String], want: &str) {
         .args(args)
         .env("KUBECONFIG", dir.join("none"))
         .env_remove("POD_NAMESPACE")
-        .output()
+        .guarded_output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_ne!(out.status.code(), Some(0), "{args:?}");
@@ -125,7 +126,7 @@ fn refused_naming(dir: &Path, args: &[String], want: &str) {
 fn help_lists_only_the_flags_the_webhook_uses() {
     let out = Command::new(bin())
         .args(["webhook", "--help"])
-        .output()
+        .guarded_output()
         .unwrap();
     assert!(out.status.success());
     let help = String::from_utf8(out.stdout).unwrap();
@@ -197,7 +198,7 @@ fn help_lists_only_the_flags_the_webhook_uses() {
     // A render-only flag is refused, not silently ignored.
     let out = Command::new(bin())
         .args(["webhook", "--config-rollout", "all"])
-        .output()
+        .guarded_output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(
@@ -229,7 +230,7 @@ fn a_misspelt_variable_is_logged_at_start_up() {
         .env_clear()
         .env("LINKERD_MULTUS_NETWORK_RESOURCE", "nr.yaml")
         .env("KUBECONFIG", dir.path().join("none"))
-        .output()
+        .guarded_output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     // No API server here: it stops after the warning.

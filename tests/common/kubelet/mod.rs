@@ -48,6 +48,7 @@ mod pod;
 mod probes;
 mod volumes;
 
+use crate::common::process::Guarded;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -177,7 +178,7 @@ async fn admin_client(kubeconfig: &Path) -> kube::Client {
 pub fn host_ip() -> String {
     let out = std::process::Command::new("hostname")
         .arg("-I")
-        .output()
+        .guarded_output()
         .expect("hostname -I");
     String::from_utf8_lossy(&out.stdout)
         .split_whitespace()

@@ -3,6 +3,7 @@
 //! gives it, probed, restarted when it exits or fails liveness, and ended
 //! with SIGTERM, then SIGKILL after its grace period.
 
+use crate::common::process::Guarded;
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
@@ -320,7 +321,7 @@ impl Pod {
                     .args(["kill", "--signal", signal, &container])
                     .stdout(Stdio::null())
                     .stderr(Stdio::null())
-                    .status();
+                    .guarded_status();
             }
             _ => {
                 if let Some(child) = &self.child {

@@ -4,6 +4,7 @@
 //! the stand-in issuing and injecting as cert-manager would).
 
 use super::*;
+use crate::common::process::Guarded;
 
 use common::kubelet::CertManager;
 
@@ -113,7 +114,7 @@ pub fn install(cluster: &Cluster, options: OptionSet, dir: &Path) {
                 .arg("--kubeconfig")
                 .arg(&cluster.plane.admin_kubeconfig)
                 .env_remove("LINKERD_NAMESPACE")
-                .output()
+                .guarded_output()
                 .expect("running linkerd-multus install");
             assert!(
                 out.status.success(),
@@ -178,7 +179,7 @@ pub fn run_script(cluster: &Cluster, dir: &Path, script: &str) {
         .current_dir(dir)
         .env("KUBECONFIG", &cluster.plane.admin_kubeconfig)
         .env("PATH", path)
-        .output()
+        .guarded_output()
         .expect("running bash");
     assert!(
         out.status.success(),

@@ -11,6 +11,7 @@
 //! runs every option set; `tests/container.rs` runs the image once.
 
 use super as common;
+use crate::common::process::Guarded;
 
 use std::path::Path;
 use std::process::Command;
@@ -125,7 +126,7 @@ pub fn check_passes(cluster: &Cluster) -> String {
         .args(["check", "--kubeconfig"])
         .arg(&cluster.plane.admin_kubeconfig)
         .env_remove("LINKERD_NAMESPACE")
-        .output()
+        .guarded_output()
         .expect("running linkerd-multus check");
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     assert!(
