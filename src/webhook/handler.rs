@@ -146,9 +146,26 @@ impl Admission {
     /// connection's place ([`Call::waiting`]). Whether the namespace exists
     /// comes with the answer.
     async fn answer(&self, request: &Request<'_>, call: &Call<'_>) -> (Answer, bool) {
-        let mut learnt = Learnt::default();
-        for _ in 0..PASSES {
-            match self.pass(request, &learnt) {
+        let learnt = Learnt::default();
+        match self.pass(request, &learnt) {
+            Pass::Answered(answer, vouches) => (answer, vouches),
+            // Waiting for a watch or reading live is rare: in a future of its own, so that
+            // the reviews the caches answer at once (nearly all) run in a small one.
+            first => Box::pin(self.settle(request, call, learnt, first)).await,
+        }
+    }
+
+    /// Goes on from a first pass that could not answer: waits for or reads what
+    /// it lacked, then passes again, [`PASSES`] in all.
+    async fn settle(
+        &self,
+        request: &Request<'_>,
+        call: &Call<'_>,
+        mut learnt: Learnt,
+        mut pass: Pass,
+    ) -> (Answer, bool) {
+        for _ in 1..PASSES {
+            match pass {
                 Pass::Answered(answer, vouches) => return (answer, vouches),
                 Pass::AwaitNamespace => {
                     let deadline = tokio::time::Instant::now() + self.watch_lag;
@@ -215,9 +232,13 @@ impl Admission {
                     }
                 }
             }
+            pass = self.pass(request, &learnt);
         }
-        // Each pass waits for or reads what the previous one lacked, so the last answers.
-        self.unvouched(request, "the caches and live reads did not settle".into())
+        match pass {
+            Pass::Answered(answer, vouches) => (answer, vouches),
+            // Each pass waits for or reads what the previous one lacked, so the last answers.
+            _ => self.unvouched(request, "the caches and live reads did not settle".into()),
+        }
     }
 
     /// The `--on-error` answer, which vouches for no caller.
