@@ -44,9 +44,10 @@ shm=/dev/shm
 scratch=$(mktemp -d "$shm/linkerd-multus-tests.XXXXXX")
 chmod 1777 "$scratch"
 # kubectl's and kpt's discovery cache, a folder per API server they reach, for the children
-# the tests start without common::process::Guard (which puts the others' beside their
-# kubeconfig, tests/common/process.rs): here rather than in ~/.kube/cache, which the tests'
-# API servers would fill, and removed at the end.
+# whose kubeconfig common::process::Guard does not see (it puts the cache beside a kubeconfig
+# given as a flag or a variable of the command, tests/common/process.rs; not one a script
+# finds or the command inherits): here rather than in ~/.kube/cache, which the tests' API
+# servers would fill, and removed at the end.
 export KUBECACHEDIR=$PWD/target/kube-cache
 rm -rf "$KUBECACHEDIR"
 trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$scratch" "$KUBECACHEDIR"' EXIT
