@@ -17,6 +17,32 @@ pub fn median(xs: &[f64]) -> f64 {
     }
 }
 
+/// A distribution-free interval of at least 95% for the median of what `xs` samples: the
+/// k-th smallest and k-th largest values, k the largest rank that a Binomial(n, 1/2) count
+/// falls below with probability at most 2.5% (with 15 values, the 4th and the 12th: 96.5%).
+/// `None` for fewer than 6 values, too few for one.
+pub fn median_interval(xs: &[f64]) -> Option<(f64, f64)> {
+    let n = xs.len();
+    // P(count < k), summed over the binomial's terms: C(n, i) / 2^n.
+    let mut below = 0.0;
+    let mut term = 0.5f64.powi(i32::try_from(n).ok()?);
+    let mut k = 0;
+    for i in 0..n {
+        if below + term > 0.025 {
+            break;
+        }
+        below += term;
+        k = i + 1;
+        term *= (n - i) as f64 / (i + 1) as f64;
+    }
+    if k == 0 {
+        return None;
+    }
+    let mut v = xs.to_vec();
+    v.sort_by(f64::total_cmp);
+    Some((v[k - 1], v[n - k]))
+}
+
 /// A latency histogram in microseconds.
 pub fn histogram() -> Histogram<u64> {
     // Microseconds, 1 µs to 60 s, 3 significant digits.

@@ -18,8 +18,9 @@
 //! baseline and webhook / reader, and the targets: saturated throughput at
 //! least 90% of the reader's (the median of the ratios of the saturation
 //! rounds, each the webhook and the reader measured back to back, so that the
-//! machine's drift between rounds cancels out), p99 under 1 ms at 2,000
-//! req/s, resident memory under 40 MiB.
+//! machine's drift between rounds cancels out, printed with a distribution-free
+//! 95% interval of that median: what a change must beat to show), p99 under
+//! 1 ms at 2,000 req/s, resident memory under 40 MiB.
 //!
 //! `cargo bench --bench webhook -- --quick` (or `BENCH_QUICK=1`) is a smoke
 //! run of a few seconds: it fails when the webhook errors or answers wrongly,

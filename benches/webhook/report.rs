@@ -82,8 +82,16 @@ fn print_targets(
             .iter()
             .map(|p| format!("{:.0}%", p * 100.0))
             .collect();
+        // How far this machine's noise leaves the median: what a change must beat to show.
+        let interval = crate::common::median_interval(paired).map_or(String::new(), |(lo, hi)| {
+            format!(
+                ", 95% interval of the median {:.0}% to {:.0}%",
+                lo * 100.0,
+                hi * 100.0
+            )
+        });
         println!(
-            "target: saturated throughput >= {:.0}% of the reader's: {:.0}%, the median of each round's ratio ({}; medians {:.0} / {:.0} req/s): {}",
+            "target: saturated throughput >= {:.0}% of the reader's: {:.0}%, the median of each round's ratio ({}{interval}; medians {:.0} / {:.0} req/s): {}",
             TARGET_THROUGHPUT * 100.0,
             share * 100.0,
             rounds.join(", "),
