@@ -45,6 +45,7 @@ mod audit;
 mod https;
 #[path = "../tests/common/kube_apiserver.rs"]
 mod kube_apiserver;
+// The YAML reader of kube_apiserver's server-side apply.
 #[path = "../tests/common/ports.rs"]
 mod ports;
 #[path = "../tests/common/process.rs"]
@@ -52,6 +53,9 @@ mod process;
 #[path = "../tests/controller/audit.rs"]
 #[allow(dead_code)]
 mod requests;
+#[path = "../tests/common/yaml.rs"]
+#[allow(dead_code)]
+mod yaml;
 
 use std::collections::{BTreeMap, HashSet};
 use std::path::Path;

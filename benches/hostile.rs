@@ -51,12 +51,16 @@ mod footprint;
 mod https;
 #[path = "../tests/common/kube_apiserver.rs"]
 mod kube_apiserver;
+// The YAML reader of kube_apiserver's server-side apply.
 #[path = "../tests/common/ports.rs"]
 mod ports;
 #[path = "../tests/common/process.rs"]
 mod process;
 #[path = "common/servers.rs"]
 mod servers;
+#[path = "../tests/common/yaml.rs"]
+#[allow(dead_code)]
+mod yaml;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;

@@ -133,7 +133,9 @@ fn the_first_writes_are_counted_and_told(s: &Setup, controller: &Controller, ena
     });
     assert_eq!(
         controller.metric("linkerd_multus_nad_writes_total "),
-        Some(2.0)
+        Some(2.0),
+        "{}",
+        controller.log()
     );
     assert_eq!(
         controller.metric("linkerd_multus_nad_controller_leader "),

@@ -49,6 +49,7 @@ mod common;
 mod https;
 #[path = "../../tests/common/kube_apiserver.rs"]
 mod kube_apiserver;
+// The YAML reader of kube_apiserver's server-side apply.
 mod load;
 #[path = "../../tests/common/ports.rs"]
 mod ports;
@@ -57,6 +58,9 @@ mod process;
 mod report;
 #[path = "../common/servers.rs"]
 mod servers;
+#[path = "../../tests/common/yaml.rs"]
+#[allow(dead_code)]
+mod yaml;
 
 use std::ffi::OsString;
 use std::fs;

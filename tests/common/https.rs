@@ -186,6 +186,26 @@ impl Connection {
         self.send(request).await
     }
 
+    /// Sends `body` to `path` with `method` and `content_type`; returns the status and the
+    /// body.
+    pub async fn send_body(
+        &mut self,
+        method: hyper::Method,
+        path: &str,
+        content_type: &str,
+        body: Bytes,
+    ) -> Result<(u16, Bytes), hyper::Error> {
+        let request = hyper::Request::builder()
+            .method(method)
+            .uri(path)
+            .header("host", &self.host)
+            .header("accept", "application/json")
+            .header("content-type", content_type)
+            .body(Full::new(body))
+            .unwrap();
+        self.send(request).await
+    }
+
     /// Sends `request` once the connection is ready; returns the status and the body.
     async fn send(
         &mut self,

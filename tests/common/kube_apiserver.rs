@@ -31,6 +31,8 @@ use super::process::{Entry, Guard, leave_to_watchdog};
 
 #[path = "kube_apiserver/api_server.rs"]
 mod api_server;
+#[path = "kube_apiserver/apply.rs"]
+mod apply;
 
 use api_server::{etcd_post, log_file, wait_for_etcd};
 
@@ -58,6 +60,8 @@ pub struct ControlPlane {
     /// The admin's client certificate, for clients of the tests' own.
     pub admin: Leaf,
     names: AtomicUsize,
+    /// What the first API server serves, for [`ControlPlane::apply`].
+    discovery: apply::Discovery,
     etcd: Mutex<Option<Guard>>,
     /// The folder left to the watchdog, until [`ControlPlane::stop`].
     watched: Mutex<Option<Entry>>,
@@ -231,6 +235,7 @@ impl ControlPlane {
             admin_kubeconfig,
             admin,
             names: AtomicUsize::new(0),
+            discovery: apply::Discovery::default(),
             etcd: Mutex::new(Some(etcd)),
             watched: Mutex::new(Some(watched)),
             _dir: dir,
@@ -341,12 +346,11 @@ impl ControlPlane {
         }
     }
 
-    /// `kubectl apply --server-side -f -` of `yaml` as the admin.
+    /// `kubectl apply --server-side --field-manager=tests -f -` of `yaml` as the admin, made
+    /// from this process ([`ControlPlane::apply_as`]); panics with what failed.
     pub fn apply(&self, yaml: &str) -> String {
-        self.kubectl_ok(
-            &["apply", "--server-side", "--field-manager=tests", "-f", "-"],
-            yaml,
-        )
+        self.apply_as("tests", yaml)
+            .unwrap_or_else(|e| panic!("server-side apply as the admin: {e}"))
     }
 
     /// A name no other test of this binary uses: `prefix-N`.
@@ -378,17 +382,12 @@ impl ControlPlane {
         )
         .expect("testdata/crds/network-attachment-definitions.yaml");
         self.apply(&crd);
-        self.kubectl(&[
-            "wait",
-            "--for=condition=Established",
-            "--timeout=60s",
-            "crd/network-attachment-definitions.k8s.cni.cncf.io",
-        ]);
+        self.wait_established("network-attachment-definitions.k8s.cni.cncf.io");
     }
 
     /// Creates ServiceAccount `namespace/name` when missing, and writes a
     /// kubeconfig into `dir` that authenticates as it with a token from the
-    /// TokenRequest API (`kubectl create token`). Its rights are whatever RBAC
+    /// TokenRequest API ([`ControlPlane::create_token`]). Its rights are whatever RBAC
     /// grants the account: nothing until a binding says otherwise.
     pub fn service_account_kubeconfig(&self, namespace: &str, name: &str, dir: &Path) -> PathBuf {
         self.service_account_kubeconfig_for(&self.api, namespace, name, dir)
@@ -405,7 +404,7 @@ impl ControlPlane {
         self.apply(&format!(
             "apiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: {name}\n  namespace: {namespace}\n"
         ));
-        let token = self.kubectl(&["create", "token", name, "-n", namespace, "--duration=2h"]);
+        let token = self.create_token(namespace, name, 2 * 3600);
         let path = dir.join(format!("{namespace}-{name}.kubeconfig"));
         std::fs::write(
             &path,

@@ -11,7 +11,7 @@ use serde_json::Value;
 use super::common::bin;
 use super::common::https::http_get;
 use super::common::kube_apiserver::{ApiServer, ControlPlane, free_port};
-use super::common::process::Guard;
+use super::common::process::{Guard, Guarded};
 
 pub const NAD: &str = "network-attachment-definitions.k8s.cni.cncf.io";
 pub const CONFIG_MAP: &str = include_str!("../../../shared/fixtures/linkerd-cni/version-2.19.yaml");
@@ -70,6 +70,7 @@ pub fn setup_with(edit: impl Fn(String) -> String) -> Setup {
     setup.plane.apply(&setup.rbac);
     setup.grant(&account);
     setup.put_config_map(CONFIG_MAP);
+    setup.account_writes_nads();
     setup
 }
 
@@ -98,6 +99,27 @@ impl Setup {
             })
             .collect();
         self.plane.apply(&bindings.join("\n---\n"));
+    }
+
+    /// Waits until the account's first write of a NAD has been answered: a server-side dry
+    /// run of a create, in the home namespace, as the account, allowed or refused. The API server holds a new
+    /// account's first write of a custom resource for seconds (2.7 s here); the tests count
+    /// the controller's writes, and one held past `--api-timeout` is written again.
+    fn account_writes_nads(&self) {
+        let nad = self.dir.path().join("probe-nad.yaml");
+        std::fs::write(
+            &nad,
+            "apiVersion: k8s.cni.cncf.io/v1\nkind: NetworkAttachmentDefinition\nmetadata:\n  name: probe\nspec:\n  config: '{}'\n",
+        )
+        .unwrap();
+        // Refused or not (a test may take the right away): answered is what counts.
+        self.plane
+            .kubectl_command()
+            .env("KUBECONFIG", self.kubeconfig())
+            .args(["create", "--dry-run=server", "-n", &self.home, "-f"])
+            .arg(&nad)
+            .guarded_output()
+            .expect("running kubectl");
     }
 
     /// A kubeconfig of the test's account on the first API server.
