@@ -22,11 +22,11 @@ mod audit;
 mod https;
 #[path = "../tests/common/kube_apiserver.rs"]
 mod kube_apiserver;
-// The YAML reader of kube_apiserver's server-side apply.
 #[path = "../tests/common/ports.rs"]
 mod ports;
 #[path = "../tests/common/process.rs"]
 mod process;
+// The YAML reader of kube_apiserver's server-side apply.
 #[path = "../tests/common/yaml.rs"]
 #[allow(dead_code)]
 mod yaml;

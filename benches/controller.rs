@@ -45,7 +45,6 @@ mod audit;
 mod https;
 #[path = "../tests/common/kube_apiserver.rs"]
 mod kube_apiserver;
-// The YAML reader of kube_apiserver's server-side apply.
 #[path = "../tests/common/ports.rs"]
 mod ports;
 #[path = "../tests/common/process.rs"]
@@ -53,6 +52,7 @@ mod process;
 #[path = "../tests/controller/audit.rs"]
 #[allow(dead_code)]
 mod requests;
+// The YAML reader of kube_apiserver's server-side apply.
 #[path = "../tests/common/yaml.rs"]
 #[allow(dead_code)]
 mod yaml;

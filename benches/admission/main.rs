@@ -49,7 +49,6 @@ mod common;
 mod https;
 #[path = "../../tests/common/kube_apiserver.rs"]
 mod kube_apiserver;
-// The YAML reader of kube_apiserver's server-side apply.
 mod load;
 #[path = "../../tests/common/ports.rs"]
 mod ports;
@@ -58,6 +57,7 @@ mod process;
 mod report;
 #[path = "../common/servers.rs"]
 mod servers;
+// The YAML reader of kube_apiserver's server-side apply.
 #[path = "../../tests/common/yaml.rs"]
 #[allow(dead_code)]
 mod yaml;

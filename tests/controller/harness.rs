@@ -102,9 +102,10 @@ impl Setup {
     }
 
     /// Waits until the account's first write of a NAD has been answered: a server-side dry
-    /// run of a create, in the home namespace, as the account, allowed or refused. The API server holds a new
-    /// account's first write of a custom resource for seconds (2.7 s here); the tests count
-    /// the controller's writes, and one held past `--api-timeout` is written again.
+    /// run of a create, in the home namespace, as the account, allowed or refused. The API
+    /// server holds a new account's first write of a custom resource for seconds (2.7 s
+    /// here); the tests count the controller's writes, and one held past `--api-timeout` is
+    /// written again.
     fn account_writes_nads(&self) {
         let nad = self.dir.path().join("probe-nad.yaml");
         std::fs::write(
@@ -116,7 +117,8 @@ impl Setup {
         self.plane
             .kubectl_command()
             .env("KUBECONFIG", self.kubeconfig())
-            .args(["create", "--dry-run=server", "-n", &self.home, "-f"])
+            .args(["create", "--dry-run=server", "--request-timeout=60s"])
+            .args(["-n", &self.home, "-f"])
             .arg(&nad)
             .guarded_output()
             .expect("running kubectl");

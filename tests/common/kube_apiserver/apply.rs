@@ -211,10 +211,7 @@ async fn discover(
     connection: &mut Connection,
     api_version: &str,
 ) -> Result<HashMap<String, Resource>, String> {
-    let path = match api_version.contains('/') {
-        true => format!("/apis/{api_version}"),
-        false => format!("/api/{api_version}"),
-    };
+    let path = version_path(api_version);
     let (status, body) = tokio::time::timeout(REQUEST_TIMEOUT, connection.get(&path))
         .await
         .map_err(|_| format!("GET {path}: no answer in 30 s"))?
@@ -269,13 +266,19 @@ async fn send(
         .map_err(|e| format!("{method} {path}: {e}"))
 }
 
+/// The path of an API version: `/api/v1` for the core group, `/apis/GROUP/VERSION` for the
+/// others.
+fn version_path(api_version: &str) -> String {
+    match api_version.contains('/') {
+        true => format!("/apis/{api_version}"),
+        false => format!("/api/{api_version}"),
+    }
+}
+
 /// The object's path: in its namespace (`default` when it names none, as kubectl's
 /// context gives) when its kind is namespaced.
 fn object_path(document: &Document<'_>, resource: &Resource) -> String {
-    let group = match document.api_version.contains('/') {
-        true => format!("/apis/{}", document.api_version),
-        false => format!("/api/{}", document.api_version),
-    };
+    let group = version_path(&document.api_version);
     match resource.namespaced {
         true => format!(
             "{group}/namespaces/{}/{}/{}",
