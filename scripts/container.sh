@@ -72,6 +72,10 @@ fi
 
 # 2. The image. The build context is a small staging directory (the binary and the
 # container/ files), so CARGO_TARGET_DIR may be anywhere and nothing else is sent.
+# Two builds of the image at once (scripts/test.sh runs the container and readme tests side by
+# side) take turns: each reads the image it replaces, builds, tags, then removes that one.
+exec 9>"$target_dir/.container-image.lock"
+flock 9
 stage=$(mktemp -d)
 trap 'rm -rf "$stage"' EXIT
 mkdir "$stage/container"

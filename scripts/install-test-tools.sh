@@ -59,15 +59,20 @@ say() { echo "$*" >&2; }
 # second run installs nothing and asks no registry.
 RELEASE_TOOLS=(cargo-auditable@0.7.7 rust-audit-info@0.5.4 cargo-cyclonedx@0.5.9 cargo-deny@0.20.2)
 cargo_tools=$PWD/target/cargo-tools
+# The missing ones are built at once, each by its own cargo: one's serial stretches (a crate
+# that others wait on, the final link) leave the cores to the others.
 install_release_tools() {
-  local listed spec name version
+  local listed spec name version pids=() specs=() i
   listed=$(cargo install --list --root "$cargo_tools" 2>/dev/null || true)
   for spec in "$@"; do
     name=${spec%@*} version=${spec#*@}
     grep -qx "$name v$version:" <<<"$listed" && continue
     say "installing $spec into $cargo_tools"
-    cargo install --quiet --locked --root "$cargo_tools" "$spec" >&2 \
-      || die "cargo install --locked $spec failed"
+    cargo install --quiet --locked --root "$cargo_tools" "$spec" >&2 &
+    pids+=("$!") specs+=("$spec")
+  done
+  for i in "${!pids[@]}"; do
+    wait "${pids[$i]}" || die "cargo install --locked ${specs[$i]} failed"
   done
   # shellcheck disable=SC2016 # $PATH is for the shell that evals this line
   printf 'export PATH=%q:"$PATH"\n' "$cargo_tools/bin"

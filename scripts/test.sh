@@ -14,8 +14,9 @@
 #   1. the installs (apt, PyPI, the kube-apiserver folder) beside the first build, which needs
 #      none of them; from the start too, at the lowest priority, cargo-auditable and the
 #      image's static release binary built with it (which README's `cargo install` reuses),
-#      then the other release tools (cargo-deny, rust-audit-info, cargo-cyclonedx: minutes of
-#      compiling, which only the last step needs), cargo-afl and the fuzzers' build;
+#      and beside it the other release tools (cargo-deny, rust-audit-info, cargo-cyclonedx: a
+#      minute of compiling each, which only the last step needs, each by a cargo of its own),
+#      cargo-afl and the fuzzers' build;
 #   2. one build for Clippy and the tests: scripts/clippy-rustc.sh compiles the workspace's
 #      crates with Clippy's lints, so the dependencies are built once (not checked for Clippy,
 #      then built again), with line tables only (CARGO_PROFILE_DEV_DEBUG); the benchmarks are
@@ -94,10 +95,21 @@ export CLIPPY_DRIVER
 # release binary (which README's `cargo install` reuses) with cargo-auditable first, then the
 # other release tools; cargo-afl and the fuzzers' build. Their own folders under target/ and
 # their own cargo locks: nothing waits on the other.
+# The release tools are built at opt-level 0 (above) and without their link-time optimisation
+# (cargo-deny's is fat, with one codegen unit), as what runs them here is a test: those
+# settings are theirs alone, or the container tests' scripts/container.sh, with the release
+# profile as it is, would build the static binary again. The static binary and the tools
+# other than cargo-auditable are built at once.
+tools() {
+  CARGO_PROFILE_RELEASE_LTO=off CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16 \
+    nice -n 19 ./scripts/install-test-tools.sh "$@"
+}
 (
-  nice -n 19 ./scripts/install-test-tools.sh --auditable >/dev/null
-  PATH=$PWD/target/cargo-tools/bin:$PATH nice -n 19 ./scripts/container.sh --binary-only
-  nice -n 19 ./scripts/install-test-tools.sh --release
+  tools --auditable >/dev/null
+  PATH=$PWD/target/cargo-tools/bin:$PATH nice -n 19 ./scripts/container.sh --binary-only &
+  binary=$!
+  tools --release
+  wait "$binary"
 ) >target/logs/release-tools.env 2>target/logs/static-binary.log &
 static_binary=$!
 # Its own workspace (fuzz/): the wrapper above is for this one's crates.
@@ -143,9 +155,15 @@ TMPDIR=$scratch BENCH_QUICK=1 cargo test --locked --bench '*' >target/logs/bench
 bench=$!
 step "the doc tests"
 cargo test --locked --no-fail-fast --doc 2>&1 | tee target/logs/doc.log || failed=1
-step "the unit, container, release and readme tests"
-cargo test --locked --no-fail-fast --lib --bins --test container --test release --test readme 2>&1 |
+# The readme tests (a minute and more, mostly waiting on the commands the docs show) run
+# beside the others; scripts/container.sh, which both run, builds one image at a time.
+step "the unit, container and release tests, and beside them the readme tests"
+cargo test --locked --no-fail-fast --test readme >target/logs/readme.log 2>&1 &
+readme=$!
+cargo test --locked --no-fail-fast --lib --bins --test container --test release 2>&1 |
   tee target/logs/tests.log || failed=1
+wait "$readme" || failed=1
+cat target/logs/readme.log
 step "waiting for the fuzzers' and the benchmarks' smoke runs"
 joined "$fuzz" "scripts/fuzz.sh --smoke" fuzz.log
 joined "$bench" "the benchmarks' smoke runs (BENCH_QUICK=1 cargo test --bench '*')" bench.log
@@ -156,7 +174,7 @@ step "what the tests left running or in their temporary folder (scripts/survivor
 ./scripts/survivors.sh --since $$ "$scratch" || failed=1
 if [ "$failed" != 0 ]; then
   # What each failed test said, last, where a reader of the log's tail sees it.
-  grep -h -A8 'panicked at' target/logs/suite.log target/logs/doc.log target/logs/tests.log |
+  grep -h -A8 'panicked at' target/logs/{suite,doc,tests,readme}.log |
     cut -c1-400 | head -n 120 >&2 || true
   echo "error: tests failed (above)" >&2
   exit 1

@@ -294,9 +294,10 @@ fn bindings_of(plane: &ControlPlane, account: &str) -> Vec<String> {
 
 /// The Lease's holder, its acquire time and its transitions.
 fn lease(plane: &ControlPlane) -> (String, String, i64) {
-    let lease: Value =
-        serde_json::from_str(&plane.kubectl(&["get", "lease", LEASE, "-n", NS, "-o", "json"]))
-            .unwrap();
+    let path = format!("/apis/coordination.k8s.io/v1/namespaces/{NS}/leases/{LEASE}");
+    let lease = plane
+        .get_json(&path)
+        .unwrap_or_else(|| panic!("no Lease at {path}"));
     let spec = &lease["spec"];
     (
         spec["holderIdentity"]

@@ -15,8 +15,10 @@
 use std::collections::HashMap;
 use std::fmt::Debug;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, RwLock, RwLockReadGuard};
+use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
+
+use crossbeam_utils::sync::{ShardedLock, ShardedLockReadGuard, ShardedLockWriteGuard};
 
 use compact_str::CompactString;
 
@@ -81,7 +83,9 @@ struct Kind {
 pub struct WatchCache {
     kind: Kind,
     keys: Vec<String>,
-    entries: RwLock<Entries>,
+    /// Read by every review: a reader locks the shard of its thread only, so the cores
+    /// answering reviews share no lock's cache line; a watch write locks every shard.
+    entries: ShardedLock<Entries>,
     /// Whether a full list has completed once: read on every review.
     synced: AtomicBool,
     /// How many full lists have completed.
@@ -156,7 +160,7 @@ impl WatchCache {
         WatchCache {
             kind,
             keys,
-            entries: RwLock::new(HashMap::new()),
+            entries: ShardedLock::new(HashMap::new()),
             synced: AtomicBool::new(false),
             lists: AtomicU64::new(0),
             broken_since: AtomicU64::new(0),
@@ -299,11 +303,11 @@ impl WatchCache {
         Some((key, Arc::new(Annotations::of(meta, &self.keys, config))))
     }
 
-    fn read(&self) -> RwLockReadGuard<'_, Entries> {
+    fn read(&self) -> ShardedLockReadGuard<'_, Entries> {
         self.entries.read().unwrap_or_else(|e| e.into_inner())
     }
 
-    fn write(&self) -> std::sync::RwLockWriteGuard<'_, Entries> {
+    fn write(&self) -> ShardedLockWriteGuard<'_, Entries> {
         self.entries.write().unwrap_or_else(|e| e.into_inner())
     }
 

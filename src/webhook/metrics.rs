@@ -2,16 +2,17 @@
 
 use std::time::Duration;
 
-use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::encoding::{EncodeLabelSet, EncodeMetric};
+use prometheus_client::metrics::TypedMetric;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
-use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 
 use crate::admission::Outcome;
 use crate::linkerd_cni::attach::Change;
 use crate::webhook::cache::CacheStatus;
+use crate::webhook::tally;
 
 /// The content type of [`Metrics::encode`].
 pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
@@ -195,16 +196,17 @@ fn change_index(change: &Change) -> usize {
 
 /// Registers a family of counters and makes the counter of each label set,
 /// in order: each is exported from the start, with no lookup per event.
-fn counters<L>(
+fn counters<L, C>(
     registry: &mut Registry,
     name: &str,
     help: &str,
     labels: impl IntoIterator<Item = L>,
-) -> Vec<Counter>
+) -> Vec<C>
 where
     L: Clone + std::hash::Hash + Eq + EncodeLabelSet + std::fmt::Debug + Send + Sync + 'static,
+    C: Clone + Default + EncodeMetric + TypedMetric + std::fmt::Debug + Send + Sync + 'static,
 {
-    let family = Family::<L, Counter>::default();
+    let family = Family::<L, C>::default();
     let counters = labels
         .into_iter()
         .map(|label| family.get_or_create(&label).clone())
@@ -213,15 +215,22 @@ where
     counters
 }
 
+/// The bounds of the reviews' duration histogram, in seconds: from 50 µs, as a review takes
+/// tens of microseconds.
+const DURATION_BOUNDS: [f64; 11] = [
+    0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.1, 1.0,
+];
+
 /// Every metric of the webhook.
 pub struct Metrics {
     registry: Registry,
-    // One counter per label value, made up front: no lookup per request.
-    requests: Vec<Counter>,
+    // One counter per label value, made up front: no lookup per request. What every review
+    // writes is kept per thread (tally).
+    requests: Vec<tally::Counter>,
     /// The `--on-error` answers: allow, deny.
     on_error: [Counter; 2],
-    duration: Histogram,
-    patches: Vec<Counter>,
+    duration: tally::Histogram<{ DURATION_BOUNDS.len() }>,
+    patches: Vec<tally::Counter>,
     refusals: Vec<Counter>,
     http: HttpGauges,
     tls_reloads: [Counter; 2],
@@ -411,10 +420,7 @@ impl Metrics {
             "Reviews answered with --on-error (allow: admitted without the webhook's changes; deny: refused), the webhook unable to act on the pod (its caches and live reads could not vouch for the namespace or NADs, or the rules could not apply), by answer",
             family,
         );
-        // From 50 µs: a review takes tens of microseconds.
-        let duration = Histogram::new([
-            0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.1, 1.0,
-        ]);
+        let duration = tally::Histogram::new(DURATION_BOUNDS);
         registry.register(
             "linkerd_multus_admission_request_duration_seconds",
             "Time from the end of the request body to the response, in seconds",
@@ -490,7 +496,7 @@ impl Metrics {
         took: Duration,
     ) {
         self.requests[outcome as usize].inc();
-        self.duration.observe(took.as_secs_f64());
+        self.duration.observe(took);
         for change in changes {
             self.patches[change_index(change)].inc();
         }

@@ -19,6 +19,7 @@ pub mod ops;
 pub mod process;
 mod requests;
 pub mod server;
+pub mod tally;
 pub mod tls;
 
 use std::net::SocketAddr;

@@ -10,6 +10,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use k8s_openapi::jiff::Timestamp;
+use serde_json::json;
 
 use super::audit::{self, Request, seconds};
 use super::harness::{BOUND, Controller, Setup, eventually, setup};
@@ -43,13 +44,11 @@ impl Flow {
                 } else {
                     "disabled"
                 };
-                plane.kubectl(&[
-                    "annotate",
-                    "namespace",
-                    namespace,
-                    "--overwrite",
-                    &format!("linkerd.io/multus={value}"),
-                ]);
+                let annotations =
+                    json!({"metadata": {"annotations": {"linkerd.io/multus": value}}});
+                plane
+                    .merge_patch(&format!("/api/v1/namespaces/{namespace}"), &annotations)
+                    .unwrap_or_else(|e| panic!("annotating {namespace}: {e}"));
                 turn += 1;
                 std::thread::sleep(Duration::from_millis(200));
             }

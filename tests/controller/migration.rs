@@ -88,12 +88,10 @@ impl Migration {
             "metadata": {"name": name, "namespace": namespace, "annotations": annotations, "labels": labels},
             "spec": {"containers": [{"name": "main", "image": "registry.k8s.io/pause:3.10"}]}
         });
-        let mut args = vec!["create", "-o", "json", "-f", "-"];
-        if dry_run {
-            args.push("--dry-run=server");
-        }
-        let out = self.s.plane.kubectl_ok(&args, &pod.to_string());
-        serde_json::from_str::<Value>(&out).unwrap()["metadata"]["annotations"].clone()
+        let path = format!("/api/v1/namespaces/{namespace}/pods");
+        let created = (self.s.plane.create_json(&path, &pod.to_string(), dry_run))
+            .unwrap_or_else(|e| panic!("creating {pod}: {e}"));
+        created["metadata"]["annotations"].clone()
     }
 
     /// Creates a pod of every form in every namespace the operator served (and the

@@ -143,14 +143,18 @@ impl Release<'_> {
 
     /// The caBundle of the webhook configuration, the same in both its webhooks (PEM).
     fn trusted(&self) -> String {
-        let bundles = self.plane.kubectl(&[
-            "get",
-            "mutatingwebhookconfiguration",
-            "linkerd-multus-webhook",
-            "-o",
-            "jsonpath={.webhooks[*].clientConfig.caBundle}",
-        ]);
-        let bundles: Vec<&str> = bundles.split(' ').collect();
+        let path = "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations/linkerd-multus-webhook";
+        let config = self
+            .plane
+            .get_json(path)
+            .unwrap_or_else(|| panic!("no MutatingWebhookConfiguration at {path}"));
+        let bundles: Vec<&str> = (config["webhooks"].as_array().into_iter().flatten())
+            .map(|webhook| {
+                webhook["clientConfig"]["caBundle"]
+                    .as_str()
+                    .unwrap_or_default()
+            })
+            .collect();
         assert_eq!(bundles.len(), 2, "{bundles:?}");
         assert_eq!(
             bundles[0], bundles[1],

@@ -55,12 +55,14 @@ pub(super) fn pod(namespace: &str, name: &str, annotations: Value) -> String {
 /// The annotations of the pod the API server stores (or, with `dry_run`,
 /// would store) for `manifest`.
 pub(super) fn created(c: &Cluster, manifest: &str, dry_run: bool) -> Value {
-    let mut args = vec!["create", "-o", "json", "-f", "-"];
-    if dry_run {
-        args.push("--dry-run=server");
-    }
-    let out = c.plane.kubectl_ok(&args, manifest);
-    serde_json::from_str::<Value>(&out).unwrap()["metadata"]["annotations"].clone()
+    let pod: Value = serde_json::from_str(manifest).unwrap();
+    let namespace = pod["metadata"]["namespace"].as_str().unwrap();
+    let path = format!("/api/v1/namespaces/{namespace}/pods");
+    let created = c
+        .plane
+        .create_json(&path, manifest, dry_run)
+        .unwrap_or_else(|e| panic!("creating {manifest}: {e}"));
+    created["metadata"]["annotations"].clone()
 }
 
 /// The annotations of pod `namespace/name` as stored.

@@ -1,5 +1,6 @@
-//! Server-side apply and token requests from the test process, as `kubectl apply
-//! --server-side -f -` and `kubectl create token` make them: each document of a YAML stream
+//! Server-side apply, creates, merge patches and token requests from the test process, as
+//! `kubectl apply --server-side -f -`, `kubectl create`, `kubectl annotate` and `kubectl create
+//! token` make them: each document of a YAML stream
 //! PATCHed to its object's path as `application/apply-patch+yaml`, that path found from the
 //! API server's discovery (kept per API version, read again while a kind is missing, as
 //! just after its CRD is applied). The fixtures apply hundreds of objects a run; a
@@ -117,6 +118,58 @@ impl ControlPlane {
             .as_str()
             .unwrap_or_else(|| panic!("no token in {answer}"))
             .to_string()
+    }
+
+    /// POSTs `object` (JSON) to the collection at `path` (`/api/v1/namespaces/NS/pods`) as
+    /// the admin, as `kubectl create -o json -f -` (with `dry_run`, `--dry-run=server`)
+    /// does: the object the API server stored, or would store, or what failed.
+    pub fn create_json(
+        &self,
+        path: &str,
+        object: &str,
+        dry_run: bool,
+    ) -> Result<serde_json::Value, String> {
+        let query = match dry_run {
+            true => format!("{path}?dryRun=All"),
+            false => path.to_string(),
+        };
+        self.json_request(hyper::Method::POST, &query, "application/json", object)
+    }
+
+    /// A JSON merge patch of the object at `path` as the admin, as `kubectl patch --type=merge`
+    /// (and `kubectl annotate --overwrite`) makes it: the object as patched, or what failed.
+    pub fn merge_patch(
+        &self,
+        path: &str,
+        patch: &serde_json::Value,
+    ) -> Result<serde_json::Value, String> {
+        let patch = patch.to_string();
+        self.json_request(
+            hyper::Method::PATCH,
+            path,
+            "application/merge-patch+json",
+            &patch,
+        )
+    }
+
+    /// Sends `body` to `path` and reads the JSON the API server answers with 2xx.
+    fn json_request(
+        &self,
+        method: hyper::Method,
+        path: &str,
+        content_type: &str,
+        body: &str,
+    ) -> Result<serde_json::Value, String> {
+        let (status, answer) = self.with_connection(async |connection| {
+            send(connection, method.clone(), path, content_type, body).await
+        })?;
+        if !(200..300).contains(&status) {
+            return Err(format!(
+                "{method} {path}: the API server answered {status}: {}",
+                String::from_utf8_lossy(&answer)
+            ));
+        }
+        serde_json::from_slice(&answer).map_err(|e| format!("{method} {path}: {e}"))
     }
 
     /// Waits until CRD `name` is Established, as `kubectl wait --for=condition=Established

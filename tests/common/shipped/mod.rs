@@ -23,7 +23,7 @@ use common::{bin, copy_dir, repo_path};
 use k8s_openapi::api::core::v1::Pod;
 use kube::Api;
 use kube::api::PostParams;
-use serde_json::{Value, json};
+use serde_json::json;
 
 pub mod install;
 
@@ -62,16 +62,10 @@ pub fn cluster(runtime: Runtime) -> Cluster {
 pub fn linkerd_cni_nad_manifest(plane: &ControlPlane, namespace: &str) -> String {
     use linkerd_multus::linkerd_cni::cluster as rules;
     use linkerd_multus::linkerd_cni::settings::Settings;
-    let text = plane.kubectl(&[
-        "get",
-        "configmap",
-        "linkerd-cni-config",
-        "-n",
-        "linkerd-cni",
-        "-o",
-        "json",
-    ]);
-    let map: Value = serde_json::from_str(&text).unwrap();
+    let path = "/api/v1/namespaces/linkerd-cni/configmaps/linkerd-cni-config";
+    let map = plane
+        .get_json(path)
+        .unwrap_or_else(|| panic!("no ConfigMap at {path}"));
     let data = serde_json::from_value(map["data"].clone()).unwrap();
     let settings = Settings::default();
     let config = rules::config_text(Some(&data), &settings).unwrap();
