@@ -92,14 +92,15 @@ export CLIPPY_DRIVER
 # What no test waits on until the suite has run starts now, at the lowest CPU priority, so it
 # takes the cores the build leaves idle (its serial stretches: one large crate compiling, a
 # test binary linking) and then those the suite's waiting tests leave: the image's static
-# release binary (which README's `cargo install` reuses) with cargo-auditable first, then the
-# other release tools; cargo-afl and the fuzzers' build. Their own folders under target/ and
-# their own cargo locks: nothing waits on the other.
-# The release tools are built at opt-level 0 (above) and without their link-time optimisation
-# (cargo-deny's is fat, with one codegen unit), as what runs them here is a test: those
-# settings are theirs alone, or the container tests' scripts/container.sh, with the release
-# profile as it is, would build the static binary again. The static binary and the tools
-# other than cargo-auditable are built at once.
+# release binary (which README's `cargo install` reuses) with cargo-auditable first, and
+# beside it the other release tools; cargo-afl and the fuzzers' build. Their own folders under
+# target/ and their own cargo locks: nothing waits on the other. Measured from a bare machine
+# of this kind, the tools built one after the other, each with its own LTO, kept the last
+# step waiting for three minutes after the suite. The release tools are built at opt-level 0
+# (above) and without their link-time optimisation (cargo-deny's is fat, with one codegen
+# unit), as what runs them here is a test: those settings are theirs alone, or the container
+# tests' scripts/container.sh, with the release profile as it is, would build the static
+# binary again.
 tools() {
   CARGO_PROFILE_RELEASE_LTO=off CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16 \
     nice -n 19 ./scripts/install-test-tools.sh "$@"
