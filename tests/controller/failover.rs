@@ -10,7 +10,6 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use k8s_openapi::jiff::Timestamp;
-use serde_json::json;
 
 use super::audit::{self, Request, seconds};
 use super::harness::{BOUND, Controller, Setup, eventually, setup};
@@ -44,11 +43,7 @@ impl Flow {
                 } else {
                     "disabled"
                 };
-                let annotations =
-                    json!({"metadata": {"annotations": {"linkerd.io/multus": value}}});
-                plane
-                    .merge_patch(&format!("/api/v1/namespaces/{namespace}"), &annotations)
-                    .unwrap_or_else(|e| panic!("annotating {namespace}: {e}"));
+                plane.annotate_namespace(namespace, "linkerd.io/multus", value);
                 turn += 1;
                 std::thread::sleep(Duration::from_millis(200));
             }

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::common::bin;
 use super::common::https::http_get;
@@ -225,10 +225,8 @@ impl Setup {
     /// `kubectl annotate namespace NAMESPACE --overwrite linkerd.io/multus=VALUE`, made from
     /// this process.
     pub fn annotate(&self, namespace: &str, value: &str) {
-        let annotations = json!({"metadata": {"annotations": {"linkerd.io/multus": value}}});
         self.plane
-            .merge_patch(&format!("/api/v1/namespaces/{namespace}"), &annotations)
-            .unwrap_or_else(|e| panic!("annotating {namespace}: {e}"));
+            .annotate_namespace(namespace, "linkerd.io/multus", value);
     }
 
     /// The `spec.config` the KRM function renders from the same ConfigMap:

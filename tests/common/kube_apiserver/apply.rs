@@ -1,9 +1,9 @@
 //! Server-side apply, creates, merge patches and token requests from the test process, as
-//! `kubectl apply --server-side -f -`, `kubectl create`, `kubectl annotate` and `kubectl create
-//! token` make them: each document of a YAML stream
-//! PATCHed to its object's path as `application/apply-patch+yaml`, that path found from the
-//! API server's discovery (kept per API version, read again while a kind is missing, as
-//! just after its CRD is applied). The fixtures apply hundreds of objects a run; a
+//! `kubectl apply --server-side -f -`, `kubectl create`, `kubectl annotate` and `kubectl
+//! create token` make them. An apply PATCHes each document of a YAML stream to its object's
+//! path as `application/apply-patch+yaml`, that path found from the API server's discovery
+//! (kept per API version, read again while a kind is missing, as just after its CRD is
+//! applied). The fixtures apply hundreds of objects a run; a
 //! `kubectl` process each cost a tenth of a second of CPU, and kubectl took a third of the
 //! suite's CPU (`perf record -a` over a run, by command). Where kubectl is the subject (the
 //! docs' commands, the shipped packages applied as a user applies them), the tests still
@@ -94,26 +94,9 @@ impl ControlPlane {
             "spec": {"expirationSeconds": seconds},
         })
         .to_string();
-        let answer = self.with_connection(async |connection| {
-            let (status, body) = send(
-                connection,
-                hyper::Method::POST,
-                &path,
-                "application/json",
-                &request,
-            )
-            .await?;
-            match status {
-                201 | 200 => Ok(body),
-                _ => Err(format!(
-                    "POST {path}: {status}: {}",
-                    String::from_utf8_lossy(&body)
-                )),
-            }
-        });
-        let body = answer.unwrap_or_else(|e| panic!("a token for {namespace}/{name}: {e}"));
-        let answer: serde_json::Value =
-            serde_json::from_slice(&body).expect("the API server's JSON");
+        let answer = self
+            .json_request(hyper::Method::POST, &path, "application/json", &request)
+            .unwrap_or_else(|e| panic!("a token for {namespace}/{name}: {e}"));
         answer["status"]["token"]
             .as_str()
             .unwrap_or_else(|| panic!("no token in {answer}"))
@@ -150,6 +133,14 @@ impl ControlPlane {
             "application/merge-patch+json",
             &patch,
         )
+    }
+
+    /// `kubectl annotate namespace NAMESPACE --overwrite KEY=VALUE` as the admin, from this
+    /// process (a merge patch); panics with what failed.
+    pub fn annotate_namespace(&self, namespace: &str, key: &str, value: &str) {
+        let patch = serde_json::json!({"metadata": {"annotations": {key: value}}});
+        self.merge_patch(&format!("/api/v1/namespaces/{namespace}"), &patch)
+            .unwrap_or_else(|e| panic!("annotating namespace {namespace} {key}={value}: {e}"));
     }
 
     /// Sends `body` to `path` and reads the JSON the API server answers with 2xx.
