@@ -15,11 +15,14 @@ use crate::kube_apiserver::{ApiServer, ControlPlane};
 const AUDIT_POLICY: &str = "apiVersion: audit.k8s.io/v1\nkind: Policy\nomitStages: [RequestReceived, ResponseStarted]\nrules:\n- level: Metadata\n";
 
 /// The requests in the audit log after line `from`, by `verb resource`: the
-/// admin's only (the client's, not the API server's own); and the log's length.
+/// admin's only (the client's, not the API server's own); and the log's length
+/// in whole lines: a last line without its newline is still being written, and
+/// is read next time.
 pub fn audited(log: &Path, from: usize) -> Result<(usize, BTreeMap<String, usize>)> {
     let text = std::fs::read_to_string(log).unwrap_or_default();
     let mut counts = BTreeMap::new();
-    let lines: Vec<&str> = text.lines().collect();
+    let whole = &text[..text.rfind('\n').map_or(0, |end| end + 1)];
+    let lines: Vec<&str> = whole.lines().collect();
     for line in &lines[from.min(lines.len())..] {
         let event: Value = serde_json::from_str(line)?;
         if event["user"]["username"] != "admin" {

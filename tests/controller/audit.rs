@@ -49,7 +49,8 @@ pub fn service_account(namespace: &str, name: &str) -> String {
     format!("system:serviceaccount:{namespace}:{name}")
 }
 
-/// Every request in the log by `user`, in the order answered.
+/// Every request in the log by `user`, in the order answered; the API server
+/// may be writing the last line as it is read, which is then left out.
 pub fn requests(log: &Path, user: &str) -> Vec<Request> {
     let text = std::fs::read_to_string(log).unwrap_or_default();
     let time = |v: &Value| -> Timestamp {
@@ -57,7 +58,7 @@ pub fn requests(log: &Path, user: &str) -> Vec<Request> {
             .and_then(|t| t.parse().ok())
             .unwrap_or_else(|| panic!("an audit timestamp: {v}"))
     };
-    text.lines()
+    whole_lines(&text)
         .map(|line| serde_json::from_str::<Value>(line).expect("an audit line"))
         .filter(|e| e["user"]["username"] == user)
         .map(|e| Request {
@@ -73,6 +74,12 @@ pub fn requests(log: &Path, user: &str) -> Vec<Request> {
         .collect()
 }
 
+/// The whole lines of a log the API server is appending to: a last line
+/// without its newline is still being written, and is left for the next read.
+pub fn whole_lines(text: &str) -> std::str::Lines<'_> {
+    text[..text.rfind('\n').map_or(0, |end| end + 1)].lines()
+}
+
 fn text_at(event: &Value, field: &str) -> String {
     event["objectRef"][field]
         .as_str()
@@ -83,4 +90,30 @@ fn text_at(event: &Value, field: &str) -> String {
 /// Seconds from `from` to `to` (negative when `to` is earlier).
 pub fn seconds(from: Timestamp, to: Timestamp) -> f64 {
     (to.as_nanosecond() - from.as_nanosecond()) as f64 / 1e9
+}
+
+/// A line the API server is still writing is not read: the requests are those
+/// of the whole lines, and the partial line's request is read once it is whole.
+#[test]
+fn a_line_still_being_written_is_left_for_the_next_read() {
+    let line = |name: &str| {
+        serde_json::json!({
+            "user": {"username": "u"},
+            "verb": "create",
+            "objectRef": {"resource": "pods", "namespace": "ns", "name": name},
+            "requestReceivedTimestamp": "2026-11-30T12:00:00.000000Z",
+            "stageTimestamp": "2026-11-30T12:00:00.001000Z",
+            "responseStatus": {"code": 201},
+        })
+        .to_string()
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("audit.log");
+    let (first, second) = (line("first"), line("second"));
+    let names =
+        |log: &Path| -> Vec<String> { requests(log, "u").into_iter().map(|r| r.name).collect() };
+    std::fs::write(&log, format!("{first}\n{}", &second[..second.len() / 2])).unwrap();
+    assert_eq!(names(&log), ["first"]);
+    std::fs::write(&log, format!("{first}\n{second}\n")).unwrap();
+    assert_eq!(names(&log), ["first", "second"]);
 }
