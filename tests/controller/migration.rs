@@ -88,8 +88,10 @@ impl Migration {
             "metadata": {"name": name, "namespace": namespace, "annotations": annotations, "labels": labels},
             "spec": {"containers": [{"name": "main", "image": "registry.k8s.io/pause:3.10"}]}
         });
-        let path = format!("/api/v1/namespaces/{namespace}/pods");
-        let created = (self.s.plane.create_json(&path, &pod.to_string(), dry_run))
+        let created = self
+            .s
+            .plane
+            .create_pod(&pod, dry_run)
             .unwrap_or_else(|e| panic!("creating {pod}: {e}"));
         created["metadata"]["annotations"].clone()
     }

@@ -56,11 +56,9 @@ pub(super) fn pod(namespace: &str, name: &str, annotations: Value) -> String {
 /// would store) for `manifest`.
 pub(super) fn created(c: &Cluster, manifest: &str, dry_run: bool) -> Value {
     let pod: Value = serde_json::from_str(manifest).unwrap();
-    let namespace = pod["metadata"]["namespace"].as_str().unwrap();
-    let path = format!("/api/v1/namespaces/{namespace}/pods");
     let created = c
         .plane
-        .create_json(&path, manifest, dry_run)
+        .create_pod(&pod, dry_run)
         .unwrap_or_else(|e| panic!("creating {manifest}: {e}"));
     created["metadata"]["annotations"].clone()
 }

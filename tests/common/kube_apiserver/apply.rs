@@ -103,20 +103,23 @@ impl ControlPlane {
             .to_string()
     }
 
-    /// POSTs `object` (JSON) to the collection at `path` (`/api/v1/namespaces/NS/pods`) as
-    /// the admin, as `kubectl create -o json -f -` (with `dry_run`, `--dry-run=server`)
-    /// does: the object the API server stored, or would store, or what failed.
-    pub fn create_json(
+    /// Creates `pod` in the namespace its metadata names, as the admin, as `kubectl create -o
+    /// json -f -` (with `dry_run`, `--dry-run=server`) does: the pod the API server stored, or
+    /// would store, or what failed.
+    pub fn create_pod(
         &self,
-        path: &str,
-        object: &str,
+        pod: &serde_json::Value,
         dry_run: bool,
     ) -> Result<serde_json::Value, String> {
-        let query = match dry_run {
-            true => format!("{path}?dryRun=All"),
-            false => path.to_string(),
+        let namespace = pod["metadata"]["namespace"]
+            .as_str()
+            .ok_or_else(|| format!("no metadata.namespace in {pod}"))?;
+        let path = match dry_run {
+            true => format!("/api/v1/namespaces/{namespace}/pods?dryRun=All"),
+            false => format!("/api/v1/namespaces/{namespace}/pods"),
         };
-        self.json_request(hyper::Method::POST, &query, "application/json", object)
+        let body = pod.to_string();
+        self.json_request(hyper::Method::POST, &path, "application/json", &body)
     }
 
     /// A JSON merge patch of the object at `path` as the admin, as `kubectl patch --type=merge`
