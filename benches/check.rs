@@ -26,6 +26,10 @@ mod kube_apiserver;
 mod ports;
 #[path = "../tests/common/process.rs"]
 mod process;
+// The tests' audit-log reader, for its `whole_lines` (common/audit.rs).
+#[path = "../tests/controller/audit.rs"]
+#[allow(dead_code)]
+mod requests;
 // The YAML reader of kube_apiserver's server-side apply.
 #[path = "../tests/common/yaml.rs"]
 #[allow(dead_code)]

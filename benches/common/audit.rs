@@ -21,8 +21,7 @@ const AUDIT_POLICY: &str = "apiVersion: audit.k8s.io/v1\nkind: Policy\nomitStage
 pub fn audited(log: &Path, from: usize) -> Result<(usize, BTreeMap<String, usize>)> {
     let text = std::fs::read_to_string(log).unwrap_or_default();
     let mut counts = BTreeMap::new();
-    let whole = &text[..text.rfind('\n').map_or(0, |end| end + 1)];
-    let lines: Vec<&str> = whole.lines().collect();
+    let lines: Vec<&str> = crate::requests::whole_lines(&text).collect();
     for line in &lines[from.min(lines.len())..] {
         let event: Value = serde_json::from_str(line)?;
         if event["user"]["username"] != "admin" {
