@@ -486,7 +486,7 @@ fn store_row(plan: &Plan) -> Result<Row> {
         [1_000, 4_000, 16_000]
     };
     let mut times = [0.0; 3];
-    let keys = vec![RESOURCE_NAME.to_string()];
+    let keys = cache::keys(&[RESOURCE_NAME.to_string()]);
     for (i, &n) in sizes.iter().enumerate() {
         let config = whereabouts("192.168.0.0/24", &networks(0, n));
         let meta = kube::core::ObjectMeta {

@@ -31,7 +31,7 @@ use serde::de::DeserializeOwned;
 use crate::k8s::namespace::{INJECT_ANNOTATION, MULTUS_ANNOTATION};
 use crate::linkerd_cni::skip_subnets;
 use crate::network_resources::nad_annotation_keys;
-pub use crate::webhook::entries::{Annotations, Entry, Picked, nad_key};
+pub use crate::webhook::entries::{Annotations, Entry, Keys, Picked, keys, nad_key};
 
 /// An object a cache is fed: its metadata, and the NAD config it holds.
 pub trait Cached: kube::Resource + Clone + DeserializeOwned + Debug + Send + 'static {
@@ -82,7 +82,7 @@ struct Kind {
 /// A cache, shared by its watch task and the request handlers.
 pub struct WatchCache {
     kind: Kind,
-    keys: Vec<String>,
+    keys: Keys,
     /// Read by every review: a reader locks the shard of its thread only, so the cores
     /// answering reviews share no lock's cache line; a watch write locks every shard.
     entries: ShardedLock<Entries>,
@@ -159,8 +159,8 @@ impl WatchCache {
     fn new(kind: Kind, keys: Vec<String>) -> Self {
         WatchCache {
             kind,
-            keys,
-            entries: ShardedLock::new(HashMap::new()),
+            keys: crate::webhook::entries::keys(&keys),
+            entries: ShardedLock::new(Entries::default()),
             synced: AtomicBool::new(false),
             lists: AtomicU64::new(0),
             broken_since: AtomicU64::new(0),
@@ -179,7 +179,7 @@ impl WatchCache {
     }
 
     /// The annotations it keeps of an object.
-    pub fn keys(&self) -> &[String] {
+    pub fn keys(&self) -> &Keys {
         &self.keys
     }
 
@@ -333,7 +333,7 @@ impl WatchCache {
     /// Lists every object, page by page, and replaces the cache with them at
     /// once. Returns the list's resourceVersion.
     async fn list<K: Cached>(&self, api: &Api<K>) -> kube::Result<String> {
-        let mut listed = Entries::new();
+        let mut listed = Entries::default();
         let mut params = ListParams::default().limit(LIST_PAGE);
         loop {
             let page = within(self.api_timeout, api.list(&params)).await?;

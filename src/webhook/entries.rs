@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use compact_str::CompactString;
 use kube::core::ObjectMeta;
+use smallvec::SmallVec;
 
 use crate::admission::NadConfigs;
 use crate::k8s::namespace::Lookup;
@@ -20,13 +21,28 @@ use crate::multus::ipam::{self, Ipam, IpamError};
 use crate::multus::nad::{self, Maker};
 use crate::network_resources::Nads;
 
+/// The annotation keys a cache keeps, shared by its entries: an entry holds a key as a
+/// pointer into this list, so that comparing it reads memory every review reads.
+pub type Keys = Arc<[Arc<str>]>;
+
+/// The [`Keys`] of `keys`.
+pub fn keys(keys: &[String]) -> Keys {
+    keys.iter().map(|key| Arc::from(key.as_str())).collect()
+}
+
+/// The pairs an entry holds inline, without a pointer: a namespace annotated for the rules
+/// has at most three of them (`linkerd.io/multus`, `linkerd.io/inject` and the UID range).
+const INLINE_PAIRS: usize = 3;
+
 /// The annotations of one object that the rules read (the others are not
 /// kept) and, for a NAD, the hash of its config and what it runs when that is
-/// not Linkerd-CNI. Short keys and values are held inline, so a lookup reads
-/// no other memory.
+/// not Linkerd-CNI. Up to [`INLINE_PAIRS`] pairs are held in the entry itself, their keys
+/// shared ([`Keys`]) and short values inline, so that a lookup reads the entry and no other
+/// memory of its own: the cache's lookups are the costliest reads of a review, each a
+/// cache miss at 10,000 namespaces.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Annotations {
-    pairs: Vec<(CompactString, CompactString)>,
+    pairs: SmallVec<[(Arc<str>, CompactString); INLINE_PAIRS]>,
     config_hash: Option<CompactString>,
     other_network: Option<Box<str>>,
     network: Option<Box<Network>>,
@@ -44,7 +60,7 @@ impl Lookup for Annotations {
     fn lookup(&self, key: &str) -> Option<&str> {
         self.pairs
             .iter()
-            .find(|(k, _)| k == key)
+            .find(|(k, _)| **k == *key)
             .map(|(_, v)| v.as_str())
     }
 }
@@ -52,7 +68,7 @@ impl Lookup for Annotations {
 impl Annotations {
     /// No annotations.
     pub const EMPTY: Annotations = Annotations {
-        pairs: Vec::new(),
+        pairs: SmallVec::new_const(),
         config_hash: None,
         other_network: None,
         network: None,
@@ -61,7 +77,7 @@ impl Annotations {
     /// The annotations of `meta` among `keys`, with the hash of the NAD
     /// config `config` when given, and what it runs when it is not
     /// Linkerd-CNI and the NAD is not this project's.
-    pub fn of(meta: &ObjectMeta, keys: &[String], config: Option<&str>) -> Self {
+    pub fn of(meta: &ObjectMeta, keys: &[Arc<str>], config: Option<&str>) -> Self {
         let network = config.map(|config| {
             let parsed = serde_json::from_str::<serde_json::Value>(config);
             Box::new(match parsed.as_ref().ok().and_then(linkerd_cni_settings) {
@@ -77,8 +93,10 @@ impl Annotations {
                 .annotations
                 .iter()
                 .flatten()
-                .filter(|(k, _)| keys.contains(k))
-                .map(|(k, v)| (k.as_str().into(), v.as_str().into()))
+                .filter_map(|(k, v)| {
+                    let key = keys.iter().find(|key| ***key == **k)?;
+                    Some((key.clone(), v.as_str().into()))
+                })
                 .collect(),
             config_hash: config.map(|c| rollout::config_hash(c).into()),
             other_network: config
@@ -228,6 +246,81 @@ impl NadConfigs for Picked {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const UID_RANGE: &str = "openshift.io/sa.scc.uid-range";
+
+    fn meta(annotations: &[(&str, &str)]) -> ObjectMeta {
+        ObjectMeta {
+            annotations: Some(
+                annotations
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .collect(),
+            ),
+            ..ObjectMeta::default()
+        }
+    }
+
+    #[test]
+    fn an_entry_keeps_the_kept_keys_only_and_holds_up_to_three_inline() {
+        let kept = keys(&[
+            "linkerd.io/multus".into(),
+            "linkerd.io/inject".into(),
+            UID_RANGE.into(),
+            "config.linkerd.io/skip-subnets".into(),
+        ]);
+        let long = "x".repeat(100);
+        // (annotations, what each kept key finds, whether the pairs are held inline)
+        type Case<'a> = (&'a [(&'a str, &'a str)], [Option<&'a str>; 4], bool);
+        let cases: &[Case] = &[
+            (&[], [None; 4], true),
+            (&[("other", "1"), ("app", "web")], [None; 4], true),
+            (
+                &[
+                    ("linkerd.io/multus", "enabled"),
+                    ("linkerd.io/inject", "enabled"),
+                    (UID_RANGE, "1000680000/10000"),
+                    ("kubectl.kubernetes.io/last-applied-configuration", "{}"),
+                ],
+                [
+                    Some("enabled"),
+                    Some("enabled"),
+                    Some("1000680000/10000"),
+                    None,
+                ],
+                true,
+            ),
+            (
+                &[
+                    ("linkerd.io/multus", "enabled"),
+                    ("linkerd.io/inject", "enabled"),
+                    (UID_RANGE, &long),
+                    ("config.linkerd.io/skip-subnets", "10.0.0.0/8"),
+                ],
+                [
+                    Some("enabled"),
+                    Some("enabled"),
+                    Some(&long),
+                    Some("10.0.0.0/8"),
+                ],
+                false,
+            ),
+        ];
+        for (annotations, found, inline) in cases {
+            let entry = Annotations::of(&meta(annotations), &kept, None);
+            for (key, want) in kept.iter().zip(found) {
+                assert_eq!(entry.lookup(key), *want, "{key} in {annotations:?}");
+            }
+            assert_eq!(entry.lookup("other"), None, "a key not kept is not held");
+            assert_eq!(!entry.pairs.spilled(), *inline, "{annotations:?}");
+            for (key, _) in &entry.pairs {
+                assert!(
+                    kept.iter().any(|k| Arc::ptr_eq(k, key)),
+                    "{key} is the cache's own key, not a copy"
+                );
+            }
+        }
+    }
 
     #[test]
     fn a_nad_is_ordered_as_its_key_would_be() {

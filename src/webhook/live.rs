@@ -26,7 +26,7 @@ use kube::api::{Api, DynamicObject};
 use kube::core::PartialObjectMeta;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-use crate::webhook::cache::{Annotations, nad_config};
+use crate::webhook::cache::{Annotations, Keys, nad_config};
 use crate::webhook::metrics::{LiveObject, LiveResult, Metrics};
 
 /// Live reads in flight at once; more wait for none and are refused.
@@ -244,8 +244,8 @@ impl Memory {
 pub struct LiveReader {
     client: kube::Client,
     timeout: Duration,
-    namespace_keys: Arc<[String]>,
-    nad_keys: Arc<[String]>,
+    namespace_keys: Keys,
+    nad_keys: Keys,
     flights: Mutex<HashMap<Target, Flight>>,
     budget: Budget,
     /// What recent reads found.
@@ -259,15 +259,15 @@ impl LiveReader {
     pub fn new(
         client: kube::Client,
         timeout: Duration,
-        namespace_keys: &[String],
-        nad_keys: &[String],
+        namespace_keys: &Keys,
+        nad_keys: &Keys,
         metrics: Arc<Metrics>,
     ) -> Self {
         LiveReader {
             client,
             timeout,
-            namespace_keys: namespace_keys.into(),
-            nad_keys: nad_keys.into(),
+            namespace_keys: namespace_keys.clone(),
+            nad_keys: nad_keys.clone(),
             flights: Mutex::new(HashMap::new()),
             budget: Budget::new(),
             remembered: Memory::default(),
