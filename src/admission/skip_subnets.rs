@@ -38,11 +38,17 @@ pub(super) fn plan(
     }
     let pod_namespace = &*request.namespace;
     let ipams = check.map(|c| Ipams(c.nads));
-    // Asked only for an attached pod, whose Linkerd-CNI NAD the missing-NAD check reads anyway.
-    let plugin = check.filter(|_| attached).and_then(|c| {
-        c.nads.annotations(pod_namespace, &settings.nad_name)?;
-        c.nads.plugin_settings(pod_namespace, &settings.nad_name)
-    });
+    // Asked only for an attached pod whose annotations the rule acts on (its Linkerd-CNI NAD,
+    // which the missing-NAD check reads anyway): what the NAD's config says is kept apart from
+    // its cache entry, one more read from memory no other review makes.
+    let plugin = check
+        .filter(|_| {
+            attached && skip_subnets::reads_nads(annotations, namespace, settings, attached)
+        })
+        .and_then(|c| {
+            c.nads.annotations(pod_namespace, &settings.nad_name)?;
+            c.nads.plugin_settings(pod_namespace, &settings.nad_name)
+        });
     let cx = Context {
         settings,
         pod_namespace,

@@ -459,6 +459,31 @@ fn opted_in(
     Ok(settings.skip_secondary_subnets)
 }
 
+/// Whether the rule is on for a pod (it opted in and the Linkerd-CNI rules attach it), and
+/// what the rule added to it before: [`plan`] changes nothing when neither.
+fn state<'a>(
+    annotations: &'a dyn Lookup,
+    namespace: &dyn Lookup,
+    settings: &Settings,
+    attached: bool,
+) -> Result<(bool, Option<&'a str>), Problem> {
+    let on = opted_in(annotations, namespace, settings)? && attached;
+    Ok((on, annotations.lookup(ADDED_ANNOTATION)))
+}
+
+/// Whether [`plan`] reads more than the pod and its namespace for this pod: the plugin's
+/// settings and the NADs it selects (a pod it finds a problem in counts too, so that `plan`
+/// reports it). A front asks this before it looks the plugin's settings up.
+pub fn reads_nads(
+    annotations: &dyn Lookup,
+    namespace: &dyn Lookup,
+    settings: &Settings,
+    attached: bool,
+) -> bool {
+    state(annotations, namespace, settings, attached)
+        .map_or(true, |(on, added)| on || added.is_some())
+}
+
 /// The rule on one pod (template), whose annotations are `annotations` and whose networks
 /// annotation, once the Linkerd-CNI rules are applied, is `networks`; `attached` says whether
 /// they attach it. For an attached pod that opted in, [`ANNOTATION`] skips the subnets of
@@ -472,8 +497,7 @@ pub fn plan(
     attached: bool,
     cx: &Context<'_>,
 ) -> Result<Planned, Problem> {
-    let on = opted_in(annotations, cx.namespace, cx.settings)? && attached;
-    let added = annotations.lookup(ADDED_ANNOTATION);
+    let (on, added) = state(annotations, cx.namespace, cx.settings, attached)?;
     if !on && added.is_none() {
         return Ok(Planned::default());
     }

@@ -249,6 +249,7 @@ fn lookup(pairs: &[(&str, &str)]) -> std::collections::BTreeMap<String, String> 
 #[test]
 fn plan_cases() {
     let nads = test_nads();
+    let (mut reading, mut not_reading) = (0, 0);
     for case in PLANS {
         let settings = Settings {
             skip_secondary_subnets: case.setting,
@@ -270,6 +271,20 @@ fn plan_cases() {
         let pod = lookup(case.pod);
         let networks = pod.get(NETWORKS).map(String::as_str);
         let got = plan(&pod, networks, case.attached, &cx);
+        // A pod for which `reads_nads` is false gets the same plan from a front that looked
+        // neither the NADs nor the plugin's settings up.
+        if reads_nads(&pod, &namespace, &settings, case.attached) {
+            reading += 1;
+        } else {
+            let bare = Context {
+                nads: None,
+                plugin: None,
+                ..cx
+            };
+            let without = plan(&pod, networks, case.attached, &bare);
+            assert_eq!(format!("{without:?}"), format!("{got:?}"), "{}", case.what);
+            not_reading += 1;
+        }
         match (&got, case.want) {
             (Ok(planned), Ok(edits)) => {
                 let want: Vec<Edit> = edits
@@ -295,6 +310,7 @@ fn plan_cases() {
             _ => panic!("{}: got {got:?}", case.what),
         }
     }
+    assert!(reading > 0 && not_reading > 0, "{reading} / {not_reading}");
 }
 
 #[test]
