@@ -249,20 +249,19 @@ impl WatchCache {
     /// the watch's writes (and every reader after them) would queue on. The keys are sorted
     /// before the lock is taken.
     pub fn pick(&self, keys: impl IntoIterator<Item = CompactString>) -> Picked {
-        let mut picked: Vec<(CompactString, Option<Arc<Annotations>>)> =
-            keys.into_iter().map(|key| (key, None)).collect();
-        picked.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-        picked.dedup_by(|a, b| a.0 == b.0);
-        if picked.is_empty() {
+        let mut picked = Picked(keys.into_iter().map(|key| (key, None)).collect());
+        picked.0.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        picked.0.dedup_by(|a, b| a.0 == b.0);
+        if picked.0.is_empty() {
             // Most reviews: a pod the rules do not attach reads no NAD.
-            return Picked(picked);
+            return picked;
         }
         let entries = self.read();
-        for (key, entry) in &mut picked {
+        for (key, entry) in &mut picked.0 {
             crate::work::count(1);
             *entry = entries.get(key.as_str()).cloned();
         }
-        Picked(picked)
+        picked
     }
 
     /// Whether a full list has completed once.

@@ -167,9 +167,10 @@ pub fn nad_key(namespace: &str, name: &str) -> CompactString {
 }
 
 /// Some entries of a cache at one moment ([`WatchCache::pick`]), owned: the rules of one
-/// review read them with no lock held. Sorted by key, each key once.
+/// review read them with no lock held. Sorted by key, each key once; most reviews pick one
+/// NAD or two (the Linkerd-CNI NAD, a NAD the pod selects), held with no allocation.
 #[derive(Debug, Clone, Default)]
-pub struct Picked(pub(crate) Vec<(CompactString, Option<Arc<Annotations>>)>);
+pub struct Picked(pub(crate) SmallVec<[(CompactString, Option<Arc<Annotations>>); 2]>);
 
 /// What a [`Picked`] says of a key.
 #[derive(Debug, Clone, Copy)]
