@@ -149,11 +149,18 @@ pub fn near_miss(key: &str) -> Option<&'static str> {
         })
 }
 
-/// Whether `text` holds the lowercase ASCII `part` in any letter case.
+/// Whether `text` holds the lowercase ASCII `part` in any letter case. Only the places
+/// where `part`'s last byte ends are compared: a pod's keys may pass here on every review,
+/// and that byte (`/` of `linkerd.io/`) is in few places of a key.
 fn contains_ignoring_case(text: &str, part: &str) -> bool {
-    text.as_bytes()
-        .windows(part.len())
-        .any(|w| w.eq_ignore_ascii_case(part.as_bytes()))
+    let (text, part) = (text.as_bytes(), part.as_bytes());
+    let Some(last) = part.last() else {
+        return true;
+    };
+    (part.len() - 1..text.len()).any(|end| {
+        text[end].eq_ignore_ascii_case(last)
+            && text[end + 1 - part.len()..=end].eq_ignore_ascii_case(part)
+    })
 }
 
 /// Whether `key`, in any letter case, and the lowercase `want` may be [`MAX_EDITS`] edits
@@ -225,6 +232,28 @@ mod tests {
         use crate::linkerd_cni::restarts;
         assert_eq!(RESTART_ANNOTATION, restarts::OPT_IN_ANNOTATION);
         assert_eq!(EVICT_ANNOTATION, restarts::EVICT_ANNOTATION);
+    }
+
+    #[test]
+    fn a_part_is_found_in_any_letter_case_wherever_it_ends() {
+        for (text, part, holds) in [
+            ("linkerd.io/multus", "linkerd.io/", true),
+            ("config.LINKERD.IO/x", "linkerd.io/", true),
+            ("a/b/linkerd.io/", "linkerd.io/", true),
+            ("linkerd.io", "linkerd.io/", false),
+            ("inkerd.io/x", "linkerd.io/", false),
+            ("linkerd.iox/", "linkerd.io/", false),
+            ("", "linkerd.io/", false),
+            ("éé/linkerd.io/", "linkerd.io/", true),
+            ("aB", "b", true),
+            ("ab", "", true),
+        ] {
+            assert_eq!(
+                contains_ignoring_case(text, part),
+                holds,
+                "{part:?} in {text:?}"
+            );
+        }
     }
 
     #[test]
