@@ -21,8 +21,9 @@ use crate::multus::ipam::{self, Ipam, IpamError};
 use crate::multus::nad::{self, Maker};
 use crate::network_resources::Nads;
 
-/// The annotation keys a cache keeps, shared by its entries: an entry holds a key as a
-/// pointer into this list, so that comparing it reads memory every review reads.
+/// The annotation keys a cache keeps, shared by its entries: an entry holds each key as a
+/// clone of the cache's `Arc`, not a copy, so that comparing it reads memory every review
+/// reads.
 pub type Keys = Arc<[Arc<str>]>;
 
 /// The [`Keys`] of `keys`.
