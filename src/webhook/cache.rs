@@ -12,7 +12,7 @@
 //! the resumed watch is established, so a cache fed by it could not report its
 //! watch up again until the next change.
 
-use std::collections::HashMap;
+use std::collections::HashSet;
 use std::fmt::Debug;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
@@ -31,7 +31,8 @@ use serde::de::DeserializeOwned;
 use crate::k8s::namespace::{INJECT_ANNOTATION, MULTUS_ANNOTATION};
 use crate::linkerd_cni::skip_subnets;
 use crate::network_resources::nad_annotation_keys;
-pub use crate::webhook::entries::{Annotations, Entry, Keys, Picked, keys, nad_key};
+use crate::webhook::entries::ByKey;
+pub use crate::webhook::entries::{Annotations, Entry, Keys, Picked, Stored, keys, nad_key};
 
 /// An object a cache is fed: its metadata, and the NAD config it holds.
 pub trait Cached: kube::Resource + Clone + DeserializeOwned + Debug + Send + 'static {
@@ -64,9 +65,10 @@ struct Health {
     error: Option<String>,
 }
 
-/// The objects of a cache by key, each behind an `Arc`: a review takes the ones it needs
-/// under the read lock and reads them after releasing it.
-type Entries = HashMap<CompactString, Arc<Annotations>>;
+/// The objects of a cache, each behind an `Arc` that holds its key too, looked up by that
+/// key: a review takes the ones it needs under the read lock and reads them after releasing
+/// it.
+type Entries = HashSet<ByKey>;
 
 /// What a cache holds: how objects are keyed, and what logs call them.
 #[derive(Debug, Clone, Copy)]
@@ -214,7 +216,7 @@ impl WatchCache {
             let changed = self.changed.notified();
             tokio::pin!(changed);
             changed.as_mut().enable();
-            if self.read().contains_key(key) {
+            if self.read().contains(key) {
                 return true;
             }
             if tokio::time::timeout_at(deadline, changed).await.is_err() {
@@ -240,8 +242,8 @@ impl WatchCache {
 
     /// The entry of `key` (a namespace's name, or [`nad_key`]), if the cache holds it. The
     /// read lock is held for the lookup only: the watch's writes never wait for a review.
-    pub fn get(&self, key: &str) -> Option<Arc<Annotations>> {
-        self.read().get(key).cloned()
+    pub fn get(&self, key: &str) -> Option<Arc<Stored>> {
+        self.read().get(key).map(|entry| entry.0.clone())
     }
 
     /// The entries of `keys` at one moment, for the rules of one review: taken under one
@@ -259,7 +261,7 @@ impl WatchCache {
         let entries = self.read();
         for (key, entry) in &mut picked.0 {
             crate::work::count(1);
-            *entry = entries.get(key.as_str()).cloned();
+            *entry = entries.get(key.as_str()).map(|stored| stored.0.clone());
         }
         picked
     }
@@ -293,13 +295,10 @@ impl WatchCache {
         f(&mut self.health.write().unwrap_or_else(|e| e.into_inner()));
     }
 
-    fn keep(
-        &self,
-        meta: &ObjectMeta,
-        config: Option<&str>,
-    ) -> Option<(CompactString, Arc<Annotations>)> {
+    fn keep(&self, meta: &ObjectMeta, config: Option<&str>) -> Option<ByKey> {
         let key = (self.kind.key)(meta)?;
-        Some((key, Arc::new(Annotations::of(meta, &self.keys, config))))
+        let annotations = Annotations::of(meta, &self.keys, config);
+        Some(ByKey(Stored::new(key, annotations)))
     }
 
     fn read(&self) -> ShardedLockReadGuard<'_, Entries> {
@@ -455,14 +454,15 @@ impl WatchCache {
                 self.changed.notify_waiters();
             }
             Change::Applied(kept) => {
-                if let Some((key, a)) = kept {
-                    self.write().insert(key, a);
+                if let Some(kept) = kept {
+                    // `replace`, not `insert`: a set keeps the entry it holds for the key.
+                    self.write().replace(kept);
                     self.changed.notify_waiters();
                 }
             }
             Change::Deleted(key) => {
                 if let Some(key) = key {
-                    self.write().remove(&key);
+                    self.write().remove(key.as_str());
                 }
             }
         }
@@ -474,7 +474,7 @@ enum Change {
     /// A full list: the cache becomes exactly this.
     Listed(Entries),
     /// An object added or changed, as kept (`None`: it has no key).
-    Applied(Option<(CompactString, Arc<Annotations>)>),
+    Applied(Option<ByKey>),
     /// An object deleted, by its key (`None`: it has none).
     Deleted(Option<CompactString>),
 }

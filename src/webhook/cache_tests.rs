@@ -56,9 +56,13 @@ fn events_build_the_cache() {
         )],
     ));
     let demo = cache.get("demo").unwrap();
-    assert_eq!(demo.lookup("linkerd.io/multus"), Some("enabled"));
+    assert_eq!(demo.key(), "demo");
     assert_eq!(
-        demo.lookup("other"),
+        demo.annotations().lookup("linkerd.io/multus"),
+        Some("enabled")
+    );
+    assert_eq!(
+        demo.annotations().lookup("other"),
         None,
         "only the rule annotations are kept"
     );

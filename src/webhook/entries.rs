@@ -2,10 +2,12 @@
 //! annotations the rules read and, of a NAD, the hash of its config and what that config
 //! says for the rules, Linkerd-CNI's settings or another network's IPAM, worked out once when
 //! the watch stores it, with the IPAM's caps of `multus::ipam`, so that no review parses a
-//! NAD's config), and the entries one review picks ([`Picked`]), which its rules read with
-//! no lock held.
+//! NAD's config), stored with its key ([`Stored`]), and the entries one review picks
+//! ([`Picked`]), which its rules read with no lock held.
 
+use std::borrow::Borrow;
 use std::cmp::Ordering;
+use std::hash::{Hash, Hasher};
 use std::sync::Arc;
 
 use compact_str::CompactString;
@@ -157,6 +159,62 @@ fn made_by_someone_else(meta: &ObjectMeta) -> bool {
     nad::Record::read(labels, writes, client_side).holder() == Maker::Other
 }
 
+/// One object as a cache stores it: its key and its [`Annotations`], in one allocation. The
+/// cache's table holds only a pointer to it ([`ByKey`]), so that its buckets are 8 bytes
+/// (128 KiB for 10,000 namespaces, against 512 KiB with the key in the bucket), and a
+/// lookup compares the key in the line where it then counts its reference and reads the
+/// annotations: at 10,000 namespaces each of those reads is a cache miss of the review.
+/// `repr(C)` keeps the key first, in the cache line of the `Arc`'s counts.
+#[derive(Debug)]
+#[repr(C)]
+pub struct Stored {
+    key: CompactString,
+    annotations: Annotations,
+}
+
+impl Stored {
+    /// The entry of the object keyed `key`.
+    pub fn new(key: CompactString, annotations: Annotations) -> Arc<Stored> {
+        Arc::new(Stored { key, annotations })
+    }
+
+    /// Its key: a namespace's name, or a NAD's [`nad_key`].
+    pub fn key(&self) -> &str {
+        &self.key
+    }
+
+    /// What the cache keeps of the object.
+    pub fn annotations(&self) -> &Annotations {
+        &self.annotations
+    }
+}
+
+/// A [`Stored`] entry in a cache's table: hashed and compared as its key, so that the table
+/// is looked up by a `&str` and holds the pointer alone.
+#[derive(Debug, Clone)]
+pub(crate) struct ByKey(pub(crate) Arc<Stored>);
+
+impl Borrow<str> for ByKey {
+    fn borrow(&self) -> &str {
+        &self.0.key
+    }
+}
+
+/// As its key's, which [`Borrow`] requires.
+impl Hash for ByKey {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.0.key.as_str().hash(state);
+    }
+}
+
+impl PartialEq for ByKey {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.key == other.0.key
+    }
+}
+
+impl Eq for ByKey {}
+
 /// The key of NAD `namespace/name` in a NAD cache.
 pub fn nad_key(namespace: &str, name: &str) -> CompactString {
     // Written piece by piece: a review makes a few of these, and formatting costs more.
@@ -171,7 +229,7 @@ pub fn nad_key(namespace: &str, name: &str) -> CompactString {
 /// review read them with no lock held. Sorted by key, each key once; most reviews pick one
 /// NAD or two (the Linkerd-CNI NAD, a NAD the pod selects), held with no allocation.
 #[derive(Debug, Clone, Default)]
-pub struct Picked(pub(crate) SmallVec<[(CompactString, Option<Arc<Annotations>>); 2]>);
+pub struct Picked(pub(crate) SmallVec<[(CompactString, Option<Arc<Stored>>); 2]>);
 
 /// What a [`Picked`] says of a key.
 #[derive(Debug, Clone, Copy)]
@@ -206,7 +264,7 @@ impl Picked {
             .binary_search_by(|(k, _)| cmp_nad_key(k, namespace, name))
         {
             Ok(i) => match &self.0[i].1 {
-                Some(annotations) => Entry::Held(annotations),
+                Some(stored) => Entry::Held(&stored.annotations),
                 None => Entry::Lacked,
             },
             Err(_) => Entry::NotPicked,
@@ -322,6 +380,30 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn a_stored_entry_is_found_by_its_key_and_replaced_whole() {
+        let kept = keys(&["linkerd.io/multus".into()]);
+        let entry = |key: &str, value: &str| {
+            let annotations = Annotations::of(&meta(&[("linkerd.io/multus", value)]), &kept, None);
+            ByKey(Stored::new(key.into(), annotations))
+        };
+        let mut table = std::collections::HashSet::new();
+        for i in 0..100 {
+            table.insert(entry(&format!("team-{i:05}"), "enabled"));
+        }
+        table.replace(entry("team-00042", "disabled"));
+        assert_eq!(table.len(), 100);
+        let found = |key: &str| {
+            let stored = &table.get(key)?.0;
+            assert_eq!(stored.key(), key);
+            stored.annotations().lookup("linkerd.io/multus")
+        };
+        assert_eq!(found("team-00041"), Some("enabled"));
+        assert_eq!(found("team-00042"), Some("disabled"), "replaced, not kept");
+        assert_eq!(found("team-00100"), None);
+        assert_eq!(found("team-0004"), None);
     }
 
     #[test]

@@ -259,7 +259,7 @@ impl Admission {
             // The rules do not read the namespace of what they do not act on.
             None if !admission::acts_on(request) => &NO_ANNOTATIONS,
             None => match &cached {
-                Some(cached) if self.cache.vouches(self.max_watch_outage) => &**cached,
+                Some(cached) if self.cache.vouches(self.max_watch_outage) => cached.annotations(),
                 None if self.cache.watching() && learnt.waited_namespace => {
                     return Pass::NoNamespace;
                 }
