@@ -14,6 +14,7 @@ use std::cell::Cell;
 use std::hash::{BuildHasher, Hash, RandomState};
 
 use hashbrown::HashTable;
+use smallvec::SmallVec;
 
 thread_local! {
     static UNITS: Cell<u64> = const { Cell::new(0) };
@@ -36,12 +37,15 @@ pub fn measure<R>(f: impl FnOnce() -> R) -> (R, u64) {
 /// and no table for the few that most inputs bring (a pod selects a handful of networks).
 const SCAN: usize = 8;
 
+/// Values a [`Distinct`] holds without an allocation: most inputs bring one or two.
+const INLINE: usize = 2;
+
 /// Values in the order first given, each once: a list and, past [`SCAN`] values, a hash
 /// table of their places in it, so that each [`Distinct::insert`] costs the same however
-/// many it holds (one unit). Each value is stored once.
+/// many it holds (one unit). Each value is stored once; up to [`INLINE`] in the list itself.
 #[derive(Debug, Clone)]
 pub struct Distinct<T> {
-    order: Vec<T>,
+    order: SmallVec<[T; INLINE]>,
     /// The places in `order`, by the hash of the value there, once it holds more than
     /// [`SCAN`].
     index: Option<(HashTable<usize>, RandomState)>,
@@ -50,7 +54,7 @@ pub struct Distinct<T> {
 impl<T> Default for Distinct<T> {
     fn default() -> Self {
         Distinct {
-            order: Vec::new(),
+            order: SmallVec::new(),
             index: None,
         }
     }
@@ -110,6 +114,11 @@ impl<T> Distinct<T> {
 
     /// The values in the order first given.
     pub fn into_vec(self) -> Vec<T> {
+        self.order.into_vec()
+    }
+
+    /// The values in the order first given, up to [`INLINE`] without an allocation.
+    pub fn into_list(self) -> SmallVec<[T; INLINE]> {
         self.order
     }
 }

@@ -14,11 +14,12 @@ use std::sync::LazyLock;
 
 use compact_str::CompactString;
 use serde_json::Value;
+use smallvec::SmallVec;
 
 use crate::k8s::json_patch::{self, Writer};
 use crate::k8s::namespace::Lookup;
 use crate::k8s::workload::{WorkloadKind, remove_annotation, set_annotation, template_annotations};
-use crate::linkerd_cni::attach::{self, Change, Edit, WorkloadOutcome};
+use crate::linkerd_cni::attach::{self, Change, Changes, Edit, WorkloadOutcome};
 use crate::linkerd_cni::cni_config::PLUGIN_TYPE;
 use crate::linkerd_cni::rollout;
 use crate::linkerd_cni::settings::Settings;
@@ -125,7 +126,7 @@ pub struct Answer {
     /// The JSON body of the response AdmissionReview.
     pub body: Vec<u8>,
     /// What the patch changes.
-    pub changes: Vec<Change>,
+    pub changes: Changes,
     /// How the patch changes the config-hash stamp, if it does.
     pub stamp: Option<rollout::Change>,
     /// How the patch changes the secondary networks' skip-subnets, if it does.
@@ -144,7 +145,7 @@ static POD: LazyLock<WorkloadKind> = LazyLock::new(WorkloadKind::pod);
 /// What the rules say about one pod.
 struct Verdict {
     patch: Writer,
-    changes: Vec<Change>,
+    changes: Changes,
     stamp: Option<rollout::Change>,
     skip_subnets: Option<crate::linkerd_cni::skip_subnets::Change>,
     network_resources: Vec<String>,
@@ -182,10 +183,10 @@ pub fn nads_read(
     namespace: &dyn Lookup,
     settings: &Settings,
     network_resources: bool,
-) -> Vec<(CompactString, CompactString)> {
+) -> SmallVec<[(CompactString, CompactString); 2]> {
     let pod_namespace = &*request.namespace;
     if !acts_on(request) {
-        return Vec::new();
+        return SmallVec::new();
     }
     let metadata = request.object.as_ref().and_then(|o| o.metadata.as_ref());
     let annotations = metadata.and_then(|m| m.annotations.as_ref());
@@ -193,7 +194,7 @@ pub fn nads_read(
         let labels = metadata.and_then(|m| m.labels.as_ref());
         let decision = attach::decide(settings, pod_namespace, &annotations, &labels, namespace);
         if !decision.attach {
-            return Vec::new();
+            return SmallVec::new();
         }
     }
     let mut nads = crate::work::Distinct::default();
@@ -208,7 +209,7 @@ pub fn nads_read(
             nads.insert((namespace.into(), selection.name.as_str().into()));
         }
     }
-    nads.into_vec()
+    nads.into_list()
 }
 
 /// The answer for a pod the webhook cannot decide on (its namespace or a NAD
@@ -233,7 +234,7 @@ fn refusal(request: &Request, outcome: Outcome, message: String) -> Answer {
         None,
         Verdict {
             patch: Writer::default(),
-            changes: Vec::new(),
+            changes: Changes::new(),
             stamp: None,
             skip_subnets: None,
             network_resources: Vec::new(),

@@ -3,7 +3,7 @@
 //! Namespace created or updated, which the webhook only reads (its second webhook,
 //! `namespaces.multus.linkerd.io`, whose failure policy is Ignore), admitted unchanged.
 
-use super::{Answer, Outcome, Request, Verdict, respond};
+use super::{Answer, Changes, Outcome, Request, Verdict, respond};
 use crate::k8s::json_patch::Writer;
 use crate::linkerd_cni::opt_ins::{self, Whose};
 
@@ -46,7 +46,7 @@ pub fn is_namespace(request: &Request) -> bool {
 pub fn namespace(request: &Request) -> Answer {
     let verdict = Verdict {
         patch: Writer::default(),
-        changes: Vec::new(),
+        changes: Changes::new(),
         stamp: None,
         skip_subnets: None,
         network_resources: Vec::new(),

@@ -86,7 +86,7 @@ impl Serialize for Added<'_> {
         let mut map = s.serialize_map(None)?;
         for (key, value) in self.0 {
             if let Some(value) = value {
-                map.serialize_entry(key, value)?;
+                map.serialize_entry(key, value.as_str())?;
             }
         }
         map.end()

@@ -125,6 +125,7 @@ pub(super) fn respond(
 mod tests {
     use super::*;
     use crate::k8s::json_patch::Writer;
+    use crate::linkerd_cni::attach::Changes;
     use serde_json::json;
 
     /// What serde_json writes for the same review, its fields in the same order.
@@ -185,7 +186,7 @@ mod tests {
             let request = super::super::parse(text.as_bytes()).expect("a review");
             let verdict = Verdict {
                 patch: Writer::default(),
-                changes: Vec::new(),
+                changes: Changes::new(),
                 stamp: None,
                 skip_subnets: None,
                 network_resources: Vec::new(),

@@ -9,6 +9,8 @@
 
 use std::collections::BTreeMap;
 
+use compact_str::CompactString;
+
 use super::{Edit, MissingNad, NadCheck, Request, Strings};
 use crate::linkerd_cni::rollout::{self, Change, ConfigRollout, HASH_ANNOTATION, Unstamped};
 use crate::linkerd_cni::settings::Settings;
@@ -60,7 +62,7 @@ pub(super) fn wanted(
     settings: &Settings,
     check: Option<&NadCheck<'_>>,
     attached: bool,
-) -> Option<Result<String, Unstamped>> {
+) -> Option<Result<CompactString, Unstamped>> {
     let check = check.filter(|c| c.policy != MissingNad::Ignore)?;
     if request.operation != "CREATE" {
         return None;
@@ -82,14 +84,14 @@ pub(super) fn wanted(
 /// makes; `None` when it already is. What [`rollout::stamp`] does to a tree.
 pub(super) fn edit(
     annotations: Option<&Strings>,
-    wanted: Result<String, Unstamped>,
+    wanted: Result<CompactString, Unstamped>,
 ) -> Option<(Edit, Change)> {
     let current = annotations.and_then(|a| a.get(HASH_ANNOTATION));
     match (wanted, current) {
         (Ok(hash), Some(member)) if member.text() == Some(hash.as_str()) => None,
         (Ok(hash), None) => Some(((HASH_ANNOTATION, Some(hash.clone())), Change::Set(hash))),
         (Ok(hash), Some(member)) => {
-            let from = member.text().unwrap_or_default().to_string();
+            let from = member.text().unwrap_or_default().into();
             let edit = (HASH_ANNOTATION, Some(hash.clone()));
             Some((edit, Change::Changed { from, to: hash }))
         }

@@ -3,7 +3,7 @@
 
 use std::fmt;
 
-use crate::yaml::{Map, Node, Style, is_plain_safe};
+use crate::yaml::{Map, Node, Style, Text, is_plain_safe};
 
 /// A kind of resource that holds a pod template at a JSON pointer.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -229,14 +229,15 @@ pub(crate) fn metadata_is_a_map(object: &Map) -> Result<(), String> {
 
 /// Sets `metadata.annotations[key]` on an object or template, keeping the
 /// value's style when it already exists, creating the maps when missing.
-pub fn set_annotation(object: &mut Map, key: &str, value: String) -> Result<(), String> {
+pub fn set_annotation(object: &mut Map, key: &str, value: impl Into<Text>) -> Result<(), String> {
+    let value = value.into();
     let annotations = object
         .map_entry("metadata")
         .and_then(|m| m.map_entry("annotations"))
         .ok_or_else(|| "metadata.annotations is not a mapping".to_string())?;
     match annotations.get_mut(key) {
         Some(Node::Scalar(s)) if s.style != Style::Plain || is_plain_safe(&value) => {
-            s.value = value.into();
+            s.value = value;
         }
         _ => annotations.insert(key, Node::string(value)),
     }

@@ -22,6 +22,8 @@ use crate::multus::networks::{
     MAX_SELECTIONS, NETWORKS_ANNOTATION, Networks, NetworksError, Selection,
 };
 use crate::yaml::{Map, Node};
+use compact_str::CompactString;
+use smallvec::{SmallVec, smallvec};
 
 mod owned;
 
@@ -164,12 +166,15 @@ pub struct Applied {
     /// What the function now owns on the workload.
     pub owned: Owned,
     /// What changed.
-    pub changes: Vec<Change>,
+    pub changes: Changes,
     /// Things the user should know.
     pub warnings: Vec<String>,
     /// The selections of the NAD left in the networks annotation after the change.
-    pub references: Vec<NadReference>,
+    pub references: SmallVec<[NadReference; 1]>,
 }
+
+/// What the rules change on one workload: one or two things, held inline.
+pub type Changes = SmallVec<[Change; 2]>;
 
 /// A selection of the NAD in a pod's networks annotation.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -198,7 +203,11 @@ fn own_entry(nad: &str) -> impl Fn(&Selection) -> bool + '_ {
 
 /// One annotation the rules change: its key, and its new value (`None`
 /// removes it).
-pub type Edit = (&'static str, Option<String>);
+pub type Edit = (&'static str, Option<CompactString>);
+
+/// The edits the rules make on one pod: the networks, the proxy UID, the record and the
+/// config hash at most, held inline.
+pub type Edits = SmallVec<[Edit; 4]>;
 
 /// Brings a pod template to what `decision` wants, given what the function owned
 /// before. Nothing changes when an error is returned.
@@ -255,7 +264,7 @@ pub fn plan(
     pod_namespace: &str,
     decision: &Decision,
     before: &Owned,
-) -> Result<(Applied, Vec<Edit>), AttachError> {
+) -> Result<(Applied, Edits), AttachError> {
     let nad = settings.nad_name.as_str();
     let networks = current.networks.map(Networks::parse).transpose()?;
     let full = networks
@@ -285,12 +294,12 @@ pub fn plan(
     out.references = match &new_networks {
         // The annotation made of the NAD's plain entry alone (most pods): its one reference,
         // the function's own if it owns one, without reading the text back.
-        Some(Some(t)) if t == nad => vec![NadReference {
+        Some(Some(t)) if t == nad => smallvec![NadReference {
             namespace: None,
             owned: owns_entry,
         }],
         Some(Some(t)) => references(Some(&Networks::parse(t)?), nad, owns_entry),
-        Some(None) => Vec::new(),
+        Some(None) => SmallVec::new(),
         None => references(networks.as_ref(), nad, owns_entry),
     };
     let edits = [
@@ -314,14 +323,14 @@ fn plan_network(
     decision: &Decision,
     before: &Owned,
     out: &mut Applied,
-) -> Option<Option<String>> {
+) -> Option<Option<CompactString>> {
     let own = own_entry(nad);
     let referenced = networks.is_some_and(|n| n.references(nad, pod_namespace));
     if decision.attach {
         if !referenced {
             let appended = match networks {
-                Some(n) => n.with_appended(nad),
-                None => nad.to_string(),
+                Some(n) => n.with_appended(nad).into(),
+                None => nad.into(),
             };
             out.owned.network = Some(match networks {
                 Some(_) => NetworkOwnership::Appended,
@@ -339,7 +348,7 @@ fn plan_network(
             Some(rest) => {
                 let remove_key = how == NetworkOwnership::Created && rest.trim().is_empty();
                 out.changes.push(Change::Detached);
-                return Some((!remove_key).then_some(rest));
+                return Some((!remove_key).then(|| rest.into()));
             }
             None => out.warnings.push(format!(
                 "the {nad} entry this function added to {NETWORKS_ANNOTATION} is gone or was edited; the annotation is left as it is"
@@ -357,7 +366,7 @@ fn plan_proxy_uid(
     decision: &Decision,
     before: &Owned,
     out: &mut Applied,
-) -> Option<Option<String>> {
+) -> Option<Option<CompactString>> {
     // As in the Go operator (and for Linkerd's injector), an empty proxy UID is none: the
     // range's UID replaces it, and undoing that removes the annotation.
     let current_uid = current_uid.filter(|v| !v.is_empty());
@@ -365,13 +374,13 @@ fn plan_proxy_uid(
     if before.proxy_uid.is_some() && user_uid.is_some() {
         out.changes.push(Change::ProxyUidReleased);
     }
-    let mut new_uid: Option<Option<String>> = None;
+    let mut new_uid: Option<Option<CompactString>> = None;
     match decision.proxy_uid.filter(|_| user_uid.is_none()) {
         Some(uid) => {
             let uid = uid.to_string();
             if current_uid != Some(uid.as_str()) {
                 out.changes.push(Change::ProxyUidSet(uid.clone()));
-                new_uid = Some(Some(uid.clone()));
+                new_uid = Some(Some(uid.as_str().into()));
             }
             out.owned.proxy_uid = Some(uid);
         }
@@ -387,7 +396,11 @@ fn plan_proxy_uid(
 
 /// The pod's references to the NAD once the annotation is `after`; the first
 /// entry the function owns, if it owns one, is marked as owned.
-fn references(after: Option<&Networks>, nad: &str, owns_entry: bool) -> Vec<NadReference> {
+fn references(
+    after: Option<&Networks>,
+    nad: &str,
+    owns_entry: bool,
+) -> SmallVec<[NadReference; 1]> {
     let own = own_entry(nad);
     let mut own_entry_left = owns_entry;
     after
@@ -499,7 +512,7 @@ pub struct PodChange {
     pub applied: Applied,
     /// The annotation edits, in the order [`workload`] writes them on a Pod
     /// object: networks, proxy UID, then the record.
-    pub edits: Vec<Edit>,
+    pub edits: Edits,
 }
 
 /// Why the rules cannot act on a pod read by [`pod`].

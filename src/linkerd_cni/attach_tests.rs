@@ -199,7 +199,10 @@ fn attaching_and_detaching_round_trips() {
         assert_eq!(same.owned, applied.owned);
         let (detached, undone) = run(&attached, false, None, &owned);
         assert_eq!(detached, src, "detach did not restore");
-        assert_eq!(undone.changes, [Change::Detached, Change::ProxyUidRemoved]);
+        assert_eq!(
+            undone.changes[..],
+            [Change::Detached, Change::ProxyUidRemoved]
+        );
         assert!(undone.owned.is_empty());
     }
 }
@@ -215,7 +218,7 @@ fn an_empty_proxy_uid_is_none() {
         "{attached}"
     );
     assert_eq!(
-        applied.changes,
+        applied.changes[..],
         [Change::Attached, Change::ProxyUidSet("1000002102".into())]
     );
     let owned = applied.owned.to_string();
@@ -277,7 +280,7 @@ fn the_own_entry_with_its_named_interface_stays_owned() {
         assert!(same.changes.is_empty(), "{src}: {:?}", same.changes);
         assert_eq!(same.owned, applied.owned, "{src}");
         assert_eq!(
-            same.references,
+            same.references[..],
             [NadReference {
                 namespace: None,
                 owned: true
@@ -287,7 +290,7 @@ fn the_own_entry_with_its_named_interface_stays_owned() {
 
         let (detached, undone) = run(&named, false, None, &owned);
         assert_eq!(detached, with_named_interfaces(src), "{src}");
-        assert_eq!(undone.changes, [Change::Detached], "{src}");
+        assert_eq!(undone.changes[..], [Change::Detached], "{src}");
         assert!(undone.owned.is_empty(), "{src}");
     }
 }
@@ -316,7 +319,7 @@ fn only_the_exact_named_entry_counts_as_own() {
     assert_eq!(out, src);
     assert!(applied.owned.is_empty(), "a user's entry is not taken over");
     assert_eq!(
-        applied.references,
+        applied.references[..],
         [NadReference {
             namespace: None,
             owned: false
@@ -324,7 +327,7 @@ fn only_the_exact_named_entry_counts_as_own() {
     );
     let (out, applied) = run(&src, false, None, "network=appended");
     assert_eq!(out, template("b"));
-    assert_eq!(applied.changes, [Change::Detached]);
+    assert_eq!(applied.changes[..], [Change::Detached]);
 }
 
 #[test]
@@ -336,7 +339,7 @@ fn user_values_are_never_taken_over() {
     let (out, applied) = run(src, false, None, "network=created,proxy-uid=1000002102");
     assert_eq!(out, src);
     assert_eq!(applied.warnings.len(), 1);
-    assert_eq!(applied.changes, [Change::ProxyUidReleased]);
+    assert_eq!(applied.changes[..], [Change::ProxyUidReleased]);
     assert!(applied.owned.is_empty());
 }
 

@@ -11,6 +11,7 @@ use sha2::{Digest, Sha256};
 use crate::k8s::namespace::Lookup;
 use crate::k8s::workload;
 use crate::yaml::Map;
+use compact_str::CompactString;
 
 /// The pod template annotation holding the hash; the function's own key.
 pub const HASH_ANNOTATION: &str = "multus.linkerd.io/config-hash";
@@ -107,7 +108,7 @@ pub fn wanted(
     attached: bool,
     labels: &dyn Lookup,
     hash: Option<&str>,
-) -> Result<String, Unstamped> {
+) -> Result<CompactString, Unstamped> {
     match mode {
         ConfigRollout::Off => return Err(Unstamped::Off),
         _ if !attached => return Err(Unstamped::NotAttached),
@@ -116,20 +117,20 @@ pub fn wanted(
         }
         _ => {}
     }
-    hash.map(str::to_string).ok_or(Unstamped::NoConfig)
+    hash.map(CompactString::from).ok_or(Unstamped::NoConfig)
 }
 
 /// A change of a pod template's hash.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Change {
     /// The hash was added.
-    Set(String),
+    Set(CompactString),
     /// The hash was replaced.
     Changed {
         /// The value it had.
-        from: String,
+        from: CompactString,
         /// The value it has now.
-        to: String,
+        to: CompactString,
     },
     /// The hash was removed.
     Removed(Unstamped),
@@ -152,7 +153,7 @@ impl fmt::Display for Change {
 /// is. The error says which field does not have the shape it needs.
 pub fn stamp(
     template: &mut Map,
-    wanted: Result<String, Unstamped>,
+    wanted: Result<CompactString, Unstamped>,
 ) -> Result<Option<Change>, String> {
     let current = workload::template_annotations(template).and_then(|a| a.get(HASH_ANNOTATION));
     match (wanted, current) {
@@ -161,7 +162,7 @@ pub fn stamp(
             let change = match current {
                 None => Change::Set(hash.clone()),
                 Some(node) => Change::Changed {
-                    from: node.as_text().unwrap_or("").to_string(),
+                    from: node.as_text().unwrap_or("").into(),
                     to: hash.clone(),
                 },
             };
@@ -247,7 +248,7 @@ mod tests {
         ];
         for (i, (mode, attached, labels, config, want)) in cases.iter().enumerate() {
             let got = wanted(*mode, *attached, *labels, *config);
-            assert_eq!(got, want.map(str::to_string), "case {i}");
+            assert_eq!(got, want.map(CompactString::from), "case {i}");
         }
     }
 
@@ -301,7 +302,7 @@ mod tests {
         ];
         for (src, want, out, change) in cases {
             let mut doc = parse_document(src).unwrap();
-            let got = stamp(doc.as_map_mut().unwrap(), want.map(str::to_string)).unwrap();
+            let got = stamp(doc.as_map_mut().unwrap(), want.map(CompactString::from)).unwrap();
             assert_eq!(&got, change, "{src}");
             assert_eq!(emit_document(&doc), *out, "{src}");
         }

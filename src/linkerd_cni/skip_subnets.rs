@@ -532,10 +532,14 @@ pub fn plan(
             Some(value) if !subnets.is_empty() => Change::Set(value.clone()),
             _ => Change::TakenBack,
         });
-        planned.edits.push((ANNOTATION, merged.value));
+        planned
+            .edits
+            .push((ANNOTATION, merged.value.map(Into::into)));
     }
     if merged.added.as_deref() != added {
-        planned.edits.push((ADDED_ANNOTATION, merged.added));
+        planned
+            .edits
+            .push((ADDED_ANNOTATION, merged.added.map(Into::into)));
     }
     Ok(planned)
 }

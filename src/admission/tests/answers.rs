@@ -273,7 +273,7 @@ fn updates_detach_what_the_webhook_added() {
         None,
         OnError::Allow,
     );
-    assert_eq!(answer.changes, [Change::Detached]);
+    assert_eq!(answer.changes[..], [Change::Detached]);
     assert_eq!(
         patch_of(&response(&answer)),
         json!([

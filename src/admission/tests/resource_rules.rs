@@ -46,7 +46,7 @@ fn network_resources_on_create_only_after_the_linkerd_rules() {
         OnError::Allow,
     );
     assert_eq!(create.outcome, Outcome::Patched, "{:?}", create.warnings);
-    assert_eq!(create.changes, [Change::Attached]);
+    assert_eq!(create.changes[..], [Change::Attached]);
     assert_eq!(
         patch_of(&response(&create)),
         json!([

@@ -374,7 +374,7 @@ fn the_network_resources_rules_are_unaffected_by_the_stamp() {
     );
     let without = answer(&request, &ns, &settings, Some(&nr), None, OnError::Allow);
     assert_eq!(with.network_resources, without.network_resources);
-    assert_eq!(with.changes, [Change::Attached]);
+    assert_eq!(with.changes[..], [Change::Attached]);
     assert_eq!(with.stamp, Some(rollout::Change::Set(HASH.into())));
     assert_eq!(
         patch_of(&response(&with)),

@@ -4,6 +4,8 @@
 
 use std::fmt;
 
+use compact_str::ToCompactString;
+
 use super::Edit;
 
 /// Records on a workload what the function added to it.
@@ -73,7 +75,7 @@ impl fmt::Display for Owned {
 /// The edit of the record of what the function owns, when it changes.
 pub(super) fn record_edit(before: &Owned, after: &Owned) -> Option<Edit> {
     (after != before).then(|| {
-        let value = (!after.is_empty()).then(|| after.to_string());
+        let value = (!after.is_empty()).then(|| after.to_compact_string());
         (OWNED_ANNOTATION, value)
     })
 }

@@ -287,16 +287,13 @@ fn plan_cases() {
         }
         match (&got, case.want) {
             (Ok(planned), Ok(edits)) => {
-                let want: Vec<Edit> = edits
-                    .iter()
-                    .map(|(k, v)| (*k, v.map(str::to_string)))
-                    .collect();
+                let want: Vec<Edit> = edits.iter().map(|(k, v)| (*k, v.map(Into::into))).collect();
                 assert_eq!(planned.edits, want, "{}", case.what);
                 // Applied, the pod gets no further edit.
                 let mut after = pod.clone();
                 for (key, value) in &planned.edits {
                     match value {
-                        Some(v) => after.insert(key.to_string(), v.clone()),
+                        Some(v) => after.insert(key.to_string(), v.to_string()),
                         None => after.remove(*key),
                     };
                 }

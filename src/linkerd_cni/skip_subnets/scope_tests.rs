@@ -129,8 +129,8 @@ fn only_the_pods_own_namespace_gives_subnets() {
             plan(&pod, Some(networks), true, &cx).unwrap_or_else(|e| panic!("{what}: {e}"));
         let want: Vec<Edit> = match value {
             Some(v) => vec![
-                (ANNOTATION, Some(v.to_string())),
-                (ADDED_ANNOTATION, Some(v.to_string())),
+                (ANNOTATION, Some((*v).into())),
+                (ADDED_ANNOTATION, Some((*v).into())),
             ],
             None => Vec::new(),
         };
@@ -204,7 +204,7 @@ fn what_another_namespaces_nad_gave_before_is_taken_back() {
     assert_eq!(
         planned.edits,
         [
-            (ANNOTATION, Some("203.0.113.0/24".to_string())),
+            (ANNOTATION, Some("203.0.113.0/24".into())),
             (ADDED_ANNOTATION, None),
         ]
     );
