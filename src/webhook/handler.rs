@@ -10,6 +10,7 @@
 
 use std::cell::RefCell;
 use std::collections::HashMap;
+use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -113,18 +114,49 @@ struct Learnt {
 type Fetched = HashMap<CompactString, Option<Annotations>>;
 
 impl Handler for Admission {
-    async fn handle(&self, body: Bytes, call: &Call<'_>) -> Reply {
+    /// Nearly every review is answered from the caches at once: that is done here, before
+    /// the future is made, which then holds the reply only. The rest (a wait for a watch, a
+    /// live read) go on in a future of their own, which reads the body again rather than
+    /// carrying the review, so that the future of every request stays small.
+    fn handle(&self, body: Bytes, call: &Call<'_>) -> impl Future<Output = Reply> + Send {
         let start = Instant::now();
+        let now = match admission::parse(&body) {
+            Err(e) => Ok(self.unreadable(e, start)),
+            Ok(request) => match self.pass(&request, &Learnt::default()) {
+                Pass::Answered(answer, vouches) => Ok(self.reply(&request, answer, vouches, start)),
+                first => Err(first),
+            },
+        };
+        async move {
+            match now {
+                Ok(reply) => reply,
+                Err(first) => Box::pin(self.settled(body, call, first, start)).await,
+            }
+        }
+    }
+}
+
+impl Admission {
+    /// The reply to a review the first pass could not answer: read again, then settled.
+    async fn settled(&self, body: Bytes, call: &Call<'_>, first: Pass, start: Instant) -> Reply {
         let request = match admission::parse(&body) {
             Ok(request) => request,
-            Err(e) => {
-                self.metrics
-                    .answered(Outcome::Invalid, &[], false, start.elapsed());
-                tracing::warn!(error = %e, "refused a body that is not an AdmissionReview");
-                return Reply::text(StatusCode::BAD_REQUEST, e.to_string());
-            }
+            Err(e) => return self.unreadable(e, start),
         };
-        let (answer, vouches) = self.answer(&request, call).await;
+        let (answer, vouches) = self.settle(&request, call, Learnt::default(), first).await;
+        self.reply(&request, answer, vouches, start)
+    }
+
+    /// The 400 for a body that is not an AdmissionReview.
+    fn unreadable(&self, e: admission::BadReview, start: Instant) -> Reply {
+        self.metrics
+            .answered(Outcome::Invalid, &[], false, start.elapsed());
+        tracing::warn!(error = %e, "refused a body that is not an AdmissionReview");
+        Reply::text(StatusCode::BAD_REQUEST, e.to_string())
+    }
+
+    /// The reply carrying `answer`, counted and logged.
+    fn reply(&self, request: &Request<'_>, answer: Answer, vouches: bool, start: Instant) -> Reply {
         self.metrics.answered(
             answer.outcome,
             &answer.changes,
@@ -134,25 +166,8 @@ impl Handler for Admission {
         if answer.on_error {
             self.metrics.on_error(answer.outcome == Outcome::Denied);
         }
-        log(&request, &answer);
+        log(request, &answer);
         Reply::json(answer.body).vouching(vouches)
-    }
-}
-
-impl Admission {
-    /// Decides on the request from the caches, waiting for their watches or
-    /// reading live what they lack: at most the namespace, then the NADs,
-    /// then a last pass. While it waits for a watch, the request holds no
-    /// connection's place ([`Call::waiting`]). Whether the namespace exists
-    /// comes with the answer.
-    async fn answer(&self, request: &Request<'_>, call: &Call<'_>) -> (Answer, bool) {
-        let learnt = Learnt::default();
-        match self.pass(request, &learnt) {
-            Pass::Answered(answer, vouches) => (answer, vouches),
-            // Waiting for a watch or reading live is rare: in a future of its own, so that
-            // the reviews the caches answer at once (nearly all) run in a small one.
-            first => Box::pin(self.settle(request, call, learnt, first)).await,
-        }
     }
 
     /// Goes on from a first pass that could not answer: waits for or reads what
@@ -480,5 +495,49 @@ impl std::fmt::Display for Changes<'_> {
             write!(f, "{change}")?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// hyper moves each request's future into its connection's state, and a request in flight
+    /// holds it: the future holds the reply (or the first pass of a review that must wait,
+    /// which goes on in a box), not the review and the rules' state.
+    #[tokio::test]
+    async fn the_future_of_a_review_holds_its_reply_not_the_review() {
+        let metrics = Arc::new(Metrics::new());
+        let config = kube::Config::new("http://127.0.0.1:1".parse().expect("a URL"));
+        let client = kube::Client::try_from(config).expect("a client, which connects on use");
+        let settings = Settings::default();
+        let cache = Arc::new(NamespaceCache::namespaces(&settings.uid_range_annotation));
+        let keys = cache.keys().clone();
+        let handler = Admission {
+            settings,
+            network_resources: None,
+            nads: None,
+            missing_nad: MissingNad::Ignore,
+            on_error: OnError::Allow,
+            cache,
+            live: LiveReader::new(
+                client,
+                Duration::from_secs(1),
+                &keys,
+                &keys,
+                metrics.clone(),
+            ),
+            max_watch_outage: Duration::from_secs(60),
+            watch_lag: Duration::from_secs(1),
+            metrics,
+        };
+        let future = handler.handle(Bytes::from_static(b"{}"), &Call::NONE);
+        let size = std::mem::size_of_val(&future);
+        let bound = size_of::<Request<'_>>() + size_of::<Pass>();
+        assert!(
+            size < bound,
+            "a review's future takes {size} bytes, {bound} or more"
+        );
+        assert_eq!(future.await.status, StatusCode::BAD_REQUEST);
     }
 }
