@@ -170,11 +170,14 @@ pub struct Applied {
     /// Things the user should know.
     pub warnings: Vec<String>,
     /// The selections of the NAD left in the networks annotation after the change.
-    pub references: SmallVec<[NadReference; 1]>,
+    pub references: References,
 }
 
 /// What the rules change on one workload: one or two things, held inline.
 pub type Changes = SmallVec<[Change; 2]>;
+
+/// A pod's selections of the NAD: nearly always one, held inline.
+pub type References = SmallVec<[NadReference; 1]>;
 
 /// A selection of the NAD in a pod's networks annotation.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -396,11 +399,7 @@ fn plan_proxy_uid(
 
 /// The pod's references to the NAD once the annotation is `after`; the first
 /// entry the function owns, if it owns one, is marked as owned.
-fn references(
-    after: Option<&Networks>,
-    nad: &str,
-    owns_entry: bool,
-) -> SmallVec<[NadReference; 1]> {
+fn references(after: Option<&Networks>, nad: &str, owns_entry: bool) -> References {
     let own = own_entry(nad);
     let mut own_entry_left = owns_entry;
     after
