@@ -137,7 +137,8 @@ impl Handler for Admission {
 }
 
 impl Admission {
-    /// The reply to a review the first pass could not answer: read again, then settled.
+    /// The reply to a review the first pass could not answer: read again, then settled. While
+    /// it waits for a watch, the request holds no connection's place ([`Call::waiting`]).
     async fn settled(&self, body: Bytes, call: &Call<'_>, first: Pass, start: Instant) -> Reply {
         let request = match admission::parse(&body) {
             Ok(request) => request,
