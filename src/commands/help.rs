@@ -30,6 +30,7 @@ const PACKAGE: &[&str] = &[
 /// How a renderer reads its inputs.
 const INPUTS: Group = ("Inputs", &["reference", "allow_empty"]);
 /// The log of a long-running command.
+#[cfg(feature = "webhook")]
 const LOGGING: Group = ("Logging", &["log_format", "log_level"]);
 /// How the Linkerd extension's commands reach the cluster: Linkerd's own flags.
 #[cfg(feature = "webhook")]
