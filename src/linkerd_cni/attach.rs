@@ -22,7 +22,7 @@ use crate::multus::networks::{
     MAX_SELECTIONS, NETWORKS_ANNOTATION, Networks, NetworksError, Selection,
 };
 use crate::yaml::{Map, Node};
-use compact_str::CompactString;
+use compact_str::{CompactString, ToCompactString};
 use smallvec::{SmallVec, smallvec};
 
 mod owned;
@@ -118,7 +118,7 @@ pub enum Change {
     /// The entry the function had added was removed.
     Detached,
     /// The proxy UID was set.
-    ProxyUidSet(String),
+    ProxyUidSet(CompactString),
     /// The proxy UID the function had set was removed.
     ProxyUidRemoved,
     /// The proxy UID the function had set was edited by hand: it is the user's now.
@@ -380,10 +380,11 @@ fn plan_proxy_uid(
     let mut new_uid: Option<Option<CompactString>> = None;
     match decision.proxy_uid.filter(|_| user_uid.is_none()) {
         Some(uid) => {
-            let uid = uid.to_string();
+            // Ten digits at most: held inline, as are its copies.
+            let uid = uid.to_compact_string();
             if current_uid != Some(uid.as_str()) {
                 out.changes.push(Change::ProxyUidSet(uid.clone()));
-                new_uid = Some(Some(uid.as_str().into()));
+                new_uid = Some(Some(uid.clone()));
             }
             out.owned.proxy_uid = Some(uid);
         }

@@ -4,7 +4,7 @@
 
 use std::fmt;
 
-use compact_str::ToCompactString;
+use compact_str::CompactString;
 
 use super::Edit;
 
@@ -26,7 +26,7 @@ pub struct Owned {
     /// The networks entry.
     pub network: Option<NetworkOwnership>,
     /// The proxy UID value it set.
-    pub proxy_uid: Option<String>,
+    pub proxy_uid: Option<CompactString>,
 }
 
 impl Owned {
@@ -37,7 +37,7 @@ impl Owned {
             match part.split_once('=') {
                 Some(("network", "created")) => owned.network = Some(NetworkOwnership::Created),
                 Some(("network", "appended")) => owned.network = Some(NetworkOwnership::Appended),
-                Some(("proxy-uid", v)) if !v.is_empty() => owned.proxy_uid = Some(v.to_string()),
+                Some(("proxy-uid", v)) if !v.is_empty() => owned.proxy_uid = Some(v.into()),
                 _ => {
                     return Err(format!(
                         "{part:?} is not one of network=created, network=appended, proxy-uid=<uid>; the function writes this annotation, remove it to start afresh"
@@ -52,21 +52,42 @@ impl Owned {
     pub fn is_empty(&self) -> bool {
         self.network.is_none() && self.proxy_uid.is_none()
     }
+
+    /// The record's two parts: the networks entry's, and the proxy UID.
+    fn parts(&self) -> (Option<&'static str>, Option<&str>) {
+        let network = self.network.map(|n| match n {
+            NetworkOwnership::Created => "network=created",
+            NetworkOwnership::Appended => "network=appended",
+        });
+        (network, self.proxy_uid.as_deref())
+    }
+
+    /// The record's text, written into a string made at its length: one allocation at most
+    /// (an entry and a proxy UID take more than a `CompactString` holds inline), never grown.
+    fn text(&self) -> CompactString {
+        let (network, uid) = self.parts();
+        let len = network.map_or(0, str::len)
+            + uid.map_or(0, |uid| {
+                usize::from(network.is_some()) + PROXY_UID_PART.len() + uid.len()
+            });
+        let mut text = CompactString::with_capacity(len);
+        fmt::write(&mut text, format_args!("{self}")).expect("writing to a string");
+        text
+    }
 }
+
+/// What the record says before the proxy UID it set.
+const PROXY_UID_PART: &str = "proxy-uid=";
 
 impl fmt::Display for Owned {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let network = match self.network {
-            Some(NetworkOwnership::Created) => Some("network=created"),
-            Some(NetworkOwnership::Appended) => Some("network=appended"),
-            None => None,
-        };
+        let (network, uid) = self.parts();
         if let Some(network) = network {
             f.write_str(network)?;
         }
-        if let Some(uid) = &self.proxy_uid {
+        if let Some(uid) = uid {
             let comma = if network.is_some() { "," } else { "" };
-            write!(f, "{comma}proxy-uid={uid}")?;
+            write!(f, "{comma}{PROXY_UID_PART}{uid}")?;
         }
         Ok(())
     }
@@ -75,7 +96,39 @@ impl fmt::Display for Owned {
 /// The edit of the record of what the function owns, when it changes.
 pub(super) fn record_edit(before: &Owned, after: &Owned) -> Option<Edit> {
     (after != before).then(|| {
-        let value = (!after.is_empty()).then(|| after.to_compact_string());
+        let value = (!after.is_empty()).then(|| after.text());
         (OWNED_ANNOTATION, value)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_record_is_its_text_made_at_its_length() {
+        let uid = |uid: &str| Some(CompactString::from(uid));
+        for (network, proxy_uid, want) in [
+            (Some(NetworkOwnership::Created), None, "network=created"),
+            (
+                Some(NetworkOwnership::Created),
+                uid("1000682102"),
+                "network=created,proxy-uid=1000682102",
+            ),
+            (
+                Some(NetworkOwnership::Appended),
+                uid("1000682102"),
+                "network=appended,proxy-uid=1000682102",
+            ),
+            (None, uid("5"), "proxy-uid=5"),
+            (None, None, ""),
+        ] {
+            let owned = Owned { network, proxy_uid };
+            let text = owned.text();
+            assert_eq!((text.as_str(), owned.to_string().as_str()), (want, want));
+            // Written into a string of its length: never grown, so allocated once at most.
+            let made = CompactString::with_capacity(want.len()).capacity();
+            assert_eq!(text.capacity(), made, "{want}");
+        }
+    }
 }
