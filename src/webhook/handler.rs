@@ -144,7 +144,7 @@ impl Admission {
             Ok(request) => request,
             Err(e) => return self.unreadable(e, start),
         };
-        let (answer, vouches) = self.settle(&request, call, Learnt::default(), first).await;
+        let (answer, vouches) = self.settle(&request, call, first).await;
         self.reply(&request, answer, vouches, start)
     }
 
@@ -171,15 +171,15 @@ impl Admission {
         Reply::json(answer.body).vouching(vouches)
     }
 
-    /// Goes on from a first pass that could not answer: waits for or reads what
-    /// it lacked, then passes again, [`PASSES`] in all.
+    /// Goes on from a first pass that could not answer, made with nothing learnt yet: waits
+    /// for or reads what it lacked, then passes again, [`PASSES`] in all.
     async fn settle(
         &self,
         request: &Request<'_>,
         call: &Call<'_>,
-        mut learnt: Learnt,
         mut pass: Pass,
     ) -> (Answer, bool) {
+        let mut learnt = Learnt::default();
         for _ in 1..PASSES {
             match pass {
                 Pass::Answered(answer, vouches) => return (answer, vouches),
