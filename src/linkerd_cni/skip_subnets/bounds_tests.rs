@@ -134,7 +134,7 @@ fn a_network_selected_again_is_read_once() {
     let selecting = |n: usize| vec!["n0"; n].join(",");
     let units = |n: usize| {
         let text = selecting(n);
-        crate::work::measure(|| secondary(Some(&text), &cx).map(|s| s.subnets.len())).1
+        crate::work::measure(|| plan::secondary(Some(&text), &cx).map(|s| s.subnets.len())).1
     };
     let (once, many) = (units(1), units(crate::multus::networks::MAX_SELECTIONS));
     assert!(

@@ -4,6 +4,7 @@
 
 use super::tests::{CLUSTER, DUAL, STATIC, nets, subnets};
 use super::*;
+use crate::linkerd_cni::attach::Edit;
 use crate::multus::ipam;
 
 /// The NADs of the [`plan`] cases, in namespace `demo` unless named.
