@@ -1,4 +1,5 @@
-//! The layering of `src/`, as docs/code-map.md draws it: each top-level
+//! The shape of `src/`: no file over 600 lines, and the layering that
+//! docs/code-map.md draws: each top-level
 //! module (a file or a folder of `src/`) is in one layer and imports only the
 //! layers below it, never one beside it: the rule sets do not import one
 //! another, and neither do the fronts (the webhook and the NAD controller run
@@ -81,6 +82,31 @@ fn src_is_layered_without_circles() {
         problems.is_empty(),
         "the layering of src/ is broken (see docs/code-map.md):\n{}",
         problems.join("\n")
+    );
+}
+
+/// The most lines a file of `src/` may have: a reader finds a concept in the file named after
+/// it, and a file past this holds more than one.
+const MOST_LINES: usize = 600;
+
+#[test]
+fn no_src_file_is_over_600_lines() {
+    let files = read_tree(Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/src")));
+    assert!(
+        files.len() > 20,
+        "src/ was not found: {} files",
+        files.len()
+    );
+    let long: Vec<String> = files
+        .iter()
+        .map(|(path, text)| (path, text.lines().count()))
+        .filter(|(_, lines)| *lines > MOST_LINES)
+        .map(|(path, lines)| format!("{path}: {lines} lines"))
+        .collect();
+    assert!(
+        long.is_empty(),
+        "files of src/ over {MOST_LINES} lines; move a concept of each to a module named after it:\n{}",
+        long.join("\n")
     );
 }
 
