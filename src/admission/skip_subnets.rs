@@ -1,6 +1,6 @@
 //! The secondary-network rule in the webhook: on CREATE, a pod the Linkerd-CNI rules attach
 //! and that opted in skips the subnets of its secondary networks, read from the NAD cache
-//! ([`skip_subnets::plan`], as the render does). On UPDATE the annotation is left as it is:
+//! ([`skip_subnets::plan()`], as the render does). On UPDATE the annotation is left as it is:
 //! Linkerd-CNI read it when the pod's sandbox was made, and a new value would not change the
 //! rules the pod runs with.
 

@@ -10,9 +10,11 @@
 //!
 //! This module is the pure part: from the networks a pod selects in its own namespace (their
 //! IPAM, read by [`crate::multus::ipam`]; another namespace's NAD is only warned about), the
-//! subnets to skip ([`secondary_subnets`]), refused when they would open the mesh; and the pod's new annotations ([`merge`]), which carry over the value
-//! Linkerd-CNI would otherwise use and record what they added, so that a later render takes
-//! exactly that back. `check --proxy` reads a live pod with the same vocabulary: the list
+//! subnets to skip ([`secondary_subnets`]), refused when they would open the mesh; and the
+//! pod's new annotations ([`merge`]), which carry over the value Linkerd-CNI would otherwise
+//! use and record what they added, so that a later render takes exactly that back. The rule
+//! on one pod, which the render and the webhook call, puts them together ([`plan()`], in
+//! `skip_subnets/plan.rs`). `check --proxy` reads a live pod with the same vocabulary: the list
 //! Linkerd-CNI uses for it ([`effective`], with [`plugin_settings`]) and the subnets it leaves
 //! out ([`uncovered`]).
 
