@@ -71,12 +71,7 @@ impl Import {
 
 #[test]
 fn src_is_layered_without_circles() {
-    let files = read_tree(Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/src")));
-    assert!(
-        files.len() > 20,
-        "src/ was not found: {} files",
-        files.len()
-    );
+    let files = src_files();
     let problems = check(&files);
     assert!(
         problems.is_empty(),
@@ -91,13 +86,7 @@ const MOST_LINES: usize = 600;
 
 #[test]
 fn no_src_file_is_over_600_lines() {
-    let files = read_tree(Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/src")));
-    assert!(
-        files.len() > 20,
-        "src/ was not found: {} files",
-        files.len()
-    );
-    let long: Vec<String> = files
+    let long: Vec<String> = src_files()
         .iter()
         .map(|(path, text)| (path, text.lines().count()))
         .filter(|(_, lines)| *lines > MOST_LINES)
@@ -387,6 +376,17 @@ fn rule_set_names(files: &[(String, String)]) -> Vec<String> {
         }
     }
     problems
+}
+
+/// The files of this crate's `src/`, each with its text.
+fn src_files() -> Vec<(String, String)> {
+    let files = read_tree(Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/src")));
+    assert!(
+        files.len() > 20,
+        "src/ was not found: {} files",
+        files.len()
+    );
+    files
 }
 
 /// Every `.rs` file below `src`, as `src/...` paths and their text.
