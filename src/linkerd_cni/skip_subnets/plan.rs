@@ -157,9 +157,8 @@ pub fn reads_nads(
 /// annotation, once the Linkerd-CNI rules are applied, is `networks`; `attached` says whether
 /// they attach it. For an attached pod that opted in, [`ANNOTATION`] skips the subnets of
 /// every network of its namespace it selects but Linkerd-CNI's ([`secondary_subnets`],
-/// [`merge`]); for any
-/// other, what the rule added before is taken back. The KRM function, the renderer and the
-/// webhook all call this.
+/// [`merge`]); for any other, what the rule added before is taken back. The KRM function, the
+/// renderer and the webhook all call this.
 pub fn plan(
     annotations: &dyn Lookup,
     networks: Option<&str>,
