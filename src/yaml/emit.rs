@@ -19,10 +19,9 @@ pub fn emit_document(node: &Node) -> String {
 /// Writes one document whose top-level entries, and the items of its
 /// top-level sequences, are read apart (a ResourceList's items go to files of
 /// their own): an alias is written only to an anchor of the same item.
-pub fn emit_document_of_items(node: &Node) -> String {
-    let mut out = String::new();
-    Emitter::new(&mut out, true).document(node);
-    out
+/// Appends to `out`, which may be a buffer already in memory.
+pub fn emit_document_of_items(node: &Node, out: &mut String) {
+    Emitter::new(out, true).document(node);
 }
 
 /// Writes documents separated by `---`.
