@@ -40,9 +40,9 @@ const SCAN: usize = 8;
 /// Values a [`Distinct`] holds without an allocation: most inputs bring one or two.
 const INLINE: usize = 2;
 
-/// Values in the order first given, each once: a list and, past [`SCAN`] values, a hash
+/// Values in the order first given, each once: a list and, past `SCAN` values, a hash
 /// table of their places in it, so that each [`Distinct::insert`] costs the same however
-/// many it holds (one unit). Each value is stored once; up to [`INLINE`] in the list itself.
+/// many it holds (one unit). Each value is stored once; up to `INLINE` in the list itself.
 #[derive(Debug, Clone)]
 pub struct Distinct<T> {
     order: SmallVec<[T; INLINE]>,
@@ -117,7 +117,7 @@ impl<T> Distinct<T> {
         self.order.into_vec()
     }
 
-    /// The values in the order first given, up to [`INLINE`] without an allocation.
+    /// The values in the order first given, up to `INLINE` without an allocation.
     pub fn into_list(self) -> SmallVec<[T; INLINE]> {
         self.order
     }

@@ -113,7 +113,7 @@ pub fn value_message(key: &str, value: &str, whose: Whose, field: &str) -> Strin
     )
 }
 
-/// The opt-in key that `key` misspells: the same but for at most [`MAX_EDITS`] edits or the
+/// The opt-in key that `key` misspells: the same but for at most `MAX_EDITS` edits or the
 /// letter case, or the same name under another of Linkerd's prefixes
 /// (`multus.linkerd.io/multus`); `None` for an opt-in key itself and the other keys of this
 /// project and Linkerd.

@@ -39,7 +39,7 @@ const INLINE_PAIRS: usize = 3;
 
 /// The annotations of one object that the rules read (the others are not
 /// kept) and, for a NAD, the hash of its config and what it runs when that is
-/// not Linkerd-CNI. Up to [`INLINE_PAIRS`] pairs are held in the entry itself, their keys
+/// not Linkerd-CNI. Up to `INLINE_PAIRS` pairs are held in the entry itself, their keys
 /// shared ([`Keys`]) and short values inline, so that a lookup reads the entry and no other
 /// memory of its own: the cache's lookups are the costliest reads of a review, each a
 /// cache miss at 10,000 namespaces.
@@ -160,7 +160,7 @@ fn made_by_someone_else(meta: &ObjectMeta) -> bool {
 }
 
 /// One object as a cache stores it: its key and its [`Annotations`], in one allocation. The
-/// cache's table holds only a pointer to it ([`ByKey`]), so that its buckets are 8 bytes
+/// cache's table holds only a pointer to it (`ByKey`), so that its buckets are 8 bytes
 /// (128 KiB for 10,000 namespaces, against 512 KiB with the key in the bucket), and a
 /// lookup compares the key in the line where it then counts its reference and reads the
 /// annotations: at 10,000 namespaces each of those reads is a cache miss of the review.
@@ -225,7 +225,7 @@ pub fn nad_key(namespace: &str, name: &str) -> CompactString {
     key
 }
 
-/// Some entries of a cache at one moment ([`WatchCache::pick`]), owned: the rules of one
+/// Some entries of a cache at one moment ([`WatchCache::pick`](crate::webhook::cache::WatchCache::pick)), owned: the rules of one
 /// review read them with no lock held. Sorted by key, each key once; most reviews pick one
 /// NAD or two (the Linkerd-CNI NAD, a NAD the pod selects), held with no allocation.
 #[derive(Debug, Clone, Default)]
@@ -280,14 +280,14 @@ impl Picked {
     }
 }
 
-/// The NADs picked from a [`NadCache`].
+/// The NADs picked from a [`NadCache`](crate::webhook::cache::NadCache).
 impl Nads for Picked {
     fn annotations(&self, namespace: &str, name: &str) -> Option<&dyn Lookup> {
         self.get(namespace, name).map(|a| a as &dyn Lookup)
     }
 }
 
-/// The NADs picked from a [`NadCache`], with the hashes of their configs.
+/// The NADs picked from a [`NadCache`](crate::webhook::cache::NadCache), with the hashes of their configs.
 impl NadConfigs for Picked {
     fn config_hash(&self, namespace: &str, name: &str) -> Option<&str> {
         self.get(namespace, name)?.config_hash()

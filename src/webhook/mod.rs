@@ -391,7 +391,7 @@ const API_CONTEXT: &str =
 
 /// The Kubernetes client's configuration: in-cluster service account, or
 /// KUBECONFIG. No call can hang: connecting is bounded by `api_timeout`,
-/// every read by [`API_READ_TIMEOUT`] from the request (lists made inside
+/// every read by `API_READ_TIMEOUT` from the request (lists made inside
 /// kube-runtime's watchers included), and the calls made here have their
 /// own deadlines.
 pub async fn api_config(api_timeout: Duration) -> anyhow::Result<kube::Config> {

@@ -1,13 +1,13 @@
 //! `--proxy`: the data plane. Of the meshed pods (a `linkerd-proxy`
 //! container), in every namespace or `-n`: those the rules attach
 //! ([`attach::decide`], as the webhook decides) whose networks lack the
-//! NAD; those whose networks select a NAD that is gone ([`missing_nads`]); those
-//! created under an older NAD config, named by their workload ([`old_config`]); those whose
+//! NAD; those whose networks select a NAD that is gone (`missing_nads`); those
+//! created under an older NAD config, named by their workload (`old_config`); those whose
 //! `linkerd-network-validator` exited with 95; on OpenShift those whose
 //! proxy UID is outside their namespace's UID range; those whose opt-in annotations are
-//! written wrong ([`opt_ins`]); and those with secondary networks whose subnets no
+//! written wrong (`opt_ins`); and those with secondary networks whose subnets no
 //! skip-subnets covers, or whose skip-subnets linkerd-multus wrote for subnets their NADs no
-//! longer give ([`secondary`]).
+//! longer give (`secondary`).
 
 mod missing_nads;
 mod old_config;

@@ -176,7 +176,7 @@ impl Day2Settings {
         }
     }
 
-    /// Reads the file's `key` (one of [`FIELDS`]); the problem names `spec.KEY`.
+    /// Reads the file's `key` (one of `FIELDS`); the problem names `spec.KEY`.
     pub fn read(&mut self, key: &str, value: &Node) -> Result<(), String> {
         let field = format!("spec.{key}");
         let text = || {
