@@ -225,9 +225,11 @@ pub fn nad_key(namespace: &str, name: &str) -> CompactString {
     key
 }
 
-/// Some entries of a cache at one moment ([`WatchCache::pick`](crate::webhook::cache::WatchCache::pick)), owned: the rules of one
+/// Some entries of a cache at one moment ([`WatchCache::pick`]), owned: the rules of one
 /// review read them with no lock held. Sorted by key, each key once; most reviews pick one
 /// NAD or two (the Linkerd-CNI NAD, a NAD the pod selects), held with no allocation.
+///
+/// [`WatchCache::pick`]: crate::webhook::cache::WatchCache::pick
 #[derive(Debug, Clone, Default)]
 pub struct Picked(pub(crate) SmallVec<[(CompactString, Option<Arc<Stored>>); 2]>);
 
@@ -280,14 +282,18 @@ impl Picked {
     }
 }
 
-/// The NADs picked from a [`NadCache`](crate::webhook::cache::NadCache).
+/// The NADs picked from a [`NadCache`].
+///
+/// [`NadCache`]: crate::webhook::cache::NadCache
 impl Nads for Picked {
     fn annotations(&self, namespace: &str, name: &str) -> Option<&dyn Lookup> {
         self.get(namespace, name).map(|a| a as &dyn Lookup)
     }
 }
 
-/// The NADs picked from a [`NadCache`](crate::webhook::cache::NadCache), with the hashes of their configs.
+/// The NADs picked from a [`NadCache`], with the hashes of their configs.
+///
+/// [`NadCache`]: crate::webhook::cache::NadCache
 impl NadConfigs for Picked {
     fn config_hash(&self, namespace: &str, name: &str) -> Option<&str> {
         self.get(namespace, name)?.config_hash()
