@@ -52,7 +52,8 @@ impl Renderer<'_> {
             .iter()
             .map(|(ns, config)| (ns.as_deref(), config.as_str()))
             .collect();
-        let mut plugins: BTreeMap<Option<&str>, PluginSettings> = BTreeMap::new();
+        // By config text: the generated NADs of a package share one, so it is read once.
+        let mut plugins: BTreeMap<&str, PluginSettings> = BTreeMap::new();
         let kinds = WorkloadKinds::new(&settings.workload_kinds);
         for d in decided.iter_mut() {
             let r = &refs[d.index];
@@ -65,7 +66,7 @@ impl Renderer<'_> {
             let ns_name = namespace_of(r, settings);
             let plugin = configs.get(&ns_name).map(|config| {
                 &*plugins
-                    .entry(ns_name)
+                    .entry(config)
                     .or_insert_with(|| skip_subnets::plugin_settings(config))
             });
             let namespace = ns_name
