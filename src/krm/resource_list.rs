@@ -111,10 +111,9 @@ impl ResourceList {
     }
 }
 
-/// Writes a ResourceList ([`ResourceList::into_node`]) as block YAML into `out`, emptied
-/// first: a buffer sized ahead takes the output without being grown through smaller ones.
+/// Writes a ResourceList ([`ResourceList::into_node`]) as block YAML, appended to `out`: a
+/// buffer sized ahead takes the output without being grown through smaller ones.
 pub fn emit(list: &Node, out: &mut String) {
-    out.clear();
     // kpt writes each item to a file of its own: an alias must not reach into another.
     yaml::emit_document_of_items(list, out);
 }
