@@ -218,8 +218,8 @@ fn the_render_refuses_a_workload_past_a_cap_naming_it() {
     assert_eq!(run.code, 1, "{}", run.stderr);
     assert_eq!(
         run.stderr,
-        "error: Deployment storage-demo/cache (apps.yaml (document 2)): annotation k8s.v1.cni.cncf.io/networks: selects 65 networks; at most 64 are read (the selections cap): Multus attaches each as an interface of the pod, and SR-IOV and macvlan pods select a handful; select fewer networks, or split the workload\n\
-         error: Deployment storage-demo/db (apps.yaml): NetworkAttachmentDefinition storage-demo/wide: its spec.config \"ipam.routes\" lists 129 routes; at most 128 are read (the routes cap): each becomes a subnet the pods that select the network skip; summarize them in fewer, wider routes\n"
+        "error: Deployment storage-demo/db (apps.yaml): NetworkAttachmentDefinition storage-demo/wide: its spec.config \"ipam.routes\" lists 129 routes; at most 128 are read (the routes cap): each becomes a subnet the pods that select the network skip; summarize them in fewer, wider routes\n\
+         error: Deployment storage-demo/cache (apps.yaml (document 2)): annotation k8s.v1.cni.cncf.io/networks: selects 65 networks; at most 64 are read (the selections cap): Multus attaches each as an interface of the pod, and SR-IOV and macvlan pods select a handful; select fewer networks, or split the workload\n"
     );
 
     // The KRM function: an error result on each workload, naming its file and field.
@@ -283,13 +283,13 @@ fn the_render_refuses_a_workload_past_a_cap_naming_it() {
         [
             (
                 "apps.yaml",
-                "cache",
+                "db",
                 "spec.template.metadata.annotations",
                 true
             ),
             (
                 "apps.yaml",
-                "db",
+                "cache",
                 "spec.template.metadata.annotations",
                 true
             ),

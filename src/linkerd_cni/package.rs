@@ -18,6 +18,27 @@ use crate::linkerd_cni::settings::Settings;
 use crate::yaml::Node;
 
 use nads::NadConfig;
+use workloads::ConfigRules;
+
+/// Why a namespace needs the NAD.
+#[derive(Default)]
+struct Need {
+    /// By a rule of the function: the namespace is enabled, is the control
+    /// plane's, or holds a workload the function attached.
+    managed: bool,
+    /// Workloads (item indices) whose own references need it.
+    user_refs: Vec<usize>,
+}
+
+/// A workload the rules were applied to, for the rules that read its namespace's NAD config.
+struct Decided {
+    /// Its item index.
+    index: usize,
+    /// Whether the rules attach it.
+    attached: bool,
+    /// The info result reporting its changes, if any.
+    result: Option<usize>,
+}
 
 /// Counts for the summary result.
 #[derive(Default)]
@@ -51,12 +72,14 @@ pub fn render(items: &mut Vec<Node>, refs: &[ResourceRef], settings: &Settings) 
     let mut config = NadConfig::Unread;
     // Without a config, a workload is attached only where a NAD already exists:
     // the output never references a NAD that will not exist.
-    let config_ready = config.peek(&mut r, items).is_some();
+    let generated = config.peek(&mut r, items);
+    let config_ready = generated.is_some();
     let can_attach = |ns: &Option<String>| config_ready || existing.current.contains_key(ns);
-    let (needs, mut decided) = r.workloads(items, &namespaces, &can_attach);
-    let plan = r.nads(items, &namespaces, needs, existing, config);
-    r.skip_subnets(items, &mut decided, &namespaces, &plan.configs);
-    r.stamp(items, &mut decided, &plan.configs);
+    let foreseen = r.foresee_configs(items, &existing, generated);
+    let mut rules = ConfigRules::new(&r, items, &foreseen);
+    let (needs, mut decided) = r.workloads(items, &namespaces, &can_attach, &mut rules);
+    let plan = r.nads(items, &namespaces, needs, existing, config, &foreseen);
+    r.after_nads(items, &mut decided, &namespaces, &plan.configs, &mut rules);
     plan.place(items);
     let mut results = Vec::with_capacity(r.results.len() + 1);
     results.push(FnResult::new(Severity::Info, r.summary_line()));

@@ -465,6 +465,48 @@ fn invariants_hold_for_every_case() {
     });
 }
 
+/// The rules decide each item on its own and on the package, not on where it stands: the
+/// items in the reverse order render to the same items (a workload's rules that read its
+/// namespace's NAD config run in its own visit when the config is known then, and after the
+/// NADs' plan otherwise), with the same exit code and summary. Only the results' order moves.
+#[test]
+fn the_items_order_changes_no_item() {
+    for_each_case(|dir| {
+        let input = read(dir, "input.yaml").unwrap();
+        let mut list = linkerd_multus::yaml::parse_document(&input).unwrap();
+        let Some(linkerd_multus::yaml::Node::Seq(items)) =
+            list.as_map_mut().and_then(|m| m.get_mut("items"))
+        else {
+            return vec!["input.yaml has no items".into()];
+        };
+        items.items.reverse();
+        let reversed = linkerd_multus::yaml::emit_document(&list);
+        let (forward, backward) = (run(input.as_bytes()), run(reversed.as_bytes()));
+        let rendered = |run: &Run| {
+            let out = parse_yaml(&run.stdout).expect("the output parses");
+            let mut items: Vec<String> = items_of(&out).iter().map(|i| format!("{i:?}")).collect();
+            items.sort();
+            let summary = results_of(&out)
+                .first()
+                .and_then(|r| r.str_at(&["message"]).map(str::to_string));
+            (run.code, summary, items)
+        };
+        let (want, got) = (rendered(&forward), rendered(&backward));
+        let mut problems = Vec::new();
+        if (&want.0, &want.1) != (&got.0, &got.1) {
+            problems.push(format!(
+                "items reversed: exit code and summary {:?}, {:?}; in order {:?}, {:?}",
+                got.0, got.1, want.0, want.1
+            ));
+        }
+        if want.2 != got.2 {
+            let differ = want.2.iter().filter(|i| !got.2.contains(i)).count();
+            problems.push(format!("items reversed: {differ} items render otherwise"));
+        }
+        problems
+    });
+}
+
 /// The config-hash stamp of a workload in namespace `ns`, against the config of the NAD `nad`
 /// there (`at` is the NAD's name, the namespace and the default namespace).
 fn stamp_problems(

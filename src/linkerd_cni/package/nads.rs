@@ -3,9 +3,7 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-use super::Renderer;
-use super::namespace_of;
-use super::workloads::Need;
+use super::{Need, Renderer, namespace_of};
 use crate::k8s::namespace::{MULTUS_ANNOTATION, Namespace, Source};
 use crate::k8s::resource::{self, FileRef, ResourceRef};
 use crate::krm::results::{FnResult, Severity};
@@ -30,6 +28,28 @@ pub(super) struct NadPlan {
     trailing: Vec<Node>,
     /// The `spec.config` of each namespace's NAD after the render.
     pub(super) configs: BTreeMap<Option<String>, String>,
+}
+
+/// The Linkerd-CNI NAD config each namespace has after the render, foreseen before the
+/// workloads are rendered, so that the rules reading it run in the same visit of a pod
+/// template: that of the namespace's NAD in the input (a generated one gets the ConfigMap's
+/// config when there is one; someone else's network gives none), else the ConfigMap's.
+/// [`Renderer::nads`] gives exactly these to the namespaces that need a NAD.
+pub(super) struct ForeseenConfigs {
+    /// The namespaces with a NAD of the rules' name in the input.
+    existing: BTreeMap<Option<String>, Option<String>>,
+    /// The config generated from the ConfigMap, if it reads.
+    generated: Option<String>,
+}
+
+impl ForeseenConfigs {
+    /// The config of namespace `ns`'s NAD after the render, if it needs one.
+    pub(super) fn get(&self, ns: &Option<String>) -> Option<&str> {
+        match self.existing.get(ns) {
+            Some(config) => config.as_deref(),
+            None => self.generated.as_deref(),
+        }
+    }
 }
 
 impl NadPlan {
@@ -96,6 +116,35 @@ impl Renderer<'_> {
         ExistingNads { current, removed }
     }
 
+    /// Foresees the NAD config of each namespace after the render; `generated` is the config
+    /// the ConfigMap gives, if it reads.
+    pub(super) fn foresee_configs(
+        &self,
+        items: &[Node],
+        existing: &ExistingNads,
+        generated: Option<String>,
+    ) -> ForeseenConfigs {
+        let existing = existing
+            .current
+            .iter()
+            .map(|(ns, &i)| {
+                let own = nad::config(&items[i]);
+                let config = if nad::is_generated(&items[i]) {
+                    generated.as_deref().or(own)
+                } else if own.is_some_and(|c| cni_config::other_network(c).is_some()) {
+                    None
+                } else {
+                    own
+                };
+                (ns.clone(), config.map(str::to_string))
+            })
+            .collect();
+        ForeseenConfigs {
+            existing,
+            generated,
+        }
+    }
+
     /// Updates NADs and decides which to generate and remove so that exactly
     /// the needed ones exist.
     pub(super) fn nads(
@@ -105,6 +154,7 @@ impl Renderer<'_> {
         needs: BTreeMap<Option<String>, Need>,
         existing: ExistingNads,
         mut config: NadConfig,
+        foreseen: &ForeseenConfigs,
     ) -> NadPlan {
         let ExistingNads {
             current: existing,
@@ -118,31 +168,24 @@ impl Renderer<'_> {
         };
         let mut used_indices = self.used_file_indices();
         for (ns, need) in &needs {
+            if let Some(config) = foreseen.get(ns) {
+                plan.configs.insert(ns.clone(), config.to_string());
+            }
             match existing.get(ns) {
                 Some(&i) if nad::is_generated(&items[i]) => {
                     let Some(text) = config.get(self, items) else {
                         // Left as it is: the missing config is reported as an error.
-                        if let Some(old) = nad::config(&items[i]) {
-                            plan.configs.insert(ns.clone(), old.to_string());
-                        }
                         continue;
                     };
                     self.update_nad(i, &mut items[i], &text);
-                    plan.configs.insert(ns.clone(), text);
                 }
                 Some(&i) if self.refuse_foreign_nad(i, &items[i], ns) => continue,
-                Some(&i) => {
-                    if let Some(own) = nad::config(&items[i]) {
-                        plan.configs.insert(ns.clone(), own.to_string());
-                    }
-                    self.compare_hand_written_nad(i, items, &mut config);
-                }
+                Some(&i) => self.compare_hand_written_nad(i, items, &mut config),
                 None => {
                     let Some(text) = config.get(self, items) else {
                         continue;
                     };
                     self.generate_nad(ns, &text, namespaces, used_indices.as_mut(), &mut plan);
-                    plan.configs.insert(ns.clone(), text);
                 }
             }
             if !need.managed

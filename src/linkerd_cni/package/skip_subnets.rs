@@ -4,16 +4,15 @@
 use std::cell::OnceCell;
 use std::collections::BTreeMap;
 
-use super::workloads::Decided;
-use super::{Renderer, namespace_of};
+use super::{Decided, Renderer, namespace_of};
 use crate::k8s::namespace::Namespace;
-use crate::k8s::workload::{self, WorkloadKinds, remove_annotation, set_annotation};
+use crate::k8s::workload::{self, WorkloadKind, remove_annotation, set_annotation};
 use crate::krm::results::Severity;
 use crate::linkerd_cni::skip_subnets::{self, Change, Context, NadIpams, PluginSettings};
 use crate::multus::ipam::{self, Ipam, IpamError};
 use crate::multus::nad;
 use crate::multus::networks::NETWORKS_ANNOTATION;
-use crate::yaml::Node;
+use crate::yaml::{Map, Node};
 
 /// The NADs of the package, by namespace and name: the config of each, its IPAM read the
 /// first time a pod asks (a render with the rule off reads none).
@@ -35,82 +34,84 @@ impl NadIpams for PackageIpams {
     }
 }
 
+/// What the secondary-network rule reads of a whole package, set up once for a render: the
+/// NADs' IPAM, and the plugin settings of each Linkerd-CNI NAD config.
+pub(super) struct PackageNetworks {
+    ipams: PackageIpams,
+    /// By config text: the generated NADs of a package share one, so it is read once.
+    plugins: BTreeMap<String, PluginSettings>,
+}
+
 impl Renderer<'_> {
-    /// Applies the secondary-network rule to every decided workload: `namespaces` gives their
-    /// namespaces' annotations, `configs` the Linkerd-CNI NAD config of each namespace.
+    /// Sets up the secondary-network rule.
+    pub(super) fn package_networks(&self, items: &[Node]) -> PackageNetworks {
+        PackageNetworks {
+            ipams: self.package_ipams(items),
+            plugins: BTreeMap::new(),
+        }
+    }
+
+    /// Applies the secondary-network rule to decided workload `d`, of `kind`, whose pod
+    /// template is `template`: `namespaces` gives the namespaces' annotations, `config` the
+    /// Linkerd-CNI NAD config of its namespace after the render.
     pub(super) fn skip_subnets(
         &mut self,
-        items: &mut [Node],
-        decided: &mut [Decided],
+        networks: &mut PackageNetworks,
+        d: &mut Decided,
+        (kind, template): (&WorkloadKind, &mut Map),
         namespaces: &BTreeMap<String, Namespace>,
-        configs: &BTreeMap<Option<String>, String>,
+        config: Option<&str>,
     ) {
         let settings = self.settings;
-        let refs = self.refs;
-        let ipams = self.package_ipams(items);
-        let configs: BTreeMap<Option<&str>, &str> = configs
-            .iter()
-            .map(|(ns, config)| (ns.as_deref(), config.as_str()))
-            .collect();
-        // By config text: the generated NADs of a package share one, so it is read once.
-        let mut plugins: BTreeMap<&str, PluginSettings> = BTreeMap::new();
-        let kinds = WorkloadKinds::new(&settings.workload_kinds);
-        for d in decided.iter_mut() {
-            let r = &refs[d.index];
-            let Some(kind) = kinds.find(r.group(), &r.kind) else {
-                continue;
-            };
-            let Ok(Some(template)) = kind.pod_template_mut(&mut items[d.index]) else {
-                continue;
-            };
-            let ns_name = namespace_of(r, settings);
-            let plugin = configs.get(&ns_name).map(|config| {
-                &*plugins
-                    .entry(config)
-                    .or_insert_with(|| skip_subnets::plugin_settings(config))
-            });
-            let namespace = ns_name
-                .and_then(|n| namespaces.get(n))
-                .map(|n| &n.annotations);
-            let cx = Context {
-                settings,
-                pod_namespace: ns_name.unwrap_or(""),
-                namespace: &namespace,
-                nads: Some(&ipams),
-                plugin,
-            };
-            let annotations = workload::template_annotations(template);
-            let networks = annotations.and_then(|a| a.get_text(NETWORKS_ANNOTATION));
-            let field = || kind.field("metadata.annotations");
-            let planned = match skip_subnets::plan(&annotations, networks, d.attached, &cx) {
-                Ok(planned) => planned,
-                Err(e) => {
-                    self.report(d.index, Severity::Error, e.to_string()).field = Some(field());
-                    continue;
-                }
-            };
-            for (key, value) in &planned.edits {
-                match value {
-                    Some(value) => {
-                        if let Err(e) = set_annotation(template, key, value.clone()) {
-                            self.report(d.index, Severity::Error, e).field = Some(field());
-                        }
-                    }
-                    None => remove_annotation(template, key),
-                }
-            }
-            for warning in planned.warnings {
-                self.report(d.index, Severity::Warning, warning).field = Some(field());
-            }
-            let Some(change) = planned.change else {
-                continue;
-            };
-            match change {
-                Change::Set(_) => self.summary.skipped += 1,
-                Change::TakenBack => self.summary.unskipped += 1,
-            }
-            self.note(d, &change.to_string(), field);
+        let ns_name = namespace_of(&self.refs[d.index], settings);
+        let PackageNetworks { ipams, plugins } = networks;
+        if let Some(config) = config
+            && !plugins.contains_key(config)
+        {
+            plugins.insert(config.to_string(), skip_subnets::plugin_settings(config));
         }
+        let plugin = config.and_then(|config| plugins.get(config));
+        let namespace = ns_name
+            .and_then(|n| namespaces.get(n))
+            .map(|n| &n.annotations);
+        let cx = Context {
+            settings,
+            pod_namespace: ns_name.unwrap_or(""),
+            namespace: &namespace,
+            nads: Some(&*ipams),
+            plugin,
+        };
+        let annotations = workload::template_annotations(template);
+        let networks = annotations.and_then(|a| a.get_text(NETWORKS_ANNOTATION));
+        let field = || kind.field("metadata.annotations");
+        let planned = match skip_subnets::plan(&annotations, networks, d.attached, &cx) {
+            Ok(planned) => planned,
+            Err(e) => {
+                self.report(d.index, Severity::Error, e.to_string()).field = Some(field());
+                return;
+            }
+        };
+        for (key, value) in &planned.edits {
+            match value {
+                Some(value) => {
+                    if let Err(e) = set_annotation(template, key, value.clone()) {
+                        self.report(d.index, Severity::Error, e).field = Some(field());
+                    }
+                }
+                None => remove_annotation(template, key),
+            }
+        }
+        for warning in planned.warnings {
+            self.report(d.index, Severity::Warning, warning).field = Some(field());
+        }
+        let Some(change) = planned.change else {
+            return;
+        };
+        match change {
+            Change::Set(_) => self.summary.skipped += 1,
+            Change::TakenBack => self.summary.unskipped += 1,
+        }
+        self.note(d, &change.to_string(), field);
     }
 
     /// The IPAM of every NAD of the package that is not Linkerd-CNI's.

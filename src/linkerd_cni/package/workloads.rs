@@ -3,7 +3,9 @@
 
 use std::collections::{BTreeMap, HashSet};
 
-use super::{Renderer, namespace_of};
+use super::nads::ForeseenConfigs;
+use super::skip_subnets::PackageNetworks;
+use super::{Decided, Need, Renderer, namespace_of};
 use crate::k8s::namespace::{
     INJECT_ANNOTATION, Lookup, MULTUS_ANNOTATION, MULTUS_VALUES, Namespace, Source,
 };
@@ -13,27 +15,62 @@ use crate::linkerd_cni::attach::{self, WorkloadError, WorkloadOutcome};
 use crate::linkerd_cni::cluster;
 use crate::linkerd_cni::opt_ins::{self, Whose};
 use crate::linkerd_cni::rollout::{self, ConfigRollout};
-use crate::yaml::Node;
+use crate::linkerd_cni::settings::Settings;
+use crate::linkerd_cni::skip_subnets;
+use crate::yaml::{Map, Node};
 
-/// Why a namespace needs the NAD.
-#[derive(Default)]
-pub(super) struct Need {
-    /// By a rule of the function: the namespace is enabled, is the control
-    /// plane's, or holds a workload the function attached.
-    pub(super) managed: bool,
-    /// Workloads (item indices) whose own references need it.
-    pub(super) user_refs: Vec<usize>,
+/// The rules that read the NAD config of a workload's namespace after the render: the
+/// secondary-network rule and the config-hash stamp, with what they read of the package.
+pub(super) struct ConfigRules<'f> {
+    /// The config of each namespace after the render, foreseen.
+    foreseen: &'f ForeseenConfigs,
+    /// What the secondary-network rule reads.
+    networks: PackageNetworks,
+    /// The hash of each config, by its text.
+    hashes: BTreeMap<String, String>,
 }
 
-/// A workload the rules were applied to, for the config-rollout stamp.
-pub(super) struct Decided {
-    /// Its item index.
-    pub(super) index: usize,
-    /// Whether the rules attach it.
-    pub(super) attached: bool,
-    /// The info result reporting its changes, if any.
-    pub(super) result: Option<usize>,
+impl<'f> ConfigRules<'f> {
+    /// The rules on the package `items`, whose configs after the render are `foreseen`.
+    pub(super) fn new(r: &Renderer, items: &[Node], foreseen: &'f ForeseenConfigs) -> Self {
+        ConfigRules {
+            foreseen,
+            networks: r.package_networks(items),
+            hashes: BTreeMap::new(),
+        }
+    }
+
+    /// Whether the rules read the NAD config for decided workload `d`, whose pod template is
+    /// `template` in a namespace with the annotations `namespace`: the stamp of an attached
+    /// workload, and the secondary-network rule where it reads the plugin's settings.
+    fn read_config(
+        &self,
+        settings: &Settings,
+        d: &Decided,
+        template: &Map,
+        namespace: &dyn Lookup,
+    ) -> bool {
+        let annotations = workload::template_annotations(template);
+        (d.attached && settings.config_rollout != ConfigRollout::Off)
+            || skip_subnets::reads_nads(&annotations, namespace, settings, d.attached)
+    }
+
+    /// The hash of `config`.
+    fn hash(&mut self, config: &str) -> &str {
+        if !self.hashes.contains_key(config) {
+            self.hashes
+                .insert(config.to_string(), rollout::config_hash(config));
+        }
+        &self.hashes[config]
+    }
 }
+
+/// The namespaces the function knows, and whether the workloads of a namespace can be
+/// attached.
+type Scope<'a> = (
+    &'a BTreeMap<String, Namespace>,
+    &'a dyn Fn(&Option<String>) -> bool,
+);
 
 /// What the workloads tell of the namespaces, gathered item by item.
 #[derive(Default)]
@@ -96,6 +133,7 @@ impl Renderer<'_> {
         items: &mut [Node],
         namespaces: &BTreeMap<String, Namespace>,
         can_attach: &dyn Fn(&Option<String>) -> bool,
+        rules: &mut ConfigRules<'_>,
     ) -> (BTreeMap<Option<String>, Need>, Vec<Decided>) {
         let settings = self.settings;
         let kinds = WorkloadKinds::new(&settings.workload_kinds);
@@ -106,7 +144,8 @@ impl Renderer<'_> {
             let Some(kind) = kinds.find(r.group(), &r.kind) else {
                 continue;
             };
-            self.workload(i, item, kind, namespaces, can_attach, &mut gathered);
+            let scope = (namespaces, can_attach);
+            self.workload(i, item, kind, scope, rules, &mut gathered);
         }
         let mut needs = gathered.needs;
         // A Namespace of the input needs the NAD by the controller's rule
@@ -134,8 +173,8 @@ impl Renderer<'_> {
         i: usize,
         item: &mut Node,
         kind: &WorkloadKind,
-        namespaces: &BTreeMap<String, Namespace>,
-        can_attach: &dyn Fn(&Option<String>) -> bool,
+        (namespaces, can_attach): Scope<'_>,
+        rules: &mut ConfigRules<'_>,
         gathered: &mut Gathered,
     ) {
         let settings = self.settings;
@@ -188,11 +227,11 @@ impl Renderer<'_> {
             }
         };
         let result = self.report_changes(i, &applied.changes, &field);
-        gathered.decided.push(Decided {
+        let mut d = Decided {
             index: i,
             attached: decision.attach,
             result,
-        });
+        };
         for warning in applied.warnings {
             self.report(i, Severity::Warning, warning).field = Some(field.clone());
         }
@@ -204,6 +243,19 @@ impl Renderer<'_> {
             } else {
                 need.user_refs.push(i);
             }
+        }
+        let Ok(Some(template)) = kind.pod_template_mut(item) else {
+            return;
+        };
+        // A namespace that needs a NAD now needs it after every workload (the needs only
+        // grow), so its config after the render is the one foreseen: the rules that read it
+        // run now, on the template just rendered, as they do when they read no config.
+        let needed = gathered.needs.contains_key(&own_ns);
+        if needed || !rules.read_config(settings, &d, template, &ns_annotations) {
+            let config = needed.then(|| rules.foreseen.get(&own_ns)).flatten();
+            self.config_rules(rules, &mut d, (kind, template), namespaces, config);
+        } else {
+            gathered.decided.push(d);
         }
     }
 
@@ -306,23 +358,18 @@ impl Renderer<'_> {
         Some(self.results.len() - 1)
     }
 
-    /// Brings the config-hash stamp of every decided workload in line with the
-    /// `configRollout` setting and the config of the NAD in its namespace.
-    pub(super) fn stamp(
+    /// Applies the rules that read the NAD config of a namespace after the render to the
+    /// decided workloads that could not have them in the workloads' pass: `configs` gives
+    /// the config of each namespace that needs a NAD.
+    pub(super) fn after_nads(
         &mut self,
         items: &mut [Node],
         decided: &mut [Decided],
+        namespaces: &BTreeMap<String, Namespace>,
         configs: &BTreeMap<Option<String>, String>,
+        rules: &mut ConfigRules<'_>,
     ) {
         let settings = self.settings;
-        let mode = settings.config_rollout;
-        let hashes: BTreeMap<Option<&str>, String> = match mode {
-            ConfigRollout::Off => BTreeMap::new(),
-            _ => configs
-                .iter()
-                .map(|(ns, config)| (ns.as_deref(), rollout::config_hash(config)))
-                .collect(),
-        };
         let kinds = WorkloadKinds::new(&settings.workload_kinds);
         let refs = self.refs;
         for d in decided.iter_mut() {
@@ -333,24 +380,56 @@ impl Renderer<'_> {
             let Ok(Some(template)) = kind.pod_template_mut(&mut items[d.index]) else {
                 continue;
             };
-            let hash = hashes.get(&namespace_of(r, settings)).map(String::as_str);
-            let wanted =
-                rollout::wanted(mode, d.attached, &workload::template_labels(template), hash);
-            let field = || kind.field("metadata.annotations");
-            let change = match rollout::stamp(template, wanted) {
-                Ok(Some(change)) => change,
-                Ok(None) => continue,
-                Err(e) => {
-                    self.report(d.index, Severity::Error, e.to_string()).field = Some(field());
-                    continue;
-                }
-            };
-            match change {
-                rollout::Change::Removed(_) => self.summary.unstamped += 1,
-                _ => self.summary.stamped += 1,
-            }
-            self.note(d, &change.to_string(), field);
+            let ns = namespace_of(r, settings).map(str::to_string);
+            let config = configs.get(&ns).map(String::as_str);
+            self.config_rules(rules, d, (kind, template), namespaces, config);
         }
+    }
+
+    /// The secondary-network rule, then the config-hash stamp, on decided workload `d`, of
+    /// `kind`, whose pod template is `template`: `config` is the NAD config of its namespace
+    /// after the render.
+    fn config_rules(
+        &mut self,
+        rules: &mut ConfigRules<'_>,
+        d: &mut Decided,
+        (kind, template): (&WorkloadKind, &mut Map),
+        namespaces: &BTreeMap<String, Namespace>,
+        config: Option<&str>,
+    ) {
+        self.skip_subnets(&mut rules.networks, d, (kind, template), namespaces, config);
+        let hash = match (self.settings.config_rollout, config) {
+            (ConfigRollout::Off, _) | (_, None) => None,
+            (_, Some(config)) => Some(rules.hash(config)),
+        };
+        self.stamp(d, (kind, template), hash);
+    }
+
+    /// Brings the config-hash stamp of decided workload `d`, of `kind`, whose pod template is
+    /// `template`, in line with the `configRollout` setting and `hash`, that of the config of
+    /// the NAD in its namespace.
+    fn stamp(
+        &mut self,
+        d: &mut Decided,
+        (kind, template): (&WorkloadKind, &mut Map),
+        hash: Option<&str>,
+    ) {
+        let mode = self.settings.config_rollout;
+        let wanted = rollout::wanted(mode, d.attached, &workload::template_labels(template), hash);
+        let field = || kind.field("metadata.annotations");
+        let change = match rollout::stamp(template, wanted) {
+            Ok(Some(change)) => change,
+            Ok(None) => return,
+            Err(e) => {
+                self.report(d.index, Severity::Error, e.to_string()).field = Some(field());
+                return;
+            }
+        };
+        match change {
+            rollout::Change::Removed(_) => self.summary.unstamped += 1,
+            _ => self.summary.stamped += 1,
+        }
+        self.note(d, &change.to_string(), field);
     }
 
     /// Adds `change` to the info result of decided workload `d`, or reports it as one
