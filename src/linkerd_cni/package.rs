@@ -78,8 +78,8 @@ pub fn render(items: &mut Vec<Node>, refs: &[ResourceRef], settings: &Settings) 
     let foreseen = r.foresee_configs(items, &existing, generated);
     let mut rules = ConfigRules::new(&r, items, &foreseen);
     let (needs, mut decided) = r.workloads(items, &namespaces, &can_attach, &mut rules);
-    let plan = r.nads(items, &namespaces, needs, existing, config, &foreseen);
-    r.after_nads(items, &mut decided, &namespaces, &plan.configs, &mut rules);
+    let plan = r.nads(items, &namespaces, &needs, existing, config);
+    r.after_nads(items, &mut decided, &namespaces, &needs, &mut rules);
     plan.place(items);
     let mut results = Vec::with_capacity(r.results.len() + 1);
     results.push(FnResult::new(Severity::Info, r.summary_line()));

@@ -26,15 +26,13 @@ pub(super) struct NadPlan {
     placed: BTreeMap<usize, Vec<Node>>,
     /// New NADs to place at the end.
     trailing: Vec<Node>,
-    /// The `spec.config` of each namespace's NAD after the render.
-    pub(super) configs: BTreeMap<Option<String>, String>,
 }
 
 /// The Linkerd-CNI NAD config each namespace has after the render, foreseen before the
 /// workloads are rendered, so that the rules reading it run in the same visit of a pod
 /// template: that of the namespace's NAD in the input (a generated one gets the ConfigMap's
 /// config when there is one; someone else's network gives none), else the ConfigMap's.
-/// [`Renderer::nads`] gives exactly these to the namespaces that need a NAD.
+/// [`Renderer::nads`] leaves exactly these to the namespaces that need a NAD.
 pub(super) struct ForeseenConfigs {
     /// The namespaces with a NAD of the rules' name in the input.
     existing: BTreeMap<Option<String>, Option<String>>,
@@ -151,10 +149,9 @@ impl Renderer<'_> {
         &mut self,
         items: &mut [Node],
         namespaces: &BTreeMap<String, Namespace>,
-        needs: BTreeMap<Option<String>, Need>,
+        needs: &BTreeMap<Option<String>, Need>,
         existing: ExistingNads,
         mut config: NadConfig,
-        foreseen: &ForeseenConfigs,
     ) -> NadPlan {
         let ExistingNads {
             current: existing,
@@ -164,13 +161,9 @@ impl Renderer<'_> {
             removed,
             placed: BTreeMap::new(),
             trailing: Vec::new(),
-            configs: BTreeMap::new(),
         };
         let mut used_indices = self.used_file_indices();
-        for (ns, need) in &needs {
-            if let Some(config) = foreseen.get(ns) {
-                plan.configs.insert(ns.clone(), config.to_string());
-            }
+        for (ns, need) in needs {
             match existing.get(ns) {
                 Some(&i) if nad::is_generated(&items[i]) => {
                     let Some(text) = config.get(self, items) else {
@@ -194,7 +187,7 @@ impl Renderer<'_> {
                 self.warn_user_only_need(first, ns);
             }
         }
-        self.remove_unneeded(items, &existing, &needs, &mut plan.removed);
+        self.remove_unneeded(items, &existing, needs, &mut plan.removed);
         plan
     }
 

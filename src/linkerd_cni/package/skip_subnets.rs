@@ -17,7 +17,7 @@ use crate::yaml::{Map, Node};
 /// The NADs of the package, by namespace and name: the config of each, its IPAM read the
 /// first time a pod asks (a render with the rule off reads none).
 #[derive(Default)]
-struct PackageIpams(BTreeMap<String, BTreeMap<String, PackageNad>>);
+pub(super) struct PackageIpams(BTreeMap<String, BTreeMap<String, PackageNad>>);
 
 /// A NAD of the package: its `spec.config`, and its IPAM once read.
 type PackageNad = (Option<String>, OnceCell<IpamRead>);
@@ -34,43 +34,20 @@ impl NadIpams for PackageIpams {
     }
 }
 
-/// What the secondary-network rule reads of a whole package, set up once for a render: the
-/// NADs' IPAM, and the plugin settings of each Linkerd-CNI NAD config.
-pub(super) struct PackageNetworks {
-    ipams: PackageIpams,
-    /// By config text: the generated NADs of a package share one, so it is read once.
-    plugins: BTreeMap<String, PluginSettings>,
-}
-
 impl Renderer<'_> {
-    /// Sets up the secondary-network rule.
-    pub(super) fn package_networks(&self, items: &[Node]) -> PackageNetworks {
-        PackageNetworks {
-            ipams: self.package_ipams(items),
-            plugins: BTreeMap::new(),
-        }
-    }
-
     /// Applies the secondary-network rule to decided workload `d`, of `kind`, whose pod
-    /// template is `template`: `namespaces` gives the namespaces' annotations, `config` the
-    /// Linkerd-CNI NAD config of its namespace after the render.
+    /// template is `template`: `namespaces` gives the namespaces' annotations, `plugin` the
+    /// plugin settings of its namespace's Linkerd-CNI NAD config after the render.
     pub(super) fn skip_subnets(
         &mut self,
-        networks: &mut PackageNetworks,
+        ipams: &PackageIpams,
         d: &mut Decided,
         (kind, template): (&WorkloadKind, &mut Map),
         namespaces: &BTreeMap<String, Namespace>,
-        config: Option<&str>,
+        plugin: Option<&PluginSettings>,
     ) {
         let settings = self.settings;
         let ns_name = namespace_of(&self.refs[d.index], settings);
-        let PackageNetworks { ipams, plugins } = networks;
-        if let Some(config) = config
-            && !plugins.contains_key(config)
-        {
-            plugins.insert(config.to_string(), skip_subnets::plugin_settings(config));
-        }
-        let plugin = config.and_then(|config| plugins.get(config));
         let namespace = ns_name
             .and_then(|n| namespaces.get(n))
             .map(|n| &n.annotations);
@@ -78,7 +55,7 @@ impl Renderer<'_> {
             settings,
             pod_namespace: ns_name.unwrap_or(""),
             namespace: &namespace,
-            nads: Some(&*ipams),
+            nads: Some(ipams),
             plugin,
         };
         let annotations = workload::template_annotations(template);
@@ -115,7 +92,7 @@ impl Renderer<'_> {
     }
 
     /// The IPAM of every NAD of the package that is not Linkerd-CNI's.
-    fn package_ipams(&self, items: &[Node]) -> PackageIpams {
+    pub(super) fn package_ipams(&self, items: &[Node]) -> PackageIpams {
         let mut ipams = PackageIpams::default();
         for (r, item) in self.refs.iter().zip(items) {
             if !nad::is_nad(r) || nad::is_generated(item) {

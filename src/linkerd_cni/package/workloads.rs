@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, HashSet};
 
 use super::nads::ForeseenConfigs;
-use super::skip_subnets::PackageNetworks;
+use super::skip_subnets::PackageIpams;
 use super::{Decided, Need, Renderer, namespace_of};
 use crate::k8s::namespace::{
     INJECT_ANNOTATION, Lookup, MULTUS_ANNOTATION, MULTUS_VALUES, Namespace, Source,
@@ -16,7 +16,7 @@ use crate::linkerd_cni::cluster;
 use crate::linkerd_cni::opt_ins::{self, Whose};
 use crate::linkerd_cni::rollout::{self, ConfigRollout};
 use crate::linkerd_cni::settings::Settings;
-use crate::linkerd_cni::skip_subnets;
+use crate::linkerd_cni::skip_subnets::{self, PluginSettings};
 use crate::yaml::{Map, Node};
 
 /// The rules that read the NAD config of a workload's namespace after the render: the
@@ -24,10 +24,19 @@ use crate::yaml::{Map, Node};
 pub(super) struct ConfigRules<'f> {
     /// The config of each namespace after the render, foreseen.
     foreseen: &'f ForeseenConfigs,
-    /// What the secondary-network rule reads.
-    networks: PackageNetworks,
-    /// The hash of each config, by its text.
-    hashes: BTreeMap<String, String>,
+    /// The IPAM of the package's NADs, which the secondary-network rule reads.
+    ipams: PackageIpams,
+    /// What each config gives the rules, by its text: the generated NADs of a package share
+    /// one, so it is read once.
+    read: BTreeMap<String, ConfigRead>,
+}
+
+/// What the rules read of one NAD config.
+struct ConfigRead {
+    /// Its Linkerd-CNI plugin settings.
+    plugin: PluginSettings,
+    /// Its hash, unless the `configRollout` setting is off.
+    hash: Option<String>,
 }
 
 impl<'f> ConfigRules<'f> {
@@ -35,34 +44,36 @@ impl<'f> ConfigRules<'f> {
     pub(super) fn new(r: &Renderer, items: &[Node], foreseen: &'f ForeseenConfigs) -> Self {
         ConfigRules {
             foreseen,
-            networks: r.package_networks(items),
-            hashes: BTreeMap::new(),
+            ipams: r.package_ipams(items),
+            read: BTreeMap::new(),
         }
     }
 
-    /// Whether the rules read the NAD config for decided workload `d`, whose pod template is
-    /// `template` in a namespace with the annotations `namespace`: the stamp of an attached
-    /// workload, and the secondary-network rule where it reads the plugin's settings.
-    fn read_config(
-        &self,
-        settings: &Settings,
-        d: &Decided,
-        template: &Map,
-        namespace: &dyn Lookup,
-    ) -> bool {
-        let annotations = workload::template_annotations(template);
-        (d.attached && settings.config_rollout != ConfigRollout::Off)
-            || skip_subnets::reads_nads(&annotations, namespace, settings, d.attached)
+    /// The config of namespace `ns` after the render: the one foreseen when it `needed` a NAD.
+    fn config(&self, needed: bool, ns: &Option<String>) -> Option<&'f str> {
+        let foreseen = self.foreseen;
+        needed.then(|| foreseen.get(ns)).flatten()
     }
 
-    /// The hash of `config`.
-    fn hash(&mut self, config: &str) -> &str {
-        if !self.hashes.contains_key(config) {
-            self.hashes
-                .insert(config.to_string(), rollout::config_hash(config));
+    /// Reads `config` unless it has been read.
+    fn read(&mut self, config: &str, mode: ConfigRollout) {
+        if !self.read.contains_key(config) {
+            let read = ConfigRead {
+                plugin: skip_subnets::plugin_settings(config),
+                hash: (mode != ConfigRollout::Off).then(|| rollout::config_hash(config)),
+            };
+            self.read.insert(config.to_string(), read);
         }
-        &self.hashes[config]
     }
+}
+
+/// Whether the rules read the NAD config for decided workload `d`, whose pod template is
+/// `template` in a namespace with the annotations `namespace`: the stamp of an attached
+/// workload, and the secondary-network rule where it reads the plugin's settings.
+fn reads_config(settings: &Settings, d: &Decided, template: &Map, namespace: &dyn Lookup) -> bool {
+    let annotations = workload::template_annotations(template);
+    (d.attached && settings.config_rollout != ConfigRollout::Off)
+        || skip_subnets::reads_nads(&annotations, namespace, settings, d.attached)
 }
 
 /// The namespaces the function knows, and whether the workloads of a namespace can be
@@ -251,8 +262,8 @@ impl Renderer<'_> {
         // grow), so its config after the render is the one foreseen: the rules that read it
         // run now, on the template just rendered, as they do when they read no config.
         let needed = gathered.needs.contains_key(&own_ns);
-        if needed || !rules.read_config(settings, &d, template, &ns_annotations) {
-            let config = needed.then(|| rules.foreseen.get(&own_ns)).flatten();
+        if needed || !reads_config(settings, &d, template, &ns_annotations) {
+            let config = rules.config(needed, &own_ns);
             self.config_rules(rules, &mut d, (kind, template), namespaces, config);
         } else {
             gathered.decided.push(d);
@@ -359,14 +370,14 @@ impl Renderer<'_> {
     }
 
     /// Applies the rules that read the NAD config of a namespace after the render to the
-    /// decided workloads that could not have them in the workloads' pass: `configs` gives
-    /// the config of each namespace that needs a NAD.
+    /// decided workloads that could not have them in the workloads' pass: `needs` gives the
+    /// namespaces that need a NAD.
     pub(super) fn after_nads(
         &mut self,
         items: &mut [Node],
         decided: &mut [Decided],
         namespaces: &BTreeMap<String, Namespace>,
-        configs: &BTreeMap<Option<String>, String>,
+        needs: &BTreeMap<Option<String>, Need>,
         rules: &mut ConfigRules<'_>,
     ) {
         let settings = self.settings;
@@ -381,7 +392,7 @@ impl Renderer<'_> {
                 continue;
             };
             let ns = namespace_of(r, settings).map(str::to_string);
-            let config = configs.get(&ns).map(String::as_str);
+            let config = rules.config(needs.contains_key(&ns), &ns);
             self.config_rules(rules, d, (kind, template), namespaces, config);
         }
     }
@@ -397,12 +408,13 @@ impl Renderer<'_> {
         namespaces: &BTreeMap<String, Namespace>,
         config: Option<&str>,
     ) {
-        self.skip_subnets(&mut rules.networks, d, (kind, template), namespaces, config);
-        let hash = match (self.settings.config_rollout, config) {
-            (ConfigRollout::Off, _) | (_, None) => None,
-            (_, Some(config)) => Some(rules.hash(config)),
-        };
-        self.stamp(d, (kind, template), hash);
+        if let Some(config) = config {
+            rules.read(config, self.settings.config_rollout);
+        }
+        let read = config.map(|config| &rules.read[config]);
+        let plugin = read.map(|r| &r.plugin);
+        self.skip_subnets(&rules.ipams, d, (kind, template), namespaces, plugin);
+        self.stamp(d, (kind, template), read.and_then(|r| r.hash.as_deref()));
     }
 
     /// Brings the config-hash stamp of decided workload `d`, of `kind`, whose pod template is
